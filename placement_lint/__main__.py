@@ -1,0 +1,3 @@
+from placement_lint.cli import main
+
+main()

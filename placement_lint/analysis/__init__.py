@@ -1,0 +1,1 @@
+"""Facts about one parsed Python file: names, reaching values, conditions, model flow, placements."""

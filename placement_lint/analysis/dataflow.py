@@ -1,0 +1,466 @@
+"""Which values can reach a use: a small reaching-definitions walk over one scope.
+
+A `device_map` is rarely a literal in the call. It is a name bound earlier, a key of a kwargs
+dict that is splatted in, a dataclass field default read as `args.device_map`, or a branch of an
+`if ddp:`. The walk follows a scope's statements in order up to the use, keeps every binding
+that can still be live, and prunes the branches of conditions that the detected setup decides.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from placement_lint.analysis.guards import evaluate_truth
+from placement_lint.analysis.names import dotted, last_segment
+from placement_lint.distributed import Setup
+
+Guard = tuple[ast.expr, bool]  # a condition and the outcome the path took
+
+
+class _Absent:
+    """A kwargs dict that is known not to hold the key: the loader's default applies."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = _Absent()
+Value = ast.expr | _Absent | None  # None: cannot be resolved
+
+
+@dataclass(frozen=True)
+class Binding:
+    value: Value
+    statement: ast.AST
+    guards: tuple[Guard, ...] = ()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One value an expression can take, with the path of conditions and bindings that led to it."""
+
+    value: Value
+    guards: tuple[Guard, ...] = ()
+    via: tuple[ast.AST, ...] = ()
+
+
+State = dict[str, list[Binding]]
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_KNOWN_DICT = "[?]"  # marker key: the name is bound to a dict display whose keys we know
+
+
+def key_of(base: str, key: str) -> str:
+    return f"{base}[{key}]"
+
+
+@dataclass
+class Resolver:
+    module: ast.Module
+    setup: Setup
+    parents: dict[int, ast.AST] = field(default_factory=dict)
+    _states: dict[tuple[int, int], State] = field(default_factory=dict)
+    _field_defaults: dict[str, list[ast.expr | None]] | None = None
+
+    def __post_init__(self) -> None:
+        for node in ast.walk(self.module):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+
+    # -- structure -------------------------------------------------------------------------
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        return self.parents.get(id(node))
+
+    def ancestors(self, node: ast.AST) -> Iterable[ast.AST]:
+        current = self.parent(node)
+        while current is not None:
+            yield current
+            current = self.parent(current)
+
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, _SCOPES):
+                return ancestor
+        return self.module
+
+    # -- conditions ------------------------------------------------------------------------
+
+    def truth(self, test: ast.expr) -> bool | None:
+        def lookup(expr: ast.expr) -> list[ast.expr | None]:
+            return [c.value if isinstance(c.value, ast.expr) else None for c in self.candidates(expr, depth=6)]
+
+        return evaluate_truth(test, self.setup, lookup)
+
+    # -- bindings --------------------------------------------------------------------------
+
+    def bindings(self, key: str, at: ast.AST) -> list[Binding] | None:
+        scope = self.scope_of(at)
+        state = self._state_before(scope, at)
+        if key in state:
+            return state[key]
+        base = key.split("[", 1)[0]
+        if "[" in key and key_of(base, _KNOWN_DICT) in state:
+            return [Binding(ABSENT, at)]
+        if scope is not self.module:
+            if base.split(".")[0] in _parameters(scope):
+                return None
+            module_state = self._state_before(self.module, None)
+            if key in module_state:
+                return module_state[key]
+            if "[" in key and key_of(base, _KNOWN_DICT) in module_state:
+                return [Binding(ABSENT, at)]
+        return None
+
+    def candidates(
+        self, expr: ast.expr, guards: tuple[Guard, ...] = (), via: tuple[ast.AST, ...] = (), depth: int = 0
+    ) -> list[Candidate]:
+        """The leaf values `expr` can evaluate to, resolving names and conditional expressions."""
+        if depth > 10:
+            return [Candidate(None, guards, via)]
+        if isinstance(expr, ast.IfExp):
+            truth = self.truth(expr.test)
+            out: list[Candidate] = []
+            if truth is not False:
+                out += self.candidates(expr.body, (*guards, (expr.test, True)), via, depth + 1)
+            if truth is not True:
+                out += self.candidates(expr.orelse, (*guards, (expr.test, False)), via, depth + 1)
+            return out
+        if isinstance(expr, ast.BoolOp) and isinstance(expr.op, ast.Or):
+            return [c for value in expr.values for c in self.candidates(value, guards, via, depth + 1)]
+        if isinstance(expr, ast.NamedExpr):
+            return self.candidates(expr.value, guards, via, depth + 1)
+        key = _state_key(expr)
+        if key is None:
+            return [Candidate(expr, guards, via)]
+        found = self.bindings(key, expr)
+        if not found and isinstance(expr, ast.Attribute):
+            defaults = self.field_defaults().get(expr.attr)
+            if defaults and len(defaults) == 1 and defaults[0] is not None:
+                return self.candidates(defaults[0], guards, (*via, defaults[0]), depth + 1)
+        if found is None or not found:
+            return [Candidate(expr if not isinstance(expr, ast.Name) else None, guards, via)]
+        out = []
+        for binding in found:
+            if isinstance(binding.value, ast.expr):
+                out += self.candidates(
+                    binding.value, (*guards, *binding.guards), (*via, binding.statement), depth + 1
+                )
+            else:
+                out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement)))
+        return out
+
+    def key_candidates(self, mapping: ast.expr, key: str, depth: int = 0) -> list[Candidate] | None:
+        """Values of `mapping[key]` for a kwargs dict; None when the dict's keys are unknown."""
+        if depth > 6:
+            return None
+        if isinstance(mapping, ast.Dict) or _is_dict_call(mapping):
+            value = dict_entry(mapping, key)
+            if value is ABSENT and _has_splat(mapping):
+                return None
+            return [Candidate(value)] if value is ABSENT else self.candidates(value)  # type: ignore[arg-type]
+        base = _state_key(mapping)
+        if base is None:
+            return None
+        found = self.bindings(key_of(base, key), mapping)
+        if found is not None:
+            out: list[Candidate] = []
+            for binding in found:
+                if isinstance(binding.value, ast.expr):
+                    out += self.candidates(binding.value, binding.guards, (binding.statement,))
+                else:
+                    out.append(Candidate(binding.value, binding.guards, (binding.statement,)))
+            return out
+        # `training_args.model_init_kwargs = model_kwargs`: follow one alias.
+        aliases = self.bindings(base, mapping)
+        if aliases and len(aliases) == 1 and isinstance(aliases[0].value, (ast.Name, ast.Attribute)):
+            return self.key_candidates(aliases[0].value, key, depth + 1)
+        return None
+
+    def field_defaults(self) -> dict[str, list[ast.expr | None]]:
+        """Field name -> default expression, for every `@dataclass` in the module (HfArgumentParser args)."""
+        if self._field_defaults is None:
+            self._field_defaults = {}
+            for node in ast.walk(self.module):
+                if isinstance(node, ast.ClassDef) and _is_dataclass(node):
+                    for stmt in node.body:
+                        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                            self._field_defaults.setdefault(stmt.target.id, []).append(_field_default(stmt.value))
+        return self._field_defaults
+
+    # -- the walk --------------------------------------------------------------------------
+
+    def _state_before(self, scope: ast.AST, at: ast.AST | None) -> State:
+        stop = self._statement_in(scope, at) if at is not None else None
+        cache_key = (id(scope), id(stop))
+        if cache_key not in self._states:
+            body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
+            stop_path = {id(a) for a in self.ancestors(stop)} | {id(stop)} if stop is not None else set()
+            state, _, _ = self._walk(body, {}, (), stop, stop_path)  # type: ignore[arg-type]
+            self._states[cache_key] = state
+        return self._states[cache_key]
+
+    def _statement_in(self, scope: ast.AST, node: ast.AST) -> ast.AST | None:
+        """The innermost statement holding `node`: where the walk stops."""
+        current: ast.AST | None = node
+        while current is not None and current is not scope:
+            if isinstance(current, ast.stmt):
+                return current
+            current = self.parent(current)
+        return None
+
+    def _walk(
+        self, stmts: list[ast.stmt], state: State, guards: tuple[Guard, ...], stop: ast.AST | None, path: set[int]
+    ) -> tuple[State, bool, bool]:
+        """Returns (state, terminated, stopped)."""
+        for stmt in stmts:
+            if stop is not None and id(stmt) in path:
+                if stmt is stop:
+                    return state, False, True
+                return self._descend(stmt, state, guards, stop, path)
+            state, terminated = self._apply(stmt, state, guards)
+            if terminated:
+                return state, True, False
+        return state, False, False
+
+    def _descend(
+        self, stmt: ast.stmt, state: State, guards: tuple[Guard, ...], stop: ast.AST, path: set[int]
+    ) -> tuple[State, bool, bool]:
+        if isinstance(stmt, ast.If):
+            in_body = any(id(s) in path for s in stmt.body)
+            return self._walk(
+                stmt.body if in_body else stmt.orelse, dict(state), (*guards, (stmt.test, in_body)), stop, path
+            )
+        for block in _blocks(stmt):
+            if any(id(s) in path for s in block):
+                return self._walk(block, dict(state), guards, stop, path)
+        return state, False, True
+
+    def _apply(self, stmt: ast.stmt, state: State, guards: tuple[Guard, ...]) -> tuple[State, bool]:
+        if isinstance(stmt, ast.Assign):
+            state = dict(state)
+            for target in stmt.targets:
+                self._bind(target, stmt.value, state, guards, stmt)
+            return state, False
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            state = dict(state)
+            self._bind(stmt.target, stmt.value, state, guards, stmt)
+            return state, False
+        if isinstance(stmt, ast.AugAssign):
+            state = dict(state)
+            self._bind(stmt.target, None, state, guards, stmt)
+            return state, False
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            return self._mutation(stmt.value, state, guards, stmt), False
+        if isinstance(stmt, ast.Delete):
+            state = dict(state)
+            for target in stmt.targets:
+                key = _state_key(target)
+                if key is not None:
+                    state[key] = [Binding(ABSENT, stmt, guards)]
+            return state, False
+        if isinstance(stmt, ast.If):
+            truth = self.truth(stmt.test)
+            branches = []
+            if truth is not False:
+                branches.append(self._walk(stmt.body, dict(state), (*guards, (stmt.test, True)), None, set()))
+            if truth is not True:
+                branches.append(self._walk(stmt.orelse, dict(state), (*guards, (stmt.test, False)), None, set()))
+            live = [s for s, terminated, _ in branches if not terminated]
+            if not live:
+                return state, True
+            return _merge(live), False
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            state = dict(state)
+            if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                self._bind(stmt.target, None, state, guards, stmt)
+            body, _, _ = self._walk(stmt.body, dict(state), guards, None, set())
+            merged = _merge([state, body])
+            after, terminated, _ = self._walk(stmt.orelse, merged, guards, None, set())
+            return after, terminated
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            state = dict(state)
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, None, state, guards, stmt)
+            after, terminated, _ = self._walk(stmt.body, state, guards, None, set())
+            return after, terminated
+        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            body, body_terminated, _ = self._walk(stmt.body, dict(state), guards, None, set())  # type: ignore[attr-defined]
+            outcomes = [] if body_terminated else [self._walk(stmt.orelse, body, guards, None, set())]  # type: ignore[attr-defined]
+            entry = _merge([state, body])
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                outcomes.append(self._walk(handler.body, dict(entry), guards, None, set()))
+            live = [s for s, terminated, _ in outcomes if not terminated]
+            merged = _merge(live) if live else entry
+            after, terminated, _ = self._walk(stmt.finalbody, merged, guards, None, set())  # type: ignore[attr-defined]
+            return after, terminated or not live
+        if isinstance(stmt, ast.Match):
+            outcomes = [self._walk(case.body, dict(state), guards, None, set()) for case in stmt.cases]
+            live = [state] + [s for s, terminated, _ in outcomes if not terminated]
+            return _merge(live), False
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            state = dict(state)
+            state[stmt.name] = [Binding(None, stmt, guards)]
+            return state, False
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            state = dict(state)
+            for alias in stmt.names:
+                state[(alias.asname or alias.name).split(".")[0]] = [Binding(None, stmt, guards)]
+            return state, False
+        if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+            return state, True
+        return state, False
+
+    def _bind(self, target: ast.expr, value: ast.expr | None, state: State, guards: tuple[Guard, ...], stmt: ast.stmt) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
+            for i, element in enumerate(target.elts):
+                self._bind(element, values[i] if values else None, state, guards, stmt)
+            return
+        if isinstance(target, ast.Starred):
+            self._bind(target.value, None, state, guards, stmt)
+            return
+        key = _state_key(target)
+        if key is None:
+            return
+        state[key] = [Binding(value, stmt, guards)]
+        if "[" in key:
+            return
+        prefix = key + "["
+        for stale in [k for k in state if k.startswith(prefix)]:
+            del state[stale]
+        if value is not None and (isinstance(value, ast.Dict) or _is_dict_call(value)) and not _has_splat(value):
+            state[key_of(key, _KNOWN_DICT)] = []
+            for name, entry in dict_entries(value):
+                state[key_of(key, name)] = [Binding(entry, stmt, guards)]
+
+    def _mutation(self, call: ast.Call, state: State, guards: tuple[Guard, ...], stmt: ast.stmt) -> State:
+        if not isinstance(call.func, ast.Attribute):
+            return state
+        base = _state_key(call.func.value)
+        method = call.func.attr
+        if base is None or method not in ("update", "pop", "setdefault", "__setitem__"):
+            return state
+        state = dict(state)
+        if method == "update":
+            for name, entry in dict_entries(call):
+                state[key_of(base, name)] = [Binding(entry, stmt, guards)]
+            for arg in call.args:
+                if isinstance(arg, ast.Dict) or _is_dict_call(arg):
+                    for name, entry in dict_entries(arg):
+                        state[key_of(base, name)] = [Binding(entry, stmt, guards)]
+        elif call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+            key = key_of(base, call.args[0].value)
+            if method == "pop":
+                state[key] = [Binding(ABSENT, stmt, guards)]
+            elif len(call.args) > 1:
+                value = call.args[1]
+                if method == "__setitem__":
+                    state[key] = [Binding(value, stmt, guards)]
+                else:  # setdefault keeps what is there
+                    before = state.get(key)
+                    known_absent = before is None and key_of(base, _KNOWN_DICT) in state
+                    if known_absent or (before and all(b.value is ABSENT for b in before)):
+                        state[key] = [Binding(value, stmt, guards)]
+        return state
+
+
+def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    blocks: list[list[ast.stmt]] = []
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, name, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            blocks.append(block)
+    for handler in getattr(stmt, "handlers", []) or []:
+        blocks.append(handler.body)
+    for case in getattr(stmt, "cases", []) or []:
+        blocks.append(case.body)
+    return blocks
+
+
+def _merge(states: list[State]) -> State:
+    if len(states) == 1:
+        return states[0]
+    merged: State = {}
+    for state in states:
+        for key, bindings in state.items():
+            existing = merged.setdefault(key, [])
+            for binding in bindings:
+                if binding not in existing:
+                    existing.append(binding)
+    return merged
+
+
+def _state_key(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        base = _state_key(expr.value)
+        return f"{base}.{expr.attr}" if base is not None else None
+    if isinstance(expr, ast.Subscript):
+        base = _state_key(expr.value)
+        key = expr.slice
+        if base is not None and isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key_of(base, key.value)
+    return None
+
+
+def _parameters(scope: ast.AST) -> set[str]:
+    args = getattr(scope, "args", None)
+    if args is None:
+        return set()
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    if args.vararg:
+        names.append(args.vararg.arg)
+    if args.kwarg:
+        names.append(args.kwarg.arg)
+    return set(names)
+
+
+def _is_dict_call(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "dict"
+
+
+def _has_splat(expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Dict):
+        return any(key is None for key in expr.keys)
+    if isinstance(expr, ast.Call):
+        return any(kw.arg is None for kw in expr.keywords) or bool(expr.args)
+    return False
+
+
+def dict_entries(expr: ast.expr) -> list[tuple[str, ast.expr]]:
+    """String-keyed entries of `{...}`, `dict(k=v)` or the keywords of `d.update(k=v)`."""
+    if isinstance(expr, ast.Dict):
+        return [
+            (key.value, value)
+            for key, value in zip(expr.keys, expr.values)
+            if isinstance(key, ast.Constant) and isinstance(key.value, str)
+        ]
+    if isinstance(expr, ast.Call):
+        return [(kw.arg, kw.value) for kw in expr.keywords if kw.arg is not None]
+    return []
+
+
+def dict_entry(expr: ast.expr, key: str) -> ast.expr | _Absent:
+    for name, value in dict_entries(expr):
+        if name == key:
+            return value
+    return ABSENT
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    return any(last_segment(dotted(d.func if isinstance(d, ast.Call) else d)) == "dataclass" for d in node.decorator_list)
+
+
+def _field_default(value: ast.expr | None) -> ast.expr | None:
+    if value is None:
+        return None
+    if isinstance(value, ast.Call) and last_segment(dotted(value.func)) == "field":
+        for kw in value.keywords:
+            if kw.arg == "default":
+                return kw.value
+        return None
+    return value

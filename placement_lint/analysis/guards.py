@@ -1,0 +1,298 @@
+"""Is a condition true under a given distributed setup?
+
+Scripts choose their `device_map` by a condition on distributed state (`if ddp:`, `"auto" if
+world_size == 1 else None`, `None if is_deepspeed_zero3_enabled() else ...`). We evaluate such
+conditions three-valued (True, False, None for unknown) for the setup the context detected, so a
+rule judges only the branch that setup takes.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from placement_lint.analysis.names import dotted, last_segment
+from placement_lint.distributed import Mode, Setup
+
+
+@dataclass(frozen=True)
+class Span:
+    """An unknown integer known to lie in [low, high]: the world size or a rank at run time."""
+
+    low: int
+    high: float
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+
+WORLD_ENV = {"WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"}
+RANK_ENV = {"LOCAL_RANK", "RANK", "SLURM_PROCID", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}
+# Flags whose name says "this run is distributed" (`ddp`, `is_distributed`, `args.use_ddp`).
+_DISTRIBUTED_FLAG = re.compile(r"^(is_|use_|using_)?(ddp|distributed|multi_gpu|multigpu)(_enabled|_training|_run)?$")
+
+Lookup = Callable[[ast.expr], list[ast.expr | None]]
+
+
+def evaluate_truth(expr: ast.expr, setup: Setup, lookup: Lookup) -> bool | None:
+    value = _Evaluator(setup, lookup).value(expr, 0)
+    return _truth(value)
+
+
+def _truth(value: object) -> bool | None:
+    if value is UNKNOWN:
+        return None
+    if isinstance(value, Span):
+        return True if value.low > 0 else None
+    return bool(value)
+
+
+class _Evaluator:
+    def __init__(self, setup: Setup, lookup: Lookup) -> None:
+        self.setup = setup
+        self.lookup = lookup
+        # None when the setup is only "possibly" distributed: then every distributed condition is unknown.
+        self.multi: bool | None = None if setup.mode is Mode.POSSIBLE else setup.distributed
+
+    def _pick(self, distributed: object, single: object) -> object:
+        if self.multi is None:
+            return UNKNOWN
+        return distributed if self.multi else single
+
+    def value(self, expr: ast.expr, depth: int) -> object:
+        if depth > 12:
+            return UNKNOWN
+        if isinstance(expr, ast.Constant):
+            return expr.value
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+            truth = _truth(self.value(expr.operand, depth + 1))
+            return UNKNOWN if truth is None else not truth
+        if isinstance(expr, ast.BoolOp):
+            return self._bool_op(expr, depth)
+        if isinstance(expr, ast.Compare):
+            return self._compare(expr, depth)
+        if isinstance(expr, ast.Call):
+            return self._call(expr, depth)
+        if isinstance(expr, ast.Subscript):
+            env = _env_read(expr)
+            if env is not None:
+                return self._env(env, UNKNOWN)
+            return UNKNOWN
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            return self._name(expr, depth)
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+            return tuple(self.value(e, depth + 1) for e in expr.elts)
+        return UNKNOWN
+
+    def _bool_op(self, expr: ast.BoolOp, depth: int) -> object:
+        truths = [_truth(self.value(v, depth + 1)) for v in expr.values]
+        if isinstance(expr.op, ast.And):
+            if False in truths:
+                return False
+            return True if all(t is True for t in truths) else UNKNOWN
+        if True in truths:
+            return True
+        return False if all(t is False for t in truths) else UNKNOWN
+
+    def _name(self, expr: ast.Name | ast.Attribute, depth: int) -> object:
+        name = dotted(expr) or ""
+        attr = last_segment(name)
+        known = self._known_attribute(expr, attr)
+        if known is not UNKNOWN:
+            return known
+        resolved = self.lookup(expr)
+        values = {_freeze(self.value(v, depth + 1)) if v is not None else UNKNOWN for v in resolved}
+        if len(values) == 1:
+            return values.pop()
+        if _DISTRIBUTED_FLAG.match(attr):
+            return self._pick(True, False)
+        return UNKNOWN
+
+    def _known_attribute(self, expr: ast.AST, attr: str) -> object:
+        if isinstance(expr, ast.Attribute):
+            owner = last_segment(dotted(expr.value))
+            if owner == "DistributedType":
+                return attr
+            if owner == "ParallelMode":
+                return attr
+            if attr in ("world_size", "num_processes", "n_gpu_processes"):
+                return self._pick(Span(2, float("inf")), 1)
+            if attr in ("local_rank",):
+                return self._pick(Span(0, float("inf")), -1)
+            if attr in ("local_process_index", "process_index"):
+                return self._pick(Span(0, float("inf")), 0)
+            if attr == "distributed_type":
+                return self._pick(self.setup.accelerate_type, "NO")
+            if attr == "parallel_mode":
+                return self._pick("DISTRIBUTED", "NOT_DISTRIBUTED")
+            if attr in ("is_deepspeed_enabled",):
+                return self._deepspeed()
+            if attr in ("is_fsdp_enabled",):
+                return self._fsdp()
+        return UNKNOWN
+
+    def _deepspeed(self) -> object:
+        return self._pick(self.setup.mode is Mode.DEEPSPEED, False)
+
+    def _fsdp(self) -> object:
+        return self._pick(self.setup.mode is Mode.FSDP, False)
+
+    def _zero3(self) -> object:
+        if self.multi is None:
+            return UNKNOWN
+        if self.setup.mode is not Mode.DEEPSPEED:
+            return False
+        if self.setup.zero_stage is None:
+            return UNKNOWN
+        return self.setup.zero_stage == 3
+
+    def _env(self, name: str, default: object) -> object:
+        if name in WORLD_ENV:
+            return self._pick(Span(2, float("inf")), default)
+        if name in RANK_ENV:
+            return self._pick(Span(0, float("inf")), default)
+        return UNKNOWN
+
+    def _call(self, call: ast.Call, depth: int) -> object:
+        env = _env_read(call)
+        if env is not None:
+            default = self.value(call.args[1], depth + 1) if len(call.args) > 1 else None
+            return self._env(env, default)
+        name = dotted(call.func) or ""
+        func = last_segment(name)
+        if func in ("int", "bool", "str") and len(call.args) == 1:
+            inner = self.value(call.args[0], depth + 1)
+            if isinstance(inner, Span) or inner is UNKNOWN:
+                return inner
+            try:
+                return {"int": int, "bool": bool, "str": str}[func](inner)  # type: ignore[operator]
+            except (TypeError, ValueError):
+                return UNKNOWN
+        if func == "is_deepspeed_zero3_enabled":
+            return self._zero3()
+        if func in ("is_deepspeed_enabled",):
+            return self._deepspeed()
+        if func == "is_fsdp_enabled":
+            return self._fsdp()
+        if func == "is_initialized" and ("distributed" in name or name.startswith("dist.")):
+            return self._pick(True, False)
+        if func == "get_world_size":
+            return self._pick(Span(2, float("inf")), 1)
+        if func in ("get_rank", "get_local_rank"):
+            return self._pick(Span(0, float("inf")), 0)
+        if func == "PartialState" or func == "Accelerator":
+            return UNKNOWN
+        return UNKNOWN
+
+    def _compare(self, expr: ast.Compare, depth: int) -> object:
+        left = self.value(expr.left, depth + 1)
+        result: object = True
+        for op, right_expr in zip(expr.ops, expr.comparators):
+            # `"LOCAL_RANK" in os.environ`
+            if isinstance(op, (ast.In, ast.NotIn)) and _is_environ(right_expr) and isinstance(left, str):
+                present = self._env(left, False)
+                truth = _truth(present) if present is not False else False
+                outcome: object = UNKNOWN if truth is None else (truth if isinstance(op, ast.In) else not truth)
+            else:
+                right = self.value(right_expr, depth + 1)
+                outcome = _compare(op, left, right)
+            if outcome is False:
+                return False
+            if outcome is UNKNOWN:
+                result = UNKNOWN
+            left = self.value(right_expr, depth + 1)
+        return result
+
+
+_ORDER = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+}
+
+
+def _compare(op: ast.cmpop, left: object, right: object) -> object:
+    if left is UNKNOWN or right is UNKNOWN:
+        return UNKNOWN
+    if isinstance(op, (ast.Is, ast.IsNot)):
+        if isinstance(left, Span) or isinstance(right, Span):
+            if left is not None and right is not None:
+                return UNKNOWN
+            same = False
+        else:
+            same = left is right or (type(left) is type(right) and left == right)
+        return same if isinstance(op, ast.Is) else not same
+    if isinstance(op, (ast.In, ast.NotIn)):
+        if isinstance(right, tuple) and not isinstance(left, Span) and UNKNOWN not in right:
+            found = left in right
+            return found if isinstance(op, ast.In) else not found
+        return UNKNOWN
+    fn = _ORDER.get(type(op))
+    if fn is None:
+        return UNKNOWN
+    if isinstance(left, Span) or isinstance(right, Span):
+        return _compare_span(type(op), left, right)
+    try:
+        return fn(left, right)
+    except TypeError:
+        return UNKNOWN
+
+
+def _compare_span(op: type, left: object, right: object) -> object:
+    flipped = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+    if isinstance(right, Span) and not isinstance(left, Span):
+        left, right = right, left
+        op = flipped.get(op, op)
+    if not isinstance(left, Span) or not isinstance(right, (int, float)) or isinstance(right, bool):
+        return UNKNOWN
+    lo, hi = left.low, left.high
+    if op is ast.Eq:
+        return False if not (lo <= right <= hi) else (True if lo == hi == right else UNKNOWN)
+    if op is ast.NotEq:
+        return True if not (lo <= right <= hi) else UNKNOWN
+    if op is ast.Gt:
+        return True if lo > right else (False if hi <= right else UNKNOWN)
+    if op is ast.GtE:
+        return True if lo >= right else (False if hi < right else UNKNOWN)
+    if op is ast.Lt:
+        return True if hi < right else (False if lo >= right else UNKNOWN)
+    if op is ast.LtE:
+        return True if hi <= right else (False if lo > right else UNKNOWN)
+    return UNKNOWN
+
+
+def _freeze(value: object) -> object:
+    return value if not isinstance(value, list) else tuple(value)
+
+
+def _is_environ(expr: ast.expr) -> bool:
+    return (dotted(expr) or "").endswith("environ")
+
+
+def _env_read(expr: ast.expr) -> str | None:
+    """The variable name of `os.environ["X"]`, `os.environ.get("X", d)`, `os.getenv("X", d)`."""
+    if isinstance(expr, ast.Subscript) and _is_environ(expr.value):
+        key = expr.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value
+        return None
+    if isinstance(expr, ast.Call) and expr.args:
+        name = dotted(expr.func) or ""
+        key = expr.args[0]
+        if (name.endswith("environ.get") or name.endswith("getenv")) and isinstance(key, ast.Constant):
+            return key.value if isinstance(key.value, str) else None
+    return None
+
+
+def is_env_read(expr: ast.expr, names: set[str]) -> bool:
+    return _env_read(expr) in names

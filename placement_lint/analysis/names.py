@@ -1,0 +1,91 @@
+"""What a name in a call refers to: import aliases resolved to dotted qualified names."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+
+def dotted(expr: ast.AST) -> str | None:
+    """`a.b.c` for a chain of attributes on a name, `Foo` for `Foo()` callee chains; None otherwise."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Call):
+        # `PartialState().local_process_index`, `deepspeed.zero.Init(...)`: keep the callee's chain.
+        inner = dotted(expr.func)
+        if inner is None:
+            return None
+        parts.append(inner + "()")
+        return ".".join(reversed(parts))
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+@dataclass
+class ImportTable:
+    """Local name -> qualified name, from every import in the module (any nesting level)."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, module: ast.Module) -> ImportTable:
+        table = cls()
+        for node in ast.walk(module):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        table.aliases[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".")[0]
+                        table.aliases.setdefault(top, top)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    if alias.name != "*":
+                        table.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        return table
+
+    def qualify(self, expr: ast.AST) -> str | None:
+        """`tf.AutoModel` -> `transformers.AutoModel` when `import transformers as tf`."""
+        name = dotted(expr)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return name
+        return f"{target}.{rest}" if rest else target
+
+    def imports_name(self, local: str) -> bool:
+        return local in self.aliases
+
+
+def last_segment(qualified: str | None) -> str:
+    if not qualified:
+        return ""
+    return qualified.rsplit(".", 1)[-1].removesuffix("()")
+
+
+def call_name(call: ast.Call, imports: ImportTable) -> str:
+    return imports.qualify(call.func) or ""
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw
+    return None
+
+
+def argument(call: ast.Call, name: str, position: int | None = None) -> ast.expr | None:
+    kw = keyword(call, name)
+    if kw is not None:
+        return kw.value
+    if position is not None and len(call.args) > position:
+        arg = call.args[position]
+        if not isinstance(arg, ast.Starred):
+            return arg
+    return None

@@ -1,0 +1,196 @@
+"""Every `device_map` a file passes to a model loader, resolved to the values it can take.
+
+Loaders (domain.md §3): any `X.from_pretrained(...)` except tokenizers, processors, configs and
+feature extractors (a `device_map` there is ignored); `pipeline(...)` with `device_map=` or
+`model_kwargs={"device_map": ...}`; accelerate's `dispatch_model` / `load_checkpoint_and_dispatch`;
+and the TRL config fields that a trainer loads a model id string with (`model_init_kwargs`,
+`ref_model_init_kwargs`, `teacher_model_init_kwargs`).
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from placement_lint.analysis.dataflow import Candidate, Resolver
+from placement_lint.analysis.flow import Consumer, ConsumerKind, ModelFlow
+from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
+from placement_lint.analysis.values import Classified, classify
+
+_NOT_A_MODEL = re.compile(r"(Tokenizer|TokenizerFast|Processor|Config|FeatureExtractor|Extractor|Scheduler)$")
+TRL_INIT_KWARGS = ("model_init_kwargs", "ref_model_init_kwargs", "teacher_model_init_kwargs")
+_DISTRIBUTED_STATE = {"TrainingArguments", "Seq2SeqTrainingArguments", "Accelerator", "PartialState", "HfDeepSpeedConfig"}
+_ARGUMENT_PARSING = {"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file", "parse_json_file", "parse_dict"}
+
+
+class LoaderKind(enum.Enum):
+    FROM_PRETRAINED = "from_pretrained"
+    PIPELINE = "pipeline"
+    DISPATCH = "dispatch"
+    TRL_INIT_KWARGS = "trl-init-kwargs"  # a trainer loads a model id string with these kwargs
+
+
+@dataclass(frozen=True)
+class Loader:
+    node: ast.AST  # the call (or, for `args.model_init_kwargs = {...}`, the assignment)
+    kind: LoaderKind
+    name: str  # for messages: "AutoModelForCausalLM.from_pretrained", "SFTConfig(model_init_kwargs=...)"
+
+    @property
+    def line(self) -> int:
+        return self.node.lineno  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class DeviceMap:
+    loader: Loader
+    candidate: Candidate
+    classified: Classified
+    consumers: tuple[Consumer, ...]
+    quantized: bool
+    after_distributed_state: bool
+
+    @property
+    def node(self) -> ast.expr:
+        assert isinstance(self.candidate.value, ast.expr)
+        return self.candidate.value
+
+    @property
+    def trained(self) -> bool | None:
+        """True when the model reaches a trainer, prepare or a wrapper; False when only inference; None when unknown."""
+        if not self.consumers:
+            return None
+        return any(c.trains for c in self.consumers)
+
+
+class PlacementAnalysis:
+    def __init__(self, module: ast.Module, imports: ImportTable, resolver: Resolver) -> None:
+        self.module = module
+        self.imports = imports
+        self.resolver = resolver
+        self.flow = ModelFlow(module, imports, resolver)
+
+    @cached_property
+    def device_maps(self) -> list[DeviceMap]:
+        found: list[DeviceMap] = []
+        seen: set[int] = set()
+        for node in ast.walk(self.module):
+            for loader, candidates in self._loader_values(node):
+                consumers = tuple(self._consumers(loader))
+                quantized = self._quantized(loader)
+                after_state = self._after_distributed_state(loader)
+                for candidate in candidates:
+                    if not isinstance(candidate.value, ast.expr) or id(candidate.value) in seen:
+                        continue
+                    seen.add(id(candidate.value))
+                    classified = classify(candidate.value, self.resolver.candidates)
+                    found.append(DeviceMap(loader, candidate, classified, consumers, quantized, after_state))
+        found.sort(key=lambda d: (d.node.lineno, d.node.col_offset))
+        return found
+
+    def _loader_values(self, node: ast.AST) -> list[tuple[Loader, list[Candidate]]]:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Attribute) and target.attr in TRL_INIT_KWARGS:
+                loader = Loader(node, LoaderKind.TRL_INIT_KWARGS, f"{dotted(target)} = ...")
+                values = self.resolver.key_candidates(node.value, "device_map")
+                return [(loader, values)] if values else []
+            return []
+        if not isinstance(node, ast.Call):
+            return []
+        qualified = self.imports.qualify(node.func) or ""
+        func = last_segment(qualified)
+        out: list[tuple[Loader, list[Candidate]]] = []
+        for field in TRL_INIT_KWARGS:
+            kw = keyword(node, field)
+            if kw is not None:
+                values = self.resolver.key_candidates(kw.value, "device_map")
+                if values:
+                    out.append((Loader(node, LoaderKind.TRL_INIT_KWARGS, f"{func}({field}=...)"), values))
+        if func == "from_pretrained" and isinstance(node.func, ast.Attribute):
+            owner = last_segment(dotted(node.func.value))
+            if _NOT_A_MODEL.search(owner):
+                return out
+            loader = Loader(node, LoaderKind.FROM_PRETRAINED, f"{owner}.from_pretrained")
+            out += self._call_values(loader, node)
+        elif func == "pipeline":
+            loader = Loader(node, LoaderKind.PIPELINE, "pipeline")
+            out += self._call_values(loader, node)
+            model_kwargs = keyword(node, "model_kwargs")
+            if model_kwargs is not None:
+                values = self.resolver.key_candidates(model_kwargs.value, "device_map")
+                if values:
+                    out.append((loader, values))
+        elif func in ("dispatch_model", "load_checkpoint_and_dispatch"):
+            loader = Loader(node, LoaderKind.DISPATCH, func)
+            value = argument(node, "device_map", 1 if func == "dispatch_model" else 2)
+            if value is not None:
+                out.append((loader, self.resolver.candidates(value)))
+        return out
+
+    def _call_values(self, loader: Loader, call: ast.Call) -> list[tuple[Loader, list[Candidate]]]:
+        out = []
+        for kw in call.keywords:
+            if kw.arg == "device_map":
+                out.append((loader, self.resolver.candidates(kw.value)))
+            elif kw.arg is None:
+                values = self.resolver.key_candidates(kw.value, "device_map")
+                if values:
+                    out.append((loader, values))
+        return out
+
+    def _consumers(self, loader: Loader) -> list[Consumer]:
+        if loader.kind is LoaderKind.PIPELINE:
+            return [Consumer(ConsumerKind.INFERENCE, "pipeline", loader.node)]
+        if loader.kind is LoaderKind.TRL_INIT_KWARGS:
+            return self._trainers_of_config(loader)
+        if loader.kind is LoaderKind.DISPATCH:
+            call = loader.node
+            assert isinstance(call, ast.Call)
+            model = argument(call, "model", 0)
+            return self.flow.consumers(model) if model is not None else []
+        return self.flow.consumers(loader.node)  # type: ignore[arg-type]
+
+    def _trainers_of_config(self, loader: Loader) -> list[Consumer]:
+        node = loader.node
+        if isinstance(node, ast.Call) and self.flow.is_trainer(node):
+            return [Consumer(ConsumerKind.TRAINER, self.flow.trainer_name(node), node)]
+        config_name: str | None = None
+        if isinstance(node, ast.Assign):
+            target = node.targets[0]
+            config_name = dotted(target.value) if isinstance(target, ast.Attribute) else None
+        else:
+            parent = self.resolver.parent(node)
+            if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+                config_name = dotted(parent.targets[0])
+        trainers = [n for n in ast.walk(self.module) if isinstance(n, ast.Call) and self.flow.is_trainer(n)]
+        matching = [t for t in trainers if config_name and (args := argument(t, "args", 1)) is not None and dotted(args) == config_name]
+        chosen = matching or (trainers if len(trainers) == 1 else [])
+        return [Consumer(ConsumerKind.TRAINER, self.flow.trainer_name(t), t) for t in chosen]
+
+    def _quantized(self, loader: Loader) -> bool:
+        call = loader.node
+        if not isinstance(call, ast.Call):
+            return False
+        for name in ("quantization_config", "load_in_4bit", "load_in_8bit"):
+            kw = keyword(call, name)
+            if kw is not None and not (isinstance(kw.value, ast.Constant) and not kw.value.value):
+                return True
+            for splat in (k for k in call.keywords if k.arg is None):
+                values = self.resolver.key_candidates(splat.value, name)
+                if values and any(isinstance(c.value, ast.expr) and not (isinstance(c.value, ast.Constant) and not c.value.value) for c in values):
+                    return True
+        return False
+
+    def _after_distributed_state(self, loader: Loader) -> bool:
+        """A TrainingArguments / TRL config / Accelerator / PartialState exists before the load (domain.md §5.1.3)."""
+        position = (loader.line, loader.node.col_offset)  # type: ignore[attr-defined]
+        for node in ast.walk(self.module):
+            if isinstance(node, ast.Call) and (node.lineno, node.col_offset) < position:
+                name = last_segment(self.imports.qualify(node.func))
+                if name in _DISTRIBUTED_STATE or name in _ARGUMENT_PARSING or name.endswith("Config") and name[:-6].isupper():
+                    return True
+        return False

@@ -1,0 +1,174 @@
+"""What a resolved `device_map` value does: spread one process's model, pin a fixed GPU, or follow the rank.
+
+The classes follow transformers' normalisation of the argument (domain.md §1.1) and the
+correctness matrix of domain.md §2.1.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from placement_lint.analysis.dataflow import ABSENT, Candidate, Value
+from placement_lint.analysis.guards import RANK_ENV, is_env_read
+from placement_lint.analysis.names import dotted, last_segment
+
+
+class Placement(enum.Enum):
+    NONE = "none"  # None or omitted: the distributed framework places the model
+    SPREAD = "spread"  # one process spreads the model over every visible GPU
+    FIXED = "fixed"  # one device for every process
+    PER_PROCESS = "per-process"  # follows the local rank (or the current device)
+    CPU = "cpu"
+    OTHER = "other"  # some other non-None map
+    UNKNOWN = "unknown"  # cannot be resolved statically: never a finding
+
+    @property
+    def non_none(self) -> bool:
+        return self not in (Placement.NONE, Placement.UNKNOWN)
+
+
+SPREADING_STRINGS = ("auto", "balanced", "balanced_low_0", "sequential")
+_INDEXED_DEVICE = re.compile(r"^(cuda|xpu|npu|mlu|musa|hpu):(\d+)$")
+_RANK_WORDS = re.compile(r"(local_?rank|process_index|local_process_index|current_device|rank)", re.I)
+_PER_PROCESS_CALLS = {"get_kbit_device_map", "current_device", "get_current_device", "get_local_device"}
+_SPREADING_CALLS = {"infer_auto_device_map"}
+_PER_PROCESS_ATTRS = {"local_process_index", "process_index", "local_rank", "device"}
+
+
+@dataclass(frozen=True)
+class Classified:
+    placement: Placement
+    device: object = None  # the fixed device (0, "cuda:1"), for messages
+
+
+Expand = Callable[[ast.expr], list[Candidate]]
+
+
+def classify(value: Value, expand: Expand, depth: int = 0) -> Classified:
+    if value is ABSENT:
+        return Classified(Placement.NONE)
+    if value is None or depth > 6:
+        return Classified(Placement.UNKNOWN)
+    assert isinstance(value, ast.expr)
+    if isinstance(value, ast.Constant):
+        return _constant(value.value)
+    if isinstance(value, ast.Dict):
+        return _dict(value, expand, depth)
+    if isinstance(value, ast.JoinedStr):
+        text = ast.unparse(value)
+        return Classified(Placement.PER_PROCESS if _RANK_WORDS.search(text) else Placement.OTHER)
+    if isinstance(value, ast.Call):
+        return _call(value, expand, depth)
+    if isinstance(value, ast.Subscript) and is_env_read(value, RANK_ENV):
+        return Classified(Placement.PER_PROCESS)
+    if isinstance(value, (ast.Attribute, ast.Name)):
+        attr = last_segment(dotted(value))
+        if attr in _PER_PROCESS_ATTRS or _RANK_WORDS.fullmatch(attr or ""):
+            return Classified(Placement.PER_PROCESS)
+    if isinstance(value, ast.BinOp) and _RANK_WORDS.search(ast.unparse(value)):
+        return Classified(Placement.PER_PROCESS)  # "cuda:" + str(local_rank)
+    return Classified(Placement.UNKNOWN)
+
+
+def _constant(value: object) -> Classified:
+    if value is None:
+        return Classified(Placement.NONE)
+    if isinstance(value, bool):
+        return Classified(Placement.UNKNOWN)
+    if isinstance(value, int):
+        return Classified(Placement.FIXED, value) if value >= 0 else Classified(Placement.OTHER)
+    if isinstance(value, str):
+        if value in SPREADING_STRINGS:
+            return Classified(Placement.SPREAD, value)
+        if _INDEXED_DEVICE.match(value):
+            return Classified(Placement.FIXED, value)
+        if value in ("cuda", "xpu", "npu"):
+            return Classified(Placement.PER_PROCESS, value)
+        if value in ("cpu", "meta", "disk"):
+            return Classified(Placement.CPU, value)
+        return Classified(Placement.OTHER, value)
+    return Classified(Placement.UNKNOWN)
+
+
+def _device_of(value: ast.expr, expand: Expand, depth: int) -> tuple[set[object], bool]:
+    """The devices one dict value can name, and whether any of them depends on the rank."""
+    devices: set[object] = set()
+    per_process = False
+    for candidate in expand(value):
+        leaf = classify(candidate.value, expand, depth + 1)
+        if leaf.placement in (Placement.FIXED, Placement.CPU):
+            devices.add(_normalise_device(leaf.device))
+        elif leaf.placement is Placement.PER_PROCESS:
+            per_process = True
+        else:
+            devices.add(object())  # unknown: distinct from everything
+    return devices, per_process
+
+
+def _normalise_device(device: object) -> object:
+    if isinstance(device, str):
+        match = _INDEXED_DEVICE.match(device)
+        if match and match.group(1) == "cuda":
+            return int(match.group(2))
+    return device
+
+
+def _dict(value: ast.Dict, expand: Expand, depth: int) -> Classified:
+    if any(key is None for key in value.keys):
+        return Classified(Placement.UNKNOWN)
+    devices: set[object] = set()
+    per_process = False
+    for entry in value.values:
+        found, rank = _device_of(entry, expand, depth)
+        devices |= found
+        per_process = per_process or rank
+    known = {d for d in devices if isinstance(d, (int, str))}
+    if per_process:
+        return Classified(Placement.PER_PROCESS)
+    if len(known) >= 2:
+        return Classified(Placement.SPREAD, "a map over several devices")
+    if len(devices) == 1 and known:
+        device = known.pop()
+        if device in ("cpu", "meta", "disk"):
+            return Classified(Placement.CPU, device)
+        return Classified(Placement.FIXED, device)
+    return Classified(Placement.OTHER)
+
+
+def _call(value: ast.Call, expand: Expand, depth: int) -> Classified:
+    name = dotted(value.func) or ""
+    func = last_segment(name)
+    if func in _SPREADING_CALLS:
+        return Classified(Placement.SPREAD, f"{func}(...)")
+    if func in _PER_PROCESS_CALLS:
+        return Classified(Placement.PER_PROCESS)
+    if func == "device" and name.endswith("torch.device") or name == "device":
+        return _torch_device(value)
+    if func == "int" and len(value.args) == 1:
+        inner = value.args[0]
+        if is_env_read(inner, RANK_ENV) or _RANK_WORDS.search(ast.unparse(inner)):
+            return Classified(Placement.PER_PROCESS)
+        return Classified(Placement.UNKNOWN)
+    if func == "dict" and not value.args and all(kw.arg for kw in value.keywords):
+        as_dict = ast.Dict(keys=[ast.Constant(kw.arg) for kw in value.keywords], values=[kw.value for kw in value.keywords])
+        return _dict(as_dict, expand, depth)
+    if is_env_read(value, RANK_ENV):
+        return Classified(Placement.PER_PROCESS)
+    return Classified(Placement.UNKNOWN)
+
+
+def _torch_device(value: ast.Call) -> Classified:
+    args = value.args
+    if not args or not isinstance(args[0], ast.Constant) or not isinstance(args[0].value, str):
+        return Classified(Placement.UNKNOWN)
+    kind = args[0].value
+    if len(args) == 1:
+        return _constant(kind)
+    index = args[1]
+    if isinstance(index, ast.Constant) and isinstance(index.value, int):
+        return Classified(Placement.FIXED, f"{kind}:{index.value}")
+    return Classified(Placement.PER_PROCESS)

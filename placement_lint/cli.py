@@ -1,0 +1,214 @@
+"""The command line: `placement-lint check`, `placement-lint rule`, `placement-lint --version`.
+
+Behaves like ruff where a user would expect it: exit 0 when nothing is left to report, 1 when
+findings remain, 2 on an error (bad arguments or config, a file that cannot be read or parsed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from placement_lint import __version__
+from placement_lint.distributed import NAMED_SETUPS
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _codes() -> tuple[str, ...]:
+    from placement_lint.rules import all_rules
+
+    return tuple(rule.code for rule in all_rules())
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="placement-lint")
+def main() -> None:
+    """Find device_map placements that break distributed training, before the GPUs are booked."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (or show) fixes that may change behaviour.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if there is a diff.")
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured set).")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
+@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the configured set.")
+@click.option("--output-format", type=click.Choice(["full", "concise", "json"]), default=None, help="How to print findings.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings.")
+@click.option("--context", type=click.Choice(sorted(NAMED_SETUPS)), default=None, help="Assume this setup for every file.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="Use this pyproject.toml.")
+@click.option("--color/--no-color", default=None, help="Colour the output (default: only on a terminal).")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
+def check(
+    paths: tuple[Path, ...],
+    fix: bool,
+    unsafe_fixes: bool,
+    diff: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    extend_select: tuple[str, ...],
+    output_format: str | None,
+    exit_zero: bool,
+    statistics: bool,
+    context: str | None,
+    config_path: Path | None,
+    color: bool | None,
+    quiet: bool,
+    jobs: int | None,
+) -> None:
+    """Check PATHS (default: the current folder) for device_map placements that break distributed training."""
+    from dataclasses import replace
+
+    from placement_lint.engine import RunOptions, run
+    from placement_lint.settings import ConfigError, check_selectors, find_config, load_settings
+
+    cwd = Path.cwd()
+    targets = list(paths) or [Path(".")]
+    codes = _codes()
+    try:
+        config_file = config_path or find_config(targets[0].resolve())
+        settings = load_settings(config_file, cwd, codes)
+        if select:
+            settings = replace(settings, select=tuple(check_selectors(_split(select), codes, "--select")))
+        if ignore:
+            settings = replace(settings, ignore=settings.ignore + tuple(check_selectors(_split(ignore), codes, "--ignore")))
+        if extend_select:
+            settings = replace(
+                settings, extend_select=settings.extend_select + tuple(check_selectors(_split(extend_select), codes, "--extend-select"))
+            )
+    except ConfigError as exc:
+        _error(str(exc))
+        sys.exit(EXIT_ERROR)
+
+    options = RunOptions(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff, context=context, jobs=jobs)
+    result = run(targets, settings, options, cwd)
+
+    use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+    _print_result(result, options, output_format or "full", statistics, quiet, use_color, cwd)
+
+    has_error = bool(result.errors) or any(f.error for f in result.files)
+    if has_error:
+        sys.exit(EXIT_ERROR)
+    if diff:
+        sys.exit(EXIT_FINDINGS if any(f.diff for f in result.files) and not exit_zero else EXIT_CLEAN)
+    if result.findings and not exit_zero:
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN)
+
+
+def _print_result(result, options, output_format: str, statistics: bool, quiet: bool, color: bool, cwd: Path) -> None:  # type: ignore[no-untyped-def]
+    from placement_lint.report import text
+
+    for message in result.errors:
+        _error(message)
+    for file in result.files:
+        if file.error:
+            _error(f"{file.display}: {file.error}")
+        for warning in file.warnings:
+            _warn(warning)
+
+    if options.diff:
+        for file in result.files:
+            if file.diff:
+                sys.stdout.write(file.diff)
+        if not quiet:
+            count = sum(len(f.fixed) for f in result.files)
+            click.echo(f"Would fix {count} problem{'s' if count != 1 else ''}.", err=True)
+        return
+    if output_format == "json":
+        from placement_lint.report.json_format import render
+
+        click.echo(render(result, cwd))
+        return
+    style = _rich_style() if color else text.plain
+    if statistics:
+        from placement_lint.rules import all_rules
+
+        lines = text.statistics(result, {rule.code: rule.name for rule in all_rules()})
+    elif output_format == "concise":
+        lines = text.concise(result, options, style)
+    else:
+        lines = text.full(result, options, style)
+    if not quiet:
+        lines.append(text.summary(result, options))
+    _emit(lines, color)
+
+
+def _rich_style():  # type: ignore[no-untyped-def]
+    from rich.markup import escape
+
+    styles = {"path": "bold", "code": "bold red", "help": "cyan", "gutter": "blue", "caret": "red"}
+
+    def style(value: str, name: str) -> str:
+        return f"[{styles[name]}]{escape(value)}[/]"
+
+    return style
+
+
+def _emit(lines: list[str], color: bool) -> None:
+    if not color:
+        click.echo("\n".join(lines))
+        return
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(highlight=False, soft_wrap=True, force_terminal=True)
+    for line in lines:
+        console.print(line if "[/]" in line else escape(line))
+
+
+def _error(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+@main.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+def rule(code: str | None, show_all: bool, output_format: str) -> None:
+    """Explain a rule (its catalogue page), or list them all with --all."""
+    from placement_lint.catalogue import page
+    from placement_lint.rules import all_rules, rule_by_code
+
+    if show_all or code is None:
+        rules = all_rules()
+        if output_format == "json":
+            click.echo(json.dumps([_rule_json(r) for r in rules], indent=2))
+        else:
+            for r in rules:
+                click.echo(f"{r.code}  {r.name:<44} fix: {r.fix_availability.value:<9} {r.summary}")
+        return
+    found = rule_by_code(code)
+    if found is None:
+        _error(f"unknown rule code {code!r} (rules are {', '.join(_codes())})")
+        sys.exit(EXIT_ERROR)
+    if output_format == "json":
+        click.echo(json.dumps({**_rule_json(found), "explanation": page(found.code)}, indent=2))
+        return
+    click.echo(page(found.code) or f"{found.code} ({found.name}): {found.summary}")
+
+
+def _rule_json(rule) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {
+        "code": rule.code,
+        "name": rule.name,
+        "summary": rule.summary,
+        "fix": rule.fix_availability.value,
+        "url": rule.url(),
+    }

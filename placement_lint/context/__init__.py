@@ -1,0 +1,1 @@
+"""Build the context: which distributed setup runs a file, and the evidence for it."""

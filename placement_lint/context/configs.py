@@ -1,0 +1,66 @@
+"""Read the configs a script names (DeepSpeed JSON, YAML), safely: parsed, never evaluated.
+
+Only files inside the repository root are read, and only up to a size cap.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+MAX_CONFIG_BYTES = 2 * 1024 * 1024
+
+
+class ConfigReader:
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self._cache: dict[Path, object] = {}
+        self.warnings: list[str] = []
+
+    def find(self, name: str, near: Path) -> Path | None:
+        """A config path as a script names it: relative to the script's folder, then to the repo root."""
+        candidate = Path(name)
+        options = [candidate] if candidate.is_absolute() else [near / candidate, self.root / candidate]
+        for option in options:
+            try:
+                resolved = option.resolve()
+            except (OSError, RuntimeError):
+                continue
+            if resolved.is_relative_to(self.root) and resolved.is_file():
+                return resolved
+        return None
+
+    def load(self, path: Path) -> object:
+        if path in self._cache:
+            return self._cache[path]
+        data: object = None
+        try:
+            if path.stat().st_size > MAX_CONFIG_BYTES:
+                self.warnings.append(f"{path}: skipped, larger than {MAX_CONFIG_BYTES} bytes")
+            else:
+                text = path.read_text(encoding="utf-8")
+                if path.suffix in (".yaml", ".yml"):
+                    import yaml
+
+                    data = yaml.safe_load(text)
+                else:
+                    data = json.loads(text)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            self.warnings.append(f"{path}: cannot parse config: {exc}")
+        except Exception as exc:  # yaml.YAMLError and friends: a bad config is a warning, never a crash
+            self.warnings.append(f"{path}: cannot parse config: {type(exc).__name__}: {exc}")
+        self._cache[path] = data
+        return data
+
+
+def zero_stage_of(config: object) -> int | None:
+    """`zero_optimization.stage` of a DeepSpeed config (dict from JSON)."""
+    if isinstance(config, dict):
+        zero = config.get("zero_optimization")
+        if isinstance(zero, dict):
+            stage = zero.get("stage")
+            if isinstance(stage, int) and not isinstance(stage, bool):
+                return stage
+            if isinstance(stage, str) and stage.isdigit():
+                return int(stage)
+    return None

@@ -1,0 +1,102 @@
+"""The context as data: evidence items, each with where it was seen, and the setup they add up to.
+
+Evidence can come from the file itself, from an override (CLI, pragma, config), and from launch
+scripts and configs elsewhere in the repository; nothing here assumes which.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from placement_lint.distributed import SINGLE, Mode, Setup
+
+
+class Kind(enum.Enum):
+    DDP = "DDP"
+    DEEPSPEED = "DEEPSPEED"
+    ZERO3 = "ZERO3"  # DeepSpeed with stage 3 known
+    FSDP = "FSDP"
+    POSSIBLE = "POSSIBLE"  # medium evidence: written for several processes, not proof
+    SINGLE = "SINGLE"  # a launch that runs the file in one process
+
+
+@dataclass(frozen=True)
+class Evidence:
+    kind: Kind
+    path: str
+    line: int
+    text: str
+    zero_stage: int | None = None  # for DEEPSPEED evidence whose config shows a stage below 3
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind.value, "where": self.where, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Override:
+    setup: Setup
+    source: str  # "--context", "pragma at train.py:3", "pyproject.toml per-file-context"
+
+
+_STRENGTH = (Kind.ZERO3, Kind.DEEPSPEED, Kind.FSDP, Kind.DDP)
+
+
+@dataclass(frozen=True)
+class Context:
+    evidence: tuple[Evidence, ...] = ()
+    override: Override | None = None
+    setup: Setup = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "setup", self._derive())
+
+    def _derive(self) -> Setup:
+        if self.override is not None:
+            return self.override.setup
+        kinds = {e.kind for e in self.evidence}
+        if Kind.ZERO3 in kinds:
+            return Setup(Mode.DEEPSPEED, 3)
+        if Kind.DEEPSPEED in kinds:
+            stages = {e.zero_stage for e in self.evidence if e.kind is Kind.DEEPSPEED}
+            return Setup(Mode.DEEPSPEED, stages.pop() if len(stages) == 1 else None)
+        if Kind.FSDP in kinds:
+            return Setup(Mode.FSDP)
+        if Kind.DDP in kinds:
+            return Setup(Mode.DDP)
+        if Kind.POSSIBLE in kinds:
+            return Setup(Mode.POSSIBLE)
+        return SINGLE
+
+    @property
+    def deciding(self) -> list[Evidence]:
+        """The evidence behind the setup, strongest first."""
+        wanted = {
+            Mode.DEEPSPEED: (Kind.ZERO3, Kind.DEEPSPEED),
+            Mode.FSDP: (Kind.FSDP,),
+            Mode.DDP: (Kind.DDP,),
+            Mode.POSSIBLE: (Kind.POSSIBLE,),
+        }.get(self.setup.mode, ())
+        return sorted((e for e in self.evidence if e.kind in wanted), key=lambda e: _STRENGTH.index(e.kind) if e.kind in _STRENGTH else 9)
+
+    def because(self, here: str) -> str:
+        """Why we think so, for a message: `TrainingArguments(deepspeed=...), line 33`."""
+        if self.override is not None:
+            return f"set by {self.override.source}"
+        deciding = self.deciding
+        if not deciding:
+            return "no distributed setup found"
+        first = deciding[0]
+        more = f" and {len(deciding) - 1} more" if len(deciding) > 1 else ""
+        where = f"line {first.line}" if first.path == here else first.where
+        return f"{first.text}, {where}{more}"
+
+    def to_json(self) -> list[dict[str, object]]:
+        items = [e.to_json() for e in self.evidence]
+        if self.override is not None:
+            items.insert(0, {"kind": "OVERRIDE", "where": self.override.source, "text": self.setup.describe()})
+        return items

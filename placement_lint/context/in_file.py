@@ -1,0 +1,217 @@
+"""Evidence inside the Python file itself (domain.md §5.1): what the file sets up, and its pragma."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.guards import RANK_ENV, WORLD_ENV, is_env_read
+from placement_lint.analysis.names import ImportTable, dotted, keyword, last_segment
+from placement_lint.context.configs import ConfigReader, zero_stage_of
+from placement_lint.context.evidence import Evidence, Kind, Override
+from placement_lint.distributed import NAMED_SETUPS
+
+# Tokens without which a file cannot show a distributed setup itself. A file without any of them
+# can only be distributed through its launchers or an override.
+IN_FILE_TOKENS = (
+    b"deepspeed",
+    b"fsdp",
+    b"DeepSpeed",
+    b"FullyShardedDataParallel",
+    b"DistributedDataParallel",
+    b"DDP",
+    b"init_process_group",
+    b"fully_shard",
+    b"spawn",
+    b"notebook_launcher",
+    b"placement-lint",
+)
+
+_PRAGMA = re.compile(r"#\s*placement-lint:\s*context\s*=\s*([A-Za-z0-9_-]+)")
+_ARGUMENT_CLASSES = {"TrainingArguments", "Seq2SeqTrainingArguments"}
+_NOT_TRL_CONFIGS = {"AutoConfig", "PretrainedConfig", "GenerationConfig", "BitsAndBytesConfig", "LoraConfig", "PeftConfig"}
+
+
+class PragmaError(ValueError):
+    pass
+
+
+def pragma_override(text: str, path: str) -> Override | None:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if "placement-lint" not in line:
+            continue
+        match = _PRAGMA.search(line)
+        if match:
+            name = match.group(1).lower()
+            if name not in NAMED_SETUPS:
+                raise PragmaError(f"{path}:{number}: unknown context {name!r} in pragma (expected one of {', '.join(NAMED_SETUPS)})")
+            return Override(NAMED_SETUPS[name], f"the pragma at {path}:{number}")
+    return None
+
+
+def is_training_arguments(qualified: str) -> bool:
+    """TrainingArguments and every TRL `*Config` (they subclass TrainingArguments)."""
+    name = last_segment(qualified)
+    if name in _ARGUMENT_CLASSES:
+        return True
+    return name.endswith("Config") and name not in _NOT_TRL_CONFIGS and (qualified.startswith("trl") or name in _TRL_CONFIG_NAMES)
+
+
+_TRL_CONFIG_NAMES = {
+    "SFTConfig", "DPOConfig", "GRPOConfig", "RLOOConfig", "KTOConfig", "RewardConfig", "OnlineDPOConfig",
+    "XPOConfig", "NashMDConfig", "CPOConfig", "ORPOConfig", "BCOConfig", "GKDConfig", "GOLDConfig",
+    "MiniLLMConfig", "PPOConfig", "PRMConfig", "DistillationConfig", "IterativeSFTConfig",
+}  # fmt: skip
+
+
+class InFileEvidence:
+    def __init__(self, module: ast.Module, imports: ImportTable, resolver: Resolver, path: Path, display: str, configs: ConfigReader | None) -> None:
+        self.module = module
+        self.imports = imports
+        self.resolver = resolver
+        self.path = path
+        self.display = display
+        self.configs = configs
+        self.items: list[Evidence] = []
+
+    def collect(self) -> list[Evidence]:
+        for node in ast.walk(self.module):
+            if isinstance(node, ast.Call):
+                self._call(node)
+            elif isinstance(node, ast.Subscript) and is_env_read(node, RANK_ENV | WORLD_ENV):
+                self._add(Kind.POSSIBLE, node, ast.unparse(node))
+        return self.items
+
+    def _add(self, kind: Kind, node: ast.AST, text: str, zero_stage: int | None = None) -> None:
+        self.items.append(Evidence(kind, self.display, node.lineno, text, zero_stage))  # type: ignore[attr-defined]
+
+    def _call(self, call: ast.Call) -> None:
+        qualified = self.imports.qualify(call.func) or ""
+        name = last_segment(qualified)
+        if is_training_arguments(qualified):
+            self._training_arguments(call, name)
+        elif name == "HfDeepSpeedConfig":
+            stage = self._stage(call.args[0]) if call.args else None
+            self._deepspeed(call, f"HfDeepSpeedConfig({_short(call.args[0]) if call.args else ''})", stage)
+        elif qualified.startswith("deepspeed.") and name in ("initialize", "init_distributed"):
+            self._add(Kind.DEEPSPEED, call, f"deepspeed.{name}(...)")
+        elif qualified.startswith("deepspeed.") and qualified.endswith("zero.Init"):
+            self._add(Kind.ZERO3, call, "deepspeed.zero.Init(...)")
+        elif name == "DeepSpeedPlugin":
+            stage_kw = keyword(call, "zero_stage")
+            stage = stage_kw.value.value if stage_kw and isinstance(stage_kw.value, ast.Constant) else None
+            if stage is None and (config := keyword(call, "hf_ds_config")) is not None:
+                stage = self._stage(config.value)
+            self._deepspeed(call, f"DeepSpeedPlugin({_keywords(call)})", stage if isinstance(stage, int) else None)
+        elif name in ("FullyShardedDataParallelPlugin", "FullyShardedDataParallel", "fully_shard"):
+            self._add(Kind.FSDP, call, f"{dotted(call.func)}(...)")
+        elif name == "FSDP" and "fsdp" in qualified.lower():
+            self._add(Kind.FSDP, call, "FSDP(...)")
+        elif name == "Accelerator":
+            self._accelerator(call)
+        elif name == "init_process_group":
+            self._add(Kind.DDP, call, f"{dotted(call.func)}(...)")
+        elif name == "DistributedDataParallel" or (name == "DDP" and "parallel" in qualified):
+            self._add(Kind.DDP, call, f"{dotted(call.func)}(...)")
+        elif name == "spawn" and ("multiprocessing" in qualified or qualified.startswith("mp.")):
+            self._add(Kind.DDP, call, f"{dotted(call.func)}(...)")
+        elif name == "notebook_launcher":
+            count = keyword(call, "num_processes")
+            value = count.value if count else (call.args[2] if len(call.args) > 2 else None)
+            if isinstance(value, ast.Constant) and isinstance(value.value, int) and value.value > 1:
+                self._add(Kind.DDP, call, f"notebook_launcher(num_processes={value.value})")
+        elif name == "PartialState" or is_env_read(call, RANK_ENV | WORLD_ENV):
+            self._add(Kind.POSSIBLE, call, ast.unparse(call)[:80])
+
+    def _training_arguments(self, call: ast.Call, name: str) -> None:
+        for kw in call.keywords:
+            if kw.arg == "deepspeed":
+                self._deepspeed_argument(call, name, kw.value)
+            elif kw.arg == "fsdp":
+                truth = self._truthy(kw.value)
+                if truth:
+                    self._add(Kind.FSDP, call, f"{name}(fsdp={_short(kw.value)})")
+                elif truth is None:
+                    self._add(Kind.POSSIBLE, call, f"{name}(fsdp={_short(kw.value)})")
+            elif kw.arg == "fsdp_config":
+                if not (isinstance(kw.value, ast.Constant) and kw.value.value is None):
+                    self._add(Kind.FSDP, call, f"{name}(fsdp_config={_short(kw.value)})")
+            elif kw.arg and kw.arg.startswith("ddp_"):
+                self._add(Kind.POSSIBLE, call, f"{name}({kw.arg}=...)")
+
+    def _deepspeed_argument(self, call: ast.Call, name: str, value: ast.expr) -> None:
+        candidates = self.resolver.candidates(value)
+        known = [c.value for c in candidates if isinstance(c.value, (ast.Constant, ast.Dict))]
+        if any(isinstance(v, ast.Constant) and v.value is not None for v in known) or any(isinstance(v, ast.Dict) for v in known):
+            stages = {self._stage(v) for v in known if not (isinstance(v, ast.Constant) and v.value is None)}
+            stage = stages.pop() if len(stages) == 1 else None
+            self._deepspeed(call, f"{name}(deepspeed={_short(value)})", stage)
+        elif not known:
+            self._add(Kind.POSSIBLE, call, f"{name}(deepspeed={_short(value)}), set at run time")
+
+    def _accelerator(self, call: ast.Call) -> None:
+        plugin = keyword(call, "deepspeed_plugin") or keyword(call, "deepspeed_plugins")
+        if plugin is not None and not _is_none(plugin.value):
+            stage = None
+            for candidate in self.resolver.candidates(plugin.value):
+                value = candidate.value
+                if isinstance(value, ast.Call) and last_segment(dotted(value.func)) == "DeepSpeedPlugin":
+                    stage_kw = keyword(value, "zero_stage")
+                    if stage_kw and isinstance(stage_kw.value, ast.Constant) and isinstance(stage_kw.value.value, int):
+                        stage = stage_kw.value.value
+            self._deepspeed(call, f"Accelerator(deepspeed_plugin={_short(plugin.value)})", stage)
+        fsdp = keyword(call, "fsdp_plugin")
+        if fsdp is not None and not _is_none(fsdp.value):
+            self._add(Kind.FSDP, call, f"Accelerator(fsdp_plugin={_short(fsdp.value)})")
+        if plugin is None and fsdp is None:
+            self._add(Kind.POSSIBLE, call, "Accelerator()")
+
+    def _deepspeed(self, node: ast.AST, text: str, stage: int | None) -> None:
+        if stage == 3:
+            self._add(Kind.ZERO3, node, text)
+        else:
+            self._add(Kind.DEEPSPEED, node, text, stage)
+
+    def _stage(self, value: ast.expr) -> int | None:
+        """The ZeRO stage of a DeepSpeed config given as a dict display, a name bound to one, or a JSON path."""
+        for candidate in self.resolver.candidates(value):
+            leaf = candidate.value
+            if isinstance(leaf, ast.Dict):
+                return _dict_stage(leaf)
+            if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str) and self.configs is not None:
+                found = self.configs.find(leaf.value, self.path.parent)
+                if found is not None:
+                    return zero_stage_of(self.configs.load(found))
+        return None
+
+    def _truthy(self, value: ast.expr) -> bool | None:
+        leaves = [c.value for c in self.resolver.candidates(value)]
+        if all(isinstance(v, ast.Constant) for v in leaves):
+            return any(bool(v.value) for v in leaves)  # type: ignore[union-attr]
+        if all(isinstance(v, (ast.List, ast.Tuple, ast.Constant)) for v in leaves):
+            return any(bool(v.elts) if isinstance(v, (ast.List, ast.Tuple)) else bool(v.value) for v in leaves)  # type: ignore[union-attr]
+        return None
+
+
+def _dict_stage(node: ast.Dict) -> int | None:
+    for key, value in zip(node.keys, node.values):
+        if isinstance(key, ast.Constant) and key.value == "zero_optimization" and isinstance(value, ast.Dict):
+            for inner_key, inner_value in zip(value.keys, value.values):
+                if isinstance(inner_key, ast.Constant) and inner_key.value == "stage" and isinstance(inner_value, ast.Constant):
+                    return inner_value.value if isinstance(inner_value.value, int) else None
+    return None
+
+
+def _is_none(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value is None
+
+
+def _short(value: ast.expr) -> str:
+    text = ast.unparse(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _keywords(call: ast.Call) -> str:
+    return ", ".join(f"{kw.arg}={_short(kw.value)}" for kw in call.keywords if kw.arg)

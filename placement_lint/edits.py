@@ -1,0 +1,36 @@
+"""Fixes as data: text edits over a file's decoded source, with how safe they are to apply."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Applicability(enum.Enum):
+    SAFE = "safe"  # applied by --fix
+    UNSAFE = "unsafe"  # applied only with --unsafe-fixes: may change behaviour the user relies on
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    start: int  # character offsets into the decoded text
+    end: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+
+    def overlaps(self, other: Fix) -> bool:
+        for a in self.edits:
+            for b in other.edits:
+                if a == b:
+                    continue  # the same import added by two fixes is one edit
+                if a.start < b.end and b.start < a.end:
+                    return True
+                if a.start == b.start and (a.start == a.end or b.start == b.end):
+                    return True
+        return False

@@ -1,0 +1,318 @@
+"""The pipeline for one run: discover -> read/decode -> pre-check -> parse -> context -> rules -> fixes.
+
+Reporting is the caller's job (`report/`); this module returns data.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pathspec
+
+from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.names import ImportTable
+from placement_lint.context.configs import ConfigReader
+from placement_lint.context.evidence import Context, Evidence, Override
+from placement_lint.context.in_file import IN_FILE_TOKENS, InFileEvidence, PragmaError, pragma_override
+from placement_lint.discover import discover, repository_root
+from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
+from placement_lint.edits import Applicability
+from placement_lint.fixes.apply import FixFailed, fix_to_fixed_point
+from placement_lint.fixes.write import ChangedOnDisk, write_atomically
+from placement_lint.rules import all_rules
+from placement_lint.rules.base import CheckedFile, Rule, Violation
+from placement_lint.settings import Settings
+from placement_lint.source import SourceError, SourceFile, decode_source, line_starts_of, parse_python
+
+_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+_POSSIBLE = Setup(Mode.POSSIBLE)
+# Below this many bytes of files to parse, a process pool costs more than it saves (perf.md).
+POOL_THRESHOLD_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    fix: bool = False
+    unsafe_fixes: bool = False
+    diff: bool = False
+    context: str | None = None  # --context
+    jobs: int | None = None
+
+    @property
+    def allowed(self) -> set[Applicability]:
+        return {Applicability.SAFE, Applicability.UNSAFE} if self.unsafe_fixes else {Applicability.SAFE}
+
+    @property
+    def fixing(self) -> bool:
+        return self.fix or self.diff
+
+
+@dataclass(frozen=True)
+class Finding:
+    display: str
+    violation: Violation
+    context: Context
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    source_line: str
+
+    @property
+    def code(self) -> str:
+        return self.violation.code
+
+
+@dataclass
+class FileResult:
+    display: str
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None
+    fixed: list[tuple[str, str]] = field(default_factory=list)
+    diff: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    source: SourceFile | None = None
+
+
+@dataclass
+class RunResult:
+    files: list[FileResult]
+    checked: int
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [finding for result in self.files for finding in result.findings]
+
+
+class FileChecker:
+    """Everything needed to check one file; picklable, so worker processes can use it."""
+
+    def __init__(self, settings: Settings, options: RunOptions, cwd: Path) -> None:
+        self.settings = settings
+        self.options = options
+        self.cwd = cwd
+        enabled = set(settings.enabled_codes())
+        self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
+        self.triggers = tuple({token for rule in self.rules for token in rule.triggers})
+        self._per_file_ignores = [
+            (pathspec.GitIgnoreSpec.from_lines([pattern]), codes) for pattern, codes in settings.per_file_ignores
+        ]
+        self._per_file_context = [
+            (pathspec.GitIgnoreSpec.from_lines([pattern]), name) for pattern, name in settings.per_file_context
+        ]
+
+    # -- per file --------------------------------------------------------------------------
+
+    def display(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.cwd).as_posix()
+        except ValueError:
+            return str(path)
+
+    def worth_parsing(self, raw: bytes, path: Path) -> bool:
+        """The text pre-check: could any enabled rule fire in this file?"""
+        if not any(token in raw for token in self.triggers):
+            return False
+        if self.options.context or self.settings.context or self._configured_context(path):
+            return True
+        return any(token in raw for token in IN_FILE_TOKENS)
+
+    def check(self, path: Path, raw: bytes | None = None) -> FileResult:
+        result = FileResult(self.display(path))
+        try:
+            if raw is None:
+                raw = path.read_bytes()
+            if not self.worth_parsing(raw, path):
+                return result
+            source = decode_source(path, raw)
+            violations, context = self._lint(source, result.display)
+        except OSError as exc:
+            result.error = f"cannot read: {exc.strerror or exc}"
+            return result
+        except (SourceError, PragmaError) as exc:
+            result.error = str(exc)
+            return result
+        if self.options.fixing and violations and any(v.fix and v.fix.applicability in self.options.allowed for v in violations):
+            violations = self._fix(path, source, violations, context, result)
+        result.source = result.source or source
+        result.findings = [self._finding(result.source, result.display, v, context) for v in violations]
+        return result
+
+    def _lint(self, source: SourceFile, display: str) -> tuple[list[Violation], Context]:
+        module = parse_python(source)
+        imports = ImportTable.of(module)
+        context = self._context(source, module, imports, display)
+        checked = CheckedFile(source, module, imports, context, display)
+        violations: list[Violation] = []
+        if context.setup.distributed:
+            ignored = self._ignored_codes(source.path)
+            for rule in self.rules:
+                if rule.code in ignored:
+                    continue
+                try:
+                    violations += rule.check(checked)
+                except Exception as exc:  # one broken rule must not end the run
+                    raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
+        violations = [v for v in violations if not _suppressed(source, v)]
+        violations.sort(key=lambda v: (v.start, v.code))
+        return violations, context
+
+    def _context(self, source: SourceFile, module, imports: ImportTable, display: str) -> Context:  # type: ignore[no-untyped-def]
+        override = self._override(source, display)
+        root = repository_root(source.path)
+        configs = ConfigReader(root)
+        evidence: list[Evidence] = InFileEvidence(
+            module, imports, Resolver(module, _POSSIBLE), source.path, display, configs
+        ).collect()
+        return Context(tuple(evidence), override)
+
+    def _override(self, source: SourceFile, display: str) -> Override | None:
+        if self.options.context:
+            return Override(NAMED_SETUPS[self.options.context], f"--context {self.options.context}")
+        pragma = pragma_override(source.text, display)
+        if pragma is not None:
+            return pragma
+        configured = self._configured_context(source.path)
+        if configured:
+            return Override(NAMED_SETUPS[configured], f"per-file-context in {self.settings.config_file}")
+        if self.settings.context:
+            return Override(NAMED_SETUPS[self.settings.context], f"context in {self.settings.config_file}")
+        return None
+
+    def _relative(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.settings.root.resolve()).as_posix()
+        except ValueError:
+            return path.name
+
+    def _configured_context(self, path: Path) -> str | None:
+        if not self._per_file_context:
+            return None
+        relative = self._relative(path)
+        for spec, name in self._per_file_context:
+            if spec.match_file(relative):
+                return name
+        return None
+
+    def _ignored_codes(self, path: Path) -> set[str]:
+        if not self._per_file_ignores:
+            return set()
+        relative = self._relative(path)
+        ignored: set[str] = set()
+        for spec, selectors in self._per_file_ignores:
+            if spec.match_file(relative):
+                ignored |= {rule.code for rule in self.rules if any(rule.code.startswith(s) or s == "ALL" for s in selectors)}
+        return ignored
+
+    def _fix(self, path: Path, source: SourceFile, violations: list[Violation], context: Context, result: FileResult) -> list[Violation]:
+        if not source.round_trips:
+            result.warnings.append(f"{result.display}: not fixed: its text does not encode back to the same bytes")
+            return violations
+
+        def relint(text: str) -> list[tuple[str, object]]:
+            nonlocal latest
+            try:
+                latest = self._lint(_with_text(source, text), result.display)[0]
+            except SourceError as exc:
+                raise FixFailed(str(exc)) from exc
+            return [(v.code, v.fix) for v in latest]
+
+        latest = violations
+        try:
+            outcome = fix_to_fixed_point(source.text, relint, self.options.allowed, [(v.code, v.fix) for v in violations])  # type: ignore[arg-type]
+        except FixFailed as exc:
+            result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")
+            return violations
+        if not outcome.converged:
+            result.warnings.append(f"{result.display}: fixes did not converge after several passes")
+        if outcome.text == source.text:
+            return violations
+        new_source = _with_text(source, outcome.text)
+        if self.options.diff:
+            result.diff = "".join(
+                difflib.unified_diff(
+                    source.text.splitlines(keepends=True),
+                    outcome.text.splitlines(keepends=True),
+                    fromfile=f"a/{result.display}",
+                    tofile=f"b/{result.display}",
+                )
+            )
+            result.fixed = outcome.applied
+            return violations
+        try:
+            write_atomically(path, new_source.raw, source.raw)
+        except ChangedOnDisk:
+            result.warnings.append(f"{result.display}: not fixed: the file changed while it was being checked")
+            return violations
+        except OSError as exc:
+            result.error = f"cannot write fix: {exc.strerror or exc}"
+            return violations
+        result.fixed = outcome.applied
+        result.source = new_source
+        return latest
+
+    @staticmethod
+    def _finding(source: SourceFile, display: str, violation: Violation, context: Context) -> Finding:
+        row, column = source.position(violation.start)
+        end_row, end_column = source.position(violation.end)
+        return Finding(display, violation, context, row, column, end_row, end_column, source.line(row))
+
+
+def _with_text(source: SourceFile, text: str) -> SourceFile:
+    return replace(source, text=text, raw=source.encode(text), line_starts=line_starts_of(text))
+
+
+def _suppressed(source: SourceFile, violation: Violation) -> bool:
+    row, _ = source.position(violation.start)
+    match = _NOQA.search(source.line(row))
+    if match is None:
+        return False
+    codes = match.group("codes")
+    if not codes:
+        return True
+    return violation.code in {c.upper() for c in re.split(r"[,\s]+", codes) if c}
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+def _check_batch(checker: FileChecker, batch: Sequence[tuple[Path, bytes]]) -> list[FileResult]:
+    return [checker.check(path, raw) for path, raw in batch]
+
+
+def run(paths: Iterable[Path], settings: Settings, options: RunOptions, cwd: Path | None = None) -> RunResult:
+    cwd = cwd or Path.cwd()
+    found = discover(list(paths), settings)
+    checker = FileChecker(settings, options, cwd)
+    results: list[FileResult] = []
+    errors = [f"{path}: no such file or directory" for path in found.missing]
+    candidates: list[tuple[Path, bytes]] = []
+    for path in found.files:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            results.append(FileResult(checker.display(path), error=f"cannot read: {exc.strerror or exc}"))
+            continue
+        if checker.worth_parsing(raw, path):
+            candidates.append((path, raw))
+    results += _check_all(checker, candidates, options)
+    results.sort(key=lambda r: r.display)
+    return RunResult(results, len(found.files), errors)
+
+
+def _check_all(checker: FileChecker, candidates: list[tuple[Path, bytes]], options: RunOptions) -> list[FileResult]:
+    jobs = options.jobs or os.cpu_count() or 1
+    size = sum(len(raw) for _, raw in candidates)
+    if jobs < 2 or len(candidates) < 2 or size < POOL_THRESHOLD_BYTES:
+        return [checker.check(path, raw) for path, raw in candidates]
+    chunks = [candidates[i::jobs * 4] for i in range(jobs * 4)]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_check_batch, checker, chunk) for chunk in chunks if chunk]
+        return [result for future in futures for result in future.result()]

@@ -1,0 +1,1 @@
+"""Apply fixes: choose non-overlapping edits, repeat to a fixed point, write atomically."""

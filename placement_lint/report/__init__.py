@@ -1,0 +1,1 @@
+"""Report: turn a run's findings into text for people (full, concise) or machines (json)."""

@@ -1,0 +1,50 @@
+"""Machine format: a JSON list shaped like ruff's `--output-format json`, plus the context evidence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from placement_lint.engine import FileResult, Finding, RunResult
+from placement_lint.rules import rule_by_code
+
+
+def _location(source, offset: int) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    row, column = source.position(offset)
+    return {"row": row, "column": column}
+
+
+def finding_json(file: FileResult, finding: Finding, cwd: Path) -> dict[str, object]:
+    violation = finding.violation
+    fix = None
+    if violation.fix is not None and file.source is not None:
+        fix = {
+            "applicability": violation.fix.applicability.value,
+            "message": violation.fix.message,
+            "edits": [
+                {
+                    "content": edit.content,
+                    "location": _location(file.source, edit.start),
+                    "end_location": _location(file.source, edit.end),
+                }
+                for edit in violation.fix.edits
+            ],
+        }
+    rule = rule_by_code(finding.code)
+    return {
+        "cell": None,
+        "code": finding.code,
+        "message": violation.message,
+        "filename": str((cwd / finding.display).resolve()) if not Path(finding.display).is_absolute() else finding.display,
+        "location": {"row": finding.row, "column": finding.column},
+        "end_location": {"row": finding.end_row, "column": finding.end_column},
+        "fix": fix,
+        "url": rule.url() if rule else None,
+        "noqa_row": finding.row,
+        "context": finding.context.to_json(),
+    }
+
+
+def render(result: RunResult, cwd: Path) -> str:
+    items = [finding_json(file, finding, cwd) for file in result.files for finding in file.findings]
+    return json.dumps(items, indent=2, ensure_ascii=False)

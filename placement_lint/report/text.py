@@ -1,0 +1,107 @@
+"""Human formats: `full` (a code frame per finding, like ruff) and `concise` (one line per finding)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from placement_lint.edits import Applicability
+from placement_lint.engine import Finding, RunOptions, RunResult
+
+# A tiny style vocabulary; `style(text, name)` renders it as rich markup or leaves it plain.
+Style = Callable[[str, str], str]
+
+
+def plain(text: str, _: str) -> str:
+    return text
+
+
+def _marker(finding: Finding, options: RunOptions) -> str:
+    fix = finding.violation.fix
+    if fix is None:
+        return ""
+    if fix.applicability is Applicability.SAFE or options.unsafe_fixes:
+        return "[*] "
+    return ""
+
+
+def concise(result: RunResult, options: RunOptions, style: Style = plain) -> list[str]:
+    return [
+        f"{style(f.display, 'path')}:{f.row}:{f.column}: {style(f.code, 'code')} {_marker(f, options)}{f.violation.message}"
+        for f in result.findings
+    ]
+
+
+def full(result: RunResult, options: RunOptions, style: Style = plain) -> list[str]:
+    lines: list[str] = []
+    for file in result.files:
+        for finding in file.findings:
+            lines.append(
+                f"{style(finding.display, 'path')}:{finding.row}:{finding.column}: "
+                f"{style(finding.code, 'code')} {_marker(finding, options)}{finding.violation.message}"
+            )
+            lines += _frame(file.source, finding, style)
+            fix = finding.violation.fix
+            if fix is not None:
+                suffix = "" if fix.applicability is Applicability.SAFE else " (unsafe fix)"
+                lines.append(f"  {style('= help', 'help')}: {fix.message}{suffix}")
+            lines.append("")
+    return lines
+
+
+def _frame(source, finding: Finding, style: Style) -> list[str]:  # type: ignore[no-untyped-def]
+    if source is None:
+        return []
+    first = max(1, finding.row - 1)
+    last = min(source.line_count, finding.end_row + 1)
+    width = len(str(last))
+    gutter = " " * (width + 1)
+    out = [f"{gutter}{style('|', 'gutter')}"]
+    for row in range(first, last + 1):
+        text = source.line(row).expandtabs(4)
+        out.append(f"{style(str(row).rjust(width), 'gutter')} {style('|', 'gutter')} {text}")
+        if finding.row <= row <= finding.end_row:
+            start = finding.column - 1 if row == finding.row else len(text) - len(text.lstrip())
+            end = finding.end_column - 1 if row == finding.end_row else len(text)
+            carets = "^" * max(1, end - start)
+            label = f" {finding.code}" if row == finding.end_row else ""
+            out.append(f"{gutter}{style('|', 'gutter')} {' ' * start}{style(carets + label, 'caret')}")
+    out.append(f"{gutter}{style('|', 'gutter')}")
+    return out
+
+
+def statistics(result: RunResult, names: dict[str, str]) -> list[str]:
+    counts = Counter(f.code for f in result.findings)
+    fixable = Counter(f.code for f in result.findings if f.violation.fix is not None)
+    width = max((len(str(n)) for n in counts.values()), default=1)
+    return [
+        f"{str(count).rjust(width)}\t{code}\t{'[*] ' if fixable[code] == count else '[-] ' if fixable[code] else '    '}{names.get(code, '')}"
+        for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ]
+
+
+def summary(result: RunResult, options: RunOptions) -> str:
+    findings = result.findings
+    fixed = sum(len(f.fixed) for f in result.files)
+    files_with = len({f.display for f in findings})
+    if options.fix and fixed:
+        remaining = f"{len(findings)} remaining" if findings else "0 remaining"
+        return f"Fixed {_plural(fixed, 'problem')} in {_plural(len([f for f in result.files if f.fixed]), 'file')}, {remaining}."
+    if not findings:
+        return "All checks passed!"
+    safe = sum(1 for f in findings if f.violation.fix and f.violation.fix.applicability is Applicability.SAFE)
+    unsafe = sum(1 for f in findings if f.violation.fix and f.violation.fix.applicability is Applicability.UNSAFE)
+    parts = []
+    if options.unsafe_fixes and (safe + unsafe):
+        parts.append(f"{safe + unsafe} fixable with --fix --unsafe-fixes")
+    else:
+        if safe:
+            parts.append(f"{safe} fixable with --fix")
+        if unsafe:
+            parts.append(f"{unsafe} more with --unsafe-fixes")
+    detail = f" ({', '.join(parts)})" if parts else ""
+    return f"Found {_plural(len(findings), 'problem')} in {_plural(files_with, 'file')}{detail}."
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -1,0 +1,153 @@
+"""What a rule is: one class with its code, message and examples, checking one parsed file in context."""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import ClassVar
+
+from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.names import ImportTable
+from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS
+from placement_lint.analysis.placements import DeviceMap, LoaderKind, PlacementAnalysis
+from placement_lint.context.evidence import Context
+from placement_lint.distributed import Mode, Setup
+from placement_lint.edits import Applicability, Edit, Fix
+from placement_lint.source import SourceFile
+
+
+class FixAvailability(enum.Enum):
+    NONE = "None"
+    SOMETIMES = "Sometimes"
+    ALWAYS = "Always"
+
+
+@dataclass(frozen=True)
+class Violation:
+    code: str
+    message: str
+    start: int
+    end: int
+    fix: Fix | None = None
+
+
+@dataclass
+class CheckedFile:
+    """One parsed file and its context: what every rule reads. Analyses are computed once, on demand."""
+
+    source: SourceFile
+    module: ast.Module
+    imports: ImportTable
+    context: Context
+    display: str
+
+    @property
+    def setup(self) -> Setup:
+        return self.context.setup
+
+    @cached_property
+    def resolver(self) -> Resolver:
+        return Resolver(self.module, self.setup)
+
+    @cached_property
+    def placements(self) -> PlacementAnalysis:
+        return PlacementAnalysis(self.module, self.imports, self.resolver)
+
+    def resolver_for(self, setup: Setup) -> Resolver:
+        return Resolver(self.module, setup)
+
+    def replace(self, node: ast.AST, text: str) -> Edit:
+        start, end = self.source.node_span(node)
+        return Edit(start, end, text)
+
+    def add_import(self, module: str, name: str) -> Edit | None:
+        """`from module import name` after the file's top-level imports, unless the name is already there."""
+        if self.imports.aliases.get(name) == f"{module}.{name}" or any(
+            q.endswith(f".{name}") and a == name for a, q in self.imports.aliases.items()
+        ):
+            return None
+        body = self.module.body
+        index = 0
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            index = 1  # keep the docstring first
+        last_import = None
+        for position, stmt in enumerate(body[index:], start=index):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                last_import = stmt
+            elif last_import is not None or position > index:
+                break
+        newline = self.source.newline
+        line = f"from {module} import {name}{newline}"
+        anchor = last_import or (body[index - 1] if index else None)
+        if anchor is None:
+            return Edit(0, 0, line)
+        end_row = anchor.end_lineno or anchor.lineno
+        offset = self.source.line_starts[end_row] if end_row < self.source.line_count else len(self.source.text)
+        if offset == len(self.source.text) and not self.source.text.endswith(("\n", "\r")):
+            return Edit(offset, offset, newline + line.rstrip("\r\n"))
+        return Edit(offset, offset, line)
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    # Byte strings a file must contain for this rule to have anything to say (the text pre-check).
+    triggers: ClassVar[tuple[bytes, ...]] = (b"device_map",)
+    # Fixit-style examples: each source must (invalid) or must not (valid) produce this rule's code.
+    valid: ClassVar[tuple[str, ...]] = ()
+    invalid: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, file: CheckedFile) -> Iterator[Violation]:
+        raise NotImplementedError
+
+    def violation(self, file: CheckedFile, node: ast.AST, message: str, fix: Fix | None = None) -> Violation:
+        start, end = file.source.node_span(node)
+        return Violation(self.code, message, start, end, fix)
+
+    @classmethod
+    def url(cls) -> str:
+        """The rule's catalogue page, relative to the project root (`placement-lint rule CODE` prints it)."""
+        return f"rules/{cls.code}.md"
+
+
+# -- message and fix pieces the device_map rules share --------------------------------------------
+
+
+def written(file: CheckedFile, node: ast.AST) -> str:
+    """The value as the user wrote it, on one line and shortened."""
+    text = ast.get_source_segment(file.source.text, node) or ast.unparse(node)
+    text = " ".join(text.split())
+    return text if len(text) <= 48 else text[:45] + "..."
+
+
+def consumer_phrase(device_map: DeviceMap) -> str:
+    trains = [c for c in device_map.consumers if c.trains]
+    if not trains:
+        return ""
+    first = trains[0]
+    return f" and trains it with {first.name} (line {first.node.lineno})"  # type: ignore[attr-defined]
+
+
+def is_local(file: CheckedFile, device_map: DeviceMap) -> bool:
+    """The value is written in the loader's own scope, so changing it changes only this load."""
+    return file.resolver.scope_of(device_map.node) is file.resolver.scope_of(device_map.loader.node) and not any(
+        isinstance(step, ast.AnnAssign) and isinstance(file.resolver.parent(step), ast.ClassDef)
+        for step in device_map.candidate.via
+    )
+
+
+def trl_overrides(file: CheckedFile, device_map: DeviceMap) -> bool:
+    """TRL's stable trainers reset `model_init_kwargs["device_map"]` to None under MULTI_GPU and
+    DEEPSPEED (TRL >= 0.27, domain.md §1.4), but not under FSDP."""
+    if device_map.loader.kind is not LoaderKind.TRL_INIT_KWARGS or file.setup.mode not in (Mode.DDP, Mode.DEEPSPEED):
+        return False
+    return bool(device_map.consumers) and all(c.name in TRL_GUARDED_TRAINERS for c in device_map.consumers)
+
+
+def fix(applicability: Applicability, message: str, *edits: Edit | None) -> Fix:
+    return Fix(applicability, message, tuple(sorted(e for e in edits if e is not None)))

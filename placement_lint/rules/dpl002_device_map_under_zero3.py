@@ -1,0 +1,65 @@
+"""DPL002 device-map-under-zero3."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from placement_lint.analysis.values import Placement
+from placement_lint.distributed import Setup, Mode
+from placement_lint.edits import Applicability
+from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, is_local, trl_overrides, written
+
+_DDP = Setup(Mode.DDP)
+_SINGLE = Setup(Mode.SINGLE)
+
+
+class DeviceMapUnderZero3(Rule):
+    code = "DPL002"
+    name = "device-map-under-zero3"
+    summary = "Any non-None `device_map` where DeepSpeed ZeRO-3 is active"
+    fix_availability = FixAvailability.ALWAYS
+    valid = (
+        'from transformers import AutoModelForCausalLM, TrainingArguments\n'
+        'args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})\n'
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map=None)\n',
+    )
+    invalid = (
+        'import os\nfrom transformers import AutoModelForCausalLM, TrainingArguments\n'
+        'args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})\n'
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": int(os.environ["LOCAL_RANK"])})\n',
+    )
+
+    def check(self, file: CheckedFile) -> Iterator[Violation]:
+        if not file.setup.zero3:
+            return
+        for device_map in file.placements.device_maps:
+            placement = device_map.classified.placement
+            if not placement.non_none or placement is Placement.SPREAD or trl_overrides(file, device_map):
+                continue
+            message = (
+                f"device_map={written(file, device_map.node)} is not allowed under DeepSpeed ZeRO-3 "
+                f"({file.context.because(file.display)}): transformers raises \"DeepSpeed Zero-3 is not compatible with "
+                "passing a `device_map`\" at load time; ZeRO-3 partitions and places the model itself: use device_map=None"
+            )
+            yield self.violation(file, device_map.node, message, self._fix(file, device_map))
+
+    def _fix(self, file: CheckedFile, device_map):  # type: ignore[no-untyped-def]
+        applicability = Applicability.SAFE if is_local(file, device_map) else Applicability.UNSAFE
+        if self._serves_ddp(file, device_map):
+            original = ast.get_source_segment(file.source.text, device_map.node) or written(file, device_map.node)
+            return fix(
+                applicability,
+                "Use None under ZeRO-3 and keep the map for the DDP path",
+                file.replace(device_map.node, f"None if is_deepspeed_zero3_enabled() else {original}"),
+                file.add_import("transformers.integrations", "is_deepspeed_zero3_enabled"),
+            )
+        return fix(applicability, "Use device_map=None", file.replace(device_map.node, "None"))
+
+    @staticmethod
+    def _serves_ddp(file: CheckedFile, device_map) -> bool:  # type: ignore[no-untyped-def]
+        """The value sits behind a condition on the process count (`if ddp:`), so a DDP run needs it."""
+        if not device_map.candidate.guards:
+            return False
+        ddp, single = file.resolver_for(_DDP), file.resolver_for(_SINGLE)
+        return any(ddp.truth(test) is outcome and single.truth(test) is (not outcome) for test, outcome in device_map.candidate.guards)

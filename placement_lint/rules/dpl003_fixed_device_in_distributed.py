@@ -1,0 +1,64 @@
+"""DPL003 fixed-device-in-distributed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from placement_lint.analysis.values import Placement
+from placement_lint.distributed import Mode
+from placement_lint.edits import Applicability
+from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, trl_overrides, written
+
+PER_PROCESS_MAP = '{"": PartialState().local_process_index}'
+
+
+class FixedDeviceInDistributed(Rule):
+    code = "DPL003"
+    name = "fixed-device-in-distributed"
+    summary = "One fixed device (`0`, `\"cuda:0\"`, `{\"\": 0}`) for every process of a distributed run"
+    fix_availability = FixAvailability.ALWAYS
+    valid = (
+        'import torch.distributed as dist\nfrom accelerate import PartialState\ndist.init_process_group("nccl")\n'
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": PartialState().local_process_index})\n',
+        # A single-process script may pin its one GPU.
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": 0})\n',
+    )
+    invalid = (
+        'import torch.distributed as dist\ndist.init_process_group("nccl")\n'
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": 0})\n',
+    )
+
+    def check(self, file: CheckedFile) -> Iterator[Violation]:
+        setup = file.setup
+        if not setup.distributed or setup.zero3:
+            return
+        for device_map in file.placements.device_maps:
+            if device_map.classified.placement is not Placement.FIXED or trl_overrides(file, device_map):
+                continue
+            device = device_map.classified.device
+            if setup.mode is Mode.FSDP:
+                advice = "FSDP shards and places the model itself: use device_map=None"
+            elif setup.mode is Mode.DEEPSPEED and setup.zero_stage is None:
+                advice = "DeepSpeed places the model itself: use device_map=None"
+            else:
+                advice = f"give each process its own GPU: use device_map={PER_PROCESS_MAP}"
+            message = (
+                f"device_map={written(file, device_map.node)} puts every process's model on device {device!r}, but this "
+                f"script runs under {setup.describe()} ({file.context.because(file.display)}): every rank loads onto the same GPU "
+                f"(out of memory, or bitsandbytes' \"loaded ... on a different device\" error); {advice}"
+            )
+            yield self.violation(file, device_map.node, message, self._fix(file, device_map))
+
+    @staticmethod
+    def _fix(file: CheckedFile, device_map):  # type: ignore[no-untyped-def]
+        setup = file.setup
+        if setup.mode is Mode.FSDP:
+            return fix(Applicability.SAFE, "Use device_map=None", file.replace(device_map.node, "None"))
+        if setup.mode is Mode.DEEPSPEED and setup.zero_stage is None:
+            return fix(Applicability.UNSAFE, "Use device_map=None", file.replace(device_map.node, "None"))
+        return fix(
+            Applicability.UNSAFE,
+            f"Use device_map={PER_PROCESS_MAP}",
+            file.replace(device_map.node, PER_PROCESS_MAP),
+            file.add_import("accelerate", "PartialState"),
+        )

@@ -1,0 +1,172 @@
+"""Settings: `[tool.placement-lint]` in the nearest pyproject.toml, merged with the command line.
+
+Like ruff: the closest pyproject.toml with a `[tool.placement-lint]` table wins (no merging across
+files), paths in it are relative to its folder, and command-line options override it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from placement_lint.distributed import NAMED_SETUPS, Setup
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+DEFAULT_EXCLUDE = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    ".eggs",
+    "build",
+    "dist",
+    "node_modules",
+    "__pycache__",
+    "site-packages",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".placement_lint_cache",
+    ".ipynb_checkpoints",
+)
+_KEYS = {
+    "select",
+    "ignore",
+    "extend-select",
+    "exclude",
+    "extend-exclude",
+    "per-file-ignores",
+    "context",
+    "per-file-context",
+    "respect-gitignore",
+}
+
+
+class ConfigError(Exception):
+    """An invalid setting: shown as one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: Path
+    config_file: Path | None = None
+    select: tuple[str, ...] = ("DPL",)
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    context: str | None = None
+    per_file_context: tuple[tuple[str, str], ...] = ()
+    respect_gitignore: bool = True
+    codes: tuple[str, ...] = field(default=(), compare=False)  # every rule code, for validation
+
+    def enabled_codes(self) -> tuple[str, ...]:
+        chosen = {code for code in self.codes if _selected(code, self.select + self.extend_select)}
+        return tuple(sorted(code for code in chosen if not _selected(code, self.ignore)))
+
+    def context_setup(self) -> Setup | None:
+        return NAMED_SETUPS[self.context] if self.context else None
+
+
+def _selected(code: str, selectors: tuple[str, ...]) -> bool:
+    return any(selector == "ALL" or code.startswith(selector) for selector in selectors)
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a [tool.placement-lint] table, from `start` upwards."""
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if "placement-lint" in data.get("tool", {}):
+                return pyproject
+    return None
+
+
+def load_settings(config_file: Path | None, cwd: Path, codes: tuple[str, ...]) -> Settings:
+    if config_file is None:
+        return Settings(root=cwd, codes=codes)
+    try:
+        data = tomllib.loads(config_file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {config_file}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{config_file}: invalid TOML: {exc}") from None
+    table = data.get("tool", {}).get("placement-lint", {}) if config_file.name == "pyproject.toml" else data
+    if not isinstance(table, dict):
+        raise ConfigError(f"{config_file}: [tool.placement-lint] must be a table")
+    return _from_table(table, config_file, codes)
+
+
+def _from_table(table: dict[str, object], config_file: Path, codes: tuple[str, ...]) -> Settings:
+    where = f"{config_file}: [tool.placement-lint]"
+    for key in table:
+        if key not in _KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(_KEYS))})")
+    settings = Settings(root=config_file.parent, config_file=config_file, codes=codes)
+    values: dict[str, object] = {}
+    for key in ("select", "ignore", "extend-select"):
+        if key in table:
+            values[key.replace("-", "_")] = tuple(check_selectors(_strings(table[key], f"{where} {key}"), codes, f"{where} {key}"))
+    for key in ("exclude", "extend-exclude"):
+        if key in table:
+            values[key.replace("-", "_")] = tuple(_strings(table[key], f"{where} {key}"))
+    if "per-file-ignores" in table:
+        mapping = _mapping(table["per-file-ignores"], f"{where} per-file-ignores")
+        values["per_file_ignores"] = tuple(
+            (pattern, tuple(check_selectors(_strings(selectors, f"{where} per-file-ignores.{pattern}"), codes, where)))
+            for pattern, selectors in mapping.items()
+        )
+    if "context" in table:
+        values["context"] = check_context(table["context"], f"{where} context")
+    if "per-file-context" in table:
+        mapping = _mapping(table["per-file-context"], f"{where} per-file-context")
+        values["per_file_context"] = tuple(
+            (pattern, check_context(name, f"{where} per-file-context.{pattern}")) for pattern, name in mapping.items()  # type: ignore[misc]
+        )
+    if "respect-gitignore" in table:
+        if not isinstance(table["respect-gitignore"], bool):
+            raise ConfigError(f"{where} respect-gitignore: expected true or false")
+        values["respect_gitignore"] = table["respect-gitignore"]
+    return replace(settings, **values)  # type: ignore[arg-type]
+
+
+def check_selectors(selectors: list[str], codes: tuple[str, ...], where: str) -> list[str]:
+    normalised = []
+    for selector in selectors:
+        upper = selector.strip().upper()
+        if upper != "ALL" and not any(code.startswith(upper) for code in codes):
+            raise ConfigError(f"{where}: unknown rule selector {selector!r} (rules are {', '.join(codes)})")
+        normalised.append(upper)
+    return normalised
+
+
+def check_context(value: object, where: str) -> str:
+    if not isinstance(value, str) or value.lower() not in NAMED_SETUPS:
+        raise ConfigError(f"{where}: expected one of {', '.join(NAMED_SETUPS)}, got {value!r}")
+    return value.lower()
+
+
+def _strings(value: object, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{where}: expected a list of strings")
+    return value
+
+
+def _mapping(value: object, where: str) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a table")
+    return value

@@ -1,0 +1,118 @@
+"""Read and decode: turn a file's bytes into text without losing anything needed to write it back.
+
+Analysis runs on text; fixes are written back as bytes. To keep every byte that a fix does not
+touch, we remember the BOM and the encoding and refuse to fix a file whose text would not encode
+back to exactly the bytes we read.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+
+UTF8_BOM = b"\xef\xbb\xbf"
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class SourceError(Exception):
+    """A file that cannot be read, decoded or parsed. The message is shown to the user."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: Path
+    raw: bytes
+    text: str
+    encoding: str
+    bom: bool
+    line_starts: tuple[int, ...] = field(repr=False)
+
+    @property
+    def round_trips(self) -> bool:
+        """True when the text encodes back to the original bytes, so a fix can be written safely."""
+        return self.encode(self.text) == self.raw
+
+    @property
+    def newline(self) -> str:
+        match = _NEWLINE.search(self.text)
+        return match.group() if match else "\n"
+
+    def encode(self, text: str) -> bytes:
+        return (UTF8_BOM if self.bom else b"") + text.encode(self.encoding)
+
+    def offset(self, line: int, utf8_col: int) -> int:
+        """Character offset of an `ast` position (1-based line, column in UTF-8 bytes)."""
+        start = self.line_starts[line - 1]
+        end = self.line_starts[line] if line < len(self.line_starts) else len(self.text)
+        line_text = self.text[start:end]
+        if line_text.isascii():
+            return start + utf8_col
+        return start + len(line_text.encode("utf-8")[:utf8_col].decode("utf-8", "ignore"))
+
+    def node_span(self, node: ast.AST) -> tuple[int, int]:
+        return (
+            self.offset(node.lineno, node.col_offset),  # type: ignore[attr-defined]
+            self.offset(node.end_lineno, node.end_col_offset),  # type: ignore[attr-defined]
+        )
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based row and 1-based column (in characters) of a character offset, as ruff reports them."""
+        lo, hi = 0, len(self.line_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.line_starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1, offset - self.line_starts[lo] + 1
+
+    def line(self, row: int) -> str:
+        start = self.line_starts[row - 1]
+        end = self.line_starts[row] if row < len(self.line_starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
+    @property
+    def line_count(self) -> int:
+        return len(self.line_starts)
+
+
+def line_starts_of(text: str) -> tuple[int, ...]:
+    # Python ends a line at \n, \r\n or a lone \r; ast line numbers count the same way.
+    return (0, *(m.end() for m in _NEWLINE.finditer(text)))
+
+
+def decode_source(path: Path, raw: bytes) -> SourceFile:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"cannot decode: {exc.msg}") from None
+    bom = raw.startswith(UTF8_BOM)
+    body = raw[len(UTF8_BOM) :] if bom else raw
+    codec = "utf-8" if encoding == "utf-8-sig" else encoding
+    try:
+        text = body.decode(codec)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise SourceError(f"cannot decode as {codec}: {exc}") from None
+    return SourceFile(path, raw, text, codec, bom, line_starts_of(text))
+
+
+def read_source(path: Path) -> SourceFile:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    return decode_source(path, raw)
+
+
+def parse_python(source: SourceFile) -> ast.Module:
+    try:
+        return ast.parse(source.text, filename=str(source.path))
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}: " if exc.lineno else ""
+        raise SourceError(f"cannot parse: {where}{exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise SourceError(f"cannot parse: {exc}") from None
