@@ -169,7 +169,7 @@ class FileChecker:
         root = repository_root(source.path)
         configs = ConfigReader(root)
         evidence: list[Evidence] = InFileEvidence(
-            module, imports, Resolver(module, _POSSIBLE), source.path, display, configs
+            module, source.text, imports, Resolver(module, _POSSIBLE), source.path, display, configs
         ).collect()
         return Context(tuple(evidence), override)
 

@@ -186,11 +186,28 @@ class PlacementAnalysis:
         return False
 
     def _after_distributed_state(self, loader: Loader) -> bool:
-        """A TrainingArguments / TRL config / Accelerator / PartialState exists before the load (domain.md §5.1.3)."""
+        """A TrainingArguments / TRL config / Accelerator / PartialState exists before the load (domain.md §5.1.3).
+
+        For a load inside a helper function, "before" is before the helper is first called.
+        """
+        creations = [
+            (node.lineno, node.col_offset)
+            for node in ast.walk(self.module)
+            if isinstance(node, ast.Call) and _creates_distributed_state(last_segment(self.imports.qualify(node.func)))
+        ]
         position = (loader.line, loader.node.col_offset)  # type: ignore[attr-defined]
-        for node in ast.walk(self.module):
-            if isinstance(node, ast.Call) and (node.lineno, node.col_offset) < position:
-                name = last_segment(self.imports.qualify(node.func))
-                if name in _DISTRIBUTED_STATE or name in _ARGUMENT_PARSING or name.endswith("Config") and name[:-6].isupper():
-                    return True
-        return False
+        function = self.resolver.scope_of(loader.node)
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any((function.lineno, 0) <= created < position for created in creations):
+                return True
+            calls = [
+                (c.lineno, c.col_offset)
+                for c in ast.walk(self.module)
+                if isinstance(c, ast.Call) and last_segment(dotted(c.func)) == function.name
+            ]
+            if calls:
+                return all(any(created < call for created in creations) for call in calls)
+        return any(created < position for created in creations)
+
+def _creates_distributed_state(name: str) -> bool:
+    return name in _DISTRIBUTED_STATE or name in _ARGUMENT_PARSING or (name.endswith("Config") and name[:-6].isupper())

@@ -67,8 +67,11 @@ _TRL_CONFIG_NAMES = {
 
 
 class InFileEvidence:
-    def __init__(self, module: ast.Module, imports: ImportTable, resolver: Resolver, path: Path, display: str, configs: ConfigReader | None) -> None:
+    def __init__(
+        self, module: ast.Module, text: str, imports: ImportTable, resolver: Resolver, path: Path, display: str, configs: ConfigReader | None
+    ) -> None:
         self.module = module
+        self.text = text
         self.imports = imports
         self.resolver = resolver
         self.path = path
@@ -94,7 +97,7 @@ class InFileEvidence:
             self._training_arguments(call, name)
         elif name == "HfDeepSpeedConfig":
             stage = self._stage(call.args[0]) if call.args else None
-            self._deepspeed(call, f"HfDeepSpeedConfig({_short(call.args[0]) if call.args else ''})", stage)
+            self._deepspeed(call, f"HfDeepSpeedConfig({self._short(call.args[0]) if call.args else ''})", stage)
         elif qualified.startswith("deepspeed.") and name in ("initialize", "init_distributed"):
             self._add(Kind.DEEPSPEED, call, f"deepspeed.{name}(...)")
         elif qualified.startswith("deepspeed.") and qualified.endswith("zero.Init"):
@@ -104,7 +107,7 @@ class InFileEvidence:
             stage = stage_kw.value.value if stage_kw and isinstance(stage_kw.value, ast.Constant) else None
             if stage is None and (config := keyword(call, "hf_ds_config")) is not None:
                 stage = self._stage(config.value)
-            self._deepspeed(call, f"DeepSpeedPlugin({_keywords(call)})", stage if isinstance(stage, int) else None)
+            self._deepspeed(call, f"DeepSpeedPlugin({self._keywords(call)})", stage if isinstance(stage, int) else None)
         elif name in ("FullyShardedDataParallelPlugin", "FullyShardedDataParallel", "fully_shard"):
             self._add(Kind.FSDP, call, f"{dotted(call.func)}(...)")
         elif name == "FSDP" and "fsdp" in qualified.lower():
@@ -132,12 +135,12 @@ class InFileEvidence:
             elif kw.arg == "fsdp":
                 truth = self._truthy(kw.value)
                 if truth:
-                    self._add(Kind.FSDP, call, f"{name}(fsdp={_short(kw.value)})")
+                    self._add(Kind.FSDP, call, f"{name}(fsdp={self._short(kw.value)})")
                 elif truth is None:
-                    self._add(Kind.POSSIBLE, call, f"{name}(fsdp={_short(kw.value)})")
+                    self._add(Kind.POSSIBLE, call, f"{name}(fsdp={self._short(kw.value)})")
             elif kw.arg == "fsdp_config":
                 if not (isinstance(kw.value, ast.Constant) and kw.value.value is None):
-                    self._add(Kind.FSDP, call, f"{name}(fsdp_config={_short(kw.value)})")
+                    self._add(Kind.FSDP, call, f"{name}(fsdp_config={self._short(kw.value)})")
             elif kw.arg and kw.arg.startswith("ddp_"):
                 self._add(Kind.POSSIBLE, call, f"{name}({kw.arg}=...)")
 
@@ -147,9 +150,9 @@ class InFileEvidence:
         if any(isinstance(v, ast.Constant) and v.value is not None for v in known) or any(isinstance(v, ast.Dict) for v in known):
             stages = {self._stage(v) for v in known if not (isinstance(v, ast.Constant) and v.value is None)}
             stage = stages.pop() if len(stages) == 1 else None
-            self._deepspeed(call, f"{name}(deepspeed={_short(value)})", stage)
+            self._deepspeed(call, f"{name}(deepspeed={self._short(value)})", stage)
         elif not known:
-            self._add(Kind.POSSIBLE, call, f"{name}(deepspeed={_short(value)}), set at run time")
+            self._add(Kind.POSSIBLE, call, f"{name}(deepspeed={self._short(value)}), set at run time")
 
     def _accelerator(self, call: ast.Call) -> None:
         plugin = keyword(call, "deepspeed_plugin") or keyword(call, "deepspeed_plugins")
@@ -161,10 +164,10 @@ class InFileEvidence:
                     stage_kw = keyword(value, "zero_stage")
                     if stage_kw and isinstance(stage_kw.value, ast.Constant) and isinstance(stage_kw.value.value, int):
                         stage = stage_kw.value.value
-            self._deepspeed(call, f"Accelerator(deepspeed_plugin={_short(plugin.value)})", stage)
+            self._deepspeed(call, f"Accelerator(deepspeed_plugin={self._short(plugin.value)})", stage)
         fsdp = keyword(call, "fsdp_plugin")
         if fsdp is not None and not _is_none(fsdp.value):
-            self._add(Kind.FSDP, call, f"Accelerator(fsdp_plugin={_short(fsdp.value)})")
+            self._add(Kind.FSDP, call, f"Accelerator(fsdp_plugin={self._short(fsdp.value)})")
         if plugin is None and fsdp is None:
             self._add(Kind.POSSIBLE, call, "Accelerator()")
 
@@ -185,6 +188,13 @@ class InFileEvidence:
                 if found is not None:
                     return zero_stage_of(self.configs.load(found))
         return None
+
+    def _short(self, value: ast.expr) -> str:
+        text = " ".join((ast.get_source_segment(self.text, value) or ast.unparse(value)).split())
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    def _keywords(self, call: ast.Call) -> str:
+        return ", ".join(f"{kw.arg}={self._short(kw.value)}" for kw in call.keywords if kw.arg)
 
     def _truthy(self, value: ast.expr) -> bool | None:
         leaves = [c.value for c in self.resolver.candidates(value)]
@@ -208,10 +218,3 @@ def _is_none(value: ast.expr) -> bool:
     return isinstance(value, ast.Constant) and value.value is None
 
 
-def _short(value: ast.expr) -> str:
-    text = ast.unparse(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _keywords(call: ast.Call) -> str:
-    return ", ".join(f"{kw.arg}={_short(kw.value)}" for kw in call.keywords if kw.arg)

@@ -60,6 +60,13 @@ class CheckedFile:
         return Resolver(self.module, setup)
 
     def replace(self, node: ast.AST, text: str) -> Edit:
+        # `x if cond else None` whose x becomes None is just None: replace the whole conditional.
+        parent = self.resolver.parent(node)
+        while text == "None" and isinstance(parent, ast.IfExp) and node is not parent.test:
+            other = parent.orelse if node is parent.body else parent.body
+            if not (isinstance(other, ast.Constant) and other.value is None):
+                break
+            node, parent = parent, self.resolver.parent(parent)
         start, end = self.source.node_span(node)
         return Edit(start, end, text)
 

@@ -1,0 +1,29 @@
+"""Shared test helpers: lint a file or a source string the way the CLI does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from placement_lint.engine import FileChecker, FileResult, RunOptions
+from placement_lint.rules import all_rules
+from placement_lint.settings import Settings
+
+CODES = tuple(rule.code for rule in all_rules())
+
+
+def checker(root: Path, **options: object) -> FileChecker:
+    return FileChecker(Settings(root=root, codes=CODES), RunOptions(**options), root)  # type: ignore[arg-type]
+
+
+def lint_file(path: Path, **options: object) -> FileResult:
+    return checker(path.parent, **options).check(path)
+
+
+def lint_source(tmp_path: Path, source: str, name: str = "train.py", **options: object) -> FileResult:
+    path = tmp_path / name
+    path.write_text(source, encoding="utf-8")
+    return lint_file(path, **options)
+
+
+def codes(result: FileResult) -> list[str]:
+    return [finding.code for finding in result.findings]
