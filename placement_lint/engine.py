@@ -24,7 +24,7 @@ from placement_lint.discover import discover, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
 from placement_lint.fixes.apply import FixFailed, fix_to_fixed_point
-from placement_lint.fixes.write import ChangedOnDisk, write_atomically
+from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
 from placement_lint.rules import all_rules
 from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.settings import Settings
@@ -247,7 +247,11 @@ class FileChecker:
             result.fixed = outcome.applied
             return violations
         try:
+            verify_lossless(new_source.raw)
             write_atomically(path, new_source.raw, source.raw)
+        except NotLossless as exc:
+            result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")
+            return violations
         except ChangedOnDisk:
             result.warnings.append(f"{result.display}: not fixed: the file changed while it was being checked")
             return violations

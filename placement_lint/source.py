@@ -89,7 +89,8 @@ def decode_source(path: Path, raw: bytes) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
-        raise SourceError(f"cannot decode: {exc.msg}") from None
+        reason = "not valid UTF-8 and no encoding declaration" if "missing encoding" in str(exc.msg) else exc.msg
+        raise SourceError(f"cannot decode: {reason}") from None
     bom = raw.startswith(UTF8_BOM)
     body = raw[len(UTF8_BOM) :] if bom else raw
     codec = "utf-8" if encoding == "utf-8-sig" else encoding

@@ -71,6 +71,11 @@ class _Evaluator:
             return UNKNOWN
         if isinstance(expr, ast.Constant):
             return expr.value
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+            operand = self.value(expr.operand, depth + 1)
+            if isinstance(operand, (int, float)) and not isinstance(operand, bool):
+                return -operand if isinstance(expr.op, ast.USub) else operand
+            return UNKNOWN
         if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
             truth = _truth(self.value(expr.operand, depth + 1))
             return UNKNOWN if truth is None else not truth
@@ -109,9 +114,9 @@ class _Evaluator:
             return known
         resolved = self.lookup(expr)
         values = {_freeze(self.value(v, depth + 1)) if v is not None else UNKNOWN for v in resolved}
-        if len(values) == 1:
+        if len(values) == 1 and UNKNOWN not in values:
             return values.pop()
-        if _DISTRIBUTED_FLAG.match(attr):
+        if _DISTRIBUTED_FLAG.match(attr) and values <= {UNKNOWN}:
             return self._pick(True, False)
         return UNKNOWN
 
@@ -197,9 +202,8 @@ class _Evaluator:
         for op, right_expr in zip(expr.ops, expr.comparators):
             # `"LOCAL_RANK" in os.environ`
             if isinstance(op, (ast.In, ast.NotIn)) and _is_environ(right_expr) and isinstance(left, str):
-                present = self._env(left, False)
-                truth = _truth(present) if present is not False else False
-                outcome: object = UNKNOWN if truth is None else (truth if isinstance(op, ast.In) else not truth)
+                present = self._pick(True, False) if left in WORLD_ENV | RANK_ENV else UNKNOWN
+                outcome: object = present if present is UNKNOWN or isinstance(op, ast.In) else not present
             else:
                 right = self.value(right_expr, depth + 1)
                 outcome = _compare(op, left, right)

@@ -9,6 +9,28 @@ import tempfile
 from pathlib import Path
 
 
+class NotLossless(Exception):
+    """LibCST cannot parse the fixed bytes back to exactly themselves."""
+
+
+def verify_lossless(data: bytes) -> None:
+    """The last gate before a fix is written: LibCST's lossless tree must reproduce every byte.
+
+    Detection runs on `ast`, which forgets formatting; LibCST keeps all of it (comments, BOM,
+    CRLF, tabs, the encoding cookie), so a round trip through it proves the fixed file is valid
+    Python whose bytes are exactly what we computed. Imported here only, so lint-only runs never
+    pay for it.
+    """
+    import libcst
+
+    try:
+        module = libcst.parse_module(data)
+    except Exception as exc:  # libcst.ParserSyntaxError and encoding errors
+        raise NotLossless(str(exc).splitlines()[0]) from exc
+    if module.bytes != data:
+        raise NotLossless("the fixed file does not round-trip byte for byte")
+
+
 class ChangedOnDisk(Exception):
     """The file changed between reading and writing: we do not overwrite someone else's edit."""
 

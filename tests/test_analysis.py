@@ -1,0 +1,175 @@
+"""Unit tests for the analysis layer: conditions, value resolution and classification, decoding."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from placement_lint.analysis.dataflow import ABSENT, Resolver
+from placement_lint.analysis.values import Placement, classify
+from placement_lint.distributed import Mode, Setup
+from placement_lint.source import SourceError, decode_source, parse_python
+
+DDP, SINGLE, ZERO3, ZERO2, DS = Setup(Mode.DDP), Setup(Mode.SINGLE), Setup(Mode.DEEPSPEED, 3), Setup(Mode.DEEPSPEED, 2), Setup(Mode.DEEPSPEED)
+
+
+def truth(source: str, setup: Setup) -> bool | None:
+    module = ast.parse(source)
+    resolver = Resolver(module, setup)
+    test = module.body[-1].value  # type: ignore[attr-defined]
+    return resolver.truth(test)
+
+
+@pytest.mark.parametrize(
+    ("source", "ddp", "single"),
+    [
+        ("import os\nws = int(os.environ.get('WORLD_SIZE', 1))\nddp = ws != 1\nddp", True, False),
+        ("import os\nint(os.environ.get('WORLD_SIZE', '1')) == 1", False, True),
+        ("import os\n'LOCAL_RANK' in os.environ", True, False),
+        ("import os\nint(os.environ.get('LOCAL_RANK', -1)) != -1", True, False),
+        ("training_args.local_rank == -1", False, True),
+        ("accelerator.num_processes > 1", True, False),
+        ("state.distributed_type == DistributedType.MULTI_GPU", True, False),
+        ("state.distributed_type != DistributedType.NO", True, False),
+        ("args.parallel_mode == ParallelMode.DISTRIBUTED", True, False),
+        ("torch.distributed.is_initialized()", True, False),
+        ("not ddp and torch.cuda.device_count() > 1", False, None),
+        ("quantization_config is not None", None, None),
+        ("import os\nint(os.environ.get('LOCAL_RANK', 0)) == 0", None, True),
+    ],
+)
+def test_distributed_conditions(source: str, ddp: bool | None, single: bool | None) -> None:
+    assert truth(source, DDP) is ddp
+    assert truth(source, SINGLE) is single
+
+
+def test_zero3_condition_depends_on_stage() -> None:
+    assert truth("is_deepspeed_zero3_enabled()", ZERO3) is True
+    assert truth("is_deepspeed_zero3_enabled()", ZERO2) is False
+    assert truth("is_deepspeed_zero3_enabled()", DS) is None
+    assert truth("is_deepspeed_zero3_enabled()", DDP) is False
+
+
+def values_of(source: str, setup: Setup) -> list[str]:
+    module = ast.parse(source)
+    resolver = Resolver(module, setup)
+    call = module.body[-1].value  # type: ignore[attr-defined]
+    keyword = next(kw for kw in call.keywords if kw.arg in ("device_map", None))
+    if keyword.arg is None:
+        candidates = resolver.key_candidates(keyword.value, "device_map") or []
+    else:
+        candidates = resolver.candidates(keyword.value)
+    return [("ABSENT" if c.value is ABSENT else ast.unparse(c.value) if c.value is not None else "?") for c in candidates]
+
+
+def test_branch_pruning_follows_the_setup() -> None:
+    source = (
+        "import os\ndevice_map = 'auto'\nddp = int(os.environ.get('WORLD_SIZE', 1)) != 1\n"
+        "if ddp:\n    device_map = {'': int(os.environ.get('LOCAL_RANK') or 0)}\n"
+        "load(device_map=device_map)"
+    )
+    assert values_of(source, DDP) == ["{'': int(os.environ.get('LOCAL_RANK') or 0)}"]
+    assert values_of(source, SINGLE) == ["'auto'"]
+    assert values_of(source, Setup(Mode.POSSIBLE)) == ["{'': int(os.environ.get('LOCAL_RANK') or 0)}", "'auto'"] or values_of(
+        source, Setup(Mode.POSSIBLE)
+    ) == ["'auto'", "{'': int(os.environ.get('LOCAL_RANK') or 0)}"]
+
+
+def test_early_return_prunes_the_rest() -> None:
+    source = "def f(ddp):\n    if ddp:\n        return None\n    m = 'auto'\n    return load(device_map=m)\nload(device_map=None)"
+    module = ast.parse(source)
+    call = module.body[0].body[-1].value  # type: ignore[attr-defined]
+    value = call.keywords[0].value
+    assert [ast.unparse(c.value) for c in Resolver(module, SINGLE).candidates(value)] == ["'auto'"]
+    # Under DDP the function returns before the load: nothing reaches it, so nothing is resolved.
+    assert [c.value for c in Resolver(module, DDP).candidates(value)] == [None]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("kw = dict(torch_dtype='auto', device_map='auto')\nload(**kw)", ["'auto'"]),
+        ("kw = {'torch_dtype': 1}\nkw['device_map'] = 'balanced'\nload(**kw)", ["'balanced'"]),
+        ("kw = {}\nkw.update(device_map={'': 0})\nload(**kw)", ["{'': 0}"]),
+        ("kw = {'device_map': 'auto'}\nkw.pop('device_map')\nload(**kw)", ["ABSENT"]),
+        ("kw = {'x': 1}\nload(**kw)", ["ABSENT"]),
+        ("load(**get_kwargs())", []),
+        ("DM = 'sequential'\ndef f():\n    return load(device_map=DM)\nload(device_map=DM)", ["'sequential'"]),
+        ("load(device_map=None if is_deepspeed_zero3_enabled() else 'auto')", ["None"]),
+    ],
+)
+def test_value_resolution(source: str, expected: list[str]) -> None:
+    assert values_of(source, ZERO3) == expected
+
+
+def test_dataclass_field_default() -> None:
+    source = (
+        "from dataclasses import dataclass, field\n@dataclass\nclass Args:\n"
+        "    device_map: str = field(default='auto')\nload(device_map=model_args.device_map)"
+    )
+    assert values_of(source, DDP) == ["'auto'"]
+
+
+@pytest.mark.parametrize(
+    ("value", "placement"),
+    [
+        ("'auto'", Placement.SPREAD),
+        ("'balanced_low_0'", Placement.SPREAD),
+        ("{'a': 0, 'b': 1}", Placement.SPREAD),
+        ("{'a': 0, 'b': 'cpu'}", Placement.SPREAD),
+        ("infer_auto_device_map(model)", Placement.SPREAD),
+        ("0", Placement.FIXED),
+        ("'cuda:0'", Placement.FIXED),
+        ("{'': 0}", Placement.FIXED),
+        ("{'': 'cuda:1'}", Placement.FIXED),
+        ("torch.device('cuda', 0)", Placement.FIXED),
+        ("torch.device('cuda:0')", Placement.FIXED),
+        ("{'': PartialState().local_process_index}", Placement.PER_PROCESS),
+        ("{'': Accelerator().process_index}", Placement.PER_PROCESS),
+        ("{'': int(os.environ.get('LOCAL_RANK', 0))}", Placement.PER_PROCESS),
+        ("f'cuda:{local_rank}'", Placement.PER_PROCESS),
+        ("{'': torch.cuda.current_device()}", Placement.PER_PROCESS),
+        ("get_kbit_device_map()", Placement.PER_PROCESS),
+        ("'cuda'", Placement.PER_PROCESS),
+        ("'cpu'", Placement.CPU),
+        ("None", Placement.NONE),
+        ("some_function()", Placement.UNKNOWN),
+        ("True", Placement.UNKNOWN),
+    ],
+)
+def test_classification(value: str, placement: Placement) -> None:
+    module = ast.parse(f"x = {value}")
+    resolver = Resolver(module, DDP)
+    assert classify(module.body[0].value, resolver.candidates).placement is placement  # type: ignore[attr-defined]
+
+
+def test_decoding_keeps_bom_cookie_and_line_endings() -> None:
+    bom = decode_source(Path("a.py"), b"\xef\xbb\xbfx = 1\r\ny = 2\r\n")
+    assert bom.bom and bom.text == "x = 1\r\ny = 2\r\n" and bom.round_trips and bom.newline == "\r\n"
+    latin = decode_source(Path("b.py"), "# -*- coding: latin-1 -*-\nx = 'é'\n".encode("latin-1"))
+    assert latin.encoding == "iso-8859-1" and latin.text.endswith("'é'\n") and latin.round_trips
+    assert latin.offset(2, 7) == len("# -*- coding: latin-1 -*-\n") + 6  # ast columns count UTF-8 bytes
+
+
+def test_ast_columns_are_utf8_bytes() -> None:
+    source = decode_source(Path("c.py"), "s = 'ü'; load(device_map='auto')\n".encode())
+    module = parse_python(source)
+    value = module.body[1].value.keywords[0].value  # type: ignore[attr-defined]
+    start, end = source.node_span(value)
+    assert source.text[start:end] == "'auto'"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"x = (\n", "cannot parse: line 1"),
+        (b"x = 1\x00\n", "cannot parse"),
+        (b"# coding: nope\nx = 1\n", "cannot decode"),
+        (b"\xff\xfe\n", "cannot decode"),
+    ],
+)
+def test_bad_sources_are_source_errors(raw: bytes, message: str) -> None:
+    with pytest.raises(SourceError, match=message):
+        parse_python(decode_source(Path("d.py"), raw))

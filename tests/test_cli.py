@@ -1,0 +1,227 @@
+"""The command line, through the installed console script (as users and CI run it) and in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from placement_lint.cli import main
+
+SCRIPT = Path(sys.executable).parent / "placement-lint"
+ZERO3 = '''from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
+model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")  # spread
+Trainer(model=model, args=args).train()
+'''
+SINGLE = 'from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")\n'
+DDP_FIXED = 'import torch.distributed as dist\ndist.init_process_group("nccl")\nmodel = AutoModelForCausalLM.from_pretrained("gpt2", device_map=0)\n'
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    assert SCRIPT.exists(), "the console script is installed with the package"
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR",)}
+    return subprocess.run([str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "train_z3.py").write_text(ZERO3)
+    (tmp_path / "single.py").write_text(SINGLE)
+    return tmp_path
+
+
+def test_version() -> None:
+    from placement_lint import __version__
+
+    result = subprocess.run([str(SCRIPT), "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and __version__ in result.stdout
+
+
+def test_findings_exit_1_with_frame_and_summary(repo: Path) -> None:
+    result = cli("check", ".", cwd=repo)
+    assert result.returncode == 1
+    assert "train_z3.py:4:65: DPL001 [*]" in result.stdout
+    assert "DeepSpeed Zero-3 is not compatible with passing a `device_map`" in result.stdout
+    assert "^^^^^^ DPL001" in result.stdout
+    assert "Found 1 problem in 1 file (1 fixable with --fix)." in result.stdout
+    assert "single.py" not in result.stdout
+
+
+def test_clean_tree_exits_0(tmp_path: Path) -> None:
+    (tmp_path / "single.py").write_text(SINGLE)
+    result = cli("check", cwd=tmp_path)
+    assert result.returncode == 0 and "All checks passed!" in result.stdout
+
+
+def test_concise_and_exit_zero(repo: Path) -> None:
+    result = cli("check", "--output-format", "concise", "--exit-zero", ".", cwd=repo)
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[0].startswith("train_z3.py:4:65: DPL001 [*] device_map=\"auto\"")
+
+
+def test_json_is_ruff_shaped(repo: Path) -> None:
+    result = cli("check", "--output-format", "json", ".", cwd=repo)
+    assert result.returncode == 1
+    [item] = json.loads(result.stdout)
+    assert item["code"] == "DPL001"
+    assert item["location"] == {"row": 4, "column": 65} and item["end_location"] == {"row": 4, "column": 71}
+    assert item["filename"] == str(repo.resolve() / "train_z3.py")
+    assert item["fix"]["applicability"] == "safe"
+    assert item["fix"]["edits"] == [{"content": "None", "location": {"row": 4, "column": 65}, "end_location": {"row": 4, "column": 71}}]
+    assert item["noqa_row"] == 4 and item["url"] == "rules/DPL001.md"
+    assert item["context"][0]["kind"] == "ZERO3" and item["context"][0]["where"] == "train_z3.py:3"
+
+
+def test_fix_rewrites_only_the_value_and_keeps_mode(repo: Path) -> None:
+    target = repo / "train_z3.py"
+    target.chmod(0o754)
+    result = cli("check", "--fix", ".", cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert target.read_text() == ZERO3.replace('device_map="auto"', "device_map=None")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o754
+    assert "Fixed 1 problem in 1 file, 0 remaining." in result.stdout
+    assert sorted(p.name for p in repo.iterdir()) == ["single.py", "train_z3.py"], "no temp file left behind"
+    assert cli("check", "--fix", ".", cwd=repo).stdout.strip() == "All checks passed!"
+
+
+def test_unsafe_fix_needs_the_flag(tmp_path: Path) -> None:
+    target = tmp_path / "ddp.py"
+    target.write_text(DDP_FIXED)
+    first = cli("check", "--fix", ".", cwd=tmp_path)
+    assert first.returncode == 1 and target.read_text() == DDP_FIXED
+    assert "1 more with --unsafe-fixes" in first.stdout
+    second = cli("check", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert second.returncode == 0
+    assert 'device_map={"": PartialState().local_process_index}' in target.read_text()
+    assert "from accelerate import PartialState\n" in target.read_text()
+
+
+def test_diff_writes_nothing_and_exits_1(repo: Path) -> None:
+    before = (repo / "train_z3.py").read_bytes()
+    result = cli("check", "--diff", ".", cwd=repo)
+    assert result.returncode == 1
+    assert '-model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")  # spread' in result.stdout
+    assert '+model = AutoModelForCausalLM.from_pretrained("gpt2", device_map=None)  # spread' in result.stdout
+    assert (repo / "train_z3.py").read_bytes() == before
+
+
+def test_select_ignore_and_prefixes(repo: Path) -> None:
+    assert cli("check", "--select", "DPL002", ".", cwd=repo).returncode == 0
+    assert cli("check", "--ignore", "DPL00", ".", cwd=repo).returncode == 0
+    assert cli("check", "--select", "DPL0", ".", cwd=repo).returncode == 1
+    bad = cli("check", "--select", "XYZ1", ".", cwd=repo)
+    assert bad.returncode == 2 and "unknown rule selector 'XYZ1'" in bad.stderr
+
+
+def test_noqa_suppresses_only_named_code(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(ZERO3.replace("# spread", "# noqa: DPL001"))
+    (tmp_path / "b.py").write_text(ZERO3.replace("# spread", "# noqa: DPL003"))
+    (tmp_path / "c.py").write_text(ZERO3.replace("# spread", "# noqa"))
+    result = cli("check", "--output-format", "concise", ".", cwd=tmp_path)
+    assert [line.split(":")[0] for line in result.stdout.splitlines()[:-1]] == ["b.py"]
+
+
+def test_pyproject_config_and_per_file_ignores(repo: Path) -> None:
+    (repo / "pyproject.toml").write_text('[tool.placement-lint]\nper-file-ignores = { "train_*.py" = ["DPL001"] }\n')
+    assert cli("check", ".", cwd=repo).returncode == 0
+    (repo / "pyproject.toml").write_text('[tool.placement-lint]\nextend-exclude = ["train_z3.py"]\n')
+    assert cli("check", ".", cwd=repo).returncode == 0
+    # A file named explicitly is checked even when excluded.
+    assert cli("check", "train_z3.py", cwd=repo).returncode == 1
+
+
+def test_context_override_from_config_and_cli(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(SINGLE + "Trainer(model=model)\n")
+    assert cli("check", ".", cwd=tmp_path).returncode == 0
+    assert cli("check", "--context", "ddp", ".", cwd=tmp_path).returncode == 1
+    (tmp_path / "pyproject.toml").write_text('[tool.placement-lint]\nper-file-context = { "train.py" = "fsdp" }\n')
+    result = cli("check", "--output-format", "concise", ".", cwd=tmp_path)
+    assert result.returncode == 1 and "runs under FSDP (set by per-file-context" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("[tool.placement-lint]\nselekt = ['DPL']\n", "unknown key 'selekt'"),
+        ("[tool.placement-lint]\nselect = 'DPL'\n", "select: expected a list of strings"),
+        ("[tool.placement-lint]\ncontext = 'zero4'\n", "context: expected one of"),
+        ("[tool.placement-lint]\nignore = ['DPL999']\n", "unknown rule selector 'DPL999'"),
+        ("[tool.placement-lint\n", "invalid TOML"),
+    ],
+)
+def test_invalid_config_is_one_line_exit_2(repo: Path, config: str, message: str) -> None:
+    (repo / "pyproject.toml").write_text(config)
+    result = cli("check", ".", cwd=repo, *([] if "invalid TOML" not in message else ["--config", "pyproject.toml"]))
+    assert result.returncode == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_unparseable_and_undecodable_files_are_named_and_the_rest_is_checked(repo: Path) -> None:
+    (repo / "broken.py").write_text("device_map = 'auto'\ndeepspeed = (\n")
+    (repo / "latin.py").write_bytes(b"x = '\xe9'  # device_map deepspeed\n")
+    result = cli("check", "--output-format", "concise", ".", cwd=repo)
+    assert result.returncode == 2
+    assert "error: broken.py: cannot parse: line 2" in result.stderr
+    assert "error: latin.py: cannot decode: not valid UTF-8 and no encoding declaration" in result.stderr
+    assert "train_z3.py:4:65: DPL001" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_path_is_an_error(repo: Path) -> None:
+    result = cli("check", "nope.py", cwd=repo)
+    assert result.returncode == 2 and "nope.py: no such file or directory" in result.stderr
+
+
+def test_gitignore_is_respected(repo: Path) -> None:
+    (repo / ".git").mkdir()
+    (repo / ".gitignore").write_text("train_*.py\n")
+    assert cli("check", ".", cwd=repo).returncode == 0
+
+
+def test_statistics(repo: Path) -> None:
+    result = cli("check", "--statistics", ".", cwd=repo)
+    assert result.stdout.splitlines()[0] == "1\tDPL001\t[*] spread-device-map-in-distributed"
+
+
+def test_rule_command_prints_the_page_and_lists_all() -> None:
+    runner = CliRunner()
+    page = runner.invoke(main, ["rule", "DPL001"])
+    assert page.exit_code == 0 and page.output.startswith("# DPL001: spread-device-map-in-distributed")
+    listing = runner.invoke(main, ["rule", "--all"])
+    assert [line.split()[0] for line in listing.output.splitlines()] == ["DPL001", "DPL002", "DPL003"]
+    unknown = runner.invoke(main, ["rule", "DPL999"])
+    assert unknown.exit_code == 2
+
+
+def test_in_process_matches_console_script(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(repo)
+    result = CliRunner().invoke(main, ["check", "--output-format", "concise", "."])
+    assert result.exit_code == 1
+    assert result.output == cli("check", "--output-format", "concise", ".", cwd=repo).stdout
+
+
+def test_color_only_when_asked(repo: Path) -> None:
+    assert "\x1b[" not in cli("check", ".", cwd=repo).stdout
+    assert "\x1b[" in cli("check", "--color", ".", cwd=repo).stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_examples_folder_matches_readme() -> None:
+    """The README's first command runs on examples/: its findings are the ones the README shows."""
+    root = Path(__file__).parent.parent
+    result = cli("check", "--output-format", "concise", "examples", cwd=root)
+    readme = (root / "README.md").read_text()
+    for line in result.stdout.splitlines():
+        if ": DPL" in line:
+            location = line.split(" DPL")[0]
+            assert location in readme, f"README does not show {location}"
