@@ -6,6 +6,7 @@ loops); each real file is checked once.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ class Discovered:
     missing: list[Path] = field(default_factory=list)
 
 
+@functools.lru_cache(maxsize=1024)
 def repository_root(start: Path) -> Path:
     """The folder holding `.git` above `start`, else the nearest with a pyproject.toml, else `start`'s folder."""
     folder = start if start.is_dir() else start.parent
@@ -53,22 +55,29 @@ class _Ignores:
             self._gitignores[folder] = spec
         return self._gitignores[folder]
 
+    def _excluded(self, spec: pathspec.GitIgnoreSpec, path: Path, base: Path, is_dir: bool) -> bool:
+        """Matched by a pattern on its own, not only because its folder matched: a folder named
+        on the command line is walked even when excluded (ruff does the same without --force-exclude)."""
+        relative = _relative(path, base)
+        if relative is None:
+            relative, parent = path.name, None
+        else:
+            parent = relative.rsplit("/", 1)[0] + "/" if "/" in relative else None
+        if not spec.match_file(relative + ("/" if is_dir else "")):
+            return False
+        return parent is None or not spec.match_file(parent)
+
     def ignored(self, path: Path, is_dir: bool) -> bool:
-        relative = _relative(path, self.root)
-        if relative is not None and self.exclude.match_file(relative + ("/" if is_dir else "")):
-            return True
-        if relative is None and self.exclude.match_file(path.name + ("/" if is_dir else "")):
+        if self._excluded(self.exclude, path, self.root, is_dir):
             return True
         if not self.respect_gitignore:
             return False
-        top = repository_root(path.parent) if relative is None else self.root
+        top = self.root if _relative(path, self.root) is not None else repository_root(path.parent)
         folder = path.parent
         while True:
             spec = self._gitignore(folder)
-            if spec is not None:
-                inner = _relative(path, folder)
-                if inner is not None and spec.match_file(inner + ("/" if is_dir else "")):
-                    return True
+            if spec is not None and self._excluded(spec, path, folder, is_dir):
+                return True
             if folder == top or folder.parent == folder:
                 return False
             folder = folder.parent

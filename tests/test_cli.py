@@ -203,6 +203,12 @@ def test_rule_command_prints_the_page_and_lists_all() -> None:
     assert unknown.exit_code == 2
 
 
+def test_installed_script_ships_the_catalogue(tmp_path: Path) -> None:
+    """Run from outside the checkout: the installed package must carry the pages itself."""
+    result = cli("rule", "DPL002", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.startswith("# DPL002: device-map-under-zero3")
+
+
 def test_in_process_matches_console_script(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(repo)
     result = CliRunner().invoke(main, ["check", "--output-format", "concise", "."])
