@@ -5,6 +5,7 @@ Reporting is the caller's job (`report/`); this module returns data.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import os
 import re
@@ -15,10 +16,12 @@ from pathlib import Path
 
 import pathspec
 
+from placement_lint.analysis.callgraph import Parts
 from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
 from placement_lint.context.configs import ConfigReader
-from placement_lint.context.evidence import Context, Evidence, Override
+from placement_lint.context.evidence import Context, FileContext, Override
 from placement_lint.context.in_file import IN_FILE_TOKENS, InFileEvidence, PragmaError, pragma_override
 from placement_lint.discover import discover, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
@@ -132,26 +135,32 @@ class FileChecker:
             if not self.worth_parsing(raw, path):
                 return result
             source = decode_source(path, raw)
-            violations, context = self._lint(source, result.display)
+            violations, _ = self._lint(source, result.display)
         except OSError as exc:
             result.error = f"cannot read: {exc.strerror or exc}"
             return result
         except (SourceError, PragmaError) as exc:
             result.error = str(exc)
             return result
+        except RecursionError:
+            result.error = "cannot check: the file nests too deeply"
+            return result
+        except Exception as exc:  # a bug of ours must cost one file, not the run
+            result.error = f"internal error, please report it: {type(exc).__name__}: {exc}"
+            return result
         if self.options.fixing and violations and any(v.fix and v.fix.applicability in self.options.allowed for v in violations):
-            violations = self._fix(path, source, violations, context, result)
+            violations = self._fix(path, source, violations, result)
         result.source = result.source or source
-        result.findings = [self._finding(result.source, result.display, v, context) for v in violations]
+        result.findings = [self._finding(result.source, result.display, v) for v in violations]
         return result
 
-    def _lint(self, source: SourceFile, display: str) -> tuple[list[Violation], Context]:
+    def _lint(self, source: SourceFile, display: str) -> tuple[list[Violation], FileContext]:
         module = parse_python(source)
-        imports = ImportTable.of(module)
-        context = self._context(source, module, imports, display)
-        checked = CheckedFile(source, module, imports, context, display)
+        imports = ImportTable.of(module, index_of(module).nodes)
+        contexts = self._context(source, module, imports, display)
+        checked = CheckedFile(source, module, imports, contexts, display)
         violations: list[Violation] = []
-        if context.setup.distributed:
+        if contexts.distributed_anywhere:
             ignored = self._ignored_codes(source.path)
             for rule in self.rules:
                 if rule.code in ignored:
@@ -162,16 +171,14 @@ class FileChecker:
                     raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
         violations = [v for v in violations if not _suppressed(source, v)]
         violations.sort(key=lambda v: (v.start, v.code))
-        return violations, context
+        return violations, contexts
 
-    def _context(self, source: SourceFile, module, imports: ImportTable, display: str) -> Context:  # type: ignore[no-untyped-def]
+    def _context(self, source: SourceFile, module: ast.Module, imports: ImportTable, display: str) -> FileContext:
         override = self._override(source, display)
-        root = repository_root(source.path)
-        configs = ConfigReader(root)
-        evidence: list[Evidence] = InFileEvidence(
-            module, source.text, imports, Resolver(module, _POSSIBLE), source.path, display, configs
-        ).collect()
-        return Context(tuple(evidence), override)
+        configs = ConfigReader(repository_root(source.path))
+        parts = Parts(module)
+        found = InFileEvidence(module, source.text, imports, Resolver(module, _POSSIBLE), source.path, display, configs).collect()
+        return FileContext(parts, [(evidence, parts.part_of(node)) for evidence, node in found], override)
 
     def _override(self, source: SourceFile, display: str) -> Override | None:
         if self.options.context:
@@ -211,7 +218,7 @@ class FileChecker:
                 ignored |= {rule.code for rule in self.rules if any(rule.code.startswith(s) or s == "ALL" for s in selectors)}
         return ignored
 
-    def _fix(self, path: Path, source: SourceFile, violations: list[Violation], context: Context, result: FileResult) -> list[Violation]:
+    def _fix(self, path: Path, source: SourceFile, violations: list[Violation], result: FileResult) -> list[Violation]:
         if not source.round_trips:
             result.warnings.append(f"{result.display}: not fixed: its text does not encode back to the same bytes")
             return violations
@@ -263,10 +270,10 @@ class FileChecker:
         return latest
 
     @staticmethod
-    def _finding(source: SourceFile, display: str, violation: Violation, context: Context) -> Finding:
+    def _finding(source: SourceFile, display: str, violation: Violation) -> Finding:
         row, column = source.position(violation.start)
         end_row, end_column = source.position(violation.end)
-        return Finding(display, violation, context, row, column, end_row, end_column, source.line(row))
+        return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column, source.line(row))
 
 
 def _with_text(source: SourceFile, text: str) -> SourceFile:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from placement_lint.analysis.guards import evaluate_truth
+from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import dotted, last_segment
 from placement_lint.distributed import Setup
 
@@ -64,9 +65,8 @@ class Resolver:
     _field_defaults: dict[str, list[ast.expr | None]] | None = None
 
     def __post_init__(self) -> None:
-        for node in ast.walk(self.module):
-            for child in ast.iter_child_nodes(node):
-                self.parents[id(child)] = node
+        self.index = index_of(self.module)
+        self.parents = self.index.parents
 
     # -- structure -------------------------------------------------------------------------
 
@@ -182,8 +182,8 @@ class Resolver:
         """Field name -> default expression, for every `@dataclass` in the module (HfArgumentParser args)."""
         if self._field_defaults is None:
             self._field_defaults = {}
-            for node in ast.walk(self.module):
-                if isinstance(node, ast.ClassDef) and _is_dataclass(node):
+            for node in self.index.classes:
+                if _is_dataclass(node):
                     for stmt in node.body:
                         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
                             self._field_defaults.setdefault(stmt.target.id, []).append(_field_default(stmt.value))

@@ -69,10 +69,8 @@ class ModelFlow:
         self.module = module
         self.imports = imports
         self.resolver = resolver
-        self.trainer_classes = _trainer_classes(module)
-        self._functions = {
-            node.name: node for node in ast.walk(module) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        }
+        self.index = resolver.index
+        self.trainer_classes = _trainer_classes(self.index.classes)
 
     def is_trainer(self, call: ast.Call) -> bool:
         name = last_segment(self.imports.qualify(call.func))
@@ -109,10 +107,8 @@ class ModelFlow:
         scope = self.resolver.scope_of(assignment)
         after = assignment.end_lineno or 0  # type: ignore[attr-defined]
         found: list[Consumer] = []
-        for node in ast.walk(scope):
-            if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
-                continue
-            if (node.lineno, node.col_offset) <= (after, 0) or dotted(node) != key:
+        for node in self.index.loads_by_name.get(key, []):
+            if (node.lineno, node.col_offset) <= (after, 0):
                 continue
             if self.resolver.scope_of(node) is not scope and not _nested_in(self.resolver, node, scope):
                 continue
@@ -169,11 +165,7 @@ class ModelFlow:
         return None
 
     def _calls_to(self, function: str) -> list[ast.Call]:
-        return [
-            node
-            for node in ast.walk(self.module)
-            if isinstance(node, ast.Call) and last_segment(dotted(node.func)) == function
-        ]
+        return self.index.calls_by_name.get(function, [])
 
 
 def _wrapper_name(written: str, qualified: str) -> str | None:
@@ -190,9 +182,9 @@ def _nested_in(resolver: Resolver, node: ast.AST, scope: ast.AST) -> bool:
     return any(ancestor is scope for ancestor in resolver.ancestors(node))
 
 
-def _trainer_classes(module: ast.Module) -> set[str]:
+def _trainer_classes(found: list[ast.ClassDef]) -> set[str]:
     """Classes in this file that subclass a trainer (`class SavePeftModelTrainer(Trainer)`)."""
-    classes = {node.name: node for node in ast.walk(module) if isinstance(node, ast.ClassDef)}
+    classes = {node.name: node for node in found}
     trainers: set[str] = set()
     changed = True
     while changed:

@@ -32,9 +32,9 @@ class ImportTable:
     aliases: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, module: ast.Module) -> ImportTable:
+    def of(cls, module: ast.Module, nodes: list[ast.AST] | None = None) -> ImportTable:
         table = cls()
-        for node in ast.walk(module):
+        for node in nodes if nodes is not None else ast.walk(module):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:

@@ -77,7 +77,9 @@ class PlacementAnalysis:
     def device_maps(self) -> list[DeviceMap]:
         found: list[DeviceMap] = []
         seen: set[int] = set()
-        for node in ast.walk(self.module):
+        for node in self.resolver.index.nodes:
+            if not isinstance(node, (ast.Call, ast.Assign)):
+                continue
             for loader, candidates in self._loader_values(node):
                 consumers = tuple(self._consumers(loader))
                 quantized = self._quantized(loader)
@@ -166,7 +168,7 @@ class PlacementAnalysis:
             parent = self.resolver.parent(node)
             if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
                 config_name = dotted(parent.targets[0])
-        trainers = [n for n in ast.walk(self.module) if isinstance(n, ast.Call) and self.flow.is_trainer(n)]
+        trainers = [call for call in self.resolver.index.calls if self.flow.is_trainer(call)]
         matching = [t for t in trainers if config_name and (args := argument(t, "args", 1)) is not None and dotted(args) == config_name]
         chosen = matching or (trainers if len(trainers) == 1 else [])
         return [Consumer(ConsumerKind.TRAINER, self.flow.trainer_name(t), t) for t in chosen]
@@ -185,26 +187,26 @@ class PlacementAnalysis:
                     return True
         return False
 
+    @cached_property
+    def _state_creations(self) -> list[tuple[int, int]]:
+        return [
+            (call.lineno, call.col_offset)
+            for call in self.resolver.index.calls
+            if _creates_distributed_state(last_segment(self.imports.qualify(call.func)))
+        ]
+
     def _after_distributed_state(self, loader: Loader) -> bool:
         """A TrainingArguments / TRL config / Accelerator / PartialState exists before the load (domain.md §5.1.3).
 
         For a load inside a helper function, "before" is before the helper is first called.
         """
-        creations = [
-            (node.lineno, node.col_offset)
-            for node in ast.walk(self.module)
-            if isinstance(node, ast.Call) and _creates_distributed_state(last_segment(self.imports.qualify(node.func)))
-        ]
+        creations = self._state_creations
         position = (loader.line, loader.node.col_offset)  # type: ignore[attr-defined]
         function = self.resolver.scope_of(loader.node)
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any((function.lineno, 0) <= created < position for created in creations):
                 return True
-            calls = [
-                (c.lineno, c.col_offset)
-                for c in ast.walk(self.module)
-                if isinstance(c, ast.Call) and last_segment(dotted(c.func)) == function.name
-            ]
+            calls = [(c.lineno, c.col_offset) for c in self.resolver.index.calls_by_name.get(function.name, [])]
             if calls:
                 return all(any(created < call for created in creations) for call in calls)
         return any(created < position for created in creations)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from placement_lint.analysis.callgraph import Parts
 from placement_lint.distributed import SINGLE, Mode, Setup
 
 
@@ -100,3 +101,39 @@ class Context:
         if self.override is not None:
             items.insert(0, {"kind": "OVERRIDE", "where": self.override.source, "text": self.setup.describe()})
         return items
+
+
+class FileContext:
+    """The contexts of one file's parts (see `analysis.callgraph`): evidence applies to the part it
+    was seen in; an override applies everywhere; evidence from outside the file (a launcher)
+    applies to the part that runs when the file is executed."""
+
+    def __init__(self, parts: Parts, evidence: list[tuple[Evidence, int]], override: Override | None, external: tuple[Evidence, ...] = ()) -> None:
+        self.parts = parts
+        self.override = override
+        self._evidence = evidence
+        self._external = external
+        self._cache: dict[int, Context] = {}
+
+    def at(self, node: object) -> Context:
+        part = self.parts.part_of(node)  # type: ignore[arg-type]
+        if part not in self._cache:
+            local = [e for e, p in self._evidence if p == part]
+            if self.parts.runs_at_import(node):  # type: ignore[arg-type]
+                local += self._external
+            self._cache[part] = Context(tuple(local), self.override)
+        return self._cache[part]
+
+    def setups(self) -> set[Setup]:
+        """The setups of every part that has evidence (or of all parts under an override)."""
+        if self.override is not None:
+            return {self.override.setup}
+        parts = {p for _, p in self._evidence}
+        found = {Context(tuple(e for e, q in self._evidence if q == p)).setup for p in parts}
+        if self._external:
+            found.add(Context(self._external).setup)
+        return found
+
+    @property
+    def distributed_anywhere(self) -> bool:
+        return any(setup.distributed for setup in self.setups())

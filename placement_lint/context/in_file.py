@@ -77,10 +77,10 @@ class InFileEvidence:
         self.path = path
         self.display = display
         self.configs = configs
-        self.items: list[Evidence] = []
+        self.items: list[tuple[Evidence, ast.AST]] = []
 
-    def collect(self) -> list[Evidence]:
-        for node in ast.walk(self.module):
+    def collect(self) -> list[tuple[Evidence, ast.AST]]:
+        for node in self.resolver.index.nodes:
             if isinstance(node, ast.Call):
                 self._call(node)
             elif isinstance(node, ast.Subscript) and is_env_read(node, RANK_ENV | WORLD_ENV):
@@ -88,7 +88,7 @@ class InFileEvidence:
         return self.items
 
     def _add(self, kind: Kind, node: ast.AST, text: str, zero_stage: int | None = None) -> None:
-        self.items.append(Evidence(kind, self.display, node.lineno, text, zero_stage))  # type: ignore[attr-defined]
+        self.items.append((Evidence(kind, self.display, node.lineno, text, zero_stage), node))  # type: ignore[attr-defined]
 
     def _call(self, call: ast.Call) -> None:
         qualified = self.imports.qualify(call.func) or ""

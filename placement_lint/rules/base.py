@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
 
@@ -13,8 +13,8 @@ from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.names import ImportTable
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, PlacementAnalysis
-from placement_lint.context.evidence import Context
-from placement_lint.distributed import Mode, Setup
+from placement_lint.context.evidence import Context, FileContext
+from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.source import SourceFile
 
@@ -32,6 +32,7 @@ class Violation:
     start: int
     end: int
     fix: Fix | None = None
+    context: Context | None = None  # the evidence behind the finding
 
 
 @dataclass
@@ -41,23 +42,33 @@ class CheckedFile:
     source: SourceFile
     module: ast.Module
     imports: ImportTable
-    context: Context
+    contexts: FileContext
     display: str
+    _resolvers: dict[Setup, Resolver] = field(default_factory=dict)
 
-    @property
-    def setup(self) -> Setup:
-        return self.context.setup
+    def resolver_for(self, setup: Setup) -> Resolver:
+        if setup not in self._resolvers:
+            self._resolvers[setup] = Resolver(self.module, setup)
+        return self._resolvers[setup]
 
     @cached_property
     def resolver(self) -> Resolver:
-        return Resolver(self.module, self.setup)
+        """For questions about structure (parents, scopes), which do not depend on the setup."""
+        return self.resolver_for(SINGLE)
 
     @cached_property
-    def placements(self) -> PlacementAnalysis:
-        return PlacementAnalysis(self.module, self.imports, self.resolver)
-
-    def resolver_for(self, setup: Setup) -> Resolver:
-        return Resolver(self.module, setup)
+    def device_maps(self) -> list[tuple[DeviceMap, Context]]:
+        """Every device_map in a distributed part of the file, resolved under that part's setup."""
+        found: list[tuple[DeviceMap, Context]] = []
+        for setup in self.contexts.setups():
+            if not setup.distributed:
+                continue
+            analysis = PlacementAnalysis(self.module, self.imports, self.resolver_for(setup))
+            for device_map in analysis.device_maps:
+                context = self.contexts.at(device_map.loader.node)
+                if context.setup == setup:
+                    found.append((device_map, context))
+        return found
 
     def replace(self, node: ast.AST, text: str) -> Edit:
         # `x if cond else None` whose x becomes None is just None: replace the whole conditional.
@@ -112,9 +123,9 @@ class Rule:
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         raise NotImplementedError
 
-    def violation(self, file: CheckedFile, node: ast.AST, message: str, fix: Fix | None = None) -> Violation:
+    def violation(self, file: CheckedFile, node: ast.AST, message: str, fix: Fix | None, context: Context) -> Violation:
         start, end = file.source.node_span(node)
-        return Violation(self.code, message, start, end, fix)
+        return Violation(self.code, message, start, end, fix, context)
 
     @classmethod
     def url(cls) -> str:
@@ -148,10 +159,10 @@ def is_local(file: CheckedFile, device_map: DeviceMap) -> bool:
     )
 
 
-def trl_overrides(file: CheckedFile, device_map: DeviceMap) -> bool:
+def trl_overrides(context: Context, device_map: DeviceMap) -> bool:
     """TRL's stable trainers reset `model_init_kwargs["device_map"]` to None under MULTI_GPU and
     DEEPSPEED (TRL >= 0.27, domain.md §1.4), but not under FSDP."""
-    if device_map.loader.kind is not LoaderKind.TRL_INIT_KWARGS or file.setup.mode not in (Mode.DDP, Mode.DEEPSPEED):
+    if device_map.loader.kind is not LoaderKind.TRL_INIT_KWARGS or context.setup.mode not in (Mode.DDP, Mode.DEEPSPEED):
         return False
     return bool(device_map.consumers) and all(c.name in TRL_GUARDED_TRAINERS for c in device_map.consumers)
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from placement_lint.analysis.placements import LoaderKind
+from placement_lint.analysis.placements import DeviceMap, LoaderKind
 from placement_lint.analysis.values import Placement
 from placement_lint.distributed import Mode
-from placement_lint.edits import Applicability
+from placement_lint.context.evidence import Context
+from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
     CheckedFile,
     FixAvailability,
@@ -40,20 +41,19 @@ class SpreadDeviceMapInDistributed(Rule):
     )
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
-        setup = file.setup
-        if not setup.distributed:
-            return
-        for device_map in file.placements.device_maps:
-            if device_map.classified.placement is not Placement.SPREAD or trl_overrides(file, device_map):
+        for device_map, context in file.device_maps:
+            setup = context.setup
+            if device_map.classified.placement is not Placement.SPREAD or trl_overrides(context, device_map):
                 continue
             # Outside ZeRO-3 the crash comes when a trainer or prepare() sees the spread model; a model
             # that is only used for inference is DPL007's business. Under ZeRO-3 the load itself fails.
             if not setup.zero3 and (device_map.trained is False or device_map.loader.kind is LoaderKind.PIPELINE):
                 continue
-            yield self.violation(file, device_map.node, self._message(file, device_map), self._fix(file, device_map))
+            message = self._message(file, device_map, context)
+            yield self.violation(file, device_map.node, message, self._fix(file, device_map, context), context)
 
-    def _message(self, file: CheckedFile, device_map) -> str:  # type: ignore[no-untyped-def]
-        setup = file.setup
+    def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> str:
+        setup = context.setup
         value = f"device_map={written(file, device_map.node)}"
         if setup.zero3:
             consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`"'
@@ -67,11 +67,11 @@ class SpreadDeviceMapInDistributed(Rule):
             advice = 'use device_map={"": PartialState().local_process_index} (a 4/8-bit model loaded before any distributed state lands on GPU 0 with None)'
         return (
             f"{value} spreads one process's model over every GPU, but this script runs under {setup.describe()} "
-            f"({file.context.because(file.display)}){consumer_phrase(device_map)}: {consequence}; {advice}"
+            f"({context.because(file.display)}){consumer_phrase(device_map)}: {consequence}; {advice}"
         )
 
-    def _fix(self, file: CheckedFile, device_map):  # type: ignore[no-untyped-def]
-        setup = file.setup
+    def _fix(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> Fix:
+        setup = context.setup
         if device_map.quantized and not device_map.after_distributed_state and setup.mode is Mode.DDP:
             return fix(
                 Applicability.UNSAFE,
@@ -80,7 +80,7 @@ class SpreadDeviceMapInDistributed(Rule):
                 file.add_import("accelerate", "PartialState"),
             )
         safe = (
-            bool(file.context.deciding or file.context.override)
+            bool(context.deciding or context.override)
             and device_map.trained is True
             and is_local(file, device_map)
             and not (device_map.quantized and not device_map.after_distributed_state)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from placement_lint.analysis.placements import DeviceMap
 from placement_lint.analysis.values import Placement
-from placement_lint.distributed import Setup, Mode
-from placement_lint.edits import Applicability
+from placement_lint.distributed import Mode, Setup
+from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, is_local, trl_overrides, written
 
 _DDP = Setup(Mode.DDP)
@@ -31,20 +32,20 @@ class DeviceMapUnderZero3(Rule):
     )
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
-        if not file.setup.zero3:
-            return
-        for device_map in file.placements.device_maps:
+        for device_map, context in file.device_maps:
             placement = device_map.classified.placement
-            if not placement.non_none or placement is Placement.SPREAD or trl_overrides(file, device_map):
+            if not context.setup.zero3 or not placement.non_none or placement is Placement.SPREAD:
+                continue
+            if trl_overrides(context, device_map):
                 continue
             message = (
                 f"device_map={written(file, device_map.node)} is not allowed under DeepSpeed ZeRO-3 "
-                f"({file.context.because(file.display)}): transformers raises \"DeepSpeed Zero-3 is not compatible with "
+                f"({context.because(file.display)}): transformers raises \"DeepSpeed Zero-3 is not compatible with "
                 "passing a `device_map`\" at load time; ZeRO-3 partitions and places the model itself: use device_map=None"
             )
-            yield self.violation(file, device_map.node, message, self._fix(file, device_map))
+            yield self.violation(file, device_map.node, message, self._fix(file, device_map), context)
 
-    def _fix(self, file: CheckedFile, device_map):  # type: ignore[no-untyped-def]
+    def _fix(self, file: CheckedFile, device_map: DeviceMap) -> Fix:
         applicability = Applicability.SAFE if is_local(file, device_map) else Applicability.UNSAFE
         if self._serves_ddp(file, device_map):
             original = ast.get_source_segment(file.source.text, device_map.node) or written(file, device_map.node)
@@ -57,7 +58,7 @@ class DeviceMapUnderZero3(Rule):
         return fix(applicability, "Use device_map=None", file.replace(device_map.node, "None"))
 
     @staticmethod
-    def _serves_ddp(file: CheckedFile, device_map) -> bool:  # type: ignore[no-untyped-def]
+    def _serves_ddp(file: CheckedFile, device_map: DeviceMap) -> bool:
         """The value sits behind a condition on the process count (`if ddp:`), so a DDP run needs it."""
         if not device_map.candidate.guards:
             return False

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from placement_lint.analysis.placements import DeviceMap
 from placement_lint.analysis.values import Placement
-from placement_lint.distributed import Mode
-from placement_lint.edits import Applicability
+from placement_lint.distributed import Mode, Setup
+from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, trl_overrides, written
 
 PER_PROCESS_MAP = '{"": PartialState().local_process_index}'
@@ -29,11 +30,9 @@ class FixedDeviceInDistributed(Rule):
     )
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
-        setup = file.setup
-        if not setup.distributed or setup.zero3:
-            return
-        for device_map in file.placements.device_maps:
-            if device_map.classified.placement is not Placement.FIXED or trl_overrides(file, device_map):
+        for device_map, context in file.device_maps:
+            setup = context.setup
+            if setup.zero3 or device_map.classified.placement is not Placement.FIXED or trl_overrides(context, device_map):
                 continue
             device = device_map.classified.device
             if setup.mode is Mode.FSDP:
@@ -44,14 +43,13 @@ class FixedDeviceInDistributed(Rule):
                 advice = f"give each process its own GPU: use device_map={PER_PROCESS_MAP}"
             message = (
                 f"device_map={written(file, device_map.node)} puts every process's model on device {device!r}, but this "
-                f"script runs under {setup.describe()} ({file.context.because(file.display)}): every rank loads onto the same GPU "
+                f"script runs under {setup.describe()} ({context.because(file.display)}): every rank loads onto the same GPU "
                 f"(out of memory, or bitsandbytes' \"loaded ... on a different device\" error); {advice}"
             )
-            yield self.violation(file, device_map.node, message, self._fix(file, device_map))
+            yield self.violation(file, device_map.node, message, self._fix(file, device_map, setup), context)
 
     @staticmethod
-    def _fix(file: CheckedFile, device_map):  # type: ignore[no-untyped-def]
-        setup = file.setup
+    def _fix(file: CheckedFile, device_map: DeviceMap, setup: Setup) -> Fix:
         if setup.mode is Mode.FSDP:
             return fix(Applicability.SAFE, "Use device_map=None", file.replace(device_map.node, "None"))
         if setup.mode is Mode.DEEPSPEED and setup.zero_stage is None:

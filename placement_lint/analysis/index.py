@@ -1,0 +1,64 @@
+"""One walk over a parsed module, shared by every analysis: nodes, parents, calls, definitions.
+
+Analyses ask many questions of the same tree ("which calls come before this load?", "who is this
+node's parent?"); answering each with a fresh `ast.walk` made checking quadratic in file size.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+
+from placement_lint.analysis.names import dotted, last_segment
+
+_ATTRIBUTE = "_placement_lint_index"
+
+
+class ModuleIndex:
+    def __init__(self, module: ast.Module) -> None:
+        self.module = module
+        self.nodes: list[ast.AST] = list(ast.walk(module))
+        self.parents: dict[int, ast.AST] = {}
+        for node in self.nodes:
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+
+    @cached_property
+    def calls(self) -> list[ast.Call]:
+        return [node for node in self.nodes if isinstance(node, ast.Call)]
+
+    @cached_property
+    def calls_by_name(self) -> dict[str, list[ast.Call]]:
+        """Calls keyed by the last segment of the callee as written (`f(...)`, `x.f(...)` -> `f`)."""
+        found: dict[str, list[ast.Call]] = {}
+        for call in self.calls:
+            found.setdefault(last_segment(dotted(call.func)), []).append(call)
+        return found
+
+    @cached_property
+    def loads_by_name(self) -> dict[str, list[ast.Name | ast.Attribute]]:
+        """Every read of a name or an attribute chain (`model`, `self.model`), keyed by its dotted text."""
+        found: dict[str, list[ast.Name | ast.Attribute]] = {}
+        for node in self.nodes:
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+                key = dotted(node)
+                if key:
+                    found.setdefault(key, []).append(node)
+        return found
+
+    @cached_property
+    def functions(self) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        return [node for node in self.nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    @cached_property
+    def classes(self) -> list[ast.ClassDef]:
+        return [node for node in self.nodes if isinstance(node, ast.ClassDef)]
+
+
+def index_of(module: ast.Module) -> ModuleIndex:
+    """The module's index, built once and kept on the tree itself."""
+    index = getattr(module, _ATTRIBUTE, None)
+    if index is None:
+        index = ModuleIndex(module)
+        setattr(module, _ATTRIBUTE, index)
+    return index
