@@ -71,6 +71,7 @@ class ModelFlow:
         self.resolver = resolver
         self.index = resolver.index
         self.trainer_classes = _trainer_classes(self.index.classes)
+        self._uses: dict[tuple[str, int], list[Consumer]] = {}
 
     def is_trainer(self, call: ast.Call) -> bool:
         name = last_segment(self.imports.qualify(call.func))
@@ -104,13 +105,28 @@ class ModelFlow:
         return []
 
     def _uses_of(self, key: str, assignment: ast.AST, depth: int) -> list[Consumer]:
+        cache_key = (key, id(assignment))
+        if cache_key not in self._uses:
+            self._uses[cache_key] = []  # a cycle through re-bindings ends here
+            self._uses[cache_key] = self._find_uses(key, assignment, depth)
+        return self._uses[cache_key]
+
+    def _loads_in(self, key: str, scope: ast.AST) -> list[ast.Name | ast.Attribute]:
+        """Reads of `key` in `scope`, including functions nested in it."""
+        if scope is self.module:
+            return self.index.loads_by_name.get(key, [])
+        return [
+            node
+            for node in ast.walk(scope)
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) == key
+        ]
+
+    def _find_uses(self, key: str, assignment: ast.AST, depth: int) -> list[Consumer]:
         scope = self.resolver.scope_of(assignment)
         after = assignment.end_lineno or 0  # type: ignore[attr-defined]
         found: list[Consumer] = []
-        for node in self.index.loads_by_name.get(key, []):
+        for node in self._loads_in(key, scope):
             if (node.lineno, node.col_offset) <= (after, 0):
-                continue
-            if self.resolver.scope_of(node) is not scope and not _nested_in(self.resolver, node, scope):
                 continue
             parent = self.resolver.parent(node)
             consumer = self._consumer_of_argument(node, parent)
@@ -176,10 +192,6 @@ def _wrapper_name(written: str, qualified: str) -> str | None:
         if last_segment(candidate) in WRAPPERS:
             return last_segment(candidate)
     return None
-
-
-def _nested_in(resolver: Resolver, node: ast.AST, scope: ast.AST) -> bool:
-    return any(ancestor is scope for ancestor in resolver.ancestors(node))
 
 
 def _trainer_classes(found: list[ast.ClassDef]) -> set[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from placement_lint.analysis.dataflow import Candidate, Resolver
@@ -49,9 +49,14 @@ class DeviceMap:
     loader: Loader
     candidate: Candidate
     classified: Classified
-    consumers: tuple[Consumer, ...]
     quantized: bool
     after_distributed_state: bool
+    analysis: PlacementAnalysis = field(repr=False, compare=False)
+
+    @property
+    def consumers(self) -> tuple[Consumer, ...]:
+        """Where the loaded model goes; followed only when a rule asks (it is the costly part)."""
+        return self.analysis.consumers_of(self.loader)
 
     @property
     def node(self) -> ast.expr:
@@ -72,6 +77,12 @@ class PlacementAnalysis:
         self.imports = imports
         self.resolver = resolver
         self.flow = ModelFlow(module, imports, resolver)
+        self._consumers_cache: dict[int, tuple[Consumer, ...]] = {}
+
+    def consumers_of(self, loader: Loader) -> tuple[Consumer, ...]:
+        if id(loader.node) not in self._consumers_cache:
+            self._consumers_cache[id(loader.node)] = tuple(self._consumers(loader))
+        return self._consumers_cache[id(loader.node)]
 
     @cached_property
     def device_maps(self) -> list[DeviceMap]:
@@ -81,7 +92,6 @@ class PlacementAnalysis:
             if not isinstance(node, (ast.Call, ast.Assign)):
                 continue
             for loader, candidates in self._loader_values(node):
-                consumers = tuple(self._consumers(loader))
                 quantized = self._quantized(loader)
                 after_state = self._after_distributed_state(loader)
                 for candidate in candidates:
@@ -89,7 +99,7 @@ class PlacementAnalysis:
                         continue
                     seen.add(id(candidate.value))
                     classified = classify(candidate.value, self.resolver.candidates)
-                    found.append(DeviceMap(loader, candidate, classified, consumers, quantized, after_state))
+                    found.append(DeviceMap(loader, candidate, classified, quantized, after_state, self))
         found.sort(key=lambda d: (d.node.lineno, d.node.col_offset))
         return found
 
@@ -106,12 +116,12 @@ class PlacementAnalysis:
         qualified = self.imports.qualify(node.func) or ""
         func = last_segment(qualified)
         out: list[tuple[Loader, list[Candidate]]] = []
-        for field in TRL_INIT_KWARGS:
-            kw = keyword(node, field)
+        for init_kwargs in TRL_INIT_KWARGS:
+            kw = keyword(node, init_kwargs)
             if kw is not None:
                 values = self.resolver.key_candidates(kw.value, "device_map")
                 if values:
-                    out.append((Loader(node, LoaderKind.TRL_INIT_KWARGS, f"{func}({field}=...)"), values))
+                    out.append((Loader(node, LoaderKind.TRL_INIT_KWARGS, f"{func}({init_kwargs}=...)"), values))
         if func == "from_pretrained" and isinstance(node.func, ast.Attribute):
             owner = last_segment(dotted(node.func.value))
             if _NOT_A_MODEL.search(owner):
