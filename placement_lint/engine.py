@@ -243,14 +243,14 @@ class FileChecker:
             return violations
         new_source = _with_text(source, outcome.text)
         if self.options.diff:
-            result.diff = "".join(
-                difflib.unified_diff(
-                    source.text.splitlines(keepends=True),
-                    outcome.text.splitlines(keepends=True),
-                    fromfile=f"a/{result.display}",
-                    tofile=f"b/{result.display}",
-                )
+            lines = difflib.unified_diff(
+                source.text.splitlines(keepends=True),
+                outcome.text.splitlines(keepends=True),
+                fromfile=f"a/{result.display}",
+                tofile=f"b/{result.display}",
             )
+            # As `diff -u` does, mark a last line without a newline instead of running into the next file.
+            result.diff = "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
             result.fixed = outcome.applied
             return violations
         try:

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.names import ImportTable
-from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS
+from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, ConsumerKind
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, PlacementAnalysis
 from placement_lint.context.evidence import Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
@@ -45,6 +45,27 @@ class CheckedFile:
     contexts: FileContext
     display: str
     _resolvers: dict[Setup, Resolver] = field(default_factory=dict)
+
+    @cached_property
+    def bypasses_device_map_check(self) -> bool:
+        """The file sets ACCELERATE_BYPASS_DEVICE_MAP=true (accelerate >= 0.23), opting out of its check."""
+        for node in self.resolver.index.nodes:
+            target = value = None
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                if isinstance(target, ast.Subscript):
+                    target = target.slice
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault":
+                if len(node.args) == 2:
+                    target, value = node.args
+            if (
+                isinstance(target, ast.Constant)
+                and target.value == "ACCELERATE_BYPASS_DEVICE_MAP"
+                and isinstance(value, ast.Constant)
+                and str(value.value).lower() in ("true", "1")
+            ):
+                return True
+        return False
 
     def resolver_for(self, setup: Setup) -> Resolver:
         if setup not in self._resolvers:
@@ -134,6 +155,16 @@ class Rule:
 
 
 # -- message and fix pieces the device_map rules share --------------------------------------------
+
+PER_PROCESS_MAP = '{"": PartialState().local_process_index}'
+
+
+def wrapped_by_ddp(device_map: DeviceMap) -> bool:
+    """The model goes into a hand-written `DistributedDataParallel(...)` and nothing else trains it."""
+    trains = [c for c in device_map.consumers if c.trains]
+    return bool(trains) and all(
+        c.kind is ConsumerKind.WRAPPER and c.name.rsplit(".", 1)[-1] in ("DDP", "DistributedDataParallel") for c in trains
+    )
 
 
 def written(file: CheckedFile, node: ast.AST) -> str:

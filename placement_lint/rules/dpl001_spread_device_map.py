@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from placement_lint.analysis.flow import ConsumerKind
 from placement_lint.analysis.placements import DeviceMap, LoaderKind
 from placement_lint.analysis.values import Placement
 from placement_lint.distributed import Mode
 from placement_lint.context.evidence import Context
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
+    PER_PROCESS_MAP,
     CheckedFile,
     FixAvailability,
     Rule,
@@ -18,6 +20,7 @@ from placement_lint.rules.base import (
     fix,
     is_local,
     trl_overrides,
+    wrapped_by_ddp,
     written,
 )
 
@@ -45,43 +48,65 @@ class SpreadDeviceMapInDistributed(Rule):
             setup = context.setup
             if device_map.classified.placement is not Placement.SPREAD or trl_overrides(context, device_map):
                 continue
+            loads_under_zero3 = setup.zero3 and device_map.after_distributed_state
             # Outside ZeRO-3 the crash comes when a trainer or prepare() sees the spread model; a model
             # that is only used for inference is DPL007's business. Under ZeRO-3 the load itself fails.
-            if not setup.zero3 and (device_map.trained is False or device_map.loader.kind is LoaderKind.PIPELINE):
+            if not loads_under_zero3 and (device_map.trained is False or device_map.loader.kind is LoaderKind.PIPELINE):
+                continue
+            # ACCELERATE_BYPASS_DEVICE_MAP=true is accelerate's explicit opt-out of its check.
+            if not loads_under_zero3 and file.bypasses_device_map_check:
                 continue
             message = self._message(file, device_map, context)
             yield self.violation(file, device_map.node, message, self._fix(file, device_map, context), context)
 
+    @staticmethod
+    def _per_rank_needed(device_map: DeviceMap, context: Context) -> bool:
+        """None would be wrong here: a hand-written DDP wrapper needs the model on this rank's GPU, and a
+        4/8-bit model loaded before any distributed state exists would land on GPU 0."""
+        if context.setup.mode is not Mode.DDP:
+            return False
+        return wrapped_by_ddp(device_map) or (device_map.quantized and not device_map.after_distributed_state)
+
     def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> str:
         setup = context.setup
         value = f"device_map={written(file, device_map.node)}"
-        if setup.zero3:
-            consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`"'
+        if setup.zero3 and device_map.after_distributed_state:
+            consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
+        elif wrapped_by_ddp(device_map):
+            consequence = (
+                'PyTorch raises "DistributedDataParallel device_ids and output_device arguments only work with '
+                'single-device/multiple-device GPU modules or CPU modules"'
+            )
         else:
             consequence = (
                 "accelerate raises \"You can't train a model that has been loaded with `device_map='auto'` "
                 'in any distributed mode"'
             )
         advice = "use device_map=None"
-        if device_map.quantized and not device_map.after_distributed_state and setup.mode is Mode.DDP:
-            advice = 'use device_map={"": PartialState().local_process_index} (a 4/8-bit model loaded before any distributed state lands on GPU 0 with None)'
+        if self._per_rank_needed(device_map, context):
+            reason = (
+                "DDP needs the model on this rank's GPU"
+                if wrapped_by_ddp(device_map)
+                else "with None a 4/8-bit model loaded before any distributed state exists lands on GPU 0"
+            )
+            advice = f"use device_map={PER_PROCESS_MAP} ({reason})"
         return (
             f"{value} spreads one process's model over every GPU, but this script runs under {setup.describe()} "
             f"({context.because(file.display)}){consumer_phrase(device_map)}: {consequence}; {advice}"
         )
 
     def _fix(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> Fix:
-        setup = context.setup
-        if device_map.quantized and not device_map.after_distributed_state and setup.mode is Mode.DDP:
+        if self._per_rank_needed(device_map, context):
             return fix(
                 Applicability.UNSAFE,
-                'Use device_map={"": PartialState().local_process_index}',
-                file.replace(device_map.node, '{"": PartialState().local_process_index}'),
+                f"Use device_map={PER_PROCESS_MAP}",
+                file.replace(device_map.node, PER_PROCESS_MAP),
                 file.add_import("accelerate", "PartialState"),
             )
         safe = (
             bool(context.deciding or context.override)
             and device_map.trained is True
+            and not any(c.kind is ConsumerKind.WRAPPER for c in device_map.consumers)
             and is_local(file, device_map)
             and not (device_map.quantized and not device_map.after_distributed_state)
         )

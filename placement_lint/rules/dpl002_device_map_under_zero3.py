@@ -38,10 +38,14 @@ class DeviceMapUnderZero3(Rule):
                 continue
             if trl_overrides(context, device_map):
                 continue
+            if device_map.after_distributed_state:
+                consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
+            else:
+                consequence = "the model loads before the ZeRO-3 config exists, so every rank first holds a whole copy"
             message = (
                 f"device_map={written(file, device_map.node)} is not allowed under DeepSpeed ZeRO-3 "
-                f"({context.because(file.display)}): transformers raises \"DeepSpeed Zero-3 is not compatible with "
-                "passing a `device_map`\" at load time; ZeRO-3 partitions and places the model itself: use device_map=None"
+                f"({context.because(file.display)}): {consequence}; ZeRO-3 partitions and places the model itself: "
+                "use device_map=None"
             )
             yield self.violation(file, device_map.node, message, self._fix(file, device_map), context)
 

@@ -8,9 +8,8 @@ from placement_lint.analysis.placements import DeviceMap
 from placement_lint.analysis.values import Placement
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Fix
-from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, trl_overrides, written
+from placement_lint.rules.base import PER_PROCESS_MAP, CheckedFile, FixAvailability, Rule, Violation, fix, is_local, trl_overrides, written
 
-PER_PROCESS_MAP = '{"": PartialState().local_process_index}'
 
 
 class FixedDeviceInDistributed(Rule):
@@ -51,7 +50,8 @@ class FixedDeviceInDistributed(Rule):
     @staticmethod
     def _fix(file: CheckedFile, device_map: DeviceMap, setup: Setup) -> Fix:
         if setup.mode is Mode.FSDP:
-            return fix(Applicability.SAFE, "Use device_map=None", file.replace(device_map.node, "None"))
+            safe = Applicability.SAFE if is_local(file, device_map) else Applicability.UNSAFE
+            return fix(safe, "Use device_map=None", file.replace(device_map.node, "None"))
         if setup.mode is Mode.DEEPSPEED and setup.zero_stage is None:
             return fix(Applicability.UNSAFE, "Use device_map=None", file.replace(device_map.node, "None"))
         return fix(
