@@ -1,0 +1,71 @@
+"""The rule catalogue (`rules/*.md`) and the rules agree: every example on every page lints as the page says."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers import lint_source
+from placement_lint.catalogue import page
+from placement_lint.rules import all_rules
+
+ROOT = Path(__file__).parent.parent
+SECTIONS = ["What it does", "Why it fails", "Example", "Use instead", "Fix safety", "When it is fine", "References"]
+RULES = all_rules()
+_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+
+def sections(text: str) -> dict[str, str]:
+    parts = re.split(r"^## (.+)$", text, flags=re.MULTILINE)
+    return {title.strip(): body for title, body in zip(parts[1::2], parts[2::2])}
+
+
+def examples() -> list[tuple[str, str, int, str]]:
+    found = []
+    for rule in RULES:
+        for title, body in sections(page(rule.code) or "").items():
+            for number, block in enumerate(_BLOCK.findall(body), start=1):
+                found.append((rule.code, title, number, block))
+    return found
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_page_has_the_standard_sections(rule) -> None:  # type: ignore[no-untyped-def]
+    text = page(rule.code)
+    assert text is not None, f"rules/{rule.code}.md is missing"
+    assert text.startswith(f"# {rule.code}: {rule.name}\n")
+    assert list(sections(text)) == SECTIONS
+    assert _BLOCK.search(sections(text)["Example"]), "the Example section shows code"
+
+
+def test_every_page_belongs_to_a_rule() -> None:
+    codes = {rule.code for rule in RULES}
+    assert {p.stem for p in (ROOT / "rules").glob("*.md")} == codes
+
+
+@pytest.mark.parametrize(("code", "section", "number", "source"), examples(), ids=lambda v: str(v)[:20] if not isinstance(v, str) or "\n" not in v else "")
+def test_page_example_lints_as_the_page_says(code: str, section: str, number: int, source: str, tmp_path: Path) -> None:
+    result = lint_source(tmp_path, source)
+    assert result.error is None
+    found = [finding.code for finding in result.findings]
+    if section == "Example":
+        assert code in found, f"{code} {section} #{number} is not flagged"
+    elif section in ("Use instead", "When it is fine"):
+        assert found == [], f"{code} {section} #{number} is flagged: {found}"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_rule_class_examples(rule, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert rule.invalid and rule.valid, "each rule carries its own valid and invalid examples"
+    for source in rule.invalid:
+        assert rule.code in [f.code for f in lint_source(tmp_path, source).findings]
+    for source in rule.valid:
+        assert rule.code not in [f.code for f in lint_source(tmp_path, source).findings]
+
+
+def test_readme_rule_table_lists_every_rule() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for rule in RULES:
+        assert f"| [{rule.code}](rules/{rule.code}.md) | {rule.name} |" in readme
