@@ -254,7 +254,7 @@ class FileChecker:
             result.fixed = outcome.applied
             return violations
         try:
-            verify_lossless(new_source.raw)
+            verify_lossless(source.raw, new_source.raw)
             write_atomically(path, new_source.raw, source.raw)
         except NotLossless as exc:
             result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")

@@ -87,7 +87,9 @@ def line_starts_of(text: str) -> tuple[int, ...]:
 
 def decode_source(path: Path, raw: bytes) -> SourceFile:
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        # The cookie sits on line 1 or 2; lines may end in a lone CR, which readline would not split.
+        first_lines = raw[:4096].replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(first_lines).readline)
     except SyntaxError as exc:
         reason = "not valid UTF-8 and no encoding declaration" if "missing encoding" in str(exc.msg) else exc.msg
         raise SourceError(f"cannot decode: {reason}") from None

@@ -1,0 +1,86 @@
+"""--fix changes only the reported spans: every other byte (BOM, CRLF, tabs, comments, encoding) stays."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import lint_file
+
+TEMPLATE = (
+    "# -*- coding: {cookie} -*-\n"
+    "# caf\u00e9 \u2014 a comment that must survive\n"
+    "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+    "\n"
+    "if True:\n"
+    "\targs = TrainingArguments('out', deepspeed={{'zero_optimization': {{'stage': 3}}}})\n"
+    "\tmodel = AutoModelForCausalLM.from_pretrained('gpt2',   device_map = 'auto' )  # keep me\n"
+    "\tTrainer(model=model, args=args).train()\n"
+)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize(("cookie", "encoding", "bom"), [("utf-8", "utf-8", False), ("utf-8", "utf-8", True), ("latin-1", "latin-1", False)])
+def test_only_the_value_changes(tmp_path: Path, newline: str, cookie: str, encoding: str, bom: bool) -> None:
+    text = TEMPLATE.format(cookie=cookie).replace("\u2014", "-" if encoding == "latin-1" else "\u2014")
+    raw = (b"\xef\xbb\xbf" if bom else b"") + text.replace("\n", newline).encode(encoding)
+    path = tmp_path / "train.py"
+    path.write_bytes(raw)
+    result = lint_file(path, fix=True)
+    assert result.error is None and not result.warnings
+    assert path.read_bytes() == raw.replace(b"device_map = 'auto' )", b"device_map = None )")
+
+
+def test_clean_file_is_not_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_text("import deepspeed\nmodel = AutoModelForCausalLM.from_pretrained('gpt2', device_map=None)\n")
+    before = path.stat()
+    lint_file(path, fix=True)
+    after = path.stat()
+    assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
+
+
+def test_fix_is_refused_when_the_file_changed_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from placement_lint.fixes import write
+
+    path = tmp_path / "train.py"
+    source = "import torch.distributed as dist\ndist.init_process_group('nccl')\nm = X.from_pretrained('g', device_map='auto')\nTrainer(model=m)\n"
+    path.write_text(source)
+    real = write.write_atomically
+
+    def edit_then_write(target: Path, data: bytes, expected: bytes) -> None:
+        target.write_text(source + "# someone else's edit\n")
+        real(target, data, expected)
+
+    monkeypatch.setattr("placement_lint.engine.write_atomically", edit_then_write)
+    result = lint_file(path, fix=True)
+    assert any("changed while it was being checked" in w for w in result.warnings)
+    assert path.read_text().endswith("# someone else's edit\n")
+
+
+def test_symlinked_file_is_fixed_through_the_link(tmp_path: Path) -> None:
+    real = tmp_path / "real.py"
+    real.write_text("import torch.distributed as dist\ndist.init_process_group('nccl')\nm = X.from_pretrained('g', device_map='auto')\nTrainer(model=m)\n")
+    link = tmp_path / "link.py"
+    os.symlink(real, link)
+    lint_file(link, fix=True)
+    assert link.is_symlink() and "device_map=None" in real.read_text()
+
+
+def test_a_fix_that_would_break_the_file_is_reverted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from placement_lint.edits import Edit, Fix
+
+    path = tmp_path / "train.py"
+    source = "import torch.distributed as dist\ndist.init_process_group('nccl')\nm = X.from_pretrained('g', device_map='auto')\nTrainer(model=m)\n"
+    path.write_text(source)
+    original = Fix.__init__
+
+    def broken(self, applicability, message, edits):  # type: ignore[no-untyped-def]
+        original(self, applicability, message, tuple(Edit(e.start, e.end, "None(((") for e in edits))
+
+    monkeypatch.setattr(Fix, "__init__", broken)
+    result = lint_file(path, fix=True)
+    assert any("would not parse" in w for w in result.warnings)
+    assert path.read_text() == source
