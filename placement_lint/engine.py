@@ -10,7 +10,6 @@ import difflib
 import os
 import re
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -323,6 +322,8 @@ def _check_all(checker: FileChecker, candidates: list[tuple[Path, bytes]], optio
     size = sum(len(raw) for _, raw in candidates)
     if jobs < 2 or len(candidates) < 2 or size < POOL_THRESHOLD_BYTES:
         return [checker.check(path, raw) for path, raw in candidates]
+    from concurrent.futures import ProcessPoolExecutor  # only when there is enough work to share
+
     chunks = [candidates[i::jobs * 4] for i in range(jobs * 4)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(_check_batch, checker, chunk) for chunk in chunks if chunk]
