@@ -113,6 +113,8 @@ def _print_result(result, options, output_format: str, statistics: bool, quiet: 
 
     for message in result.errors:
         _error(message)
+    for message in result.warnings:
+        _warn(message)
     for file in result.files:
         if file.error:
             _error(f"{file.display}: {file.error}")

@@ -116,7 +116,14 @@ def discover(paths: list[Path], settings: Settings) -> Discovered:
     return Discovered(sorted(files), missing)
 
 
-def _walk(top: Path, ignores: _Ignores, add) -> None:  # type: ignore[no-untyped-def]
+def repository_files(root: Path, settings: Settings, wanted) -> list[Path]:  # type: ignore[no-untyped-def]
+    """Every file under `root` whose name `wanted(name)` accepts, with the same excludes as Python files."""
+    found: list[Path] = []
+    _walk(root, _Ignores(settings), lambda path, _: found.append(path), wanted)
+    return found
+
+
+def _walk(top: Path, ignores: _Ignores, add, wanted=lambda name: name.endswith(".py")) -> None:  # type: ignore[no-untyped-def]
     stack = [top]
     while stack:
         folder = stack.pop()
@@ -131,7 +138,7 @@ def _walk(top: Path, ignores: _Ignores, add) -> None:  # type: ignore[no-untyped
                     if not ignores.ignored(path, True):
                         stack.append(path)
                     continue
-                if not entry.name.endswith(".py"):
+                if not wanted(entry.name):
                     continue
                 status = entry.stat(follow_symlinks=True)
             except OSError:

@@ -20,7 +20,8 @@ from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
 from placement_lint.context.configs import ConfigReader
-from placement_lint.context.evidence import Context, FileContext, Override
+from placement_lint.context.evidence import Context, Evidence, FileContext, Override
+from placement_lint.context.repo import RepoContext, build_repo_context
 from placement_lint.context.in_file import IN_FILE_TOKENS, InFileEvidence, PragmaError, pragma_override
 from placement_lint.discover import discover, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
@@ -87,6 +88,7 @@ class RunResult:
     files: list[FileResult]
     checked: int
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Finding]:
@@ -96,10 +98,19 @@ class RunResult:
 class FileChecker:
     """Everything needed to check one file; picklable, so worker processes can use it."""
 
-    def __init__(self, settings: Settings, options: RunOptions, cwd: Path) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        options: RunOptions,
+        cwd: Path,
+        launches: dict[Path, tuple[tuple[Evidence, ...], frozenset[str]]] | None = None,
+    ) -> None:
         self.settings = settings
         self.options = options
         self.cwd = cwd
+        # Evidence from the repository's launch scripts, per resolved file path, and what of the file
+        # runs under it ("__main__": its module-level code; other names: what importers use of it).
+        self.launches = launches or {}
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.triggers = tuple({token for rule in self.rules for token in rule.triggers})
@@ -124,7 +135,14 @@ class FileChecker:
             return False
         if self.options.context or self.settings.context or self._configured_context(path):
             return True
+        if self._launch_evidence(path)[0]:
+            return True
         return any(token in raw for token in IN_FILE_TOKENS)
+
+    def _launch_evidence(self, path: Path) -> tuple[tuple[Evidence, ...], frozenset[str]]:
+        if not self.launches:
+            return (), frozenset()
+        return self.launches.get(path.resolve(), ((), frozenset()))
 
     def check(self, path: Path, raw: bytes | None = None) -> FileResult:
         result = FileResult(self.display(path))
@@ -177,7 +195,8 @@ class FileChecker:
         configs = ConfigReader(repository_root(source.path))
         parts = Parts(module)
         found = InFileEvidence(module, source.text, imports, Resolver(module, _POSSIBLE), source.path, display, configs).collect()
-        return FileContext(parts, [(evidence, parts.part_of(node)) for evidence, node in found], override)
+        external, used = self._launch_evidence(source.path)
+        return FileContext(parts, [(evidence, parts.part_of(node)) for evidence, node in found], override, external, used)
 
     def _override(self, source: SourceFile, display: str) -> Override | None:
         if self.options.context:
@@ -297,10 +316,25 @@ def _check_batch(checker: FileChecker, batch: Sequence[tuple[Path, bytes]]) -> l
     return [checker.check(path, raw) for path, raw in batch]
 
 
+def repo_contexts(files: Iterable[Path], settings: Settings, cwd: Path) -> list[RepoContext]:
+    """The launch context of every repository the files belong to, each built once."""
+
+    def display(path: Path) -> str:
+        try:
+            return path.relative_to(cwd.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    roots = sorted({repository_root(path.parent) for path in files})
+    return [build_repo_context(root, settings, display) for root in roots]
+
+
 def run(paths: Iterable[Path], settings: Settings, options: RunOptions, cwd: Path | None = None) -> RunResult:
     cwd = cwd or Path.cwd()
     found = discover(list(paths), settings)
-    checker = FileChecker(settings, options, cwd)
+    repos = repo_contexts(found.files, settings, cwd)
+    launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
+    checker = FileChecker(settings, options, cwd, launches)
     results: list[FileResult] = []
     errors = [f"{path}: no such file or directory" for path in found.missing]
     candidates: list[tuple[Path, bytes]] = []
@@ -314,7 +348,7 @@ def run(paths: Iterable[Path], settings: Settings, options: RunOptions, cwd: Pat
             candidates.append((path, raw))
     results += _check_all(checker, candidates, options)
     results.sort(key=lambda r: r.display)
-    return RunResult(results, len(found.files), errors)
+    return RunResult(results, len(found.files), errors, [w for repo in repos for w in repo.warnings])
 
 
 def _check_all(checker: FileChecker, candidates: list[tuple[Path, bytes]], options: RunOptions) -> list[FileResult]:

@@ -23,6 +23,7 @@ class Parts:
         self.module = module
         self._parent: dict[int, int] = {MODULE: MODULE}
         self._locals: dict[int, frozenset[str]] = {}
+        self._calls: dict[int, set[int]] = {}  # owner -> owners it calls or passes on (directed)
         # A bare name can only call a module-level function; `self.x` / `cls.x` a method.
         functions = {node.name: node for node in module.body if isinstance(node, _FUNCTIONS)}
         methods: dict[str, list[ast.AST]] = {}
@@ -33,11 +34,35 @@ class Parts:
         for node in self.index.nodes:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in functions:
                 if not self._shadowed(node):
-                    self._union(self._owner(node), id(functions[node.id]))
+                    self._link(self._owner(node), id(functions[node.id]))
             elif isinstance(node, ast.Attribute) and node.attr in methods:
                 if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
                     for method in methods[node.attr]:
-                        self._union(self._owner(node), id(method))
+                        self._link(self._owner(node), id(method))
+
+    def _link(self, caller: int, callee: int) -> None:
+        self._calls.setdefault(caller, set()).add(callee)
+        self._union(caller, callee)
+
+    def owner_of(self, node: ast.AST) -> int:
+        return self._owner(node)
+
+    def reachable(self, names: frozenset[str]) -> set[int]:
+        """Owners that run when the named module-level functions/classes are used ("__main__": when the
+        file is executed), following calls in one direction only: what they call, not who calls them."""
+        start: set[int] = {MODULE} if "__main__" in names else set()
+        for node in self.module.body:
+            if isinstance(node, _FUNCTIONS) and node.name in names:
+                start.add(id(node))
+            elif isinstance(node, ast.ClassDef) and node.name in names:
+                start |= {id(item) for item in node.body if isinstance(item, _FUNCTIONS)}
+        seen, stack = set(start), list(start)
+        while stack:
+            for callee in self._calls.get(stack.pop(), ()):
+                if callee not in seen:
+                    seen.add(callee)
+                    stack.append(callee)
+        return seen
 
     def _owner(self, node: ast.AST) -> int:
         """The top-level function or method holding `node`, or MODULE."""

@@ -42,7 +42,8 @@ class ConfigReader:
                 if path.suffix in (".yaml", ".yml"):
                     import yaml
 
-                    data = yaml.safe_load(text)
+                    # CSafeLoader is the same safe loader (no tags that construct objects), in C.
+                    data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
                 else:
                     data = json.loads(text)
         except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -29,13 +29,25 @@ class Evidence:
     line: int
     text: str
     zero_stage: int | None = None  # for DEEPSPEED evidence whose config shows a stage below 3
+    origin: str = "file"  # "file": seen in the Python file; "launch": a command that runs it; "import": via an importer
+    chain: tuple[str, ...] = ()  # launch/import: the file, the files that import it, ..., the launched script
 
     @property
     def where(self) -> str:
         return f"{self.path}:{self.line}"
 
+    def describe(self, here: str) -> str:
+        """For a message. Launch evidence already tells its chain; in-file evidence gets its line."""
+        if self.origin == "launch":
+            return f"{self.chain[0]} is launched by {self.text}"
+        if self.origin == "import":
+            through = f" through {' and '.join(self.chain[1:-1])}" if len(self.chain) > 2 else ""
+            return f"{self.chain[0]} is used by {self.chain[-1]}{through}, which is launched by {self.text}"
+        return f"{self.text}, {'line ' + str(self.line) if self.path == here else self.where}"
+
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind.value, "where": self.where, "text": self.text}
+        text = self.text if self.origin == "file" else self.describe(self.path)
+        return {"kind": self.kind.value, "where": self.where, "text": text, "origin": self.origin}
 
 
 @dataclass(frozen=True)
@@ -93,8 +105,7 @@ class Context:
             return "no distributed setup found"
         first = deciding[0]
         more = f" and {len(deciding) - 1} more" if len(deciding) > 1 else ""
-        where = f"line {first.line}" if first.path == here else first.where
-        return f"{first.text}, {where}{more}"
+        return f"{first.describe(here)}{more}"
 
     def to_json(self) -> list[dict[str, object]]:
         items = [e.to_json() for e in self.evidence]
@@ -108,29 +119,46 @@ class FileContext:
     was seen in; an override applies everywhere; evidence from outside the file (a launcher)
     applies to the part that runs when the file is executed."""
 
-    def __init__(self, parts: Parts, evidence: list[tuple[Evidence, int]], override: Override | None, external: tuple[Evidence, ...] = ()) -> None:
+    def __init__(
+        self,
+        parts: Parts,
+        evidence: list[tuple[Evidence, int]],
+        override: Override | None,
+        external: tuple[Evidence, ...] = (),
+        used_names: frozenset[str] = frozenset({"__main__"}),
+    ) -> None:
         self.parts = parts
         self.override = override
         self._evidence = evidence
+        # A launcher runs a script's module-level code and what it calls ("__main__"); a module imported
+        # by a launched script runs what its importers use of it (those names; "*" for everything).
         self._external = external
-        self._cache: dict[int, Context] = {}
+        # Owners (top-level functions, methods, MODULE) that run under the external evidence; None: all.
+        self._external_owners: set[int] | None = None if "*" in used_names else parts.reachable(used_names)
+        self._cache: dict[tuple[int, bool], Context] = {}
+
+    def _context(self, part: int, gets_external: bool) -> Context:
+        key = (part, gets_external)
+        if key not in self._cache:
+            local = [e for e, p in self._evidence if p == part]
+            if gets_external:
+                local += self._external
+            self._cache[key] = Context(tuple(local), self.override)
+        return self._cache[key]
 
     def at(self, node: object) -> Context:
         part = self.parts.part_of(node)  # type: ignore[arg-type]
-        if part not in self._cache:
-            local = [e for e, p in self._evidence if p == part]
-            if self.parts.runs_at_import(node):  # type: ignore[arg-type]
-                local += self._external
-            self._cache[part] = Context(tuple(local), self.override)
-        return self._cache[part]
+        owner = self.parts.owner_of(node)  # type: ignore[arg-type]
+        gets_external = bool(self._external) and (self._external_owners is None or owner in self._external_owners)
+        return self._context(part, gets_external)
 
     def setups(self) -> set[Setup]:
-        """The setups of every part that has evidence (or of all parts under an override)."""
+        """Every setup some part of the file can run under (under an override, just that one)."""
         if self.override is not None:
             return {self.override.setup}
-        parts = {p for _, p in self._evidence}
-        found = {Context(tuple(e for e, q in self._evidence if q == p)).setup for p in parts}
+        found = {self._context(p, False).setup for _, p in self._evidence}
         if self._external:
+            found |= {self._context(p, True).setup for _, p in self._evidence}
             found.add(Context(self._external).setup)
         return found
 

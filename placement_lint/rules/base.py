@@ -159,6 +159,15 @@ class Rule:
 PER_PROCESS_MAP = '{"": PartialState().local_process_index}'
 
 
+def state_exists_at_load(device_map: DeviceMap, context: Context) -> bool:
+    """Whether the distributed state (TrainingArguments, a TRL config, Accelerator, parsed arguments)
+    exists when the model loads. Only the file's own order can show it is missing: in a module that
+    runs under its importer's setup, the importer has parsed its arguments first."""
+    if any(e.origin == "import" for e in context.deciding):
+        return True
+    return device_map.after_distributed_state
+
+
 def wrapped_by_ddp(device_map: DeviceMap) -> bool:
     """The model goes into a hand-written `DistributedDataParallel(...)` and nothing else trains it."""
     trains = [c for c in device_map.consumers if c.trains]

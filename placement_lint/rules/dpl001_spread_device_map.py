@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from placement_lint.analysis.flow import ConsumerKind
+from placement_lint.analysis.names import dotted, last_segment
 from placement_lint.analysis.placements import DeviceMap, LoaderKind
 from placement_lint.analysis.values import Placement
 from placement_lint.distributed import Mode
@@ -19,6 +21,7 @@ from placement_lint.rules.base import (
     consumer_phrase,
     fix,
     is_local,
+    state_exists_at_load,
     trl_overrides,
     wrapped_by_ddp,
     written,
@@ -48,10 +51,14 @@ class SpreadDeviceMapInDistributed(Rule):
             setup = context.setup
             if device_map.classified.placement is not Placement.SPREAD or trl_overrides(context, device_map):
                 continue
-            loads_under_zero3 = setup.zero3 and device_map.after_distributed_state
+            loads_under_zero3 = setup.zero3 and state_exists_at_load(device_map, context)
             # Outside ZeRO-3 the crash comes when a trainer or prepare() sees the spread model; a model
             # that is only used for inference is DPL007's business. Under ZeRO-3 the load itself fails.
             if not loads_under_zero3 and (device_map.trained is False or device_map.loader.kind is LoaderKind.PIPELINE):
+                continue
+            # A computed map (infer_auto_device_map, dispatch_model) is big-model inference machinery:
+            # report it only when the model is seen going into training.
+            if not loads_under_zero3 and device_map.trained is None and _computed(device_map):
                 continue
             # ACCELERATE_BYPASS_DEVICE_MAP=true is accelerate's explicit opt-out of its check.
             if not loads_under_zero3 and file.bypasses_device_map_check:
@@ -65,12 +72,12 @@ class SpreadDeviceMapInDistributed(Rule):
         4/8-bit model loaded before any distributed state exists would land on GPU 0."""
         if context.setup.mode is not Mode.DDP:
             return False
-        return wrapped_by_ddp(device_map) or (device_map.quantized and not device_map.after_distributed_state)
+        return wrapped_by_ddp(device_map) or (device_map.quantized and not state_exists_at_load(device_map, context))
 
     def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> str:
         setup = context.setup
         value = f"device_map={written(file, device_map.node)}"
-        if setup.zero3 and device_map.after_distributed_state:
+        if setup.zero3 and state_exists_at_load(device_map, context):
             consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
         elif wrapped_by_ddp(device_map):
             consequence = (
@@ -108,6 +115,12 @@ class SpreadDeviceMapInDistributed(Rule):
             and device_map.trained is True
             and not any(c.kind is ConsumerKind.WRAPPER for c in device_map.consumers)
             and is_local(file, device_map)
-            and not (device_map.quantized and not device_map.after_distributed_state)
+            and not (device_map.quantized and not state_exists_at_load(device_map, context))
         )
         return fix(Applicability.SAFE if safe else Applicability.UNSAFE, "Use device_map=None", file.replace(device_map.node, "None"))
+
+
+def _computed(device_map: DeviceMap) -> bool:
+    node = device_map.node
+    computed = isinstance(node, ast.Call) and last_segment(dotted(node.func)) == "infer_auto_device_map"
+    return computed or device_map.loader.kind is LoaderKind.DISPATCH

@@ -9,7 +9,17 @@ from placement_lint.analysis.placements import DeviceMap
 from placement_lint.analysis.values import Placement
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Fix
-from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, is_local, trl_overrides, written
+from placement_lint.rules.base import (
+    CheckedFile,
+    FixAvailability,
+    Rule,
+    Violation,
+    fix,
+    is_local,
+    state_exists_at_load,
+    trl_overrides,
+    written,
+)
 
 _DDP = Setup(Mode.DDP)
 _SINGLE = Setup(Mode.SINGLE)
@@ -38,7 +48,7 @@ class DeviceMapUnderZero3(Rule):
                 continue
             if trl_overrides(context, device_map):
                 continue
-            if device_map.after_distributed_state:
+            if state_exists_at_load(device_map, context):
                 consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
             else:
                 consequence = "the model loads before the ZeRO-3 config exists, so every rank first holds a whole copy"

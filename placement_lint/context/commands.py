@@ -1,0 +1,201 @@
+"""Parse one shell command line into a launch: which launcher, which Python target, which settings.
+
+Recognises (domain.md §5.3): `accelerate launch`, `torchrun` / `python -m torch.distributed.run|launch`,
+`deepspeed`, `trl <command>`, `srun` / `mpirun` / `mpiexec` wrappers, and plain `python script.py`.
+Nothing is executed: variables are expanded from assignments seen earlier in the same file, and
+anything that cannot be resolved statically is left out.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+_ENV_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
+_PASSTHROUGH = {"nohup", "time", "exec", "sudo", "stdbuf", "nice", "ionice", "command", "builtin"}
+_RUNNERS = {("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("conda", "run"), ("pixi", "run")}
+# Options that take no value, per launcher (everything else starting with - takes one, unless written --x=y).
+_FLAGS = {
+    "accelerate": {
+        "--multi_gpu", "--use_deepspeed", "--use_fsdp", "--use_megatron_lm", "--use_xpu", "--cpu", "--tpu",
+        "--quiet", "-q", "--debug", "-m", "--module", "--no_python", "--enable_cpu_affinity", "--dynamo_use_fullgraph",
+        "--dynamo_use_dynamic", "--use_parallelism_config", "--same_network", "--tpu_use_cluster", "--tpu_use_sudo",
+    },
+    "torchrun": {"--standalone", "--no-python", "--no_python", "-m", "--module", "--run-path", "--run_path", "--use-env", "--use_env"},
+    "deepspeed": {
+        "--no_python", "--module", "--no_local_rank", "--no_ssh_check", "--force_multi", "--save_pid",
+        "--enable_each_rank_log", "--bind_cores_to_rank", "--elastic_training", "--ssh", "--no_ssh",
+    },
+    "srun": {"-l", "--label", "-u", "--unbuffered", "--exclusive", "--overlap", "-Q", "--quiet", "-v", "--verbose"},
+    "mpirun": {"--allow-run-as-root", "--oversubscribe", "--bind-to-core", "-q", "--quiet", "--tag-output", "-v"},
+}  # fmt: skip
+
+
+@dataclass
+class Launch:
+    launcher: str  # "accelerate", "torchrun", "deepspeed", "trl", "mpirun", "srun", "python"
+    target: str | None = None  # a script path as written, or None
+    module: str | None = None  # `-m package.module`
+    options: dict[str, str] = field(default_factory=dict)  # launcher options: "--config_file": "x.yaml", flags: ""
+    script_args: dict[str, str] = field(default_factory=dict)  # "--deepspeed": "ds.json", positional yaml as "": "x.yaml"
+    env: dict[str, str] = field(default_factory=dict)
+    wrapped_by: str | None = None  # "srun", "mpirun": several processes whatever the launcher
+    text: str = ""  # the command as written, for messages
+
+    def option(self, *names: str) -> str | None:
+        for name in names:
+            for spelling in {name, name.replace("_", "-"), name.replace("-", "_")}:
+                if spelling in self.options:
+                    return self.options[spelling]
+        return None
+
+    def script_arg(self, *names: str) -> str | None:
+        for name in names:
+            for spelling in {name, name.replace("_", "-"), name.replace("-", "_")}:
+                if spelling in self.script_args:
+                    return self.script_args[spelling]
+        return None
+
+
+def expand(text: str, variables: dict[str, str]) -> str:
+    """`$X`, `${X}`, `${X:-default}`, `${X-default}`, `$(X)` from known assignments; unknown ones stay."""
+
+    def braced(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(3)
+        if name in variables and variables[name] != "":
+            return variables[name]
+        return default if default is not None else match.group(0)
+
+    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:?-([^}]*))?\}", braced, text)
+    text = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: variables.get(m.group(1), m.group(0)), text)
+    return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: variables.get(m.group(1), m.group(0)), text)
+
+
+def split(text: str) -> list[str]:
+    try:
+        return shlex.split(text, comments=True)
+    except ValueError:
+        return text.split()
+
+
+def parse_command(text: str) -> Launch | None:
+    tokens = split(text)
+    env: dict[str, str] = {}
+    wrapped_by: str | None = None
+    while tokens:
+        head = tokens[0]
+        if _ENV_PREFIX.match(head):
+            name, _, value = head.partition("=")
+            env[name] = value
+            tokens = tokens[1:]
+        elif head in _PASSTHROUGH:
+            tokens = tokens[1:]
+        elif head == "env":
+            tokens = [t for t in tokens[1:] if not t.startswith("-")]
+        elif len(tokens) > 1 and (head, tokens[1]) in _RUNNERS:
+            tokens = tokens[2:]
+        elif head in ("srun", "mpirun", "mpiexec", "horovodrun"):
+            wrapped_by = head
+            tokens = _skip_options(tokens[1:], _FLAGS["srun" if head == "srun" else "mpirun"])
+        else:
+            break
+    if not tokens:
+        return None
+    launch = _launcher(tokens)
+    if launch is None:
+        return None
+    launch.env, launch.wrapped_by, launch.text = env, wrapped_by, " ".join(text.split())
+    return launch
+
+
+def _skip_options(tokens: list[str], flags: set[str]) -> list[str]:
+    """Drop a wrapper's own options (`srun -N 2 --gres gpu:8 ...`) up to the command it runs."""
+    i = 0
+    while i < len(tokens) and tokens[i].startswith("-"):
+        token = tokens[i]
+        i += 1 if token in flags or "=" in token or (not token.startswith("--") and len(token) > 2) else 2
+    return tokens[i:]
+
+
+def _launcher(tokens: list[str]) -> Launch | None:
+    head = tokens[0].rsplit("/", 1)[-1]
+    rest = tokens[1:]
+    if head == "accelerate" and rest[:1] == ["launch"]:
+        return _with_target("accelerate", rest[1:], _FLAGS["accelerate"])
+    if head in ("torchrun", "torch.distributed.run"):
+        return _with_target("torchrun", rest, _FLAGS["torchrun"])
+    if head == "deepspeed":
+        return _with_target("deepspeed", rest, _FLAGS["deepspeed"])
+    if head == "trl" and rest and not rest[0].startswith("-"):
+        launch = Launch("trl", module=f"trl.scripts.{rest[0]}")
+        _read_args(rest[1:], launch.options)
+        return launch
+    if _PYTHON.match(head):
+        args = [t for t in rest if t not in ("-u", "-O", "-OO", "-B", "-E", "-s", "-S")]
+        if args[:2] == ["-m", "accelerate.commands.launch"]:
+            return _with_target("accelerate", args[2:], _FLAGS["accelerate"])
+        if args[:2] in (["-m", "torch.distributed.run"], ["-m", "torch.distributed.launch"]):
+            return _with_target("torchrun", args[2:], _FLAGS["torchrun"])
+        if args[:2] == ["-m", "deepspeed.launcher.runner"]:
+            return _with_target("deepspeed", args[2:], _FLAGS["deepspeed"])
+        if args[:1] == ["-m"] and len(args) > 1:
+            launch = Launch("python", module=args[1])
+            _read_args(args[2:], launch.script_args)
+            return launch
+        if args and args[0].endswith(".py"):
+            launch = Launch("python", target=args[0])
+            _read_args(args[1:], launch.script_args)
+            return launch
+    return None
+
+
+def _with_target(launcher: str, tokens: list[str], flags: set[str]) -> Launch:
+    launch = Launch(launcher)
+    i = 0
+    module_next = False
+    while i < len(tokens):
+        token = tokens[i]
+        if token.startswith("-") and launch.target is None and launch.module is None:
+            name, eq, value = token.partition("=")
+            if eq:
+                launch.options[name] = value
+                i += 1
+            elif token in flags:
+                launch.options[token] = ""
+                module_next = module_next or token in ("-m", "--module")
+                i += 1
+            else:
+                launch.options[token] = tokens[i + 1] if i + 1 < len(tokens) else ""
+                i += 2
+            continue
+        if module_next:
+            launch.module = token
+        else:
+            launch.target = token
+        _read_args(tokens[i + 1 :], launch.script_args)
+        break
+    return launch
+
+
+def _read_args(tokens: list[str], into: dict[str, str]) -> None:
+    """`--deepspeed ds.json --fsdp "full_shard auto_wrap" recipe.yaml` -> options (positional YAML under "")."""
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token.startswith("--"):
+            name, eq, value = token.partition("=")
+            if eq:
+                into[name] = value
+                i += 1
+            elif i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+                into[name] = tokens[i + 1]
+                i += 2
+            else:
+                into[name] = ""
+                i += 1
+        else:
+            if token.endswith((".yaml", ".yml")) and "" not in into:
+                into[""] = token
+            i += 1

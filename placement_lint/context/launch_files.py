@@ -1,0 +1,226 @@
+"""Find the command lines in the files that launch training: shell scripts, Makefiles, SLURM/PBS jobs,
+Dockerfiles, CI/job YAML, Procfiles, and fenced code blocks in READMEs and docs.
+
+Each command comes with the line it starts on and the folder it runs in (after any `cd`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from placement_lint.context.commands import expand
+
+MAX_LAUNCHER_BYTES = 1024 * 1024
+# A launcher file is read only if it mentions one of these.
+LAUNCH_TOKENS = (b"accelerate", b"torchrun", b"torch.distributed", b"deepspeed", b"srun", b"mpirun", b"mpiexec", b"python", b"trl ")
+_SHELL_SUFFIXES = {".sh", ".bash", ".zsh", ".sbatch", ".slurm", ".pbs", ".job", ".qsub", ".lsf"}
+_YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "before_script", "after_script"}
+_FENCE = re.compile(r"^(```|~~~)\s*([A-Za-z0-9_-]*)[^\n]*\n(.*?)^\1\s*$", re.MULTILINE | re.DOTALL)
+_SHELL_LANGUAGES = {"", "bash", "sh", "shell", "console", "zsh", "shell-session", "text", "sbatch"}
+_ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|declare\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_MAKE_ASSIGNMENT = re.compile(r"^(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*(?::=|::=|\?=|\+=|=)\s*(.*)$")
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    source: Path  # the file the command is written in
+    line: int
+    text: str  # with known variables expanded
+    cwd: Path  # the folder it runs in
+
+
+def launcher_kind(path: Path, head: bytes) -> str | None:
+    """Which extractor reads this file, or None when it cannot hold a launch command."""
+    name = path.name
+    if path.suffix in _SHELL_SUFFIXES or head.startswith((b"#!/bin/bash", b"#!/bin/sh", b"#!/usr/bin/env bash", b"#!/usr/bin/env sh")):
+        return "shell"
+    if b"#SBATCH" in head or b"#PBS" in head:
+        return "shell"
+    if name in ("Makefile", "makefile", "GNUmakefile") or path.suffix == ".mk":
+        return "make"
+    if name.startswith("Dockerfile") or path.suffix == ".dockerfile" or name.startswith("Containerfile"):
+        return "docker"
+    if name == "Procfile":
+        return "procfile"
+    if path.suffix in (".yml", ".yaml"):
+        return "yaml"
+    if path.suffix.lower() in (".md", ".markdown", ".rst") and (name.upper().startswith("README") or "docs" in path.parts):
+        return "markdown"
+    return None
+
+
+def commands_in(path: Path, text: str, kind: str) -> list[CommandLine]:
+    if kind == "shell":
+        return list(_shell(path, text, 1, path.parent, {}))
+    if kind == "make":
+        return list(_makefile(path, text))
+    if kind == "docker":
+        return list(_dockerfile(path, text))
+    if kind == "procfile":
+        return [
+            CommandLine(path, number, line.split(":", 1)[1].strip(), path.parent)
+            for number, line in enumerate(text.splitlines(), start=1)
+            if ":" in line and not line.lstrip().startswith("#")
+        ]
+    if kind == "yaml":
+        return list(_yaml(path, text))
+    if kind == "markdown":
+        return list(_markdown(path, text))
+    return []
+
+
+def _logical_lines(text: str, first_line: int) -> Iterator[tuple[int, str]]:
+    """Lines with `\\` continuations joined, each with the number of its first physical line."""
+    buffer: list[str] = []
+    start = first_line
+    for number, raw in enumerate(text.splitlines(), start=first_line):
+        line = raw.rstrip()
+        if not buffer:
+            start = number
+        if line.endswith("\\"):
+            buffer.append(line[:-1])
+            continue
+        buffer.append(line)
+        yield start, " ".join(part.strip() for part in buffer)
+        buffer = []
+    if buffer:
+        yield start, " ".join(part.strip() for part in buffer)
+
+
+def _segments(line: str) -> list[str]:
+    """Split a logical line on `&&`, `||`, `;` and `|` outside quotes."""
+    out, current, quote = [], [], ""
+    i = 0
+    while i < len(line):
+        char = line[i]
+        if quote:
+            current.append(char)
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+            current.append(char)
+        elif line.startswith(("&&", "||"), i):
+            out.append("".join(current))
+            current = []
+            i += 1
+        elif char in ";|&":
+            out.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+        i += 1
+    out.append("".join(current))
+    return [segment.strip() for segment in out if segment.strip()]
+
+
+def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[str, str]) -> Iterator[CommandLine]:
+    for number, line in _logical_lines(text, first_line):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        for segment in _segments(stripped):
+            segment = segment.removeprefix("$ ").strip()
+            assignment = _ASSIGNMENT.match(segment)
+            if assignment and " " not in assignment.group(2).strip().strip("\"'"):
+                variables[assignment.group(1)] = expand(assignment.group(2).strip().strip("\"'"), variables)
+                continue
+            if segment.startswith("cd ") or segment == "cd":
+                cwd = _change_directory(path, cwd, expand(segment[3:].strip().strip("\"'"), variables))
+                continue
+            yield CommandLine(path, number, expand(segment, variables), cwd)
+
+
+def _change_directory(path: Path, cwd: Path, target: str) -> Path:
+    if not target or target == "~" or target.startswith("$"):
+        return cwd
+    if "dirname" in target:  # cd "$(dirname "$0")" and friends: the script's own folder
+        return path.parent / target.split(")", 1)[1].lstrip("/") if ")/" in target else path.parent
+    return (cwd / target) if not target.startswith("/") else cwd
+
+
+def _makefile(path: Path, text: str) -> Iterator[CommandLine]:
+    variables: dict[str, str] = {}
+    for number, line in _logical_lines(text, 1):
+        if not line.startswith("\t"):
+            assignment = _MAKE_ASSIGNMENT.match(line.strip())
+            if assignment and ":" not in assignment.group(1):
+                variables[assignment.group(1)] = expand(assignment.group(2).strip(), variables)
+            continue
+        recipe = line.strip().lstrip("@-+").strip()
+        yield from _shell(path, recipe, number, path.parent, dict(variables))
+
+
+def _dockerfile(path: Path, text: str) -> Iterator[CommandLine]:
+    variables: dict[str, str] = {}
+    for number, line in _logical_lines(text, 1):
+        instruction, _, rest = line.strip().partition(" ")
+        instruction = instruction.upper()
+        if instruction in ("ENV", "ARG") and "=" in rest:
+            for pair in rest.split():
+                name, _, value = pair.partition("=")
+                variables[name] = value.strip("\"'")
+        elif instruction in ("CMD", "ENTRYPOINT", "RUN"):
+            rest = rest.strip()
+            if rest.startswith("["):
+                try:
+                    rest = " ".join(json.loads(rest))
+                except (ValueError, TypeError):
+                    continue
+            yield from _shell(path, rest, number, path.parent, dict(variables))
+
+
+_YAML_COMMAND_KEY = re.compile(r"^\s*-?\s*(run|script|command|commands|cmd|entrypoint|before_script|after_script)\s*:", re.MULTILINE)
+
+
+def _yaml(path: Path, text: str) -> Iterator[CommandLine]:
+    if not _YAML_COMMAND_KEY.search(text):
+        return  # a config, not a job: nothing runs here
+    import yaml
+
+    try:
+        documents = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    except Exception:  # not our job to validate every YAML file; a non-parsing one holds no commands
+        return
+    for document in documents:
+        for command in _yaml_commands(document, 0):
+            line = _line_of(text, command.splitlines()[0] if command.strip() else command)
+            yield from _shell(path, command, line, path.parent, {})
+
+
+def _yaml_commands(node: object, depth: int) -> Iterator[str]:
+    if depth > 30:
+        return
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _YAML_KEYS:
+                if isinstance(value, str):
+                    yield value
+                elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                    # ["torchrun", "--nproc_per_node", "8", "train.py"] is one command in argv form
+                    if all(" " not in v for v in value) and not any(v.startswith(("python", "torchrun", "accelerate", "deepspeed")) for v in value[1:]):
+                        yield " ".join(value)
+                    else:
+                        yield from value
+            else:
+                yield from _yaml_commands(value, depth + 1)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _yaml_commands(item, depth + 1)
+
+
+def _line_of(text: str, needle: str) -> int:
+    index = text.find(needle.strip()) if needle.strip() else -1
+    return text.count("\n", 0, index) + 1 if index >= 0 else 1
+
+
+def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
+    for match in _FENCE.finditer(text):
+        if match.group(2).lower() not in _SHELL_LANGUAGES:
+            continue
+        first_line = text.count("\n", 0, match.start(3)) + 1
+        yield from _shell(path, match.group(3), first_line, path.parent, {})

@@ -1,0 +1,420 @@
+"""Repo-wide context: how each Python file is launched, from the launch scripts and configs around it.
+
+Built once per repository, before any Python file is parsed: find the files that can hold launch
+commands, parse each command, read the configs it names (accelerate YAML, DeepSpeed JSON, recipe
+YAML), resolve its target to a file of the repository, and give that file (and the repository
+modules it imports) the evidence, with the chain that led to it.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from placement_lint.context.commands import Launch, parse_command
+from placement_lint.context.configs import ConfigReader, zero_stage_of
+from placement_lint.context.evidence import Evidence, Kind
+from placement_lint.context.launch_files import LAUNCH_TOKENS, MAX_LAUNCHER_BYTES, CommandLine, commands_in, launcher_kind
+from placement_lint.discover import repository_files
+from placement_lint.settings import Settings
+
+_IMPORT_DEPTH = 3
+_NAMED_FILES = ("Makefile", "makefile", "GNUmakefile", "Procfile", "Dockerfile", "Containerfile")
+_NAMED_ACCELERATE_CONFIGS = {  # `trl ... --accelerate_config NAME` (trl/accelerate_configs/NAME.yaml)
+    "single_gpu": (Kind.SINGLE, None),
+    "multi_gpu": (Kind.DDP, None),
+    "zero1": (Kind.DEEPSPEED, 1),
+    "zero2": (Kind.DEEPSPEED, 2),
+    "zero3": (Kind.ZERO3, 3),
+    "fsdp1": (Kind.FSDP, None),
+    "fsdp2": (Kind.FSDP, None),
+}
+_MULTI = re.compile(r"^MULTI_")
+
+
+def _launcher_name(name: str) -> bool:
+    if name.startswith(_NAMED_FILES) or name.endswith(".mk"):
+        return True
+    suffix = os.path.splitext(name)[1].lower()
+    return suffix in {".sh", ".bash", ".zsh", ".sbatch", ".slurm", ".pbs", ".job", ".qsub", ".lsf", ".yml", ".yaml", ".md", ".markdown", ".rst"} or suffix == ""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    kind: Kind
+    stage: int | None
+    details: str  # "distributed_type DEEPSPEED, zero_stage 3"
+
+
+@dataclass
+class RepoContext:
+    root: Path
+    by_file: dict[Path, tuple[Evidence, ...]] = field(default_factory=dict)
+    # What of each file runs under its evidence: "__main__" (launched: its module-level code) and the
+    # names importers use of it ("*": all of it).
+    used: dict[Path, frozenset[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def evidence_for(self, path: Path) -> tuple[Evidence, ...]:
+        return self.by_file.get(path.resolve(), ())
+
+
+def build_repo_context(root: Path, settings: Settings, display: Callable[[Path], str]) -> RepoContext:
+    root = root.resolve()
+    context = RepoContext(root)
+    configs = ConfigReader(root)
+    launched: dict[Path, list[Evidence]] = {}
+    for path in repository_files(root, settings, _launcher_name):
+        for command in _commands(path, context):
+            launch = parse_command(command.text)
+            if launch is None:
+                continue
+            target = _target(launch, command, root)
+            if target is None:
+                continue
+            resolved = _resolve(launch, command, configs)
+            where = f"{display(command.source)}:{command.line}"
+            text = f"{where} ({_short(launch.text)})"
+            if resolved.details:
+                text += f", {resolved.details}"
+            evidence = Evidence(
+                resolved.kind, display(command.source), command.line, text, resolved.stage, "launch", (display(target),)
+            )
+            launched.setdefault(target, []).append(evidence)
+    context.warnings += configs.warnings
+    for target, items in launched.items():
+        context.by_file[target] = tuple(items)
+        context.used[target] = frozenset({"__main__"})
+    _propagate_to_imports(context, launched, display)
+    return context
+
+
+def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
+    try:
+        if path.stat().st_size > MAX_LAUNCHER_BYTES:
+            return []
+        raw = path.read_bytes()
+    except OSError:
+        return []
+    kind = launcher_kind(path, raw[:512])
+    if kind is None or not any(token in raw for token in LAUNCH_TOKENS):
+        return []
+    try:
+        return commands_in(path, raw.decode("utf-8", errors="replace"), kind)
+    except (RecursionError, ValueError) as exc:
+        context.warnings.append(f"{path}: cannot read launch commands: {exc}")
+        return []
+
+
+def _target(launch: Launch, command: CommandLine, root: Path) -> Path | None:
+    """The repository file a launch runs: a script path, or a `-m package.module`."""
+    bases = [command.cwd, command.source.parent, root]
+    candidates: list[Path] = []
+    if launch.target and launch.target.endswith(".py"):
+        candidates = [base / launch.target for base in bases]
+    elif launch.module:
+        relative = Path(*launch.module.split("."))
+        for base in (command.cwd, root, root / "src"):
+            candidates += [base / relative.with_suffix(".py"), base / relative / "__main__.py"]
+    for candidate in candidates:
+        try:
+            resolved = candidate.resolve()
+        except (OSError, RuntimeError):
+            continue
+        if resolved.is_relative_to(root) and resolved.is_file():
+            return resolved
+    return None
+
+
+def _resolve(launch: Launch, command: CommandLine, configs: ConfigReader) -> Resolved:
+    """What setup a launch runs its target under (domain.md §5.3)."""
+    near = command.cwd
+    script = _script_settings(launch, near, configs)
+    if launch.launcher == "accelerate":
+        base = _accelerate(launch, near, configs)
+    elif launch.launcher == "torchrun":
+        base = Resolved(Kind.DDP, None, "torchrun runs one process per GPU even with --nproc_per_node 1")
+        count = launch.option("--nproc_per_node", "--nproc-per-node")
+        if count:
+            base = Resolved(Kind.DDP, None, f"torchrun --nproc_per_node {count}")
+    elif launch.launcher == "deepspeed":
+        base = Resolved(Kind.DEEPSPEED, None, "the deepspeed launcher")
+    elif launch.launcher == "trl":
+        base = _trl(launch, near, configs)
+    elif launch.wrapped_by:
+        base = Resolved(Kind.DDP, None, f"{launch.wrapped_by} starts several processes")
+    else:
+        base = Resolved(Kind.SINGLE, None, "")
+    if launch.wrapped_by and base.kind is Kind.SINGLE:
+        base = Resolved(Kind.DDP, None, f"{launch.wrapped_by} starts several processes")
+    if script is None:
+        return base
+    if base.kind in (Kind.ZERO3, Kind.DEEPSPEED) and script.kind not in (Kind.ZERO3, Kind.DEEPSPEED):
+        return base
+    details = ", ".join(d for d in (base.details, script.details) if d)
+    return Resolved(script.kind, script.stage, details)
+
+
+def _script_settings(launch: Launch, near: Path, configs: ConfigReader) -> Resolved | None:
+    """`--deepspeed ds.json`, `--fsdp ...`, `--fsdp_config ...`, or a recipe YAML, given to the script."""
+    deepspeed = launch.script_arg("--deepspeed", "--deepspeed_config")
+    if deepspeed:
+        stage = _json_stage(deepspeed, near, configs)
+        return _deepspeed(stage, f"--deepspeed {deepspeed}")
+    fsdp = launch.script_arg("--fsdp")
+    if fsdp and fsdp.lower() not in ("false", "none", "''", '""'):
+        return Resolved(Kind.FSDP, None, f"--fsdp {fsdp}")
+    if launch.script_arg("--fsdp_config"):
+        return Resolved(Kind.FSDP, None, f"--fsdp_config {launch.script_arg('--fsdp_config')}")
+    recipe = launch.script_arg("--config", "--config_file", "")
+    if recipe and recipe.endswith((".yaml", ".yml")):
+        return _recipe(recipe, near, configs)
+    return None
+
+
+def _recipe(name: str, near: Path, configs: ConfigReader) -> Resolved | None:
+    path = configs.find(name, near)
+    data = configs.load(path) if path else None
+    if not isinstance(data, dict):
+        return None
+    if data.get("deepspeed"):
+        value = data["deepspeed"]
+        stage = zero_stage_of(value) if isinstance(value, dict) else _json_stage(str(value), path.parent, configs)  # type: ignore[union-attr]
+        return _deepspeed(stage, f"{name} sets deepspeed: {value if isinstance(value, str) else '{...}'}")
+    fsdp = data.get("fsdp")
+    if fsdp and str(fsdp).lower() not in ("false", "none", ""):
+        return Resolved(Kind.FSDP, None, f"{name} sets fsdp: {fsdp}")
+    return None
+
+
+def _accelerate(launch: Launch, near: Path, configs: ConfigReader) -> Resolved:
+    config_name = launch.option("--config_file", "--config-file")
+    config: dict[str, object] = {}
+    if config_name:
+        path = configs.find(config_name, near)
+        loaded = configs.load(path) if path else None
+        if isinstance(loaded, dict):
+            config = loaded
+    kind, stage, details = _accelerate_config(config, near, configs) if config else (None, None, "")
+    if launch.option("--use_deepspeed") is not None:
+        zero = launch.option("--zero_stage")
+        stage = int(zero) if zero and zero.isdigit() else stage
+        file = launch.option("--deepspeed_config_file")
+        if stage is None and file:
+            stage = _json_stage(file, near, configs)
+        kind = Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED
+        details = "--use_deepspeed" + (f", zero_stage {stage}" if stage is not None else "")
+    elif launch.option("--use_fsdp") is not None:
+        kind, details = Kind.FSDP, "--use_fsdp"
+    elif launch.option("--multi_gpu") is not None:
+        kind, details = Kind.DDP, "--multi_gpu"
+    processes = launch.option("--num_processes")
+    machines = launch.option("--num_machines")
+    if kind is None or kind is Kind.SINGLE:
+        if machines and machines.isdigit() and int(machines) > 1:
+            return Resolved(Kind.DDP, None, f"--num_machines {machines}")
+        if kind is None and processes and processes.isdigit():
+            return Resolved(Kind.DDP if int(processes) > 1 else Kind.SINGLE, None, f"--num_processes {processes}")
+        if kind is None:
+            why = f"config {config_name} not found in the repository" if config_name else "no config file"
+            return Resolved(Kind.POSSIBLE, None, f"{why}: one process per GPU on a multi-GPU host")
+    return Resolved(kind, stage, details)
+
+
+def _accelerate_config(config: dict[str, object], near: Path, configs: ConfigReader) -> tuple[Kind, int | None, str]:
+    kind_name = str(config.get("distributed_type", "NO"))
+    if kind_name in ("NO", "False", "None"):
+        return Kind.SINGLE, None, "distributed_type NO"
+    if kind_name == "DEEPSPEED":
+        section = config.get("deepspeed_config")
+        stage = None
+        if isinstance(section, dict):
+            value = section.get("zero_stage")
+            stage = value if isinstance(value, int) else None
+            if stage is None and isinstance(section.get("deepspeed_config_file"), str):
+                stage = _json_stage(str(section["deepspeed_config_file"]), near, configs)
+        details = "distributed_type DEEPSPEED" + (f", zero_stage {stage}" if stage is not None else "")
+        return (Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED), stage, details
+    if kind_name == "FSDP":
+        return Kind.FSDP, None, "distributed_type FSDP"
+    if _MULTI.match(kind_name) or kind_name == "MEGATRON_LM":
+        return Kind.DDP, None, f"distributed_type {kind_name}"
+    return Kind.POSSIBLE, None, f"distributed_type {kind_name}"
+
+
+def _trl(launch: Launch, near: Path, configs: ConfigReader) -> Resolved:
+    name = launch.options.get("--accelerate_config")
+    if name in _NAMED_ACCELERATE_CONFIGS:
+        kind, stage = _NAMED_ACCELERATE_CONFIGS[name]
+        return Resolved(kind, stage, f"--accelerate_config {name}")
+    if name:
+        path = configs.find(name, near)
+        loaded = configs.load(path) if path else None
+        if isinstance(loaded, dict):
+            kind, stage, details = _accelerate_config(loaded, near, configs)
+            return Resolved(kind, stage, details)
+    return Resolved(Kind.POSSIBLE, None, "trl launches through accelerate")
+
+
+def _json_stage(name: str, near: Path, configs: ConfigReader) -> int | None:
+    path = configs.find(name, near)
+    return zero_stage_of(configs.load(path)) if path else None
+
+
+def _deepspeed(stage: int | None, details: str) -> Resolved:
+    if stage is not None:
+        details += f", zero_stage {stage}"
+    return Resolved(Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED, stage, details)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 90 else text[:87] + "..."
+
+
+# -- modules imported by launched scripts -------------------------------------------------------
+
+
+def _propagate_to_imports(context: RepoContext, launched: dict[Path, list[Evidence]], display: Callable[[Path], str]) -> None:
+    """Give the modules a launched script imports the script's launch evidence, for what it uses of them."""
+    frontier = [(path, tuple(items), frozenset({"*"}), 0) for path, items in launched.items()]
+    visited: set[tuple[Path, frozenset[str]]] = set()
+    summaries: dict[Path, _ModuleSummary | None] = {}
+    while frontier:
+        path, items, wanted, depth = frontier.pop()
+        if depth >= _IMPORT_DEPTH or (path, wanted) in visited:
+            continue
+        visited.add((path, wanted))
+        if path not in summaries:
+            summaries[path] = _ModuleSummary.of(path)
+        summary = summaries[path]
+        if summary is None:
+            continue
+        for module, names in summary.imports(wanted, context.root):
+            inherited = tuple(
+                Evidence(e.kind, e.path, e.line, e.text, e.zero_stage, "import", (display(module), *e.chain))
+                for e in items
+                if e.kind is not Kind.SINGLE
+            )
+            if not inherited:
+                continue
+            existing = context.by_file.get(module, ())
+            context.by_file[module] = existing + tuple(e for e in inherited if e not in existing)
+            context.used[module] = context.used.get(module, frozenset()) | names
+            # Go on through a package's __init__ (re-exports) and through modules that load models;
+            # other modules are not parsed only to pass evidence on (it keeps large repos cheap).
+            if module.name == "__init__.py" or _mentions_device_map(module):
+                frontier.append((module, inherited, names, depth + 1))
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _mentions_device_map(path: Path) -> bool:
+    try:
+        return b"device_map" in path.read_bytes()
+    except OSError:
+        return False
+
+
+@dataclass
+class _ModuleSummary:
+    """What import propagation needs of one module, from one parse and one walk."""
+
+    path: Path
+    imports_: list[ast.Import | ast.ImportFrom]
+    attributes: dict[str, set[str]]  # alias head -> attribute chains read off it ("utils.model" -> {"load"})
+    names_by_definition: dict[str, set[str]]  # top-level def/class -> names it reads
+    all_names: set[str]
+
+    @classmethod
+    def of(cls, path: Path) -> _ModuleSummary | None:
+        try:
+            module = ast.parse(path.read_bytes())
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        imports_: list[ast.Import | ast.ImportFrom] = []
+        attributes: dict[str, set[str]] = {}
+        all_names: set[str] = set()
+        names_by_definition: dict[str, set[str]] = {}
+        for top in module.body:  # one walk, each name filed under the top-level definition it is in
+            names = names_by_definition.setdefault(top.name, set()) if isinstance(top, _DEFINITIONS) else all_names
+            for node in ast.walk(top):
+                if isinstance(node, ast.Name):
+                    names.add(node.id)
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    imports_.append(node)
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                    chain: list[str] = []
+                    current: ast.AST = node
+                    while isinstance(current, ast.Attribute):
+                        chain.append(current.attr)
+                        current = current.value
+                    if isinstance(current, ast.Name):
+                        chain.append(current.id)
+                        chain.reverse()
+                        attributes.setdefault(".".join(chain[:-1]), set()).add(chain[-1])
+        for names in names_by_definition.values():
+            all_names |= names
+        return cls(path, imports_, attributes, names_by_definition, all_names)
+
+    def referenced(self, wanted: frozenset[str]) -> set[str]:
+        if "*" in wanted:
+            return self.all_names
+        names = set(wanted)
+        for name in wanted:
+            names |= self.names_by_definition.get(name, set())
+        return names
+
+    def imports(self, wanted: frozenset[str], root: Path) -> list[tuple[Path, frozenset[str]]]:
+        """The repository modules this one imports, with the names it uses of each (only from the
+        definitions `wanted` names, when it is itself an imported module)."""
+        referenced = self.referenced(wanted)
+        found: dict[Path, set[str]] = {}
+        for node in self.imports_:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    target = _module_file(alias.name, 0, self.path, root)
+                    if target is not None:
+                        found.setdefault(target, set()).update(self.attributes.get(alias.asname or alias.name, set()))
+                continue
+            base = node.module or ""
+            for alias in node.names:
+                local = alias.asname or alias.name
+                if alias.name == "*":
+                    target = _module_file(base, node.level, self.path, root)
+                    if target is not None:
+                        found.setdefault(target, set()).add("*")
+                    continue
+                if "*" not in wanted and local not in referenced:
+                    continue
+                submodule = _module_file(f"{base}.{alias.name}" if base else alias.name, node.level, self.path, root)
+                if submodule is not None:
+                    found.setdefault(submodule, set()).update(self.attributes.get(local, set()))
+                    continue
+                target = _module_file(base, node.level, self.path, root)
+                if target is not None:
+                    found.setdefault(target, set()).add(alias.name)
+        return [(target, frozenset(names)) for target, names in found.items() if names and target != self.path]
+
+
+@functools.lru_cache(maxsize=4096)
+def _module_file(name: str, level: int, importer: Path, root: Path) -> Path | None:
+    if not name and not level:
+        return None
+    relative = Path(*name.split(".")) if name else Path()
+    if level:
+        bases = [importer.parents[level - 1]] if len(importer.parents) >= level else []
+    else:
+        bases = [importer.parent, root, root / "src"]
+    for base in bases:
+        for candidate in (base / relative.with_suffix(".py") if name else None, base / relative / "__init__.py"):
+            if candidate is not None and candidate.is_file():
+                resolved = candidate.resolve()
+                if resolved.is_relative_to(root):
+                    return resolved
+    return None
