@@ -179,6 +179,55 @@ def _warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
+@main.command("context")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--all", "show_all", is_flag=True, help="Also list files that show no distributed setup.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="Use this pyproject.toml.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
+def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path | None, output_format: str) -> None:
+    """Show the distributed setup each Python file runs under, and why (its evidence chain)."""
+    from placement_lint.engine import explain_contexts
+    from placement_lint.settings import ConfigError, find_config, load_settings
+
+    cwd = Path.cwd()
+    targets = list(paths) or [Path(".")]
+    try:
+        settings = load_settings(config_path or find_config(targets[0].resolve()), cwd, _codes())
+    except ConfigError as exc:
+        _error(str(exc))
+        sys.exit(EXIT_ERROR)
+    reports = explain_contexts(targets, settings, cwd, show_all)
+    if output_format == "json":
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "filename": r.display,
+                        "error": r.error,
+                        "contexts": [{"setup": c.setup.describe(), "evidence": c.to_json()} for c in r.contexts],
+                    }
+                    for r in reports
+                ],
+                indent=2,
+            )
+        )
+    else:
+        for report in reports:
+            if report.error:
+                _error(f"{report.display}: {report.error}")
+                continue
+            if not report.contexts:
+                click.echo(f"{report.display}: a single process (no distributed setup found)")
+                continue
+            for context in report.contexts:
+                click.echo(f"{report.display}: {context.setup.describe()}")
+                if context.override is not None:
+                    click.echo(f"  - set by {context.override.source}")
+                for evidence in sorted(context.evidence, key=lambda e: (e.origin != "file", e.where)):
+                    click.echo(f"  - {evidence.describe(report.display)}")
+    sys.exit(EXIT_ERROR if any(r.error for r in reports) else EXIT_CLEAN)
+
+
 @main.command()
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")

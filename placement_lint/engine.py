@@ -131,8 +131,10 @@ class FileChecker:
 
     def worth_parsing(self, raw: bytes, path: Path) -> bool:
         """The text pre-check: could any enabled rule fire in this file?"""
-        if not any(token in raw for token in self.triggers):
-            return False
+        return any(token in raw for token in self.triggers) and self.has_context_tokens(raw, path)
+
+    def has_context_tokens(self, raw: bytes, path: Path) -> bool:
+        """Could this file be distributed: an override, launch evidence, or a token of in-file evidence."""
         if self.options.context or self.settings.context or self._configured_context(path):
             return True
         if self._launch_evidence(path)[0]:
@@ -190,13 +192,17 @@ class FileChecker:
         violations.sort(key=lambda v: (v.start, v.code))
         return violations, contexts
 
+    def context_of(self, source: SourceFile, module: ast.Module, display: str) -> FileContext:
+        return self._context(source, module, ImportTable.of(module, index_of(module).nodes), display)
+
     def _context(self, source: SourceFile, module: ast.Module, imports: ImportTable, display: str) -> FileContext:
         override = self._override(source, display)
         configs = ConfigReader(repository_root(source.path))
         parts = Parts(module)
         found = InFileEvidence(module, source.text, imports, Resolver(module, _POSSIBLE), source.path, display, configs).collect()
         external, used = self._launch_evidence(source.path)
-        return FileContext(parts, [(evidence, parts.part_of(node)) for evidence, node in found], override, external, used)
+        located = [(evidence, parts.part_of(node), parts.owner_of(node)) for evidence, node in found]
+        return FileContext(parts, located, override, external, used)
 
     def _override(self, source: SourceFile, display: str) -> Override | None:
         if self.options.context:
@@ -307,6 +313,46 @@ def _suppressed(source: SourceFile, violation: Violation) -> bool:
     if not codes:
         return True
     return violation.code in {c.upper() for c in re.split(r"[,\s]+", codes) if c}
+
+
+# -- what `placement-lint context` shows -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileContextReport:
+    display: str
+    contexts: list[Context]  # one per distinct setup among the file's parts, strongest evidence first
+    error: str | None = None
+
+
+def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_all: bool = False) -> list[FileContextReport]:
+    """The context every Python file gets, with its evidence chain, without running the rules."""
+    given = list(paths)
+    found = discover(given, settings)
+    repos = repo_contexts(found.files, settings, cwd)
+    launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
+    checker = FileChecker(settings, RunOptions(), cwd, launches)
+    named = {Path(os.path.abspath(p)) for p in given if Path(p).is_file()}
+    reports = []
+    for path in found.files:
+        display = checker.display(path)
+        try:
+            raw = path.read_bytes()
+            if not (checker.has_context_tokens(raw, path) or path in named or show_all):
+                continue
+            source = decode_source(path, raw)
+            module = parse_python(source)
+            contexts = checker.context_of(source, module, display)
+        except OSError as exc:
+            reports.append(FileContextReport(display, [], f"cannot read: {exc.strerror or exc}"))
+            continue
+        except (SourceError, PragmaError) as exc:
+            reports.append(FileContextReport(display, [], str(exc)))
+            continue
+        distinct = contexts.distinct()
+        if distinct or path in named or show_all:
+            reports.append(FileContextReport(display, distinct))
+    return reports
 
 
 # -- the run ---------------------------------------------------------------------------------

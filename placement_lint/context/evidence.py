@@ -57,6 +57,7 @@ class Override:
 
 
 _STRENGTH = (Kind.ZERO3, Kind.DEEPSPEED, Kind.FSDP, Kind.DDP)
+_RANK = {Mode.DEEPSPEED: 0, Mode.FSDP: 1, Mode.DDP: 2, Mode.POSSIBLE: 3, Mode.SINGLE: 4}
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ class FileContext:
     def __init__(
         self,
         parts: Parts,
-        evidence: list[tuple[Evidence, int]],
+        evidence: list[tuple[Evidence, int, int]],  # (evidence, its part, its owner)
         override: Override | None,
         external: tuple[Evidence, ...] = (),
         used_names: frozenset[str] = frozenset({"__main__"}),
@@ -140,27 +141,41 @@ class FileContext:
     def _context(self, part: int, gets_external: bool) -> Context:
         key = (part, gets_external)
         if key not in self._cache:
-            local = [e for e, p in self._evidence if p == part]
+            local = [e for e, p, _ in self._evidence if p == part]
             if gets_external:
                 local += self._external
             self._cache[key] = Context(tuple(local), self.override)
         return self._cache[key]
 
+    def _gets_external(self, owner: int) -> bool:
+        return bool(self._external) and (self._external_owners is None or owner in self._external_owners)
+
     def at(self, node: object) -> Context:
         part = self.parts.part_of(node)  # type: ignore[arg-type]
-        owner = self.parts.owner_of(node)  # type: ignore[arg-type]
-        gets_external = bool(self._external) and (self._external_owners is None or owner in self._external_owners)
-        return self._context(part, gets_external)
+        return self._context(part, self._gets_external(self.parts.owner_of(node)))  # type: ignore[arg-type]
 
     def setups(self) -> set[Setup]:
         """Every setup some part of the file can run under (under an override, just that one)."""
         if self.override is not None:
             return {self.override.setup}
-        found = {self._context(p, False).setup for _, p in self._evidence}
-        if self._external:
-            found |= {self._context(p, True).setup for _, p in self._evidence}
+        found = {self._context(p, self._gets_external(owner)).setup for _, p, owner in self._evidence}
+        if self._external and self._external_owners != set():
+            found |= {self._context(p, True).setup for _, p, _ in self._evidence}
             found.add(Context(self._external).setup)
         return found
+
+    def distinct(self) -> list[Context]:
+        """The contexts the file's parts get, one per setup (for `placement-lint context`)."""
+        if self.override is not None:
+            return [Context((), self.override)]
+        candidates = [self._context(p, self._gets_external(owner)) for _, p, owner in self._evidence]
+        if self._external and self._external_owners != set():
+            candidates.append(Context(self._external))
+        best: dict[Setup, Context] = {}
+        for context in candidates:
+            if context.setup not in best or len(context.evidence) > len(best[context.setup].evidence):
+                best[context.setup] = context
+        return sorted(best.values(), key=lambda c: _RANK.get(c.setup.mode, 9))
 
     @property
     def distributed_anywhere(self) -> bool:
