@@ -30,13 +30,19 @@ class ConfigReader:
                 return resolved
         return None
 
+    def _shown(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
     def load(self, path: Path) -> object:
         if path in self._cache:
             return self._cache[path]
         data: object = None
         try:
             if path.stat().st_size > MAX_CONFIG_BYTES:
-                self.warnings.append(f"{path}: skipped, larger than {MAX_CONFIG_BYTES} bytes")
+                self.warnings.append(f"{self._shown(path)}: skipped, larger than {MAX_CONFIG_BYTES} bytes")
             else:
                 text = path.read_text(encoding="utf-8")
                 if path.suffix in (".yaml", ".yml"):
@@ -47,11 +53,15 @@ class ConfigReader:
                 else:
                     data = json.loads(text)
         except (OSError, UnicodeDecodeError, ValueError) as exc:
-            self.warnings.append(f"{path}: cannot parse config: {exc}")
+            self.warnings.append(f"{self._shown(path)}: cannot parse config: {_one_line(exc)}")
         except Exception as exc:  # yaml.YAMLError and friends: a bad config is a warning, never a crash
-            self.warnings.append(f"{path}: cannot parse config: {type(exc).__name__}: {exc}")
+            self.warnings.append(f"{self._shown(path)}: cannot parse config: {_one_line(exc)}")
         self._cache[path] = data
         return data
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def zero_stage_of(config: object) -> int | None:

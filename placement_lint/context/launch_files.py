@@ -85,14 +85,19 @@ def _logical_lines(text: str, first_line: int) -> Iterator[tuple[int, str]]:
             buffer.append(line[:-1])
             continue
         buffer.append(line)
-        yield start, " ".join(part.strip() for part in buffer)
+        yield start, _join(buffer)
         buffer = []
     if buffer:
-        yield start, " ".join(part.strip() for part in buffer)
+        yield start, _join(buffer)
+
+
+def _join(parts: list[str]) -> str:
+    # Keep the first line's indentation: a Makefile recipe is known by its leading tab.
+    return " ".join([parts[0].rstrip(), *(part.strip() for part in parts[1:])])
 
 
 def _segments(line: str) -> list[str]:
-    """Split a logical line on `&&`, `||`, `;` and `|` outside quotes."""
+    """Split a logical line on `&&`, `||`, `;` and `|` outside quotes, without its trailing comment."""
     out, current, quote = [], [], ""
     i = 0
     while i < len(line):
@@ -104,6 +109,8 @@ def _segments(line: str) -> list[str]:
         elif char in "'\"":
             quote = char
             current.append(char)
+        elif char == "#" and (i == 0 or line[i - 1].isspace()):
+            break  # a comment runs to the end of the line
         elif line.startswith(("&&", "||"), i):
             out.append("".join(current))
             current = []

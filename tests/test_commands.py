@@ -1,0 +1,101 @@
+"""Launch commands and the files that hold them, parsed without running anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from placement_lint.context.commands import expand, parse_command
+from placement_lint.context.launch_files import commands_in, launcher_kind
+
+
+@pytest.mark.parametrize(
+    ("command", "launcher", "target", "module", "option", "script_arg"),
+    [
+        ("accelerate launch --config_file a.yaml train.py --lr 1", "accelerate", "train.py", None, ("--config_file", "a.yaml"), ("--lr", "1")),
+        ("accelerate launch --multi_gpu --num_processes=2 -m pkg.train", "accelerate", None, "pkg.train", ("--num_processes", "2"), None),
+        ("python -m accelerate.commands.launch --use_deepspeed train.py", "accelerate", "train.py", None, ("--use_deepspeed", ""), None),
+        ("torchrun --nproc-per-node 1 train.py --deepspeed ds.json", "torchrun", "train.py", None, ("--nproc-per-node", "1"), ("--deepspeed", "ds.json")),
+        ("python3 -u -m torch.distributed.launch --nproc_per_node 4 --use_env x.py", "torchrun", "x.py", None, ("--use_env", ""), None),
+        ("deepspeed --num_gpus=4 --include localhost:0,1 src/train.py --deepspeed cfg.json", "deepspeed", "src/train.py", None, ("--include", "localhost:0,1"), ("--deepspeed", "cfg.json")),
+        ("CUDA_VISIBLE_DEVICES=0,1 nohup python train.py --config recipe.yaml", "python", "train.py", None, None, ("--config", "recipe.yaml")),
+        ("srun -N 2 --gres=gpu:8 python train.py", "python", "train.py", None, None, None),
+        ("uv run torchrun --standalone --nproc_per_node 8 train.py", "torchrun", "train.py", None, ("--standalone", ""), None),
+        ("trl sft --config recipe.yaml --accelerate_config zero3", "trl", None, "trl.scripts.sft", ("--accelerate_config", "zero3"), None),
+        ("python scripts/run.py recipes/zephyr/config.yaml", "python", "scripts/run.py", None, None, ("", "recipes/zephyr/config.yaml")),
+    ],
+)
+def test_parse_command(command, launcher, target, module, option, script_arg) -> None:  # type: ignore[no-untyped-def]
+    launch = parse_command(command)
+    assert launch is not None
+    assert (launch.launcher, launch.target, launch.module) == (launcher, target, module)
+    if option:
+        assert launch.options.get(option[0]) == option[1]
+    if script_arg:
+        assert launch.script_args.get(script_arg[0]) == script_arg[1]
+
+
+def test_wrappers_and_env_are_recorded() -> None:
+    launch = parse_command("CUDA_VISIBLE_DEVICES=0 srun --ntasks 8 python train.py")
+    assert launch is not None and launch.wrapped_by == "srun" and launch.env == {"CUDA_VISIBLE_DEVICES": "0"}
+
+
+@pytest.mark.parametrize("command", ["pip install -r requirements.txt", "echo torchrun", "accelerate config", "ls", ""])
+def test_not_a_launch(command: str) -> None:
+    assert parse_command(command) is None
+
+
+def test_expand_variables() -> None:
+    variables = {"NGPU": "8", "EMPTY": ""}
+    assert expand("${NGPU:-2} ${MISSING:-4} $NGPU ${EMPTY:-1} $(NGPU) $UNKNOWN", variables) == "8 4 8 1 8 $UNKNOWN"
+
+
+def test_shell_script_continuations_cd_and_variables(tmp_path: Path) -> None:
+    script = tmp_path / "scripts" / "run.sh"
+    text = "#!/bin/bash\nCONFIG=configs/z3.yaml\ncd ..\naccelerate launch \\\n  --config_file $CONFIG \\\n  train.py  # go\n"
+    [command] = commands_in(script, text, "shell")
+    assert command.line == 4
+    assert command.text == "accelerate launch --config_file configs/z3.yaml train.py"
+    assert command.cwd == tmp_path / "scripts" / ".."
+
+
+def test_makefile_recipes_and_variables(tmp_path: Path) -> None:
+    text = "GPUS ?= 4\ntrain:\n\t@torchrun --nproc_per_node $(GPUS) \\\n\t\ttrain.py\nclean:\n\trm -rf out\n"
+    commands = commands_in(tmp_path / "Makefile", text, "make")
+    assert [(c.line, c.text) for c in commands] == [(3, "torchrun --nproc_per_node 4 train.py"), (6, "rm -rf out")]
+
+
+def test_dockerfile_exec_form(tmp_path: Path) -> None:
+    [command] = commands_in(tmp_path / "Dockerfile", 'FROM x\nCMD ["accelerate", "launch", "train.py"]\n', "docker")
+    assert command.text == "accelerate launch train.py" and command.line == 2
+
+
+def test_ci_yaml_run_blocks(tmp_path: Path) -> None:
+    text = "jobs:\n  t:\n    steps:\n      - run: |\n          pip install .\n          torchrun --nproc_per_node 2 train.py\n"
+    commands = commands_in(tmp_path / "ci.yml", text, "yaml")
+    assert [c.text for c in commands] == ["pip install .", "torchrun --nproc_per_node 2 train.py"]
+
+
+def test_markdown_fences_only_shell(tmp_path: Path) -> None:
+    text = "```python\nos.system('torchrun x.py')\n```\n\n```bash\n$ deepspeed train.py --deepspeed ds.json\n```\n"
+    [command] = commands_in(tmp_path / "README.md", text, "markdown")
+    assert command.text == "deepspeed train.py --deepspeed ds.json" and command.line == 6
+
+
+@pytest.mark.parametrize(
+    ("name", "head", "kind"),
+    [
+        ("run.sh", b"", "shell"),
+        ("job", b"#!/bin/bash\n#SBATCH -N 1", "shell"),
+        ("Makefile", b"", "make"),
+        ("Dockerfile.gpu", b"", "docker"),
+        ("Procfile", b"", "procfile"),
+        ("train.yaml", b"", "yaml"),
+        ("README.md", b"", "markdown"),
+        ("notes.md", b"", None),
+        ("data.csv", b"", None),
+    ],
+)
+def test_launcher_kind(name: str, head: bytes, kind: str | None) -> None:
+    assert launcher_kind(Path(name), head) == kind

@@ -1,0 +1,48 @@
+"""Repo-wide launch context: fixture repositories under tests/fixtures/launch/, one per launcher form.
+
+Each case is copied into a temporary folder with a `.git` marker (its repository root) and checked
+from there. `expected.txt` holds the concise findings (regenerate with
+PLACEMENT_LINT_UPDATE_GOLDENS=1, then read the diff); `warnings.txt`, where present, lines the run must warn.
+`bad_*` cases must produce findings, `good_*` (the single-process look-alikes) none.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import CODES
+from placement_lint.engine import RunOptions, run
+from placement_lint.report.text import concise
+from placement_lint.settings import Settings
+
+CASES = sorted(p for p in (Path(__file__).parent / "fixtures" / "launch").iterdir() if p.is_dir())
+UPDATE = os.environ.get("PLACEMENT_LINT_UPDATE_GOLDENS") == "1"
+
+
+def check_case(case: Path, tmp_path: Path, **options: object):  # type: ignore[no-untyped-def]
+    root = tmp_path / case.name
+    shutil.copytree(case, root, ignore=shutil.ignore_patterns("expected.txt", "warnings.txt"))
+    (root / ".git").mkdir()
+    return run([root], Settings(root=root, codes=CODES), RunOptions(**options), root)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_launch_case(case: Path, tmp_path: Path) -> None:
+    result = check_case(case, tmp_path)
+    assert not result.errors and not any(f.error for f in result.files)
+    lines = concise(result, RunOptions())
+    golden = case / "expected.txt"
+    if UPDATE:
+        golden.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    assert lines == golden.read_text(encoding="utf-8").splitlines()
+    if case.name.startswith("bad_"):
+        assert lines, "a bad case must produce a finding"
+    else:
+        assert lines == [], "a look-alike must stay clean"
+    expected_warnings = case / "warnings.txt"
+    for wanted in expected_warnings.read_text().splitlines() if expected_warnings.exists() else []:
+        assert any(wanted in warning for warning in result.warnings), (wanted, result.warnings)
