@@ -329,7 +329,7 @@ def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_
     """The context every Python file gets, with its evidence chain, without running the rules."""
     given = list(paths)
     found = discover(given, settings)
-    repos = repo_contexts(found.files, settings, cwd)
+    repos = repo_contexts(found.files, settings, cwd, given)
     launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
     checker = FileChecker(settings, RunOptions(), cwd, launches)
     named = {Path(os.path.abspath(p)) for p in given if Path(p).is_file()}
@@ -362,8 +362,10 @@ def _check_batch(checker: FileChecker, batch: Sequence[tuple[Path, bytes]]) -> l
     return [checker.check(path, raw) for path, raw in batch]
 
 
-def repo_contexts(files: Iterable[Path], settings: Settings, cwd: Path) -> list[RepoContext]:
-    """The launch context of every repository the files belong to, each built once."""
+def repo_contexts(files: Iterable[Path], settings: Settings, cwd: Path, given: Iterable[Path] = ()) -> list[RepoContext]:
+    """The launch context of every repository the files belong to, each built once. The folders
+    given on the command line (or holding a file given there) are searched for launchers even when
+    the configuration excludes them, as their Python files are checked."""
 
     def display(path: Path) -> str:
         try:
@@ -372,13 +374,15 @@ def repo_contexts(files: Iterable[Path], settings: Settings, cwd: Path) -> list[
             return str(path)
 
     roots = sorted({repository_root(path.parent) for path in files})
-    return [build_repo_context(root, settings, display) for root in roots]
+    folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
+    return [build_repo_context(root, settings, display, folders) for root in roots]
 
 
 def run(paths: Iterable[Path], settings: Settings, options: RunOptions, cwd: Path | None = None) -> RunResult:
     cwd = cwd or Path.cwd()
-    found = discover(list(paths), settings)
-    repos = repo_contexts(found.files, settings, cwd)
+    paths = list(paths)
+    found = discover(paths, settings)
+    repos = repo_contexts(found.files, settings, cwd, paths)
     launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
     checker = FileChecker(settings, options, cwd, launches)
     results: list[FileResult] = []

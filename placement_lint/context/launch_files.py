@@ -143,10 +143,10 @@ def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[st
 
 
 def _change_directory(path: Path, cwd: Path, target: str) -> Path:
-    if not target or target == "~" or target.startswith("$"):
-        return cwd
     if "dirname" in target:  # cd "$(dirname "$0")" and friends: the script's own folder
         return path.parent / target.split(")", 1)[1].lstrip("/") if ")/" in target else path.parent
+    if not target or target == "~" or target.startswith("$"):
+        return cwd
     return (cwd / target) if not target.startswith("/") else cwd
 
 

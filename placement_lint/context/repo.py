@@ -64,12 +64,19 @@ class RepoContext:
         return self.by_file.get(path.resolve(), ())
 
 
-def build_repo_context(root: Path, settings: Settings, display: Callable[[Path], str]) -> RepoContext:
+def build_repo_context(
+    root: Path, settings: Settings, display: Callable[[Path], str], also: tuple[Path, ...] = ()
+) -> RepoContext:
+    """`also`: folders named on the command line; their launchers count even if the config excludes them."""
     root = root.resolve()
     context = RepoContext(root)
     configs = ConfigReader(root)
     launched: dict[Path, list[Evidence]] = {}
-    for path in repository_files(root, settings, _launcher_name):
+    files = dict.fromkeys(repository_files(root, settings, _launcher_name))
+    for folder in also:
+        if folder.resolve().is_relative_to(root) and folder.resolve() != root:
+            files.update(dict.fromkeys(repository_files(folder.resolve(), settings, _launcher_name)))
+    for path in files:
         for command in _commands(path, context):
             launch = parse_command(command.text)
             if launch is None:
