@@ -21,8 +21,8 @@ from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
 from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Context, Evidence, FileContext, Override
-from placement_lint.context.repo import RepoContext, build_repo_context
 from placement_lint.context.in_file import IN_FILE_TOKENS, InFileEvidence, PragmaError, pragma_override
+from placement_lint.context.repo import RepoContext, build_repo_context
 from placement_lint.discover import discover, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability

@@ -22,7 +22,11 @@ from placement_lint.analysis.values import Classified, classify
 
 _NOT_A_MODEL = re.compile(r"(Tokenizer|TokenizerFast|Processor|Config|FeatureExtractor|Extractor|Scheduler)$")
 TRL_INIT_KWARGS = ("model_init_kwargs", "ref_model_init_kwargs", "teacher_model_init_kwargs")
-_DISTRIBUTED_STATE = {"TrainingArguments", "Seq2SeqTrainingArguments", "Accelerator", "PartialState", "HfDeepSpeedConfig"}
+# What makes transformers see a ZeRO-3 config (`is_deepspeed_zero3_enabled()`, domain.md §5.1.3): the
+# arguments objects, an explicit HfDeepSpeedConfig, an Accelerator with a DeepSpeed plugin.
+_ZERO3_CONFIG = {"TrainingArguments", "Seq2SeqTrainingArguments", "Accelerator", "HfDeepSpeedConfig"}
+# What sets this process's CUDA device (so `None` + bitsandbytes lands on the right GPU): the above and PartialState.
+_DISTRIBUTED_STATE = _ZERO3_CONFIG | {"PartialState"}
 _ARGUMENT_PARSING = {"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file", "parse_json_file", "parse_dict"}
 
 
@@ -50,7 +54,8 @@ class DeviceMap:
     candidate: Candidate
     classified: Classified
     quantized: bool
-    after_distributed_state: bool
+    after_distributed_state: bool  # the process's device is set before the load
+    after_zero3_config: bool  # a ZeRO-3 config, if the run has one, is live when the model loads
     analysis: PlacementAnalysis = field(repr=False, compare=False)
 
     @property
@@ -93,13 +98,14 @@ class PlacementAnalysis:
                 continue
             for loader, candidates in self._loader_values(node):
                 quantized = self._quantized(loader)
-                after_state = self._after_distributed_state(loader)
+                after_state = self._after(loader, self._state_creations)
+                after_config = self._after(loader, self._config_creations)
                 for candidate in candidates:
                     if not isinstance(candidate.value, ast.expr) or id(candidate.value) in seen:
                         continue
                     seen.add(id(candidate.value))
                     classified = classify(candidate.value, self.resolver.candidates)
-                    found.append(DeviceMap(loader, candidate, classified, quantized, after_state, self))
+                    found.append(DeviceMap(loader, candidate, classified, quantized, after_state, after_config, self))
         found.sort(key=lambda d: (d.node.lineno, d.node.col_offset))
         return found
 
@@ -199,18 +205,24 @@ class PlacementAnalysis:
 
     @cached_property
     def _state_creations(self) -> list[tuple[int, int]]:
+        return self._creations(_DISTRIBUTED_STATE)
+
+    @cached_property
+    def _config_creations(self) -> list[tuple[int, int]]:
+        return self._creations(_ZERO3_CONFIG)
+
+    def _creations(self, names: set[str]) -> list[tuple[int, int]]:
         return [
             (call.lineno, call.col_offset)
             for call in self.resolver.index.calls
-            if _creates_distributed_state(last_segment(self.imports.qualify(call.func)))
+            if _creates(last_segment(self.imports.qualify(call.func)), names)
         ]
 
-    def _after_distributed_state(self, loader: Loader) -> bool:
+    def _after(self, loader: Loader, creations: list[tuple[int, int]]) -> bool:
         """A TrainingArguments / TRL config / Accelerator / PartialState exists before the load (domain.md §5.1.3).
 
         For a load inside a helper function, "before" is before the helper is first called.
         """
-        creations = self._state_creations
         position = (loader.line, loader.node.col_offset)  # type: ignore[attr-defined]
         function = self.resolver.scope_of(loader.node)
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -221,5 +233,6 @@ class PlacementAnalysis:
                 return all(any(created < call for created in creations) for call in calls)
         return any(created < position for created in creations)
 
-def _creates_distributed_state(name: str) -> bool:
-    return name in _DISTRIBUTED_STATE or name in _ARGUMENT_PARSING or (name.endswith("Config") and name[:-6].isupper())
+def _creates(name: str, names: set[str]) -> bool:
+    """A call that creates one of `names`, parses arguments into TrainingArguments, or builds a TRL config."""
+    return name in names or name in _ARGUMENT_PARSING or (name.endswith("Config") and name[:-6].isupper())

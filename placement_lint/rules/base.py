@@ -10,8 +10,8 @@ from functools import cached_property
 from typing import ClassVar
 
 from placement_lint.analysis.dataflow import Resolver
-from placement_lint.analysis.names import ImportTable
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, ConsumerKind
+from placement_lint.analysis.names import ImportTable
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, PlacementAnalysis
 from placement_lint.context.evidence import Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
@@ -160,12 +160,20 @@ PER_PROCESS_MAP = '{"": PartialState().local_process_index}'
 
 
 def state_exists_at_load(device_map: DeviceMap, context: Context) -> bool:
-    """Whether the distributed state (TrainingArguments, a TRL config, Accelerator, parsed arguments)
-    exists when the model loads. Only the file's own order can show it is missing: in a module that
-    runs under its importer's setup, the importer has parsed its arguments first."""
+    """Whether this process's device is set (TrainingArguments, a TRL config, Accelerator,
+    PartialState, parsed arguments) when the model loads. Only the file's own order can show it is
+    not: in a module that runs under its importer's setup, the importer has parsed its arguments first."""
     if any(e.origin == "import" for e in context.deciding):
         return True
     return device_map.after_distributed_state
+
+
+def zero3_live_at_load(device_map: DeviceMap, context: Context) -> bool:
+    """Whether a ZeRO-3 run's config is live when the model loads, so `from_pretrained` raises for any
+    device_map (domain.md §5.1.3); when it is created later, the load gets no zero.Init (DPL008)."""
+    if any(e.origin == "import" for e in context.deciding):
+        return True
+    return device_map.after_zero3_config
 
 
 def wrapped_by_ddp(device_map: DeviceMap) -> bool:

@@ -9,8 +9,8 @@ from placement_lint.analysis.flow import ConsumerKind
 from placement_lint.analysis.names import dotted, last_segment
 from placement_lint.analysis.placements import DeviceMap, LoaderKind
 from placement_lint.analysis.values import Placement
-from placement_lint.distributed import Mode
 from placement_lint.context.evidence import Context
+from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
     PER_PROCESS_MAP,
@@ -25,6 +25,7 @@ from placement_lint.rules.base import (
     trl_overrides,
     wrapped_by_ddp,
     written,
+    zero3_live_at_load,
 )
 
 
@@ -51,7 +52,7 @@ class SpreadDeviceMapInDistributed(Rule):
             setup = context.setup
             if device_map.classified.placement is not Placement.SPREAD or trl_overrides(context, device_map):
                 continue
-            loads_under_zero3 = setup.zero3 and state_exists_at_load(device_map, context)
+            loads_under_zero3 = setup.zero3 and zero3_live_at_load(device_map, context)
             # Outside ZeRO-3 the crash comes when a trainer or prepare() sees the spread model; a model
             # that is only used for inference is DPL007's business. Under ZeRO-3 the load itself fails.
             if not loads_under_zero3 and (device_map.trained is False or device_map.loader.kind is LoaderKind.PIPELINE):
@@ -77,7 +78,7 @@ class SpreadDeviceMapInDistributed(Rule):
     def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> str:
         setup = context.setup
         value = f"device_map={written(file, device_map.node)}"
-        if setup.zero3 and state_exists_at_load(device_map, context):
+        if setup.zero3 and zero3_live_at_load(device_map, context):
             consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
         elif wrapped_by_ddp(device_map):
             consequence = (

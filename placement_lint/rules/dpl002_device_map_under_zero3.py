@@ -16,9 +16,9 @@ from placement_lint.rules.base import (
     Violation,
     fix,
     is_local,
-    state_exists_at_load,
     trl_overrides,
     written,
+    zero3_live_at_load,
 )
 
 _DDP = Setup(Mode.DDP)
@@ -44,14 +44,14 @@ class DeviceMapUnderZero3(Rule):
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         for device_map, context in file.device_maps:
             placement = device_map.classified.placement
+            # Only a load while the ZeRO-3 config is live raises; a load before it is DPL008's concern.
             if not context.setup.zero3 or not placement.non_none or placement is Placement.SPREAD:
+                continue
+            if not zero3_live_at_load(device_map, context):
                 continue
             if trl_overrides(context, device_map):
                 continue
-            if state_exists_at_load(device_map, context):
-                consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
-            else:
-                consequence = "the model loads before the ZeRO-3 config exists, so every rank first holds a whole copy"
+            consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
             message = (
                 f"device_map={written(file, device_map.node)} is not allowed under DeepSpeed ZeRO-3 "
                 f"({context.because(file.display)}): {consequence}; ZeRO-3 partitions and places the model itself: "

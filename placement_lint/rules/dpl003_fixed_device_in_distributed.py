@@ -8,8 +8,18 @@ from placement_lint.analysis.placements import DeviceMap
 from placement_lint.analysis.values import Placement
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Fix
-from placement_lint.rules.base import PER_PROCESS_MAP, CheckedFile, FixAvailability, Rule, Violation, fix, is_local, trl_overrides, written
-
+from placement_lint.rules.base import (
+    PER_PROCESS_MAP,
+    CheckedFile,
+    FixAvailability,
+    Rule,
+    Violation,
+    fix,
+    is_local,
+    trl_overrides,
+    written,
+    zero3_live_at_load,
+)
 
 
 class FixedDeviceInDistributed(Rule):
@@ -31,10 +41,14 @@ class FixedDeviceInDistributed(Rule):
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         for device_map, context in file.device_maps:
             setup = context.setup
-            if setup.zero3 or device_map.classified.placement is not Placement.FIXED or trl_overrides(context, device_map):
+            if device_map.classified.placement is not Placement.FIXED or trl_overrides(context, device_map):
                 continue
+            if setup.zero3 and zero3_live_at_load(device_map, context):
+                continue  # DPL002: the load itself fails
             device = device_map.classified.device
-            if setup.mode is Mode.FSDP:
+            if setup.zero3:
+                advice = "the model loads before the ZeRO-3 config exists; ZeRO-3 places it itself: use device_map=None"
+            elif setup.mode is Mode.FSDP:
                 advice = "FSDP shards and places the model itself: use device_map=None"
             elif setup.mode is Mode.DEEPSPEED and setup.zero_stage is None:
                 advice = "DeepSpeed places the model itself: use device_map=None"
@@ -49,7 +63,7 @@ class FixedDeviceInDistributed(Rule):
 
     @staticmethod
     def _fix(file: CheckedFile, device_map: DeviceMap, setup: Setup) -> Fix:
-        if setup.mode is Mode.FSDP:
+        if setup.mode is Mode.FSDP or setup.zero3:
             safe = Applicability.SAFE if is_local(file, device_map) else Applicability.UNSAFE
             return fix(safe, "Use device_map=None", file.replace(device_map.node, "None"))
         if setup.mode is Mode.DEEPSPEED and setup.zero_stage is None:
