@@ -229,8 +229,10 @@ class PlacementAnalysis:
             if any((function.lineno, 0) <= created < position for created in creations):
                 return True
             calls = [(c.lineno, c.col_offset) for c in self.resolver.index.calls_by_name.get(function.name, [])]
+            body = ((function.lineno, 0), (function.end_lineno or function.lineno, 1 << 30))
+            outside = [created for created in creations if not body[0] <= created <= body[1]]
             if calls:
-                return all(any(created < call for created in creations) for call in calls)
+                return all(any(created < call for created in outside) for call in calls)
         return any(created < position for created in creations)
 
 def _creates(name: str, names: set[str]) -> bool:
