@@ -199,10 +199,12 @@ class FileChecker:
         override = self._override(source, display)
         configs = ConfigReader(repository_root(source.path))
         parts = Parts(module)
-        found = InFileEvidence(module, source.text, imports, Resolver(module, _POSSIBLE), source.path, display, configs).collect()
+        resolver = Resolver(module, _POSSIBLE)
+        found = InFileEvidence(module, source.text, imports, resolver, source.path, display, configs).collect()
         external, used = self._launch_evidence(source.path)
         located = [(evidence, parts.part_of(node), parts.owner_of(node)) for evidence, node in found]
-        return FileContext(parts, located, override, external, used)
+        fields = frozenset(resolver.field_defaults()) if external else frozenset()
+        return FileContext(parts, located, override, external, used, fields)
 
     def _override(self, source: SourceFile, display: str) -> Override | None:
         if self.options.context:

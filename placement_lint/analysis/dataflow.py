@@ -44,7 +44,33 @@ class Candidate:
 
     value: Value
     guards: tuple[Guard, ...] = ()
-    via: tuple[ast.AST, ...] = ()
+    via: tuple[ast.AST | LaunchArgument, ...] = ()
+
+    @property
+    def from_launch(self) -> LaunchArgument | None:
+        return next((step for step in self.via if isinstance(step, LaunchArgument)), None)
+
+
+@dataclass(frozen=True)
+class LaunchArgument:
+    """A step in a candidate's path: the value came from a launch's command line, not the file."""
+
+    name: str
+    value: str
+    where: str
+
+
+def _argument_value(text: str, at: ast.expr) -> ast.expr:
+    """`--device_map auto` -> "auto", `--q_lora True` -> True, placed where the file reads the field."""
+    lowered = text.lower()
+    value: object = {"true": True, "false": False, "none": None}.get(lowered, text)
+    if value is text:
+        try:
+            value = int(text)
+        except ValueError:
+            pass
+    node = ast.Constant(value)
+    return ast.copy_location(node, at)
 
 
 State = dict[str, list[Binding]]
@@ -60,6 +86,8 @@ def key_of(base: str, key: str) -> str:
 class Resolver:
     module: ast.Module
     setup: Setup
+    # Values a launch passes on the command line for dataclass fields: (field, value, where).
+    arguments: tuple[tuple[str, str, str], ...] = ()
     parents: dict[int, ast.AST] = field(default_factory=dict)
     _states: dict[tuple[int, int], State] = field(default_factory=dict)
     _field_defaults: dict[str, list[ast.expr | None]] | None = None
@@ -136,6 +164,9 @@ class Resolver:
             return [Candidate(expr, guards, via)]
         found = self.bindings(key, expr)
         if not found and isinstance(expr, ast.Attribute):
+            passed = next((a for a in self.arguments if a[0] == expr.attr), None)
+            if passed is not None and expr.attr in self.field_defaults():
+                return [Candidate(_argument_value(passed[1], expr), guards, (*via, LaunchArgument(*passed)))]
             defaults = self.field_defaults().get(expr.attr)
             if defaults and len(defaults) == 1 and defaults[0] is not None:
                 return self.candidates(defaults[0], guards, (*via, defaults[0]), depth + 1)

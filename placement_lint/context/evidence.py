@@ -31,6 +31,7 @@ class Evidence:
     zero_stage: int | None = None  # for DEEPSPEED evidence whose config shows a stage below 3
     origin: str = "file"  # "file": seen in the Python file; "launch": a command that runs it; "import": via an importer
     chain: tuple[str, ...] = ()  # launch/import: the file, the files that import it, ..., the launched script
+    arguments: tuple[tuple[str, str], ...] = ()  # launch: script arguments (`--q_lora True` -> ("q_lora", "True"))
 
     @property
     def where(self) -> str:
@@ -60,10 +61,31 @@ _STRENGTH = (Kind.ZERO3, Kind.DEEPSPEED, Kind.FSDP, Kind.DDP)
 _RANK = {Mode.DEEPSPEED: 0, Mode.FSDP: 1, Mode.DDP: 2, Mode.POSSIBLE: 3, Mode.SINGLE: 4}
 
 
+def _strength(context: Context) -> tuple[int, int]:
+    return (_RANK.get(context.setup.mode, 9), -(context.setup.zero_stage or 0))
+
+
+def _group_launches(
+    external: tuple[Evidence, ...], field_names: frozenset[str]
+) -> list[tuple[tuple[tuple[str, str, str], ...], tuple[Evidence, ...]]]:
+    """Launches that differ only in arguments the file does not read are one variant."""
+    groups: dict[tuple[object, ...], list[Evidence]] = {}
+    keys: dict[tuple[object, ...], tuple[tuple[str, str, str], ...]] = {}
+    for evidence in external:
+        relevant = tuple(sorted((name, value, evidence.where) for name, value in evidence.arguments if name in field_names))
+        key = (evidence.kind, evidence.zero_stage, tuple((n, v) for n, v, _ in relevant))
+        groups.setdefault(key, []).append(evidence)
+        keys.setdefault(key, relevant)
+    return [(keys[key], tuple(items)) for key, items in groups.items()]
+
+
 @dataclass(frozen=True)
 class Context:
     evidence: tuple[Evidence, ...] = ()
     override: Override | None = None
+    # The script arguments of the one launch this context stands for, as (field, value, where):
+    # they replace dataclass field defaults (`args.q_lora`, `model_args.device_map`) in the analysis.
+    arguments: tuple[tuple[str, str, str], ...] = ()
     setup: Setup = field(init=False)
 
     def __post_init__(self) -> None:
@@ -118,7 +140,8 @@ class Context:
 class FileContext:
     """The contexts of one file's parts (see `analysis.callgraph`): evidence applies to the part it
     was seen in; an override applies everywhere; evidence from outside the file (a launcher)
-    applies to the part that runs when the file is executed."""
+    applies to what the launch runs of the file. Each launch is its own variant, with its own
+    script arguments, so `--q_lora True` in one script and ZeRO-3 in another are not mixed up."""
 
     def __init__(
         self,
@@ -127,55 +150,66 @@ class FileContext:
         override: Override | None,
         external: tuple[Evidence, ...] = (),
         used_names: frozenset[str] = frozenset({"__main__"}),
+        field_names: frozenset[str] = frozenset(),  # the module's dataclass fields (its CLI arguments)
     ) -> None:
         self.parts = parts
         self.override = override
         self._evidence = evidence
         # A launcher runs a script's module-level code and what it calls ("__main__"); a module imported
         # by a launched script runs what its importers use of it (those names; "*" for everything).
-        self._external = external
-        # Owners (top-level functions, methods, MODULE) that run under the external evidence; None: all.
         self._external_owners: set[int] | None = None if "*" in used_names else parts.reachable(used_names)
-        self._cache: dict[tuple[int, bool], Context] = {}
+        self._launches = _group_launches(external, field_names)
+        self._cache: dict[tuple[int, int], Context] = {}
 
-    def _context(self, part: int, gets_external: bool) -> Context:
-        key = (part, gets_external)
+    def _context(self, part: int, launch: int) -> Context:
+        """The context of a part under launch number `launch` (-1: no launch applies)."""
+        key = (part, launch)
         if key not in self._cache:
-            local = [e for e, p, _ in self._evidence if p == part]
-            if gets_external:
-                local += self._external
-            self._cache[key] = Context(tuple(local), self.override)
+            local = tuple(e for e, p, _ in self._evidence if p == part)
+            if launch < 0:
+                self._cache[key] = Context(local, self.override)
+            else:
+                arguments, group = self._launches[launch]
+                self._cache[key] = Context(local + group, self.override, arguments)
         return self._cache[key]
 
-    def _gets_external(self, owner: int) -> bool:
-        return bool(self._external) and (self._external_owners is None or owner in self._external_owners)
+    def _launch_numbers(self, owner: int) -> list[int]:
+        if not self._launches or (self._external_owners is not None and owner not in self._external_owners):
+            return [-1]
+        return list(range(len(self._launches)))
+
+    def contexts_at(self, node: object) -> list[Context]:
+        """Every context the code at `node` runs under, strongest first."""
+        part = self.parts.part_of(node)  # type: ignore[arg-type]
+        contexts = [self._context(part, n) for n in self._launch_numbers(self.parts.owner_of(node))]  # type: ignore[arg-type]
+        return sorted(contexts, key=_strength)
 
     def at(self, node: object) -> Context:
-        part = self.parts.part_of(node)  # type: ignore[arg-type]
-        return self._context(part, self._gets_external(self.parts.owner_of(node)))  # type: ignore[arg-type]
+        return self.contexts_at(node)[0]
+
+    def variants(self) -> list[Context]:
+        """One context per distinct (setup, launch arguments) some part of the file runs under."""
+        if self.override is not None and not self._launches:
+            return [Context((), self.override)]
+        found = [self._context(p, n) for _, p, owner in self._evidence for n in self._launch_numbers(owner)]
+        if self._launches and self._external_owners != set():
+            found += [self._context(-1, n) for n in range(len(self._launches))]
+        unique: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Context] = {}
+        for context in sorted(found, key=lambda c: (_strength(c), -len(c.evidence))):
+            unique.setdefault((context.setup, context.arguments), context)
+        return list(unique.values())
 
     def setups(self) -> set[Setup]:
-        """Every setup some part of the file can run under (under an override, just that one)."""
-        if self.override is not None:
-            return {self.override.setup}
-        found = {self._context(p, self._gets_external(owner)).setup for _, p, owner in self._evidence}
-        if self._external and self._external_owners != set():
-            found |= {self._context(p, True).setup for _, p, _ in self._evidence}
-            found.add(Context(self._external).setup)
-        return found
+        return {context.setup for context in self.variants()}
 
     def distinct(self) -> list[Context]:
         """The contexts the file's parts get, one per setup (for `placement-lint context`)."""
-        if self.override is not None:
-            return [Context((), self.override)]
-        candidates = [self._context(p, self._gets_external(owner)) for _, p, owner in self._evidence]
-        if self._external and self._external_owners != set():
-            candidates.append(Context(self._external))
-        best: dict[Setup, Context] = {}
-        for context in candidates:
-            if context.setup not in best or len(context.evidence) > len(best[context.setup].evidence):
-                best[context.setup] = context
-        return sorted(best.values(), key=lambda c: _RANK.get(c.setup.mode, 9))
+        merged: dict[Setup, Context] = {}
+        for context in self.variants():
+            known = merged.get(context.setup)
+            evidence = context.evidence if known is None else known.evidence + tuple(e for e in context.evidence if e not in known.evidence)
+            merged[context.setup] = Context(evidence, context.override)
+        return sorted(merged.values(), key=_strength)
 
     @property
     def distributed_anywhere(self) -> bool:

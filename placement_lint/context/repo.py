@@ -90,7 +90,14 @@ def build_repo_context(
             if resolved.details:
                 text += f", {resolved.details}"
             evidence = Evidence(
-                resolved.kind, display(command.source), command.line, text, resolved.stage, "launch", (display(target),)
+                resolved.kind,
+                display(command.source),
+                command.line,
+                text,
+                resolved.stage,
+                "launch",
+                (display(target),),
+                _arguments(launch),
             )
             launched.setdefault(target, []).append(evidence)
     context.warnings += configs.warnings
@@ -279,6 +286,15 @@ def _deepspeed(stage: int | None, details: str) -> Resolved:
     return Resolved(Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED, stage, details)
 
 
+def _arguments(launch: Launch) -> tuple[tuple[str, str], ...]:
+    """Script arguments an HfArgumentParser/TrlParser would turn into dataclass fields (`--q_lora True`)."""
+    return tuple(
+        (name.lstrip("-").replace("-", "_"), value)
+        for name, value in launch.script_args.items()
+        if name.startswith("--") and "$" not in value and "`" not in value
+    )
+
+
 def _short(text: str) -> str:
     return text if len(text) <= 90 else text[:87] + "..."
 
@@ -303,7 +319,7 @@ def _propagate_to_imports(context: RepoContext, launched: dict[Path, list[Eviden
             continue
         for module, names in summary.imports(wanted, context.root):
             inherited = tuple(
-                Evidence(e.kind, e.path, e.line, e.text, e.zero_stage, "import", (display(module), *e.chain))
+                Evidence(e.kind, e.path, e.line, e.text, e.zero_stage, "import", (display(module), *e.chain), e.arguments)
                 for e in items
                 if e.kind is not Kind.SINGLE
             )

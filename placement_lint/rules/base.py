@@ -44,7 +44,7 @@ class CheckedFile:
     imports: ImportTable
     contexts: FileContext
     display: str
-    _resolvers: dict[Setup, Resolver] = field(default_factory=dict)
+    _resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = field(default_factory=dict)
 
     @cached_property
     def bypasses_device_map_check(self) -> bool:
@@ -67,10 +67,11 @@ class CheckedFile:
                 return True
         return False
 
-    def resolver_for(self, setup: Setup) -> Resolver:
-        if setup not in self._resolvers:
-            self._resolvers[setup] = Resolver(self.module, setup)
-        return self._resolvers[setup]
+    def resolver_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> Resolver:
+        key = (setup, arguments)
+        if key not in self._resolvers:
+            self._resolvers[key] = Resolver(self.module, setup, arguments)
+        return self._resolvers[key]
 
     @cached_property
     def resolver(self) -> Resolver:
@@ -79,15 +80,20 @@ class CheckedFile:
 
     @cached_property
     def device_maps(self) -> list[tuple[DeviceMap, Context]]:
-        """Every device_map in a distributed part of the file, resolved under that part's setup."""
+        """Every device_map in a distributed part of the file, resolved under each setup (and launch
+        arguments) that part runs under; a value found under several is kept once, strongest first."""
         found: list[tuple[DeviceMap, Context]] = []
-        for setup in self.contexts.setups():
-            if not setup.distributed:
+        seen: set[tuple[int, object]] = set()
+        for variant in self.contexts.variants():
+            if not variant.setup.distributed:
                 continue
-            analysis = PlacementAnalysis(self.module, self.imports, self.resolver_for(setup))
+            analysis = PlacementAnalysis(self.module, self.imports, self.resolver_for(variant.setup, variant.arguments))
             for device_map in analysis.device_maps:
-                context = self.contexts.at(device_map.loader.node)
-                if context.setup == setup:
+                contexts = self.contexts.contexts_at(device_map.loader.node)
+                context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
+                key = (id(device_map.node) if device_map.candidate.from_launch is None else id(device_map.loader.node), device_map.classified.placement)
+                if context is not None and key not in seen:
+                    seen.add(key)
                     found.append((device_map, context))
         return found
 
@@ -217,3 +223,9 @@ def trl_overrides(context: Context, device_map: DeviceMap) -> bool:
 
 def fix(applicability: Applicability, message: str, *edits: Edit | None) -> Fix:
     return Fix(applicability, message, tuple(sorted(e for e in edits if e is not None)))
+
+
+def passed_by_launch(device_map: DeviceMap) -> str:
+    """` (--device_map auto, passed by scripts/run.sh:4)` when the value comes from a launch's command line."""
+    argument = device_map.candidate.from_launch
+    return f" (--{argument.name} {argument.value}, passed by {argument.where})" if argument else ""

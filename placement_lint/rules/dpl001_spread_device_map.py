@@ -13,6 +13,7 @@ from placement_lint.context.evidence import Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
+    passed_by_launch,
     PER_PROCESS_MAP,
     CheckedFile,
     FixAvailability,
@@ -65,7 +66,7 @@ class SpreadDeviceMapInDistributed(Rule):
             if not loads_under_zero3 and file.bypasses_device_map_check:
                 continue
             message = self._message(file, device_map, context)
-            yield self.violation(file, device_map.node, message, self._fix(file, device_map, context), context)
+            yield self.violation(file, device_map.node, message, None if device_map.candidate.from_launch else self._fix(file, device_map, context), context)
 
     @staticmethod
     def _per_rank_needed(device_map: DeviceMap, context: Context) -> bool:
@@ -77,7 +78,7 @@ class SpreadDeviceMapInDistributed(Rule):
 
     def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> str:
         setup = context.setup
-        value = f"device_map={written(file, device_map.node)}"
+        value = f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)}"
         if setup.zero3 and zero3_live_at_load(device_map, context):
             consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
         elif wrapped_by_ddp(device_map):

@@ -10,6 +10,7 @@ from placement_lint.analysis.values import Placement
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
+    passed_by_launch,
     CheckedFile,
     FixAvailability,
     Rule,
@@ -53,11 +54,11 @@ class DeviceMapUnderZero3(Rule):
                 continue
             consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
             message = (
-                f"device_map={written(file, device_map.node)} is not allowed under DeepSpeed ZeRO-3 "
+                f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} is not allowed under DeepSpeed ZeRO-3 "
                 f"({context.because(file.display)}): {consequence}; ZeRO-3 partitions and places the model itself: "
                 "use device_map=None"
             )
-            yield self.violation(file, device_map.node, message, self._fix(file, device_map), context)
+            yield self.violation(file, device_map.node, message, None if device_map.candidate.from_launch else self._fix(file, device_map), context)
 
     def _fix(self, file: CheckedFile, device_map: DeviceMap) -> Fix:
         applicability = Applicability.SAFE if is_local(file, device_map) else Applicability.UNSAFE

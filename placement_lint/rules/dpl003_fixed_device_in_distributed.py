@@ -9,6 +9,7 @@ from placement_lint.analysis.values import Placement
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
+    passed_by_launch,
     PER_PROCESS_MAP,
     CheckedFile,
     FixAvailability,
@@ -55,11 +56,11 @@ class FixedDeviceInDistributed(Rule):
             else:
                 advice = f"give each process its own GPU: use device_map={PER_PROCESS_MAP}"
             message = (
-                f"device_map={written(file, device_map.node)} puts every process's model on device {device!r}, but this "
+                f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} puts every process's model on device {device!r}, but this "
                 f"script runs under {setup.describe()} ({context.because(file.display)}): every rank loads onto the same GPU "
                 f"(out of memory, or bitsandbytes' \"loaded ... on a different device\" error); {advice}"
             )
-            yield self.violation(file, device_map.node, message, self._fix(file, device_map, setup), context)
+            yield self.violation(file, device_map.node, message, None if device_map.candidate.from_launch else self._fix(file, device_map, setup), context)
 
     @staticmethod
     def _fix(file: CheckedFile, device_map: DeviceMap, setup: Setup) -> Fix:
