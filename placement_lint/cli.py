@@ -86,7 +86,8 @@ def check(
             settings = replace(settings, ignore=settings.ignore + tuple(check_selectors(_split(ignore), codes, "--ignore")))
         if extend_select:
             settings = replace(
-                settings, extend_select=settings.extend_select + tuple(check_selectors(_split(extend_select), codes, "--extend-select"))
+                settings,
+                extend_select=settings.extend_select + tuple(check_selectors(_split(extend_select), codes, "--extend-select")),
             )
     except ConfigError as exc:
         _error(str(exc))

@@ -276,7 +276,9 @@ class FileChecker:
                 tofile=f"b/{result.display}",
             )
             # As `diff -u` does, mark a last line without a newline instead of running into the next file.
-            result.diff = "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines)
+            result.diff = "".join(
+                line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines
+            )
             result.fixed = outcome.applied
             return violations
         try:
@@ -410,7 +412,7 @@ def _check_all(checker: FileChecker, candidates: list[tuple[Path, bytes]], optio
         return [checker.check(path, raw) for path, raw in candidates]
     from concurrent.futures import ProcessPoolExecutor  # only when there is enough work to share
 
-    chunks = [candidates[i::jobs * 4] for i in range(jobs * 4)]
+    chunks = [candidates[i :: jobs * 4] for i in range(jobs * 4)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(_check_batch, checker, chunk) for chunk in chunks if chunk]
         return [result for future in futures for result in future.result()]

@@ -120,7 +120,9 @@ def _from_table(table: dict[str, object], config_file: Path, codes: tuple[str, .
     values: dict[str, object] = {}
     for key in ("select", "ignore", "extend-select"):
         if key in table:
-            values[key.replace("-", "_")] = tuple(check_selectors(_strings(table[key], f"{where} {key}"), codes, f"{where} {key}"))
+            values[key.replace("-", "_")] = tuple(
+                check_selectors(_strings(table[key], f"{where} {key}"), codes, f"{where} {key}")
+            )
     for key in ("exclude", "extend-exclude"):
         if key in table:
             values[key.replace("-", "_")] = tuple(_strings(table[key], f"{where} {key}"))
@@ -135,7 +137,8 @@ def _from_table(table: dict[str, object], config_file: Path, codes: tuple[str, .
     if "per-file-context" in table:
         mapping = _mapping(table["per-file-context"], f"{where} per-file-context")
         values["per_file_context"] = tuple(
-            (pattern, check_context(name, f"{where} per-file-context.{pattern}")) for pattern, name in mapping.items()  # type: ignore[misc]
+            (pattern, check_context(name, f"{where} per-file-context.{pattern}"))
+            for pattern, name in mapping.items()  # type: ignore[misc]
         )
     if "respect-gitignore" in table:
         if not isinstance(table["respect-gitignore"], bool):

@@ -12,7 +12,13 @@ from placement_lint.analysis.values import Placement, classify
 from placement_lint.distributed import Mode, Setup
 from placement_lint.source import SourceError, decode_source, parse_python
 
-DDP, SINGLE, ZERO3, ZERO2, DS = Setup(Mode.DDP), Setup(Mode.SINGLE), Setup(Mode.DEEPSPEED, 3), Setup(Mode.DEEPSPEED, 2), Setup(Mode.DEEPSPEED)
+DDP, SINGLE, ZERO3, ZERO2, DS = (
+    Setup(Mode.DDP),
+    Setup(Mode.SINGLE),
+    Setup(Mode.DEEPSPEED, 3),
+    Setup(Mode.DEEPSPEED, 2),
+    Setup(Mode.DEEPSPEED),
+)
 
 
 def truth(source: str, setup: Setup) -> bool | None:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import lint_source
 from placement_lint.catalogue import page
 from placement_lint.rules import all_rules
+
+from helpers import lint_source
 
 ROOT = Path(__file__).parent.parent
 SECTIONS = ["What it does", "Why it fails", "Example", "Use instead", "Fix safety", "When it is fine", "References"]
@@ -19,7 +20,7 @@ _BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 def sections(text: str) -> dict[str, str]:
     parts = re.split(r"^## (.+)$", text, flags=re.MULTILINE)
-    return {title.strip(): body for title, body in zip(parts[1::2], parts[2::2])}
+    return {title.strip(): body for title, body in zip(parts[1::2], parts[2::2], strict=True)}
 
 
 def examples() -> list[tuple[str, str, int, str]]:
@@ -45,7 +46,11 @@ def test_every_page_belongs_to_a_rule() -> None:
     assert {p.stem for p in (ROOT / "rules").glob("*.md")} == codes
 
 
-@pytest.mark.parametrize(("code", "section", "number", "source"), examples(), ids=lambda v: str(v)[:20] if not isinstance(v, str) or "\n" not in v else "")
+@pytest.mark.parametrize(
+    ("code", "section", "number", "source"),
+    examples(),
+    ids=lambda v: str(v)[:20] if not isinstance(v, str) or "\n" not in v else "",
+)
 def test_page_example_lints_as_the_page_says(code: str, section: str, number: int, source: str, tmp_path: Path) -> None:
     result = lint_source(tmp_path, source)
     assert result.error is None

@@ -16,13 +16,15 @@ from click.testing import CliRunner
 from placement_lint.cli import main
 
 SCRIPT = Path(sys.executable).parent / "placement-lint"
-ZERO3 = '''from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+ZERO3 = """from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
 
 args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
 model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")  # spread
 Trainer(model=model, args=args).train()
-'''
-SINGLE = 'from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")\n'
+"""
+SINGLE = (
+    'from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")\n'
+)
 DDP_FIXED = 'import torch.distributed as dist\ndist.init_process_group("nccl")\nmodel = AutoModelForCausalLM.from_pretrained("gpt2", device_map=0)\n'
 
 
@@ -65,7 +67,7 @@ def test_clean_tree_exits_0(tmp_path: Path) -> None:
 def test_concise_and_exit_zero(repo: Path) -> None:
     result = cli("check", "--output-format", "concise", "--exit-zero", ".", cwd=repo)
     assert result.returncode == 0
-    assert result.stdout.splitlines()[0].startswith("train_z3.py:4:65: DPL001 [*] device_map=\"auto\"")
+    assert result.stdout.splitlines()[0].startswith('train_z3.py:4:65: DPL001 [*] device_map="auto"')
 
 
 def test_json_is_ruff_shaped(repo: Path) -> None:
@@ -76,7 +78,9 @@ def test_json_is_ruff_shaped(repo: Path) -> None:
     assert item["location"] == {"row": 4, "column": 65} and item["end_location"] == {"row": 4, "column": 71}
     assert item["filename"] == str(repo.resolve() / "train_z3.py")
     assert item["fix"]["applicability"] == "safe"
-    assert item["fix"]["edits"] == [{"content": "None", "location": {"row": 4, "column": 65}, "end_location": {"row": 4, "column": 71}}]
+    assert item["fix"]["edits"] == [
+        {"content": "None", "location": {"row": 4, "column": 65}, "end_location": {"row": 4, "column": 71}}
+    ]
     assert item["noqa_row"] == 4 and item["url"] == "rules/DPL001.md"
     assert item["context"][0]["kind"] == "ZERO3" and item["context"][0]["where"] == "train_z3.py:3"
 
@@ -160,7 +164,8 @@ def test_context_override_from_config_and_cli(tmp_path: Path) -> None:
 )
 def test_invalid_config_is_one_line_exit_2(repo: Path, config: str, message: str) -> None:
     (repo / "pyproject.toml").write_text(config)
-    result = cli("check", ".", cwd=repo, *([] if "invalid TOML" not in message else ["--config", "pyproject.toml"]))
+    extra = ["--config", "pyproject.toml"] if "invalid TOML" in message else []
+    result = cli("check", ".", *extra, cwd=repo)
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr

@@ -22,7 +22,9 @@ TEMPLATE = (
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
-@pytest.mark.parametrize(("cookie", "encoding", "bom"), [("utf-8", "utf-8", False), ("utf-8", "utf-8", True), ("latin-1", "latin-1", False)])
+@pytest.mark.parametrize(
+    ("cookie", "encoding", "bom"), [("utf-8", "utf-8", False), ("utf-8", "utf-8", True), ("latin-1", "latin-1", False)]
+)
 def test_only_the_value_changes(tmp_path: Path, newline: str, cookie: str, encoding: str, bom: bool) -> None:
     text = TEMPLATE.format(cookie=cookie).replace("\u2014", "-" if encoding == "latin-1" else "\u2014")
     raw = (b"\xef\xbb\xbf" if bom else b"") + text.replace("\n", newline).encode(encoding)
@@ -62,7 +64,9 @@ def test_fix_is_refused_when_the_file_changed_on_disk(tmp_path: Path, monkeypatc
 
 def test_symlinked_file_is_fixed_through_the_link(tmp_path: Path) -> None:
     real = tmp_path / "real.py"
-    real.write_text("import torch.distributed as dist\ndist.init_process_group('nccl')\nm = X.from_pretrained('g', device_map='auto')\nTrainer(model=m)\n")
+    real.write_text(
+        "import torch.distributed as dist\ndist.init_process_group('nccl')\nm = X.from_pretrained('g', device_map='auto')\nTrainer(model=m)\n"
+    )
     link = tmp_path / "link.py"
     os.symlink(real, link)
     lint_file(link, fix=True)

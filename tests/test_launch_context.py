@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CODES
 from placement_lint.engine import RunOptions, run
 from placement_lint.report.text import concise
 from placement_lint.settings import Settings
+
+from helpers import CODES
 
 CASES = sorted(p for p in (Path(__file__).parent / "fixtures" / "launch").iterdir() if p.is_dir())
 UPDATE = os.environ.get("PLACEMENT_LINT_UPDATE_GOLDENS") == "1"

@@ -175,9 +175,7 @@ class Resolver:
         out = []
         for binding in found:
             if isinstance(binding.value, ast.expr):
-                out += self.candidates(
-                    binding.value, (*guards, *binding.guards), (*via, binding.statement), depth + 1
-                )
+                out += self.candidates(binding.value, (*guards, *binding.guards), (*via, binding.statement), depth + 1)
             else:
                 out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement)))
         return out
@@ -260,9 +258,7 @@ class Resolver:
     ) -> tuple[State, bool, bool]:
         if isinstance(stmt, ast.If):
             in_body = any(id(s) in path for s in stmt.body)
-            return self._walk(
-                stmt.body if in_body else stmt.orelse, dict(state), (*guards, (stmt.test, in_body)), stop, path
-            )
+            return self._walk(stmt.body if in_body else stmt.orelse, dict(state), (*guards, (stmt.test, in_body)), stop, path)
         for block in _blocks(stmt):
             if any(id(s) in path for s in block):
                 return self._walk(block, dict(state), guards, stop, path)
@@ -467,7 +463,7 @@ def dict_entries(expr: ast.expr) -> list[tuple[str, ast.expr]]:
     if isinstance(expr, ast.Dict):
         return [
             (key.value, value)
-            for key, value in zip(expr.keys, expr.values)
+            for key, value in zip(expr.keys, expr.values, strict=True)
             if isinstance(key, ast.Constant) and isinstance(key.value, str)
         ]
     if isinstance(expr, ast.Call):

@@ -199,7 +199,7 @@ class _Evaluator:
     def _compare(self, expr: ast.Compare, depth: int) -> object:
         left = self.value(expr.left, depth + 1)
         result: object = True
-        for op, right_expr in zip(expr.ops, expr.comparators):
+        for op, right_expr in zip(expr.ops, expr.comparators, strict=True):
             # `"LOCAL_RANK" in os.environ`
             if isinstance(op, (ast.In, ast.NotIn)) and _is_environ(right_expr) and isinstance(left, str):
                 present = self._pick(True, False) if left in WORLD_ENV | RANK_ENV else UNKNOWN

@@ -185,7 +185,9 @@ class PlacementAnalysis:
             if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
                 config_name = dotted(parent.targets[0])
         trainers = [call for call in self.resolver.index.calls if self.flow.is_trainer(call)]
-        matching = [t for t in trainers if config_name and (args := argument(t, "args", 1)) is not None and dotted(args) == config_name]
+        matching = [
+            t for t in trainers if config_name and (args := argument(t, "args", 1)) is not None and dotted(args) == config_name
+        ]
         chosen = matching or (trainers if len(trainers) == 1 else [])
         return [Consumer(ConsumerKind.TRAINER, self.flow.trainer_name(t), t) for t in chosen]
 
@@ -199,7 +201,10 @@ class PlacementAnalysis:
                 return True
             for splat in (k for k in call.keywords if k.arg is None):
                 values = self.resolver.key_candidates(splat.value, name)
-                if values and any(isinstance(c.value, ast.expr) and not (isinstance(c.value, ast.Constant) and not c.value.value) for c in values):
+                if values and any(
+                    isinstance(c.value, ast.expr) and not (isinstance(c.value, ast.Constant) and not c.value.value)
+                    for c in values
+                ):
                     return True
         return False
 
@@ -234,6 +239,7 @@ class PlacementAnalysis:
             if calls:
                 return all(any(created < call for created in outside) for call in calls)
         return any(created < position for created in creations)
+
 
 def _creates(name: str, names: set[str]) -> bool:
     """A call that creates one of `names`, parses arguments into TrainingArguments, or builds a TRL config."""

@@ -117,7 +117,9 @@ class Context:
             Mode.DDP: (Kind.DDP,),
             Mode.POSSIBLE: (Kind.POSSIBLE,),
         }.get(self.setup.mode, ())
-        return sorted((e for e in self.evidence if e.kind in wanted), key=lambda e: _STRENGTH.index(e.kind) if e.kind in _STRENGTH else 9)
+        return sorted(
+            (e for e in self.evidence if e.kind in wanted), key=lambda e: _STRENGTH.index(e.kind) if e.kind in _STRENGTH else 9
+        )
 
     def because(self, here: str) -> str:
         """Why we think so, for a message: `TrainingArguments(deepspeed=...), line 33`."""
@@ -207,7 +209,11 @@ class FileContext:
         merged: dict[Setup, Context] = {}
         for context in self.variants():
             known = merged.get(context.setup)
-            evidence = context.evidence if known is None else known.evidence + tuple(e for e in context.evidence if e not in known.evidence)
+            evidence = (
+                context.evidence
+                if known is None
+                else known.evidence + tuple(e for e in context.evidence if e not in known.evidence)
+            )
             merged[context.setup] = Context(evidence, context.override)
         return sorted(merged.values(), key=_strength)
 

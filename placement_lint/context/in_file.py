@@ -46,7 +46,9 @@ def pragma_override(text: str, path: str) -> Override | None:
         if match:
             name = match.group(1).lower()
             if name not in NAMED_SETUPS:
-                raise PragmaError(f"{path}:{number}: unknown context {name!r} in pragma (expected one of {', '.join(NAMED_SETUPS)})")
+                raise PragmaError(
+                    f"{path}:{number}: unknown context {name!r} in pragma (expected one of {', '.join(NAMED_SETUPS)})"
+                )
             return Override(NAMED_SETUPS[name], f"the pragma at {path}:{number}")
     return None
 
@@ -68,7 +70,14 @@ _TRL_CONFIG_NAMES = {
 
 class InFileEvidence:
     def __init__(
-        self, module: ast.Module, text: str, imports: ImportTable, resolver: Resolver, path: Path, display: str, configs: ConfigReader | None
+        self,
+        module: ast.Module,
+        text: str,
+        imports: ImportTable,
+        resolver: Resolver,
+        path: Path,
+        display: str,
+        configs: ConfigReader | None,
     ) -> None:
         self.module = module
         self.text = text
@@ -206,9 +215,9 @@ class InFileEvidence:
 
 
 def _dict_stage(node: ast.Dict) -> int | None:
-    for key, value in zip(node.keys, node.values):
+    for key, value in zip(node.keys, node.values, strict=True):
         if isinstance(key, ast.Constant) and key.value == "zero_optimization" and isinstance(value, ast.Dict):
-            for inner_key, inner_value in zip(value.keys, value.values):
+            for inner_key, inner_value in zip(value.keys, value.values, strict=True):
                 if isinstance(inner_key, ast.Constant) and inner_key.value == "stage" and isinstance(inner_value, ast.Constant):
                     return inner_value.value if isinstance(inner_value.value, int) else None
     return None
@@ -216,5 +225,3 @@ def _dict_stage(node: ast.Dict) -> int | None:
 
 def _is_none(value: ast.expr) -> bool:
     return isinstance(value, ast.Constant) and value.value is None
-
-

@@ -16,7 +16,17 @@ from placement_lint.context.commands import expand
 
 MAX_LAUNCHER_BYTES = 1024 * 1024
 # A launcher file is read only if it mentions one of these.
-LAUNCH_TOKENS = (b"accelerate", b"torchrun", b"torch.distributed", b"deepspeed", b"srun", b"mpirun", b"mpiexec", b"python", b"trl ")
+LAUNCH_TOKENS = (
+    b"accelerate",
+    b"torchrun",
+    b"torch.distributed",
+    b"deepspeed",
+    b"srun",
+    b"mpirun",
+    b"mpiexec",
+    b"python",
+    b"trl ",
+)
 _SHELL_SUFFIXES = {".sh", ".bash", ".zsh", ".sbatch", ".slurm", ".pbs", ".job", ".qsub", ".lsf"}
 _YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "before_script", "after_script"}
 _FENCE = re.compile(r"^(```|~~~)\s*([A-Za-z0-9_-]*)[^\n]*\n(.*?)^\1\s*$", re.MULTILINE | re.DOTALL)
@@ -36,7 +46,9 @@ class CommandLine:
 def launcher_kind(path: Path, head: bytes) -> str | None:
     """Which extractor reads this file, or None when it cannot hold a launch command."""
     name = path.name
-    if path.suffix in _SHELL_SUFFIXES or head.startswith((b"#!/bin/bash", b"#!/bin/sh", b"#!/usr/bin/env bash", b"#!/usr/bin/env sh")):
+    if path.suffix in _SHELL_SUFFIXES or head.startswith(
+        (b"#!/bin/bash", b"#!/bin/sh", b"#!/usr/bin/env bash", b"#!/usr/bin/env sh")
+    ):
         return "shell"
     if b"#SBATCH" in head or b"#PBS" in head:
         return "shell"
@@ -181,7 +193,9 @@ def _dockerfile(path: Path, text: str) -> Iterator[CommandLine]:
             yield from _shell(path, rest, number, path.parent, dict(variables))
 
 
-_YAML_COMMAND_KEY = re.compile(r"^\s*-?\s*(run|script|command|commands|cmd|entrypoint|before_script|after_script)\s*:", re.MULTILINE)
+_YAML_COMMAND_KEY = re.compile(
+    r"^\s*-?\s*(run|script|command|commands|cmd|entrypoint|before_script|after_script)\s*:", re.MULTILINE
+)
 
 
 def _yaml(path: Path, text: str) -> Iterator[CommandLine]:
@@ -209,7 +223,9 @@ def _yaml_commands(node: object, depth: int) -> Iterator[str]:
                     yield value
                 elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
                     # ["torchrun", "--nproc_per_node", "8", "train.py"] is one command in argv form
-                    if all(" " not in v for v in value) and not any(v.startswith(("python", "torchrun", "accelerate", "deepspeed")) for v in value[1:]):
+                    if all(" " not in v for v in value) and not any(
+                        v.startswith(("python", "torchrun", "accelerate", "deepspeed")) for v in value[1:]
+                    ):
                         yield " ".join(value)
                     else:
                         yield from value

@@ -41,7 +41,26 @@ def _launcher_name(name: str) -> bool:
     if name.startswith(_NAMED_FILES) or name.endswith(".mk"):
         return True
     suffix = os.path.splitext(name)[1].lower()
-    return suffix in {".sh", ".bash", ".zsh", ".sbatch", ".slurm", ".pbs", ".job", ".qsub", ".lsf", ".yml", ".yaml", ".md", ".markdown", ".rst"} or suffix == ""
+    return (
+        suffix
+        in {
+            ".sh",
+            ".bash",
+            ".zsh",
+            ".sbatch",
+            ".slurm",
+            ".pbs",
+            ".job",
+            ".qsub",
+            ".lsf",
+            ".yml",
+            ".yaml",
+            ".md",
+            ".markdown",
+            ".rst",
+        }
+        or suffix == ""
+    )
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,10 @@ def all_rules() -> tuple[type[Rule], ...]:
             found += [
                 value
                 for value in vars(module).values()
-                if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.__module__ == module.__name__
+                if isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and value.__module__ == module.__name__
             ]
     return tuple(sorted(found, key=lambda rule: rule.code))
 

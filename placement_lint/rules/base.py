@@ -91,7 +91,10 @@ class CheckedFile:
             for device_map in analysis.device_maps:
                 contexts = self.contexts.contexts_at(device_map.loader.node)
                 context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
-                key = (id(device_map.node) if device_map.candidate.from_launch is None else id(device_map.loader.node), device_map.classified.placement)
+                key = (
+                    id(device_map.node) if device_map.candidate.from_launch is None else id(device_map.loader.node),
+                    device_map.classified.placement,
+                )
                 if context is not None and key not in seen:
                     seen.add(key)
                     found.append((device_map, context))
@@ -116,7 +119,12 @@ class CheckedFile:
             return None
         body = self.module.body
         index = 0
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             index = 1  # keep the docstring first
         last_import = None
         for position, stmt in enumerate(body[index:], start=index):

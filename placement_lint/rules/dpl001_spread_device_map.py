@@ -13,7 +13,6 @@ from placement_lint.context.evidence import Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
-    passed_by_launch,
     PER_PROCESS_MAP,
     CheckedFile,
     FixAvailability,
@@ -22,6 +21,7 @@ from placement_lint.rules.base import (
     consumer_phrase,
     fix,
     is_local,
+    passed_by_launch,
     state_exists_at_load,
     trl_overrides,
     wrapped_by_ddp,
@@ -33,7 +33,7 @@ from placement_lint.rules.base import (
 class SpreadDeviceMapInDistributed(Rule):
     code = "DPL001"
     name = "spread-device-map-in-distributed"
-    summary = "A spreading `device_map` (\"auto\", \"balanced\", ...) in a script that runs as several processes"
+    summary = 'A spreading `device_map` ("auto", "balanced", ...) in a script that runs as several processes'
     fix_availability = FixAvailability.SOMETIMES
     valid = (
         # One process spreading the model over its GPUs is naive pipeline parallelism: fine.
@@ -43,7 +43,7 @@ class SpreadDeviceMapInDistributed(Rule):
         'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": PartialState().local_process_index})\n',
     )
     invalid = (
-        'from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n'
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
         'args = TrainingArguments("out", deepspeed="ds.json")\n'
         'model = AutoModelForCausalLM.from_pretrained("m", device_map="auto")\nTrainer(model=model, args=args).train()\n',
     )
@@ -66,7 +66,13 @@ class SpreadDeviceMapInDistributed(Rule):
             if not loads_under_zero3 and file.bypasses_device_map_check:
                 continue
             message = self._message(file, device_map, context)
-            yield self.violation(file, device_map.node, message, None if device_map.candidate.from_launch else self._fix(file, device_map, context), context)
+            yield self.violation(
+                file,
+                device_map.node,
+                message,
+                None if device_map.candidate.from_launch else self._fix(file, device_map, context),
+                context,
+            )
 
     @staticmethod
     def _per_rank_needed(device_map: DeviceMap, context: Context) -> bool:
@@ -119,7 +125,9 @@ class SpreadDeviceMapInDistributed(Rule):
             and is_local(file, device_map)
             and not (device_map.quantized and not state_exists_at_load(device_map, context))
         )
-        return fix(Applicability.SAFE if safe else Applicability.UNSAFE, "Use device_map=None", file.replace(device_map.node, "None"))
+        return fix(
+            Applicability.SAFE if safe else Applicability.UNSAFE, "Use device_map=None", file.replace(device_map.node, "None")
+        )
 
 
 def _computed(device_map: DeviceMap) -> bool:

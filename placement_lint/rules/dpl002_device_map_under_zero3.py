@@ -10,13 +10,13 @@ from placement_lint.analysis.values import Placement
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
-    passed_by_launch,
     CheckedFile,
     FixAvailability,
     Rule,
     Violation,
     fix,
     is_local,
+    passed_by_launch,
     trl_overrides,
     written,
     zero3_live_at_load,
@@ -32,12 +32,12 @@ class DeviceMapUnderZero3(Rule):
     summary = "Any non-None `device_map` where DeepSpeed ZeRO-3 is active"
     fix_availability = FixAvailability.ALWAYS
     valid = (
-        'from transformers import AutoModelForCausalLM, TrainingArguments\n'
+        "from transformers import AutoModelForCausalLM, TrainingArguments\n"
         'args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})\n'
         'model = AutoModelForCausalLM.from_pretrained("m", device_map=None)\n',
     )
     invalid = (
-        'import os\nfrom transformers import AutoModelForCausalLM, TrainingArguments\n'
+        "import os\nfrom transformers import AutoModelForCausalLM, TrainingArguments\n"
         'args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})\n'
         'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": int(os.environ["LOCAL_RANK"])})\n',
     )
@@ -58,7 +58,9 @@ class DeviceMapUnderZero3(Rule):
                 f"({context.because(file.display)}): {consequence}; ZeRO-3 partitions and places the model itself: "
                 "use device_map=None"
             )
-            yield self.violation(file, device_map.node, message, None if device_map.candidate.from_launch else self._fix(file, device_map), context)
+            yield self.violation(
+                file, device_map.node, message, None if device_map.candidate.from_launch else self._fix(file, device_map), context
+            )
 
     def _fix(self, file: CheckedFile, device_map: DeviceMap) -> Fix:
         applicability = Applicability.SAFE if is_local(file, device_map) else Applicability.UNSAFE
@@ -78,4 +80,6 @@ class DeviceMapUnderZero3(Rule):
         if not device_map.candidate.guards:
             return False
         ddp, single = file.resolver_for(_DDP), file.resolver_for(_SINGLE)
-        return any(ddp.truth(test) is outcome and single.truth(test) is (not outcome) for test, outcome in device_map.candidate.guards)
+        return any(
+            ddp.truth(test) is outcome and single.truth(test) is (not outcome) for test, outcome in device_map.candidate.guards
+        )

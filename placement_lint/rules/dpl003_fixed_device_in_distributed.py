@@ -9,7 +9,6 @@ from placement_lint.analysis.values import Placement
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
-    passed_by_launch,
     PER_PROCESS_MAP,
     CheckedFile,
     FixAvailability,
@@ -17,6 +16,7 @@ from placement_lint.rules.base import (
     Violation,
     fix,
     is_local,
+    passed_by_launch,
     trl_overrides,
     written,
     zero3_live_at_load,
@@ -26,7 +26,7 @@ from placement_lint.rules.base import (
 class FixedDeviceInDistributed(Rule):
     code = "DPL003"
     name = "fixed-device-in-distributed"
-    summary = "One fixed device (`0`, `\"cuda:0\"`, `{\"\": 0}`) for every process of a distributed run"
+    summary = 'One fixed device (`0`, `"cuda:0"`, `{"": 0}`) for every process of a distributed run'
     fix_availability = FixAvailability.ALWAYS
     valid = (
         'import torch.distributed as dist\nfrom accelerate import PartialState\ndist.init_process_group("nccl")\n'
@@ -58,9 +58,15 @@ class FixedDeviceInDistributed(Rule):
             message = (
                 f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} puts every process's model on device {device!r}, but this "
                 f"script runs under {setup.describe()} ({context.because(file.display)}): every rank loads onto the same GPU "
-                f"(out of memory, or bitsandbytes' \"loaded ... on a different device\" error); {advice}"
+                f'(out of memory, or bitsandbytes\' "loaded ... on a different device" error); {advice}'
             )
-            yield self.violation(file, device_map.node, message, None if device_map.candidate.from_launch else self._fix(file, device_map, setup), context)
+            yield self.violation(
+                file,
+                device_map.node,
+                message,
+                None if device_map.candidate.from_launch else self._fix(file, device_map, setup),
+                context,
+            )
 
     @staticmethod
     def _fix(file: CheckedFile, device_map: DeviceMap, setup: Setup) -> Fix:
