@@ -13,6 +13,7 @@ from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, ConsumerKind
 from placement_lint.analysis.names import ImportTable
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, PlacementAnalysis
+from placement_lint.analysis.values import Placement
 from placement_lint.context.evidence import Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
@@ -99,6 +100,14 @@ class CheckedFile:
                     seen.add(key)
                     found.append((device_map, context))
         return found
+
+    def placed(self, *kinds: Placement) -> list[tuple[DeviceMap, Context]]:
+        """The device_maps whose value is one of `kinds`, except those TRL resets to None itself."""
+        return [
+            (device_map, context)
+            for device_map, context in self.device_maps
+            if device_map.classified.placement in kinds and not trl_overrides(context, device_map)
+        ]
 
     def replace(self, node: ast.AST, text: str) -> Edit:
         # `x if cond else None` whose x becomes None is just None: replace the whole conditional.

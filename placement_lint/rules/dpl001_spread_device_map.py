@@ -23,7 +23,6 @@ from placement_lint.rules.base import (
     is_local,
     passed_by_launch,
     state_exists_at_load,
-    trl_overrides,
     wrapped_by_ddp,
     written,
     zero3_live_at_load,
@@ -49,10 +48,8 @@ class SpreadDeviceMapInDistributed(Rule):
     )
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
-        for device_map, context in file.device_maps:
+        for device_map, context in file.placed(Placement.SPREAD):
             setup = context.setup
-            if device_map.classified.placement is not Placement.SPREAD or trl_overrides(context, device_map):
-                continue
             loads_under_zero3 = setup.zero3 and zero3_live_at_load(device_map, context)
             # Outside ZeRO-3 the crash comes when a trainer or prepare() sees the spread model; a model
             # that is only used for inference is DPL007's business. Under ZeRO-3 the load itself fails.

@@ -17,7 +17,6 @@ from placement_lint.rules.base import (
     fix,
     is_local,
     passed_by_launch,
-    trl_overrides,
     written,
     zero3_live_at_load,
 )
@@ -43,14 +42,9 @@ class DeviceMapUnderZero3(Rule):
     )
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
-        for device_map, context in file.device_maps:
-            placement = device_map.classified.placement
+        for device_map, context in file.placed(Placement.FIXED, Placement.PER_PROCESS, Placement.CPU, Placement.OTHER):
             # Only a load while the ZeRO-3 config is live raises; a load before it is DPL008's concern.
-            if not context.setup.zero3 or not placement.non_none or placement is Placement.SPREAD:
-                continue
-            if not zero3_live_at_load(device_map, context):
-                continue
-            if trl_overrides(context, device_map):
+            if not context.setup.zero3 or not zero3_live_at_load(device_map, context):
                 continue
             consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
             message = (

@@ -17,7 +17,6 @@ from placement_lint.rules.base import (
     fix,
     is_local,
     passed_by_launch,
-    trl_overrides,
     written,
     zero3_live_at_load,
 )
@@ -40,10 +39,8 @@ class FixedDeviceInDistributed(Rule):
     )
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
-        for device_map, context in file.device_maps:
+        for device_map, context in file.placed(Placement.FIXED):
             setup = context.setup
-            if device_map.classified.placement is not Placement.FIXED or trl_overrides(context, device_map):
-                continue
             if setup.zero3 and zero3_live_at_load(device_map, context):
                 continue  # DPL002: the load itself fails
             device = device_map.classified.device
