@@ -236,3 +236,21 @@ def test_examples_folder_matches_readme() -> None:
         if ": DPL" in line:
             location = line.split(" DPL")[0]
             assert location in readme, f"README does not show {location}"
+
+
+def test_context_command_shows_the_launch_chain(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(SINGLE)
+    (tmp_path / "z3.yaml").write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n")
+    (tmp_path / "run.sh").write_text("accelerate launch --config_file z3.yaml train.py\n")
+    (tmp_path / "other.py").write_text("print('hello')\n")
+    result = cli("context", ".", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == [
+        "train.py: DeepSpeed ZeRO-3",
+        "  - train.py is launched by run.sh:1 (accelerate launch --config_file z3.yaml train.py), distributed_type DEEPSPEED, zero_stage 3",
+    ]
+    listing = cli("context", "--all", ".", cwd=tmp_path)
+    assert "other.py: a single process (no distributed setup found)" in listing.stdout
+    as_json = json.loads(cli("context", "--output-format", "json", "train.py", cwd=tmp_path).stdout)
+    assert as_json[0]["contexts"][0]["evidence"][0]["origin"] == "launch"

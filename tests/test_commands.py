@@ -162,3 +162,38 @@ def test_markdown_fences_only_shell(tmp_path: Path) -> None:
 )
 def test_launcher_kind(name: str, head: bytes, kind: str | None) -> None:
     assert launcher_kind(Path(name), head) == kind
+
+
+def test_procfile(tmp_path: Path) -> None:
+    [command] = commands_in(
+        tmp_path / "Procfile", "web: gunicorn app\ntrain: torchrun --nproc_per_node 2 train.py\n", "procfile"
+    )[1:]
+    assert command.text == "torchrun --nproc_per_node 2 train.py" and command.line == 2
+
+
+def test_configs_outside_the_repository_are_never_read(tmp_path: Path) -> None:
+    from placement_lint.context.configs import ConfigReader
+
+    outside = tmp_path / "secret.json"
+    outside.write_text('{"zero_optimization": {"stage": 3}}')
+    repo = tmp_path / "repo"
+    (repo / "configs").mkdir(parents=True)
+    (repo / "configs" / "ds.json").write_text('{"zero_optimization": {"stage": 2}}')
+    (repo / "configs" / "link.json").symlink_to(outside)
+    reader = ConfigReader(repo)
+    assert reader.find("../secret.json", repo) is None
+    assert reader.find(str(outside), repo) is None
+    assert reader.find("configs/link.json", repo) is None, "a symlink out of the repository is not followed"
+    assert reader.find("ds.json", repo / "configs") == (repo / "configs" / "ds.json").resolve()
+
+
+def test_yaml_tags_that_build_objects_are_refused(tmp_path: Path) -> None:
+    from placement_lint.context.configs import ConfigReader
+
+    marker = tmp_path / "executed"
+    config = tmp_path / "evil.yaml"
+    config.write_text(f"distributed_type: !!python/object/apply:os.system ['touch {marker}']\n")
+    reader = ConfigReader(tmp_path)
+    assert reader.load(config) is None
+    assert not marker.exists()
+    assert "cannot parse config" in reader.warnings[0]
