@@ -1,14 +1,18 @@
-"""Discover the Python files to check: walk the given paths, honour excludes and .gitignore files.
+"""Discover the files to check: walk the given paths, honour excludes and .gitignore files.
 
-A file named on the command line is always checked. Directory symlinks are not followed (no
-loops); each real file is checked once.
+One walk finds the Python files to check and the files that may hold launch commands (shell
+scripts, Makefiles, CI YAML, READMEs...), so a repository is walked once. A file named on the
+command line is always checked. Directory symlinks are not followed (no loops); each real file is
+checked once.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,16 +20,20 @@ import pathspec
 
 from placement_lint.settings import Settings
 
+_GLOB = re.compile(r"[*?\[\]/!\\]")
+
 
 @dataclass(frozen=True)
 class Discovered:
-    files: list[Path]
+    files: list[Path]  # Python files to check
     missing: list[Path] = field(default_factory=list)
+    others: list[Path] = field(default_factory=list)  # other files the walk's `also` accepted
+    walked: tuple[Path, ...] = ()  # the folders walked whole (resolved)
 
 
 @functools.lru_cache(maxsize=1024)
-def repository_root(start: Path) -> Path:
-    """The folder holding `.git` above `start`, else the nearest with a pyproject.toml, else `start`'s folder."""
+def repository_root(start: Path) -> Path | None:
+    """The folder holding `.git` above `start`, else the nearest with a pyproject.toml; None if neither."""
     folder = start if start.is_dir() else start.parent
     folder = folder.resolve()
     for candidate in (folder, *folder.parents):
@@ -34,15 +42,20 @@ def repository_root(start: Path) -> Path:
     for candidate in (folder, *folder.parents):
         if (candidate / "pyproject.toml").is_file():
             return candidate
-    return folder
+    return None
 
 
 class _Ignores:
     def __init__(self, settings: Settings) -> None:
         self.root = settings.root.resolve()
-        self.exclude = pathspec.GitIgnoreSpec.from_lines([*settings.exclude, *settings.extend_exclude])
+        patterns = [*settings.exclude, *settings.extend_exclude]
+        # Plain names (".venv", "build") are the common case: a set lookup, not a pattern match.
+        self.excluded_names = {p.rstrip("/") for p in patterns if not _GLOB.search(p.rstrip("/"))}
+        globs = [p for p in patterns if _GLOB.search(p.rstrip("/"))]
+        self.exclude = pathspec.GitIgnoreSpec.from_lines(globs) if globs else None
         self.respect_gitignore = settings.respect_gitignore
         self._gitignores: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+        self._chains: dict[Path, list[tuple[Path, pathspec.GitIgnoreSpec]]] = {}
 
     def _gitignore(self, folder: Path) -> pathspec.GitIgnoreSpec | None:
         if folder not in self._gitignores:
@@ -55,7 +68,17 @@ class _Ignores:
             self._gitignores[folder] = spec
         return self._gitignores[folder]
 
-    def _excluded(self, spec: pathspec.GitIgnoreSpec, path: Path, base: Path, is_dir: bool) -> bool:
+    def _chain(self, folder: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
+        """The .gitignore files that apply in `folder`: its own and its parents' up to the repository."""
+        if folder not in self._chains:
+            top = self.root if _relative(folder, self.root) is not None else repository_root(folder)
+            own = self._gitignore(folder)
+            above = [] if folder == top or top is None or folder.parent == folder else self._chain(folder.parent)
+            self._chains[folder] = ([(folder, own)] if own is not None else []) + above
+        return self._chains[folder]
+
+    @staticmethod
+    def _matches(spec: pathspec.GitIgnoreSpec, path: Path, base: Path, is_dir: bool) -> bool:
         """Matched by a pattern on its own, not only because its folder matched: a folder named
         on the command line is walked even when excluded (ruff does the same without --force-exclude)."""
         relative = _relative(path, base)
@@ -68,19 +91,13 @@ class _Ignores:
         return parent is None or not spec.match_file(parent)
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
-        if self._excluded(self.exclude, path, self.root, is_dir):
+        if path.name in self.excluded_names:
+            return True
+        if self.exclude is not None and self._matches(self.exclude, path, self.root, is_dir):
             return True
         if not self.respect_gitignore:
             return False
-        top = self.root if _relative(path, self.root) is not None else repository_root(path.parent)
-        folder = path.parent
-        while True:
-            spec = self._gitignore(folder)
-            if spec is not None and self._excluded(spec, path, folder, is_dir):
-                return True
-            if folder == top or folder.parent == folder:
-                return False
-            folder = folder.parent
+        return any(self._matches(spec, path, folder, is_dir) for folder, spec in self._chain(path.parent))
 
 
 def _relative(path: Path, base: Path) -> str | None:
@@ -90,17 +107,23 @@ def _relative(path: Path, base: Path) -> str | None:
         return None
 
 
-def discover(paths: list[Path], settings: Settings) -> Discovered:
+def discover(paths: list[Path], settings: Settings, also: Callable[[str], bool] | None = None) -> Discovered:
+    """Python files under `paths`; with `also`, the other files whose names it accepts as well."""
     ignores = _Ignores(settings)
     seen: set[tuple[int, int]] = set()
     files: list[Path] = []
+    others: list[Path] = []
     missing: list[Path] = []
+    walked: list[Path] = []
 
     def add(path: Path, status: os.stat_result) -> None:
         key = (status.st_dev, status.st_ino)
         if key not in seen:
             seen.add(key)
-            files.append(path)
+            (files if path.name.endswith(".py") else others).append(path)
+
+    def wanted(name: str) -> bool:
+        return name.endswith(".py") or (also is not None and also(name))
 
     for given in paths:
         absolute = Path(os.path.abspath(given))
@@ -112,18 +135,19 @@ def discover(paths: list[Path], settings: Settings) -> Discovered:
         if stat.S_ISREG(status.st_mode):
             add(absolute, status)  # named explicitly: always checked
         elif stat.S_ISDIR(status.st_mode):
-            _walk(absolute, ignores, add)
-    return Discovered(sorted(files), missing)
+            _walk(absolute, ignores, add, wanted)
+            walked.append(absolute.resolve())
+    return Discovered(sorted(files), missing, sorted(others), tuple(walked))
 
 
-def repository_files(root: Path, settings: Settings, wanted) -> list[Path]:  # type: ignore[no-untyped-def]
+def repository_files(root: Path, settings: Settings, wanted: Callable[[str], bool]) -> list[Path]:
     """Every file under `root` whose name `wanted(name)` accepts, with the same excludes as Python files."""
     found: list[Path] = []
     _walk(root, _Ignores(settings), lambda path, _: found.append(path), wanted)
     return found
 
 
-def _walk(top: Path, ignores: _Ignores, add, wanted=lambda name: name.endswith(".py")) -> None:  # type: ignore[no-untyped-def]
+def _walk(top: Path, ignores: _Ignores, add: Callable[[Path, os.stat_result], None], wanted: Callable[[str], bool]) -> None:
     stack = [top]
     while stack:
         folder = stack.pop()

@@ -21,9 +21,9 @@ from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
 from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Context, Evidence, FileContext, Override
-from placement_lint.context.in_file import IN_FILE_TOKENS, InFileEvidence, PragmaError, pragma_override
-from placement_lint.context.repo import RepoContext, build_repo_context
-from placement_lint.discover import discover, repository_root
+from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
+from placement_lint.context.repo import RepoContext, build_repo_context, launcher_name
+from placement_lint.discover import Discovered, discover, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
 from placement_lint.fixes.apply import FixFailed, fix_to_fixed_point
@@ -139,7 +139,7 @@ class FileChecker:
             return True
         if self._launch_evidence(path)[0]:
             return True
-        return any(token in raw for token in IN_FILE_TOKENS)
+        return IN_FILE_EVIDENCE.search(raw) is not None
 
     def _launch_evidence(self, path: Path) -> tuple[tuple[Evidence, ...], frozenset[str]]:
         if not self.launches:
@@ -197,7 +197,7 @@ class FileChecker:
 
     def _context(self, source: SourceFile, module: ast.Module, imports: ImportTable, display: str) -> FileContext:
         override = self._override(source, display)
-        configs = ConfigReader(repository_root(source.path))
+        configs = ConfigReader(repository_root(source.path) or source.path.parent)
         parts = Parts(module)
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source.text, imports, resolver, source.path, display, configs).collect()
@@ -332,8 +332,8 @@ class FileContextReport:
 def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_all: bool = False) -> list[FileContextReport]:
     """The context every Python file gets, with its evidence chain, without running the rules."""
     given = list(paths)
-    found = discover(given, settings)
-    repos = repo_contexts(found.files, settings, cwd, given)
+    found = discover(given, settings, also=launcher_name)
+    repos = repo_contexts(found, settings, cwd, given)
     launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
     checker = FileChecker(settings, RunOptions(), cwd, launches)
     named = {Path(os.path.abspath(p)) for p in given if Path(p).is_file()}
@@ -366,7 +366,7 @@ def _check_batch(checker: FileChecker, batch: Sequence[tuple[Path, bytes]]) -> l
     return [checker.check(path, raw) for path, raw in batch]
 
 
-def repo_contexts(files: Iterable[Path], settings: Settings, cwd: Path, given: Iterable[Path] = ()) -> list[RepoContext]:
+def repo_contexts(found: Discovered, settings: Settings, cwd: Path, given: Iterable[Path] = ()) -> list[RepoContext]:
     """The launch context of every repository the files belong to, each built once. The folders
     given on the command line (or holding a file given there) are searched for launchers even when
     the configuration excludes them, as their Python files are checked."""
@@ -377,16 +377,27 @@ def repo_contexts(files: Iterable[Path], settings: Settings, cwd: Path, given: I
         except ValueError:
             return str(path)
 
-    roots = sorted({repository_root(path.parent) for path in files})
+    def root_of(path: Path) -> Path:
+        # Outside any repository, the folder the user named is the root.
+        top = next((w for w in found.walked if path.resolve().is_relative_to(w)), None)
+        return repository_root(path.parent) or top or path.parent.resolve()
+
+    roots = sorted({root_of(path) for path in found.files})
     folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
-    return [build_repo_context(root, settings, display, folders) for root in roots]
+    contexts = []
+    for root in roots:
+        # When the walk covered the whole root, its launcher candidates are already known.
+        covered = any(root.is_relative_to(w) for w in found.walked)
+        launchers = [p for p in found.others if p.resolve().is_relative_to(root)] if covered else None
+        contexts.append(build_repo_context(root, settings, display, folders, launchers))
+    return contexts
 
 
 def run(paths: Iterable[Path], settings: Settings, options: RunOptions, cwd: Path | None = None) -> RunResult:
     cwd = cwd or Path.cwd()
     paths = list(paths)
-    found = discover(paths, settings)
-    repos = repo_contexts(found.files, settings, cwd, paths)
+    found = discover(paths, settings, also=launcher_name)
+    repos = repo_contexts(found, settings, cwd, paths)
     launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
     checker = FileChecker(settings, options, cwd, launches)
     results: list[FileResult] = []

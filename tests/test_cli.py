@@ -173,7 +173,7 @@ def test_invalid_config_is_one_line_exit_2(repo: Path, config: str, message: str
 
 def test_unparseable_and_undecodable_files_are_named_and_the_rest_is_checked(repo: Path) -> None:
     (repo / "broken.py").write_text("device_map = 'auto'\ndeepspeed = (\n")
-    (repo / "latin.py").write_bytes(b"x = '\xe9'  # device_map deepspeed\n")
+    (repo / "latin.py").write_bytes(b"x = '\xe9'  # device_map\ndist.init_process_group()\n")
     result = cli("check", "--output-format", "concise", ".", cwd=repo)
     assert result.returncode == 2
     assert "error: broken.py: cannot parse: line 2" in result.stderr

@@ -13,20 +13,15 @@ from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import Evidence, Kind, Override
 from placement_lint.distributed import NAMED_SETUPS
 
-# Tokens without which a file cannot show a distributed setup itself. A file without any of them
-# can only be distributed through its launchers or an override.
-IN_FILE_TOKENS = (
-    b"deepspeed",
-    b"fsdp",
-    b"DeepSpeed",
-    b"FullyShardedDataParallel",
-    b"DistributedDataParallel",
-    b"DDP",
-    b"init_process_group",
-    b"fully_shard",
-    b"spawn",
-    b"notebook_launcher",
-    b"placement-lint",
+# The text of every kind of strong evidence `InFileEvidence` recognises (and the pragma). A file
+# with none of it can only be distributed through its launchers or an override, so it is not
+# parsed for in-file evidence. Keep this in step with the detectors below: a test checks it.
+IN_FILE_EVIDENCE = re.compile(
+    rb"\b(deepspeed|fsdp|fsdp_config|deepspeed_plugins?|fsdp_plugin)\s*=[^=]"
+    rb"|[\"'](deepspeed|fsdp|fsdp_config)[\"']\s*:"
+    rb"|\b(HfDeepSpeedConfig|DeepSpeedPlugin|FullyShardedDataParallelPlugin|init_process_group|init_distributed"
+    rb"|DistributedDataParallel|FullyShardedDataParallel|fully_shard|FSDP|DDP|spawn|notebook_launcher)\s*\("
+    rb"|deepspeed\.initialize|zero\.Init|placement-lint:"
 )
 
 _PRAGMA = re.compile(r"#\s*placement-lint:\s*context\s*=\s*([A-Za-z0-9_-]+)")

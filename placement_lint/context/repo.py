@@ -37,7 +37,8 @@ _NAMED_ACCELERATE_CONFIGS = {  # `trl ... --accelerate_config NAME` (trl/acceler
 _MULTI = re.compile(r"^MULTI_")
 
 
-def _launcher_name(name: str) -> bool:
+def launcher_name(name: str) -> bool:
+    """Could a file of this name hold launch commands (read its head to be sure)?"""
     if name.startswith(_NAMED_FILES) or name.endswith(".mk"):
         return True
     suffix = os.path.splitext(name)[1].lower()
@@ -84,17 +85,22 @@ class RepoContext:
 
 
 def build_repo_context(
-    root: Path, settings: Settings, display: Callable[[Path], str], also: tuple[Path, ...] = ()
+    root: Path,
+    settings: Settings,
+    display: Callable[[Path], str],
+    also: tuple[Path, ...] = (),
+    launchers: list[Path] | None = None,
 ) -> RepoContext:
-    """`also`: folders named on the command line; their launchers count even if the config excludes them."""
+    """`also`: folders named on the command line; their launchers count even if the config excludes
+    them. `launchers`: the candidate files, when the caller's walk already covered the root."""
     root = root.resolve()
     context = RepoContext(root)
     configs = ConfigReader(root)
     launched: dict[Path, list[Evidence]] = {}
-    files = dict.fromkeys(repository_files(root, settings, _launcher_name))
+    files = dict.fromkeys(launchers if launchers is not None else repository_files(root, settings, launcher_name))
     for folder in also:
         if folder.resolve().is_relative_to(root) and folder.resolve() != root:
-            files.update(dict.fromkeys(repository_files(folder.resolve(), settings, _launcher_name)))
+            files.update(dict.fromkeys(repository_files(folder.resolve(), settings, launcher_name)))
     for path in files:
         for command in _commands(path, context):
             launch = parse_command(command.text)

@@ -1,0 +1,70 @@
+"""The text pre-checks skip files before parsing; they must never skip a file that has a finding."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers import lint_file
+from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.names import ImportTable
+from placement_lint.context import in_file
+from placement_lint.context.evidence import Kind
+from placement_lint.distributed import Mode, Setup
+
+STRONG_EVIDENCE = [
+    'TrainingArguments("o", deepspeed="ds.json")',
+    'SFTConfig(output_dir="o", fsdp="full_shard auto_wrap")',
+    "Seq2SeqTrainingArguments('o', fsdp_config={'version': 2})",
+    "HfDeepSpeedConfig(ds_config)",
+    "import deepspeed\ndeepspeed.initialize(model=model)",
+    "import deepspeed\ndeepspeed.init_distributed()",
+    "import deepspeed\nwith deepspeed.zero.Init():\n    pass",
+    "Accelerator(deepspeed_plugin=plugin)",
+    "Accelerator(fsdp_plugin = plugin)",
+    "DeepSpeedPlugin(zero_stage=3)",
+    "FullyShardedDataParallelPlugin()",
+    "import torch.distributed as dist\ndist.init_process_group('nccl')",
+    "from torch.nn.parallel import DistributedDataParallel\nDistributedDataParallel(m)",
+    "from torch.nn.parallel import DistributedDataParallel as DDP\nDDP(m)",
+    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nFSDP(m)",
+    "from torch.distributed.fsdp import fully_shard\nfully_shard(m)",
+    "import torch.multiprocessing as mp\nmp.spawn(worker, nprocs=2)",
+    "from accelerate import notebook_launcher\nnotebook_launcher(f, num_processes=2)",
+]
+
+
+@pytest.mark.parametrize("source", STRONG_EVIDENCE)
+def test_every_detector_is_seen_by_the_precheck(source: str) -> None:
+    module = ast.parse(source)
+    found = in_file.InFileEvidence(
+        module, source, ImportTable.of(module), Resolver(module, Setup(Mode.POSSIBLE)), Path("x.py"), "x.py", None
+    ).collect()
+    assert any(evidence.kind is not Kind.POSSIBLE for evidence, _ in found), "the snippet is strong evidence"
+    assert in_file.IN_FILE_EVIDENCE.search(source.encode()), "the pre-check would skip it"
+
+
+@pytest.mark.parametrize(
+    "source", ["import deepspeed\n", "if is_deepspeed_zero3_enabled():\n    pass\n", "x = args.fsdp == ''\n"]
+)
+def test_mentions_are_not_evidence(source: str) -> None:
+    assert not in_file.IN_FILE_EVIDENCE.search(source.encode())
+
+
+ROOT = Path(__file__).parent.parent
+CORPUS = sorted(
+    p
+    for p in [*(ROOT / "tests" / "fixtures").rglob("*.py"), *(ROOT / "examples").rglob("*.py")]
+    if not p.name.endswith(".fixed.py")
+)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_precheck_changes_no_result(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with_precheck = [(f.row, f.column, f.code) for f in lint_file(path).findings]
+    monkeypatch.setattr("placement_lint.engine.IN_FILE_EVIDENCE", re.compile(b""))
+    without = [(f.row, f.column, f.code) for f in lint_file(path).findings]
+    assert with_precheck == without
