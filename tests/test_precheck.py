@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import lint_file
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.names import ImportTable
 from placement_lint.context import in_file
 from placement_lint.context.evidence import Kind
 from placement_lint.distributed import Mode, Setup
+
+from helpers import lint_file
 
 STRONG_EVIDENCE = [
     'TrainingArguments("o", deepspeed="ds.json")',
