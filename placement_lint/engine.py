@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -200,7 +201,7 @@ class FileChecker:
         configs = ConfigReader(repository_root(source.path) or source.path.parent)
         parts = Parts(module)
         resolver = Resolver(module, _POSSIBLE)
-        found = InFileEvidence(module, source.text, imports, resolver, source.path, display, configs).collect()
+        found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
         external, used = self._launch_evidence(source.path)
         located = [(evidence, parts.part_of(node), parts.owner_of(node)) for evidence, node in found]
         fields = frozenset(resolver.field_defaults()) if external else frozenset()
@@ -377,12 +378,14 @@ def repo_contexts(found: Discovered, settings: Settings, cwd: Path, given: Itera
         except ValueError:
             return str(path)
 
-    def root_of(path: Path) -> Path:
+    @functools.cache
+    def root_of(folder: Path) -> Path:
         # Outside any repository, the folder the user named is the root.
-        top = next((w for w in found.walked if path.resolve().is_relative_to(w)), None)
-        return repository_root(path.parent) or top or path.parent.resolve()
+        resolved = folder.resolve()
+        top = next((w for w in found.walked if resolved.is_relative_to(w)), None)
+        return repository_root(folder) or top or resolved
 
-    roots = sorted({root_of(path) for path in found.files})
+    roots = sorted({root_of(path.parent) for path in found.files})
     folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
     contexts = []
     for root in roots:

@@ -209,8 +209,8 @@ def wrapped_by_ddp(device_map: DeviceMap) -> bool:
 
 def written(file: CheckedFile, node: ast.AST) -> str:
     """The value as the user wrote it, on one line and shortened."""
-    text = ast.get_source_segment(file.source.text, node) or ast.unparse(node)
-    text = " ".join(text.split())
+    start, end = file.source.node_span(node)
+    text = " ".join(file.source.text[start:end].split())
     return text if len(text) <= 48 else text[:45] + "..."
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 
 from placement_lint.analysis.placements import DeviceMap
@@ -59,7 +58,8 @@ class DeviceMapUnderZero3(Rule):
     def _fix(self, file: CheckedFile, device_map: DeviceMap) -> Fix:
         applicability = Applicability.SAFE if is_local(file, device_map) else Applicability.UNSAFE
         if self._serves_ddp(file, device_map):
-            original = ast.get_source_segment(file.source.text, device_map.node) or written(file, device_map.node)
+            start, end = file.source.node_span(device_map.node)
+            original = file.source.text[start:end]
             return fix(
                 applicability,
                 "Use None under ZeRO-3 and keep the map for the DDP path",
