@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pathspec
 
-from placement_lint.analysis.callgraph import Parts
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
@@ -199,13 +198,11 @@ class FileChecker:
     def _context(self, source: SourceFile, module: ast.Module, imports: ImportTable, display: str) -> FileContext:
         override = self._override(source, display)
         configs = ConfigReader(repository_root(source.path) or source.path.parent)
-        parts = Parts(module)
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
         external, used = self._launch_evidence(source.path)
-        located = [(evidence, parts.part_of(node), parts.owner_of(node)) for evidence, node in found]
         fields = frozenset(resolver.field_defaults()) if external else frozenset()
-        return FileContext(parts, located, override, external, used, fields)
+        return FileContext(module, found, override, external, used, fields)
 
     def _override(self, source: SourceFile, display: str) -> Override | None:
         if self.options.context:

@@ -88,18 +88,20 @@ class Resolver:
     setup: Setup
     # Values a launch passes on the command line for dataclass fields: (field, value, where).
     arguments: tuple[tuple[str, str, str], ...] = ()
-    parents: dict[int, ast.AST] = field(default_factory=dict)
     _states: dict[tuple[int, int], State] = field(default_factory=dict)
     _field_defaults: dict[str, list[ast.expr | None]] | None = None
 
     def __post_init__(self) -> None:
         self.index = index_of(self.module)
-        self.parents = self.index.parents
 
     # -- structure -------------------------------------------------------------------------
 
+    @property
+    def parents(self) -> dict[int, ast.AST]:
+        return self.index.parents
+
     def parent(self, node: ast.AST) -> ast.AST | None:
-        return self.parents.get(id(node))
+        return self.index.parents.get(id(node))
 
     def ancestors(self, node: ast.AST) -> Iterable[ast.AST]:
         current = self.parent(node)

@@ -18,10 +18,15 @@ class ModuleIndex:
     def __init__(self, module: ast.Module) -> None:
         self.module = module
         self.nodes: list[ast.AST] = list(ast.walk(module))
-        self.parents: dict[int, ast.AST] = {}
+
+    @cached_property
+    def parents(self) -> dict[int, ast.AST]:
+        """Only the rules need parents; a file whose context is not distributed never builds them."""
+        parents: dict[int, ast.AST] = {}
         for node in self.nodes:
             for child in ast.iter_child_nodes(node):
-                self.parents[id(child)] = node
+                parents[id(child)] = node
+        return parents
 
     @cached_property
     def calls(self) -> list[ast.Call]:

@@ -6,8 +6,10 @@ scripts and configs elsewhere in the repository; nothing here assumes which.
 
 from __future__ import annotations
 
+import ast
 import enum
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from placement_lint.analysis.callgraph import Parts
 from placement_lint.distributed import SINGLE, Mode, Setup
@@ -58,6 +60,7 @@ class Override:
 
 
 _STRENGTH = (Kind.ZERO3, Kind.DEEPSPEED, Kind.FSDP, Kind.DDP)
+_DISTRIBUTED_KINDS = frozenset(_STRENGTH)
 _RANK = {Mode.DEEPSPEED: 0, Mode.FSDP: 1, Mode.DDP: 2, Mode.POSSIBLE: 3, Mode.SINGLE: 4}
 
 
@@ -147,21 +150,34 @@ class FileContext:
 
     def __init__(
         self,
-        parts: Parts,
-        evidence: list[tuple[Evidence, int, int]],  # (evidence, its part, its owner)
+        module: ast.Module,
+        evidence: list[tuple[Evidence, ast.AST]],  # each item and the node it was seen at
         override: Override | None,
         external: tuple[Evidence, ...] = (),
         used_names: frozenset[str] = frozenset({"__main__"}),
         field_names: frozenset[str] = frozenset(),  # the module's dataclass fields (its CLI arguments)
     ) -> None:
-        self.parts = parts
+        self.module = module
         self.override = override
-        self._evidence = evidence
-        # A launcher runs a script's module-level code and what it calls ("__main__"); a module imported
-        # by a launched script runs what its importers use of it (those names; "*" for everything).
-        self._external_owners: set[int] | None = None if "*" in used_names else parts.reachable(used_names)
+        self._found = evidence
+        self._used_names = used_names
         self._launches = _group_launches(external, field_names)
         self._cache: dict[tuple[int, int], Context] = {}
+
+    @cached_property
+    def parts(self) -> Parts:
+        """Built only for a file that may be distributed: most files are not, and it walks the tree."""
+        return Parts(self.module)
+
+    @cached_property
+    def _evidence(self) -> list[tuple[Evidence, int, int]]:  # (evidence, its part, its owner)
+        return [(e, self.parts.part_of(node), self.parts.owner_of(node)) for e, node in self._found]
+
+    @cached_property
+    def _external_owners(self) -> set[int] | None:
+        # A launcher runs a script's module-level code and what it calls ("__main__"); a module imported
+        # by a launched script runs what its importers use of it (those names; "*" for everything).
+        return None if "*" in self._used_names else self.parts.reachable(self._used_names)
 
     def _context(self, part: int, launch: int) -> Context:
         """The context of a part under launch number `launch` (-1: no launch applies)."""
@@ -219,4 +235,8 @@ class FileContext:
 
     @property
     def distributed_anywhere(self) -> bool:
+        if self.override is not None and not self._launches:
+            return self.override.setup.distributed
+        if not self._launches and not any(e.kind in _DISTRIBUTED_KINDS for e, _ in self._found):
+            return False  # nothing in the file can make any part of it distributed
         return any(setup.distributed for setup in self.setups())
