@@ -51,6 +51,8 @@ def main() -> None:
 @click.option("--color/--no-color", default=None, help="Colour the output (default: only on a terminal).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
+@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help="Where the cache lives.")
 def check(
     paths: tuple[Path, ...],
     fix: bool,
@@ -67,6 +69,8 @@ def check(
     color: bool | None,
     quiet: bool,
     jobs: int | None,
+    no_cache: bool,
+    cache_dir: Path | None,
 ) -> None:
     """Check PATHS (default: the current folder) for device_map placements that break distributed training."""
     from dataclasses import replace
@@ -93,8 +97,10 @@ def check(
         _error(str(exc))
         sys.exit(EXIT_ERROR)
 
+    from placement_lint.cache import cache_dir as find_cache_dir
+
     options = RunOptions(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff, context=context, jobs=jobs)
-    result = run(targets, settings, options, cwd)
+    result = run(targets, settings, options, cwd, None if no_cache else find_cache_dir(settings.root, cache_dir))
 
     use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
     _print_result(result, options, output_format or "full", statistics, quiet, use_color, cwd)
@@ -178,6 +184,26 @@ def _error(message: str) -> None:
 
 def _warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
+
+
+@main.command()
+@click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help="The cache to remove.")
+def clean(cache_dir: Path | None) -> None:
+    """Remove the result cache (.placement_lint_cache in the project root)."""
+    import shutil
+
+    from placement_lint.cache import cache_dir as find_cache_dir
+    from placement_lint.settings import ConfigError, find_config, load_settings
+
+    try:
+        settings = load_settings(find_config(Path.cwd()), Path.cwd(), _codes())
+    except ConfigError as exc:
+        _error(str(exc))
+        sys.exit(EXIT_ERROR)
+    folder = find_cache_dir(settings.root, cache_dir)
+    if folder.is_dir():
+        shutil.rmtree(folder)
+        click.echo(f"Removed {folder}")
 
 
 @main.command("context")

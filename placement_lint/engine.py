@@ -19,6 +19,7 @@ import pathspec
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
+from placement_lint.cache import Cache, content_hash
 from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Context, Evidence, FileContext, Override
 from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
@@ -82,6 +83,7 @@ class FileResult:
     diff: str | None = None
     warnings: list[str] = field(default_factory=list)
     source: SourceFile | None = None
+    path: Path | None = None
 
 
 @dataclass
@@ -147,8 +149,24 @@ class FileChecker:
             return (), frozenset()
         return self.launches.get(path.resolve(), ((), frozenset()))
 
+    def launch_key(self, path: Path) -> str:
+        """What the cache must see unchanged besides the file: the evidence its launchers give it."""
+        evidence, used = self._launch_evidence(path)
+        return content_hash(repr((evidence, sorted(used))).encode()) if evidence else ""
+
+    def from_cache(self, path: Path, violations: list[Violation]) -> FileResult:
+        result = FileResult(self.display(path), path=path)
+        try:
+            source = decode_source(path, path.read_bytes())
+        except (OSError, SourceError) as exc:
+            result.error = str(exc)
+            return result
+        result.source = source
+        result.findings = [self._finding(source, result.display, v) for v in violations]
+        return result
+
     def check(self, path: Path, raw: bytes | None = None) -> FileResult:
-        result = FileResult(self.display(path))
+        result = FileResult(self.display(path), path=path)
         try:
             if raw is None:
                 raw = path.read_bytes()
@@ -394,27 +412,60 @@ def repo_contexts(found: Discovered, settings: Settings, cwd: Path, given: Itera
     return contexts
 
 
-def run(paths: Iterable[Path], settings: Settings, options: RunOptions, cwd: Path | None = None) -> RunResult:
+def run(
+    paths: Iterable[Path], settings: Settings, options: RunOptions, cwd: Path | None = None, cache_folder: Path | None = None
+) -> RunResult:
+    """Check `paths`. With `cache_folder`, results of unchanged files come from the cache (lint mode only)."""
     cwd = cwd or Path.cwd()
     paths = list(paths)
     found = discover(paths, settings, also=launcher_name)
     repos = repo_contexts(found, settings, cwd, paths)
     launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
     checker = FileChecker(settings, options, cwd, launches)
+    cache = None if cache_folder is None or options.fixing else Cache(cache_folder, _settings_key(settings, options))
     results: list[FileResult] = []
     errors = [f"{path}: no such file or directory" for path in found.missing]
     candidates: list[tuple[Path, bytes]] = []
+    stats: dict[Path, tuple[os.stat_result, bytes]] = {}
     for path in found.files:
         try:
-            raw = path.read_bytes()
+            status = path.stat()
+            cached = cache.lookup(path, status, checker.launch_key(path)) if cache else None
+            if cached is None:
+                raw = path.read_bytes()
+                cached = cache.lookup(path, status, checker.launch_key(path), raw) if cache else None
         except OSError as exc:
-            results.append(FileResult(checker.display(path), error=f"cannot read: {exc.strerror or exc}"))
+            results.append(FileResult(checker.display(path), error=f"cannot read: {exc.strerror or exc}", path=path))
+            continue
+        if cached is not None:
+            if cached:
+                results.append(checker.from_cache(path, cached))
             continue
         if checker.worth_parsing(raw, path):
             candidates.append((path, raw))
-    results += _check_all(checker, candidates, options)
+            stats[path] = (status, raw)
+        elif cache is not None:
+            cache.store(path, status, raw, checker.launch_key(path), [])
+    for result in _check_all(checker, candidates, options):
+        results.append(result)
+        if cache is not None and result.error is None and result.path in stats:
+            status, raw = stats[result.path]
+            cache.store(result.path, status, raw, checker.launch_key(result.path), [f.violation for f in result.findings])
+    if cache is not None:
+        cache.save()
     results.sort(key=lambda r: r.display)
     return RunResult(results, len(found.files), errors, [w for repo in repos for w in repo.warnings])
+
+
+def _settings_key(settings: Settings, options: RunOptions) -> str:
+    return Cache.settings_key(
+        settings.enabled_codes(),
+        settings.per_file_ignores,
+        settings.context,
+        settings.per_file_context,
+        options.context,
+        str(settings.root.resolve()),
+    )
 
 
 def _check_all(checker: FileChecker, candidates: list[tuple[Path, bytes]], options: RunOptions) -> list[FileResult]:

@@ -254,3 +254,15 @@ def test_context_command_shows_the_launch_chain(tmp_path: Path) -> None:
     assert "other.py: a single process (no distributed setup found)" in listing.stdout
     as_json = json.loads(cli("context", "--output-format", "json", "train.py", cwd=tmp_path).stdout)
     assert as_json[0]["contexts"][0]["evidence"][0]["origin"] == "launch"
+
+
+def test_cache_flags_and_clean(repo: Path) -> None:
+    assert cli("check", "--no-cache", ".", cwd=repo).returncode == 1
+    assert not (repo / ".placement_lint_cache").exists()
+    assert cli("check", ".", cwd=repo).returncode == 1
+    assert (repo / ".placement_lint_cache").is_dir()
+    assert cli("check", ".", cwd=repo).stdout.count("DPL001") == 2, "a warm run reports the same finding"
+    custom = repo / "elsewhere"
+    assert cli("check", "--cache-dir", str(custom), ".", cwd=repo).returncode == 1 and custom.is_dir()
+    assert cli("clean", cwd=repo).returncode == 0
+    assert not (repo / ".placement_lint_cache").exists()

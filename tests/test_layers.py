@@ -14,6 +14,7 @@ LAYERS = [
     {"context"},
     {"rules"},
     {"fixes"},
+    {"cache"},
     {"engine"},
     {"report", "catalogue"},
     {"cli", "__main__"},

@@ -1,0 +1,172 @@
+"""The result cache, like ruff's: unchanged files are not read, parsed or checked again.
+
+`.placement_lint_cache/<version>/<settings hash>.json` (or `--cache-dir`, or PLACEMENT_LINT_CACHE_DIR)
+maps each checked file to its (mtime, size), content hash, launch-context key and findings. A file
+is trusted unchanged when its mtime and size match, as ruff does; else its bytes are hashed. The
+launch-context key makes a changed launcher or config re-check the files it launches. JSON, never
+pickle: a cache planted in a repository must not run code. Written atomically; with two runs at
+once the last one to finish wins, and both are valid. Entries not seen for 30 days are dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from placement_lint import __version__
+from placement_lint.context.evidence import Context, Evidence, Kind, Override
+from placement_lint.distributed import Mode, Setup
+from placement_lint.edits import Applicability, Edit, Fix
+from placement_lint.rules.base import Violation
+
+CACHE_DIR_NAME = ".placement_lint_cache"
+_STALE_SECONDS = 30 * 24 * 3600
+_FORMAT = 1
+
+
+def cache_dir(root: Path, explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit
+    from_env = os.environ.get("PLACEMENT_LINT_CACHE_DIR")
+    return Path(from_env) if from_env else root / CACHE_DIR_NAME
+
+
+def content_hash(raw: bytes) -> str:
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+class Cache:
+    def __init__(self, folder: Path, settings_key: str) -> None:
+        self.path = folder / __version__ / f"{settings_key}.json"
+        self.entries: dict[str, dict[str, object]] = {}
+        self.changed = False
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and data.get("format") == _FORMAT and isinstance(data.get("files"), dict):
+                self.entries = data["files"]
+        except (OSError, ValueError):
+            pass  # no cache yet, or a damaged one: start afresh
+
+    @staticmethod
+    def settings_key(*parts: object) -> str:
+        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+    def lookup(self, path: Path, status: os.stat_result, launch_key: str, raw: bytes | None = None) -> list[Violation] | None:
+        """The cached findings, if the file and its launch context are unchanged."""
+        entry = self.entries.get(str(path))
+        if not isinstance(entry, dict) or entry.get("launch") != launch_key:
+            return None
+        same_stat = entry.get("mtime") == status.st_mtime_ns and entry.get("size") == status.st_size
+        if not same_stat and (raw is None or entry.get("hash") != content_hash(raw)):
+            return None
+        if not same_stat:
+            entry["mtime"], entry["size"] = status.st_mtime_ns, status.st_size
+            self.changed = True
+        entry["seen"] = int(time.time())
+        try:
+            return [_violation(item) for item in entry.get("findings", [])]  # type: ignore[union-attr]
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def store(self, path: Path, status: os.stat_result, raw: bytes, launch_key: str, violations: list[Violation]) -> None:
+        self.entries[str(path)] = {
+            "mtime": status.st_mtime_ns,
+            "size": status.st_size,
+            "hash": content_hash(raw),
+            "launch": launch_key,
+            "seen": int(time.time()),
+            "findings": [_violation_json(v) for v in violations],
+        }
+        self.changed = True
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        now = int(time.time())
+        fresh = {p: e for p, e in self.entries.items() if isinstance(e, dict) and now - int(e.get("seen", now)) < _STALE_SECONDS}  # type: ignore[call-overload]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            ignore = self.path.parents[1] / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# Automatically created by placement-lint.\n*\n", encoding="utf-8")
+            handle, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".cache.", suffix=".tmp")
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump({"format": _FORMAT, "files": fresh}, out)
+            os.replace(temp, self.path)
+        except OSError:
+            with contextlib.suppress(OSError, UnboundLocalError):
+                os.unlink(temp)  # a read-only tree still gets its results, just no cache
+
+
+# -- JSON for findings ---------------------------------------------------------------------------
+
+
+def _violation_json(violation: Violation) -> dict[str, object]:
+    return {
+        "code": violation.code,
+        "message": violation.message,
+        "start": violation.start,
+        "end": violation.end,
+        "fix": None
+        if violation.fix is None
+        else {
+            "applicability": violation.fix.applicability.value,
+            "message": violation.fix.message,
+            "edits": [asdict(edit) for edit in violation.fix.edits],
+        },
+        "context": None if violation.context is None else _context_json(violation.context),
+    }
+
+
+def _violation(data: dict[str, object]) -> Violation:
+    fix = data["fix"]
+    return Violation(
+        str(data["code"]),
+        str(data["message"]),
+        int(data["start"]),  # type: ignore[call-overload]
+        int(data["end"]),  # type: ignore[call-overload]
+        None
+        if fix is None
+        else Fix(
+            Applicability(fix["applicability"]),  # type: ignore[index]
+            fix["message"],  # type: ignore[index]
+            tuple(Edit(**edit) for edit in fix["edits"]),  # type: ignore[index]
+        ),
+        None if data["context"] is None else _context(data["context"]),  # type: ignore[arg-type]
+    )
+
+
+def _context_json(context: Context) -> dict[str, object]:
+    override = context.override
+    return {
+        "evidence": [{**asdict(e), "kind": e.kind.value} for e in context.evidence],
+        "override": None
+        if override is None
+        else {"mode": override.setup.mode.value, "stage": override.setup.zero_stage, "source": override.source},
+        "arguments": [list(a) for a in context.arguments],
+    }
+
+
+def _context(data: dict[str, object]) -> Context:
+    evidence = tuple(
+        Evidence(
+            Kind(e["kind"]),
+            e["path"],
+            e["line"],
+            e["text"],
+            e["zero_stage"],
+            e["origin"],
+            tuple(e["chain"]),
+            tuple(tuple(a) for a in e["arguments"]),
+        )
+        for e in data["evidence"]  # type: ignore[attr-defined]
+    )
+    raw = data["override"]
+    override = None if raw is None else Override(Setup(Mode(raw["mode"]), raw["stage"]), raw["source"])  # type: ignore[index]
+    return Context(evidence, override, tuple(tuple(a) for a in data["arguments"]))  # type: ignore[attr-defined,misc]

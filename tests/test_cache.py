@@ -1,0 +1,76 @@
+"""The result cache: an unchanged tree is not parsed again; a changed file or launcher is."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import CODES
+from placement_lint.engine import RunOptions, run
+from placement_lint.settings import Settings
+
+ZERO3 = 'from transformers import AutoModelForCausalLM\nimport deepspeed\nengine = deepspeed.initialize(model=AutoModelForCausalLM.from_pretrained("m", device_map="cuda"))\n'
+LAUNCHED = 'from transformers import AutoModelForCausalLM, Trainer\nTrainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto")).train()\n'
+
+
+def check(root: Path) -> list[tuple[str, int, str]]:
+    result = run([root], Settings(root=root, codes=CODES), RunOptions(), root, root / ".placement_lint_cache")
+    return [(f.display, f.row, f.code) for f in result.findings]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "a.py").write_text(ZERO3.replace('"cuda"', '"auto"'))
+    (tmp_path / "b.py").write_text(LAUNCHED)
+    (tmp_path / "clean.py").write_text("print('hello')\n")
+    (tmp_path / "run.sh").write_text("python b.py\n")
+    return tmp_path
+
+
+def forbid_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*_: object) -> None:
+        raise AssertionError("parsed a file the cache should have answered")
+
+    monkeypatch.setattr("placement_lint.engine.parse_python", fail)
+
+
+def test_warm_run_parses_nothing_and_gives_the_same_findings(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = check(repo)
+    assert first == [("a.py", 3, "DPL001")]
+    assert (repo / ".placement_lint_cache" / ".gitignore").read_text().endswith("*\n")
+    forbid_parsing(monkeypatch)
+    assert check(repo) == first
+
+
+def test_a_changed_file_is_checked_again(repo: Path) -> None:
+    check(repo)
+    (repo / "a.py").write_text(ZERO3.replace('device_map="cuda"', "device_map=None"))
+    assert check(repo) == []
+
+
+def test_a_touched_but_unchanged_file_is_not_parsed(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = check(repo)
+    os.utime(repo / "a.py", ns=(1, 1))
+    forbid_parsing(monkeypatch)
+    assert check(repo) == first
+
+
+def test_a_changed_launcher_rechecks_the_files_it_launches(repo: Path) -> None:
+    assert check(repo) == [("a.py", 3, "DPL001")]
+    (repo / "run.sh").write_text("torchrun --nproc_per_node 8 b.py\n")
+    assert check(repo) == [("a.py", 3, "DPL001"), ("b.py", 2, "DPL001")]
+
+
+def test_a_damaged_cache_is_ignored(repo: Path) -> None:
+    first = check(repo)
+    for cached in (repo / ".placement_lint_cache").rglob("*.json"):
+        cached.write_text("{not json")
+    assert check(repo) == first
+
+
+def test_no_cache_writes_nothing(repo: Path) -> None:
+    run([repo], Settings(root=repo, codes=CODES), RunOptions(), repo, None)
+    assert not (repo / ".placement_lint_cache").exists()
