@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CODES
 from placement_lint.engine import RunOptions, run
 from placement_lint.settings import Settings
+
+from helpers import CODES
 
 ZERO3 = 'from transformers import AutoModelForCausalLM\nimport deepspeed\nengine = deepspeed.initialize(model=AutoModelForCausalLM.from_pretrained("m", device_map="cuda"))\n'
 LAUNCHED = 'from transformers import AutoModelForCausalLM, Trainer\nTrainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto")).train()\n'
