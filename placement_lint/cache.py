@@ -21,6 +21,7 @@ from pathlib import Path
 
 from placement_lint import __version__
 from placement_lint.context.evidence import Context, Evidence, Kind, Override
+from placement_lint.context.repo import RepoContext
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.rules.base import Violation
@@ -90,18 +91,72 @@ class Cache:
             return
         now = int(time.time())
         fresh = {p: e for p, e in self.entries.items() if isinstance(e, dict) and now - int(e.get("seen", now)) < _STALE_SECONDS}  # type: ignore[call-overload]
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            ignore = self.path.parents[1] / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Automatically created by placement-lint.\n*\n", encoding="utf-8")
-            handle, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".cache.", suffix=".tmp")
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump({"format": _FORMAT, "files": fresh}, out)
-            os.replace(temp, self.path)
-        except OSError:
-            with contextlib.suppress(OSError, UnboundLocalError):
-                os.unlink(temp)  # a read-only tree still gets its results, just no cache
+        _write_json(self.path, {"format": _FORMAT, "files": fresh})
+
+
+# -- the repository's launch context --------------------------------------------------------------
+
+
+def _stamp(path: Path) -> list[int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return [status.st_mtime_ns, status.st_size]
+
+
+def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None) -> RepoContext | None:
+    """The cached launch context of `root`, if nothing it was built from changed. `candidates`: the
+    launcher files a walk found now (None when no walk covered the root, as in a pre-commit run on
+    a few files: then only the files it was built from are looked at, and a launcher added since the
+    last full run is seen at the next one)."""
+    try:
+        data = json.loads(_repo_file(folder, root).read_text(encoding="utf-8"))
+        if data.get("format") != _FORMAT:
+            return None
+        if candidates is not None and sorted(map(str, candidates)) != data["candidates"]:
+            return None
+        if any(_stamp(Path(path)) != stamp for path, stamp in data["inputs"].items()):
+            return None
+        context = RepoContext(root, warnings=list(data["warnings"]))
+        context.by_file = {Path(p): tuple(_evidence(e) for e in items) for p, items in data["by_file"].items()}
+        context.used = {Path(p): frozenset(names) for p, names in data["used"].items()}
+        context.candidates = [Path(p) for p in data["candidates"]]
+        context.inputs = [Path(p) for p in data["inputs"]]
+        return context
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def save_repo_context(folder: Path, context: RepoContext) -> None:
+    data = {
+        "format": _FORMAT,
+        "candidates": sorted(map(str, context.candidates)),
+        "inputs": {str(p): _stamp(p) for p in context.inputs},
+        "by_file": {str(p): [_evidence_json(e) for e in items] for p, items in context.by_file.items()},
+        "used": {str(p): sorted(names) for p, names in context.used.items()},
+        "warnings": context.warnings,
+    }
+    _write_json(_repo_file(folder, context.root), data)
+
+
+def _repo_file(folder: Path, root: Path) -> Path:
+    return folder / __version__ / f"repo-{hashlib.sha256(str(root).encode()).hexdigest()[:20]}.json"
+
+
+def _write_json(path: Path, data: object) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ignore = path.parents[1] / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# Automatically created by placement-lint.\n*\n", encoding="utf-8")
+        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".cache.", suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(data, out)
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(temp)  # a read-only tree still gets its results, just no cache
 
 
 # -- JSON for findings ---------------------------------------------------------------------------
@@ -142,10 +197,27 @@ def _violation(data: dict[str, object]) -> Violation:
     )
 
 
+def _evidence_json(evidence: Evidence) -> dict[str, object]:
+    return {**asdict(evidence), "kind": evidence.kind.value}
+
+
+def _evidence(e: dict[str, object]) -> Evidence:
+    return Evidence(
+        Kind(e["kind"]),
+        str(e["path"]),
+        int(e["line"]),  # type: ignore[call-overload]
+        str(e["text"]),
+        e["zero_stage"],  # type: ignore[arg-type]
+        str(e["origin"]),
+        tuple(e["chain"]),  # type: ignore[arg-type]
+        tuple(tuple(a) for a in e["arguments"]),  # type: ignore[attr-defined,misc]
+    )
+
+
 def _context_json(context: Context) -> dict[str, object]:
     override = context.override
     return {
-        "evidence": [{**asdict(e), "kind": e.kind.value} for e in context.evidence],
+        "evidence": [_evidence_json(e) for e in context.evidence],
         "override": None
         if override is None
         else {"mode": override.setup.mode.value, "stage": override.setup.zero_stage, "source": override.source},
@@ -154,19 +226,7 @@ def _context_json(context: Context) -> dict[str, object]:
 
 
 def _context(data: dict[str, object]) -> Context:
-    evidence = tuple(
-        Evidence(
-            Kind(e["kind"]),
-            e["path"],
-            e["line"],
-            e["text"],
-            e["zero_stage"],
-            e["origin"],
-            tuple(e["chain"]),
-            tuple(tuple(a) for a in e["arguments"]),
-        )
-        for e in data["evidence"]  # type: ignore[attr-defined]
-    )
+    evidence = tuple(_evidence(e) for e in data["evidence"])  # type: ignore[attr-defined]
     raw = data["override"]
     override = None if raw is None else Override(Setup(Mode(raw["mode"]), raw["stage"]), raw["source"])  # type: ignore[index]
     return Context(evidence, override, tuple(tuple(a) for a in data["arguments"]))  # type: ignore[attr-defined,misc]

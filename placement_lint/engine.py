@@ -19,7 +19,7 @@ import pathspec
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
-from placement_lint.cache import Cache, content_hash
+from placement_lint.cache import Cache, content_hash, load_repo_context, save_repo_context
 from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Context, Evidence, FileContext, Override
 from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
@@ -383,7 +383,9 @@ def _check_batch(checker: FileChecker, batch: Sequence[tuple[Path, bytes]]) -> l
     return [checker.check(path, raw) for path, raw in batch]
 
 
-def repo_contexts(found: Discovered, settings: Settings, cwd: Path, given: Iterable[Path] = ()) -> list[RepoContext]:
+def repo_contexts(
+    found: Discovered, settings: Settings, cwd: Path, given: Iterable[Path] = (), cache_folder: Path | None = None
+) -> list[RepoContext]:
     """The launch context of every repository the files belong to, each built once. The folders
     given on the command line (or holding a file given there) are searched for launchers even when
     the configuration excludes them, as their Python files are checked."""
@@ -408,7 +410,12 @@ def repo_contexts(found: Discovered, settings: Settings, cwd: Path, given: Itera
         # When the walk covered the whole root, its launcher candidates are already known.
         covered = any(root.is_relative_to(w) for w in found.walked)
         launchers = [p for p in found.others if p.resolve().is_relative_to(root)] if covered else None
-        contexts.append(build_repo_context(root, settings, display, folders, launchers))
+        cached = load_repo_context(cache_folder, root, launchers) if cache_folder is not None else None
+        if cached is None:
+            cached = build_repo_context(root, settings, display, folders, launchers)
+            if cache_folder is not None:
+                save_repo_context(cache_folder, cached)
+        contexts.append(cached)
     return contexts
 
 
@@ -419,7 +426,7 @@ def run(
     cwd = cwd or Path.cwd()
     paths = list(paths)
     found = discover(paths, settings, also=launcher_name)
-    repos = repo_contexts(found, settings, cwd, paths)
+    repos = repo_contexts(found, settings, cwd, paths, cache_folder)
     launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
     checker = FileChecker(settings, options, cwd, launches)
     cache = None if cache_folder is None or options.fixing else Cache(cache_folder, _settings_key(settings, options))

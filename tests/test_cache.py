@@ -75,3 +75,21 @@ def test_a_damaged_cache_is_ignored(repo: Path) -> None:
 def test_no_cache_writes_nothing(repo: Path) -> None:
     run([repo], Settings(root=repo, codes=CODES), RunOptions(), repo, None)
     assert not (repo / ".placement_lint_cache").exists()
+
+
+def test_the_launch_context_is_cached_and_refreshed_when_a_launcher_changes(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    check(repo)
+    from placement_lint import engine
+
+    def fail(*_: object, **__: object) -> None:
+        raise AssertionError("rebuilt a launch context the cache holds")
+
+    monkeypatch.setattr(engine, "build_repo_context", fail)
+    check(repo)  # nothing changed: from the cache
+    monkeypatch.undo()
+    (repo / "run.sh").write_text("torchrun --nproc_per_node 8 b.py\n")
+    assert ("b.py", 2, "DPL001") in check(repo)
+    (repo / "new.sh").write_text("python a.py\n")  # a new launcher file: the walk sees it
+    monkeypatch.setattr(engine, "build_repo_context", fail)
+    with pytest.raises(AssertionError, match="rebuilt"):
+        check(repo)

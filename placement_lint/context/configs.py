@@ -16,6 +16,7 @@ class ConfigReader:
         self.root = root.resolve()
         self._cache: dict[Path, object] = {}
         self.warnings: list[str] = []
+        self.read: list[Path] = []  # every config read: the inputs a cached context depends on
 
     def find(self, name: str, near: Path) -> Path | None:
         """A config path as a script names it: relative to the script's folder, then to the repo root."""
@@ -40,6 +41,7 @@ class ConfigReader:
         if path in self._cache:
             return self._cache[path]
         data: object = None
+        self.read.append(path)
         try:
             if path.stat().st_size > MAX_CONFIG_BYTES:
                 self.warnings.append(f"{self._shown(path)}: skipped, larger than {MAX_CONFIG_BYTES} bytes")

@@ -79,6 +79,10 @@ class RepoContext:
     # names importers use of it ("*": all of it).
     used: dict[Path, frozenset[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # What the context was built from, so a cache can tell when it is stale: the launcher candidates
+    # the walk found, and every file read (launchers, configs, Python modules whose imports it followed).
+    candidates: list[Path] = field(default_factory=list)
+    inputs: list[Path] = field(default_factory=list)
 
     def evidence_for(self, path: Path) -> tuple[Evidence, ...]:
         return self.by_file.get(path.resolve(), ())
@@ -101,6 +105,7 @@ def build_repo_context(
     for folder in also:
         if folder.resolve().is_relative_to(root) and folder.resolve() != root:
             files.update(dict.fromkeys(repository_files(folder.resolve(), settings, launcher_name)))
+    context.candidates = list(files)
     for path in files:
         for command in _commands(path, context):
             launch = parse_command(command.text)
@@ -129,7 +134,8 @@ def build_repo_context(
     for target, items in launched.items():
         context.by_file[target] = tuple(items)
         context.used[target] = frozenset({"__main__"})
-    _propagate_to_imports(context, launched, display)
+    summarized = _propagate_to_imports(context, launched, display)
+    context.inputs = [*context.candidates, *configs.read, *summarized]
     return context
 
 
@@ -327,8 +333,11 @@ def _short(text: str) -> str:
 # -- modules imported by launched scripts -------------------------------------------------------
 
 
-def _propagate_to_imports(context: RepoContext, launched: dict[Path, list[Evidence]], display: Callable[[Path], str]) -> None:
-    """Give the modules a launched script imports the script's launch evidence, for what it uses of them."""
+def _propagate_to_imports(
+    context: RepoContext, launched: dict[Path, list[Evidence]], display: Callable[[Path], str]
+) -> list[Path]:
+    """Give the modules a launched script imports the script's launch evidence, for what it uses of
+    them. Returns the Python files it read."""
     frontier = [(path, tuple(items), frozenset({"*"}), 0) for path, items in launched.items()]
     visited: set[tuple[Path, frozenset[str]]] = set()
     summaries: dict[Path, _ModuleSummary | None] = {}
@@ -338,7 +347,7 @@ def _propagate_to_imports(context: RepoContext, launched: dict[Path, list[Eviden
             continue
         visited.add((path, wanted))
         if path not in summaries:
-            summaries[path] = _ModuleSummary.of(path)
+            summaries[path] = _ModuleSummary.of(path, context.root)
         summary = summaries[path]
         if summary is None:
             continue
@@ -357,9 +366,31 @@ def _propagate_to_imports(context: RepoContext, launched: dict[Path, list[Eviden
             # other modules are not parsed only to pass evidence on (it keeps large repos cheap).
             if module.name == "__init__.py" or _mentions_device_map(module):
                 frontier.append((module, inherited, names, depth + 1))
+    return list(summaries)
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
+
+
+def _imports_something_local(raw: bytes, folder: Path, root: Path) -> bool:
+    """A cheap look at the import lines: does any name a module of the repository?"""
+    for match in _IMPORT_LINE.finditer(raw):
+        if match.group(1):
+            return True  # a relative import
+        name = (match.group(2) or match.group(3) or b"").decode("ascii", "replace").split(".")[0]
+        if name and _local_top_level(name, str(folder), str(root)):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=8192)
+def _local_top_level(name: str, folder: str, root: str) -> bool:
+    for base in (folder, root, os.path.join(root, "src")):
+        candidate = os.path.join(base, name)
+        if os.path.isfile(candidate + ".py") or os.path.isdir(candidate):
+            return True
+    return False
 
 
 def _mentions_device_map(path: Path) -> bool:
@@ -380,9 +411,12 @@ class _ModuleSummary:
     all_names: set[str]
 
     @classmethod
-    def of(cls, path: Path) -> _ModuleSummary | None:
+    def of(cls, path: Path, root: Path) -> _ModuleSummary | None:
         try:
-            module = ast.parse(path.read_bytes())
+            raw = path.read_bytes()
+            if not _imports_something_local(raw, path.parent, root):
+                return None  # most launched scripts import only installed packages: no parse needed
+            module = ast.parse(raw)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             return None
         imports_: list[ast.Import | ast.ImportFrom] = []
@@ -450,15 +484,19 @@ class _ModuleSummary:
         return [(target, frozenset(names)) for target, names in found.items() if names and target != self.path]
 
 
-@functools.lru_cache(maxsize=4096)
 def _module_file(name: str, level: int, importer: Path, root: Path) -> Path | None:
+    return _module_file_from(name, level, importer.parent, root)
+
+
+@functools.lru_cache(maxsize=8192)
+def _module_file_from(name: str, level: int, folder: Path, root: Path) -> Path | None:
     if not name and not level:
         return None
     relative = Path(*name.split(".")) if name else Path()
     if level:
-        bases = [importer.parents[level - 1]] if len(importer.parents) >= level else []
+        bases = [folder.parents[level - 2] if level > 1 else folder] if len(folder.parents) >= level - 1 else []
     else:
-        bases = [importer.parent, root, root / "src"]
+        bases = [folder, root, root / "src"]
     for base in bases:
         for candidate in (base / relative.with_suffix(".py") if name else None, base / relative / "__init__.py"):
             if candidate is not None and candidate.is_file():

@@ -1,0 +1,235 @@
+"""Benchmark placement-lint against ruff on the same trees, in one run.
+
+    python bench/run.py [--runs 5] [--scripts 10000]
+
+Fetches pinned wheels from the package index (transformers, trl, accelerate, peft) and unpacks
+their sources as corpora, generates a synthetic training monorepo (thousands of scripts with
+launch scripts, configs and realistic findings), then runs `placement-lint check` and
+`ruff check --select E711 --no-cache` on each corpus in alternating runs, and prints the median
+wall time, CPU time, peak RSS, files per second and the ratio to ruff as a Markdown table.
+Speed is measured here, never in the unit tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / ".work"
+WHEELS = {"transformers": "5.23.0", "trl": "1.16.0", "accelerate": "1.14.0", "peft": "0.20.0"}
+BIN = Path(sys.executable).parent
+
+
+@dataclass
+class Sample:
+    wall: float
+    cpu: float
+    rss_mib: float
+
+
+def measure(command: list[str], cwd: Path) -> Sample:
+    start = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} failed in {cwd}")
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def fetch_corpus(name: str, version: str) -> Path:
+    target = WORK / f"{name}-{version}"
+    if target.is_dir():
+        return target
+    downloads = WORK / "wheels"
+    downloads.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(downloads), f"{name}=={version}"],
+        check=True,
+    )
+    wheel = next(downloads.glob(f"{name}-{version}-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        members = [m for m in archive.namelist() if not m.split("/")[0].endswith(".dist-info")]
+        archive.extractall(target, members)
+    return target
+
+
+# -- the synthetic monorepo ------------------------------------------------------------------------
+
+_LOADERS = [
+    'model = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype="auto", device_map={dm})',
+    "model = AutoModelForCausalLM.from_pretrained(MODEL, **dict(device_map={dm}))",
+]
+_MAPS = ['"auto"', "None", '{"": PartialState().local_process_index}', '{"": 0}', '"cuda:0"', "None", "None", "None"]
+_TEMPLATE = '''"""Project {project}, experiment {number}."""
+import os
+from dataclasses import dataclass, field
+
+import torch
+from accelerate import PartialState
+from transformers import AutoModelForCausalLM, AutoTokenizer, HfArgumentParser, Trainer, TrainingArguments
+
+MODEL = "org/model-{number}"
+
+
+@dataclass
+class ScriptArguments:
+    dataset: str = field(default="data/{number}.jsonl")
+    lr: float = 2e-5
+
+
+def build_dataset(path):
+    rows = [line for line in open(path)]
+    return [{{"input_ids": torch.tensor([len(r)])}} for r in rows]
+
+
+def main():
+    script_args, training_args = HfArgumentParser((ScriptArguments, TrainingArguments)).parse_args_into_dataclasses()
+    tokenizer = AutoTokenizer.from_pretrained(MODEL)
+    {loader}
+    trainer = Trainer(model=model, args=training_args, train_dataset=build_dataset(script_args.dataset))
+    trainer.train()
+
+
+if __name__ == "__main__":
+    main()
+'''
+_PLAIN = '''"""Helpers for project {project}."""
+import json
+
+
+def read_jsonl(path):
+    with open(path) as handle:
+        return [json.loads(line) for line in handle]
+
+
+def save(rows, path):
+    with open(path, "w") as handle:
+        for row in rows:
+            handle.write(json.dumps(row) + "\\n")
+'''
+_CONFIGS = {
+    "zero3.yaml": "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\nnum_processes: 8\n",
+    "ddp.yaml": "distributed_type: MULTI_GPU\nnum_processes: 8\n",
+    "fsdp.yaml": "distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\nnum_processes: 8\n",
+    "single.yaml": 'distributed_type: "NO"\nnum_processes: 1\n',
+}
+
+
+def make_monorepo(scripts: int) -> Path:
+    target = WORK / f"monorepo-{scripts}"
+    if target.is_dir():
+        return target
+    rng = random.Random(0)
+    (target / ".git").mkdir(parents=True)
+    per_project = 50
+    for project in range(max(1, scripts // per_project)):
+        folder = target / "projects" / f"p{project:04d}"
+        (folder / "configs").mkdir(parents=True)
+        for name, text in _CONFIGS.items():
+            (folder / "configs" / name).write_text(text)
+        launches = []
+        for number in range(per_project):
+            index = project * per_project + number
+            if index % 3 == 2:
+                (folder / f"util_{number}.py").write_text(_PLAIN.format(project=project))
+                continue
+            loader = rng.choice(_LOADERS).format(dm=rng.choice(_MAPS))
+            (folder / f"train_{number}.py").write_text(_TEMPLATE.format(project=project, number=index, loader=loader))
+            config = rng.choice(list(_CONFIGS))
+            launches.append(f"accelerate launch --config_file configs/{config} train_{number}.py --output_dir out/{number}")
+        (folder / "run.sh").write_text('#!/bin/bash\nset -e\ncd "$(dirname "$0")"\n' + "\n".join(launches) + "\n")
+    return target
+
+
+# -- runs ----------------------------------------------------------------------------------------
+
+
+def compare(label: str, corpus: Path, ours: list[str], runs: int, prepare=None, targets=(".",)) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    ours = [*ours, *targets]
+    ruff = [str(BIN / "ruff"), "check", "--select", "E711", "--no-cache", "--quiet", "--exit-zero", *targets]
+    pl_samples: list[Sample] = []
+    ruff_samples: list[Sample] = []
+    for _ in range(runs):  # alternate, so both see the same machine state
+        if prepare:
+            prepare()
+        pl_samples.append(measure(ours, corpus))
+        ruff_samples.append(measure(ruff, corpus))
+    files = sum(1 for _ in corpus.rglob("*.py")) if targets == (".",) else len(targets)
+    pl_wall = statistics.median(s.wall for s in pl_samples)
+    ruff_wall = statistics.median(s.wall for s in ruff_samples)
+    return {
+        "corpus": label,
+        "files": files,
+        "pl_wall": pl_wall,
+        "pl_cpu": statistics.median(s.cpu for s in pl_samples),
+        "pl_rss": max(s.rss_mib for s in pl_samples),
+        "ruff_wall": ruff_wall,
+        "ratio": pl_wall / ruff_wall,
+        "files_per_s": files / pl_wall,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--scripts", type=int, default=10_000)
+    args = parser.parse_args()
+    placement = [str(BIN / "placement-lint"), "check", "--quiet", "--exit-zero"]
+    rows = []
+    corpora = {name: fetch_corpus(name, version) for name, version in WHEELS.items()}
+    monorepo = make_monorepo(args.scripts)
+    for name, path in corpora.items():
+        rows.append(compare(f"{name} {WHEELS[name]}, cold", path, [*placement, "--no-cache"], args.runs))
+    trl = corpora["trl"]
+    cache = WORK / "cache-trl"
+    shutil.rmtree(cache, ignore_errors=True)
+    subprocess.run([*placement, "--cache-dir", str(cache), "."], cwd=trl, stdout=subprocess.DEVNULL, check=False)
+    rows.append(compare(f"trl {WHEELS['trl']}, warm cache", trl, [*placement, "--cache-dir", str(cache)], args.runs))
+    rows.append(compare(f"monorepo of {args.scripts} scripts, cold", monorepo, [*placement, "--no-cache"], args.runs))
+    mono_cache = WORK / "cache-monorepo"
+    shutil.rmtree(mono_cache, ignore_errors=True)
+    subprocess.run([*placement, "--cache-dir", str(mono_cache), "."], cwd=monorepo, stdout=subprocess.DEVNULL, check=False)
+    touched = sorted(monorepo.rglob("train_*.py"))[:10]
+
+    def touch() -> None:
+        for path in touched:
+            path.write_text(path.read_text())
+
+    rows.append(
+        compare(
+            f"monorepo of {args.scripts} scripts, warm cache, 10 files touched",
+            monorepo,
+            [*placement, "--cache-dir", str(mono_cache)],
+            args.runs,
+            touch,
+        )
+    )
+    five = [str(p.relative_to(corpora["transformers"])) for p in sorted(corpora["transformers"].rglob("*.py"))[:5]]
+    rows.append(
+        compare("pre-commit: 5 clean files", corpora["transformers"], [*placement, "--no-cache"], args.runs, targets=tuple(five))
+    )
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}")
+    print(f"Medians of {args.runs} alternating runs; ruff = `ruff check --select E711 --no-cache`.\n")
+    print("| corpus | .py files | placement-lint wall | CPU | peak RSS | files/s | ruff wall | ratio |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|")
+    for row in rows:
+        print(
+            f"| {row['corpus']} | {row['files']} | {row['pl_wall']:.2f} s | {row['pl_cpu']:.2f} s | {row['pl_rss']:.0f} MiB "
+            f"| {row['files_per_s']:.0f} | {row['ruff_wall']:.2f} s | {row['ratio']:.2f}x |"
+        )
+
+
+if __name__ == "__main__":
+    main()
