@@ -147,7 +147,7 @@ class FileChecker:
     def _launch_evidence(self, path: Path) -> tuple[tuple[Evidence, ...], frozenset[str]]:
         if not self.launches:
             return (), frozenset()
-        return self.launches.get(path.resolve(), ((), frozenset()))
+        return self.launches.get(_real(path), ((), frozenset()))
 
     def launch_key(self, path: Path) -> str:
         """What the cache must see unchanged besides the file: the evidence its launchers give it."""
@@ -319,6 +319,16 @@ class FileChecker:
         row, column = source.position(violation.start)
         end_row, end_column = source.position(violation.end)
         return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column, source.line(row))
+
+
+def _real(path: Path) -> Path:
+    """`path.resolve()`, resolving each folder once: launch evidence is keyed by real paths."""
+    return _real_folder(str(path.parent)) / path.name if not path.is_symlink() else path.resolve()
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_folder(folder: str) -> Path:
+    return Path(os.path.realpath(folder))
 
 
 def _with_text(source: SourceFile, text: str) -> SourceFile:
