@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, ConsumerKind
-from placement_lint.analysis.names import ImportTable
+from placement_lint.analysis.names import ImportTable, dotted, keyword
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, PlacementAnalysis
 from placement_lint.analysis.values import Placement
 from placement_lint.context.evidence import Context, FileContext
@@ -24,6 +24,12 @@ class FixAvailability(enum.Enum):
     NONE = "None"
     SOMETIMES = "Sometimes"
     ALWAYS = "Always"
+
+
+@dataclass(frozen=True)
+class Site:
+    node: ast.AST  # what is reported and replaced
+    confined: bool  # editing it changes this load only
 
 
 @dataclass(frozen=True)
@@ -110,15 +116,42 @@ class CheckedFile:
         ]
 
     def replace(self, node: ast.AST, text: str) -> Edit:
-        # `x if cond else None` whose x becomes None is just None: replace the whole conditional.
+        start, end = self.source.node_span(node)
+        return Edit(start, end, text)
+
+    def site(self, device_map: DeviceMap) -> Site:
+        """Where to report a wrong value and edit it. Usually the value itself; but when it reaches the
+        loader through a name that other code reads too (`device = "cuda"` also used for batches),
+        the loader's `device_map=` argument, so a fix cannot change anything but this load."""
+        node, loader = device_map.node, device_map.loader.node
+        # `value if cond else None`: the whole conditional is the site (a fix to None leaves no `None if ... else None`).
         parent = self.resolver.parent(node)
-        while text == "None" and isinstance(parent, ast.IfExp) and node is not parent.test:
+        while isinstance(parent, ast.IfExp) and node is not parent.test:
             other = parent.orelse if node is parent.body else parent.body
             if not (isinstance(other, ast.Constant) and other.value is None):
                 break
             node, parent = parent, self.resolver.parent(parent)
-        start, end = self.source.node_span(node)
-        return Edit(start, end, text)
+        argument = keyword(loader, "device_map") if isinstance(loader, ast.Call) else None
+        if self._inside(node, loader) or argument is None or self._inside(node, argument.value):
+            return Site(node, is_local(self, device_map))
+        from_dataclass = any(
+            isinstance(step, ast.AnnAssign) and isinstance(self.resolver.parent(step), ast.ClassDef) for step in device_map.candidate.via
+        )
+        if from_dataclass or self._shared(argument.value):
+            return Site(argument.value, not from_dataclass)
+        return Site(node, is_local(self, device_map))
+
+    def _inside(self, node: ast.AST, container: ast.AST) -> bool:
+        return node is container or any(a is container for a in self.resolver.ancestors(node))
+
+    def _shared(self, expr: ast.expr) -> bool:
+        """The name the loader reads is read elsewhere in its scope too."""
+        key = dotted(expr)
+        if key is None or not isinstance(expr, (ast.Name, ast.Attribute)):
+            return False
+        scope = self.resolver.scope_of(expr)
+        reads = [n for n in self.resolver.index.loads_by_name.get(key, []) if self.resolver.scope_of(n) is scope]
+        return len(reads) > 1
 
     def add_import(self, module: str, name: str) -> Edit | None:
         """`from module import name` after the file's top-level imports, unless the name is already there."""

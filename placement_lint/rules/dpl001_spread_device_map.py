@@ -20,7 +20,6 @@ from placement_lint.rules.base import (
     Violation,
     consumer_phrase,
     fix,
-    is_local,
     passed_by_launch,
     state_exists_at_load,
     wrapped_by_ddp,
@@ -65,7 +64,7 @@ class SpreadDeviceMapInDistributed(Rule):
             message = self._message(file, device_map, context)
             yield self.violation(
                 file,
-                device_map.node,
+                file.site(device_map).node,
                 message,
                 None if device_map.candidate.from_launch else self._fix(file, device_map, context),
                 context,
@@ -112,18 +111,18 @@ class SpreadDeviceMapInDistributed(Rule):
             return fix(
                 Applicability.UNSAFE,
                 f"Use device_map={PER_PROCESS_MAP}",
-                file.replace(device_map.node, PER_PROCESS_MAP),
+                file.replace(file.site(device_map).node, PER_PROCESS_MAP),
                 file.add_import("accelerate", "PartialState"),
             )
         safe = (
             bool(context.deciding or context.override)
             and device_map.trained is True
             and not any(c.kind is ConsumerKind.WRAPPER for c in device_map.consumers)
-            and is_local(file, device_map)
+            and file.site(device_map).confined
             and not (device_map.quantized and not state_exists_at_load(device_map, context))
         )
         return fix(
-            Applicability.SAFE if safe else Applicability.UNSAFE, "Use device_map=None", file.replace(device_map.node, "None")
+            Applicability.SAFE if safe else Applicability.UNSAFE, "Use device_map=None", file.replace(file.site(device_map).node, "None")
         )
 
 

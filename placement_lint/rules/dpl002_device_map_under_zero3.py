@@ -14,7 +14,6 @@ from placement_lint.rules.base import (
     Rule,
     Violation,
     fix,
-    is_local,
     passed_by_launch,
     written,
     zero3_live_at_load,
@@ -52,21 +51,22 @@ class DeviceMapUnderZero3(Rule):
                 "use device_map=None"
             )
             yield self.violation(
-                file, device_map.node, message, None if device_map.candidate.from_launch else self._fix(file, device_map), context
+                file, file.site(device_map).node, message, None if device_map.candidate.from_launch else self._fix(file, device_map), context
             )
 
     def _fix(self, file: CheckedFile, device_map: DeviceMap) -> Fix:
-        applicability = Applicability.SAFE if is_local(file, device_map) else Applicability.UNSAFE
+        site = file.site(device_map)
+        applicability = Applicability.SAFE if site.confined else Applicability.UNSAFE
         if self._serves_ddp(file, device_map):
-            start, end = file.source.node_span(device_map.node)
+            start, end = file.source.node_span(site.node)
             original = file.source.text[start:end]
             return fix(
                 applicability,
                 "Use None under ZeRO-3 and keep the map for the DDP path",
-                file.replace(device_map.node, f"None if is_deepspeed_zero3_enabled() else {original}"),
+                file.replace(site.node, f"None if is_deepspeed_zero3_enabled() else {original}"),
                 file.add_import("transformers.integrations", "is_deepspeed_zero3_enabled"),
             )
-        return fix(applicability, "Use device_map=None", file.replace(device_map.node, "None"))
+        return fix(applicability, "Use device_map=None", file.replace(site.node, "None"))
 
     @staticmethod
     def _serves_ddp(file: CheckedFile, device_map: DeviceMap) -> bool:

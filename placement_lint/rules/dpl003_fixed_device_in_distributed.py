@@ -15,7 +15,6 @@ from placement_lint.rules.base import (
     Rule,
     Violation,
     fix,
-    is_local,
     passed_by_launch,
     written,
     zero3_live_at_load,
@@ -59,7 +58,7 @@ class FixedDeviceInDistributed(Rule):
             )
             yield self.violation(
                 file,
-                device_map.node,
+                file.site(device_map).node,
                 message,
                 None if device_map.candidate.from_launch else self._fix(file, device_map, setup),
                 context,
@@ -68,13 +67,14 @@ class FixedDeviceInDistributed(Rule):
     @staticmethod
     def _fix(file: CheckedFile, device_map: DeviceMap, setup: Setup) -> Fix:
         if setup.mode is Mode.FSDP or setup.zero3:
-            safe = Applicability.SAFE if is_local(file, device_map) else Applicability.UNSAFE
-            return fix(safe, "Use device_map=None", file.replace(device_map.node, "None"))
+            site = file.site(device_map)
+            safe = Applicability.SAFE if site.confined else Applicability.UNSAFE
+            return fix(safe, "Use device_map=None", file.replace(site.node, "None"))
         if setup.mode is Mode.DEEPSPEED and setup.zero_stage is None:
-            return fix(Applicability.UNSAFE, "Use device_map=None", file.replace(device_map.node, "None"))
+            return fix(Applicability.UNSAFE, "Use device_map=None", file.replace(file.site(device_map).node, "None"))
         return fix(
             Applicability.UNSAFE,
             f"Use device_map={PER_PROCESS_MAP}",
-            file.replace(device_map.node, PER_PROCESS_MAP),
+            file.replace(file.site(device_map).node, PER_PROCESS_MAP),
             file.add_import("accelerate", "PartialState"),
         )
