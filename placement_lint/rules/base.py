@@ -227,8 +227,8 @@ def state_exists_at_load(device_map: DeviceMap, context: Context) -> bool:
 def zero3_live_at_load(device_map: DeviceMap, context: Context) -> bool:
     """Whether a ZeRO-3 run's config is live when the model loads, so `from_pretrained` raises for any
     device_map (domain.md §5.1.3); when it is created later, the load gets no zero.Init (DPL008)."""
-    if any(e.origin == "import" for e in context.deciding):
-        return True
+    if context.override is not None or any(e.origin == "import" for e in context.deciding):
+        return True  # the user says ZeRO-3 (or an importer set it up): the file's own order cannot tell
     return device_map.after_zero3_config
 
 
