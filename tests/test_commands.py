@@ -197,3 +197,40 @@ def test_yaml_tags_that_build_objects_are_refused(tmp_path: Path) -> None:
     assert reader.load(config) is None
     assert not marker.exists()
     assert "cannot parse config" in reader.warnings[0]
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["mpirun -np 4 python train.py", "mpirun -np 4 -x NCCL_DEBUG=INFO python train.py", "mpiexec -n 2 --allow-run-as-root python train.py"],
+)
+def test_mpi_wrappers(command: str) -> None:
+    launch = parse_command(command)
+    assert launch is not None and launch.wrapped_by in ("mpirun", "mpiexec") and launch.target == "train.py"
+
+
+def test_heredoc_text_is_not_a_command(tmp_path: Path) -> None:
+    text = "cat > job.sh <<'EOF'\naccelerate launch --config_file z3.yaml train.py\nEOF\npython train.py\n"
+    assert [c.text for c in commands_in(tmp_path / "run.sh", text, "shell")] == ["cat > job.sh <<'EOF'", "python train.py"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "````bash\ntorchrun --nproc_per_node 2 train.py\n````\n",
+        "```\ntorchrun --nproc_per_node 2 train.py\n```\n",
+        "1. Train:\n\n   ```shell\n   torchrun --nproc_per_node 2 train.py\n   ```\n",
+        "> ```bash\n> torchrun --nproc_per_node 2 train.py\n> ```\n",
+    ],
+)
+def test_markdown_fence_forms(tmp_path: Path, text: str) -> None:
+    [command] = commands_in(tmp_path / "README.md", text, "markdown")
+    assert command.text == "torchrun --nproc_per_node 2 train.py"
+
+
+def test_pragma_only_in_comments() -> None:
+    from placement_lint.context.in_file import pragma_override
+
+    assert pragma_override('s = "# placement-lint: context=zero3"\n', "x.py") is None
+    assert pragma_override('"""\n# placement-lint: context=zero3\n"""\n', "x.py") is None
+    found = pragma_override("x = 1  # placement-lint: context=zero3\n", "x.py")
+    assert found is not None and found.setup.zero3

@@ -29,7 +29,10 @@ _FLAGS = {
         "--enable_each_rank_log", "--bind_cores_to_rank", "--elastic_training", "--ssh", "--no_ssh",
     },
     "srun": {"-l", "--label", "-u", "--unbuffered", "--exclusive", "--overlap", "-Q", "--quiet", "-v", "--verbose"},
-    "mpirun": {"--allow-run-as-root", "--oversubscribe", "--bind-to-core", "-q", "--quiet", "--tag-output", "-v"},
+    "mpirun": {
+        "--allow-run-as-root", "--oversubscribe", "--bind-to-core", "-q", "--quiet", "--tag-output", "-v",
+        "-display-map", "--display-map", "-report-bindings", "--report-bindings", "-tag-output", "-oversubscribe",
+    },
 }  # fmt: skip
 
 
@@ -98,7 +101,8 @@ def parse_command(text: str) -> Launch | None:
             tokens = tokens[2:]
         elif head in ("srun", "mpirun", "mpiexec", "horovodrun"):
             wrapped_by = head
-            tokens = _skip_options(tokens[1:], _FLAGS["srun" if head == "srun" else "mpirun"])
+            # OpenMPI's single-dash long options take values (`-np 4`, `-x NCCL_DEBUG=INFO`, `-H hosts`).
+            tokens = _skip_options(tokens[1:], _FLAGS["srun" if head == "srun" else "mpirun"], head != "srun")
         else:
             break
     if not tokens:
@@ -110,12 +114,13 @@ def parse_command(text: str) -> Launch | None:
     return launch
 
 
-def _skip_options(tokens: list[str], flags: set[str]) -> list[str]:
+def _skip_options(tokens: list[str], flags: set[str], long_single_dash: bool = False) -> list[str]:
     """Drop a wrapper's own options (`srun -N 2 --gres gpu:8 ...`) up to the command it runs."""
     i = 0
     while i < len(tokens) and tokens[i].startswith("-"):
         token = tokens[i]
-        i += 1 if token in flags or "=" in token or (not token.startswith("--") and len(token) > 2) else 2
+        joined = not token.startswith("--") and len(token) > 2 and not long_single_dash  # `-N2`
+        i += 1 if token in flags or ("=" in token and token.startswith("--")) or joined else 2
     return tokens[i:]
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.guards import RANK_ENV, WORLD_ENV, is_env_read
@@ -66,10 +68,11 @@ class PragmaError(ValueError):
 
 
 def pragma_override(text: str, path: str) -> Override | None:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if "placement-lint" not in line:
-            continue
-        match = _PRAGMA.search(line)
+    """`# placement-lint: context=zero3` in a comment (not in a string or docstring)."""
+    if "placement-lint" not in text:
+        return None
+    for number, comment in _comments(text):
+        match = _PRAGMA.search(comment)
         if match:
             name = match.group(1).lower()
             if name not in NAMED_SETUPS:
@@ -78,6 +81,17 @@ def pragma_override(text: str, path: str) -> Override | None:
                 )
             return Override(NAMED_SETUPS[name], f"the pragma at {path}:{number}")
     return None
+
+
+def _comments(text: str) -> list[tuple[int, str]]:
+    try:
+        return [
+            (token.start[0], token.string)
+            for token in tokenize.generate_tokens(io.StringIO(text).readline)
+            if token.type == tokenize.COMMENT and "placement-lint" in token.string
+        ]
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return []
 
 
 def is_training_arguments(qualified: str) -> bool:

@@ -29,7 +29,9 @@ LAUNCH_TOKENS = (
 )
 _SHELL_SUFFIXES = {".sh", ".bash", ".zsh", ".sbatch", ".slurm", ".pbs", ".job", ".qsub", ".lsf"}
 _YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "before_script", "after_script"}
-_FENCE = re.compile(r"^(```|~~~)\s*([A-Za-z0-9_-]*)[^\n]*\n(.*?)^\1\s*$", re.MULTILINE | re.DOTALL)
+_FENCE_OPEN = re.compile(r"^(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)")
+_QUOTE_OR_INDENT = re.compile(r"^[ \t>]*")
+_HEREDOC = re.compile(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
 _SHELL_LANGUAGES = {"", "bash", "sh", "shell", "console", "zsh", "shell-session", "text", "sbatch"}
 _ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|declare\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _MAKE_ASSIGNMENT = re.compile(r"^(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*(?::=|::=|\?=|\+=|=)\s*(.*)$")
@@ -138,10 +140,18 @@ def _segments(line: str) -> list[str]:
 
 
 def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[str, str]) -> Iterator[CommandLine]:
+    heredoc: str | None = None
     for number, line in _logical_lines(text, first_line):
         stripped = line.strip()
+        if heredoc is not None:  # the text of a here-document is data, not commands
+            if stripped == heredoc:
+                heredoc = None
+            continue
         if not stripped or stripped.startswith("#"):
             continue
+        opened = _HEREDOC.search(stripped)
+        if opened:
+            heredoc = opened.group(1)
         for segment in _segments(stripped):
             segment = segment.removeprefix("$ ").strip()
             assignment = _ASSIGNMENT.match(segment)
@@ -242,8 +252,24 @@ def _line_of(text: str, needle: str) -> int:
 
 
 def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
-    for match in _FENCE.finditer(text):
-        if match.group(2).lower() not in _SHELL_LANGUAGES:
+    """Fenced blocks of shell (or no language): ``` or ~~~ of any length, indented in a list or quoted."""
+    lines = text.splitlines()
+    number = 0
+    while number < len(lines):
+        prefix = _QUOTE_OR_INDENT.match(lines[number]).group()  # type: ignore[union-attr]
+        opening = _FENCE_OPEN.match(lines[number][len(prefix) :])
+        number += 1
+        if opening is None:
             continue
-        first_line = text.count("\n", 0, match.start(3)) + 1
-        yield from _shell(path, match.group(3), first_line, path.parent, {})
+        fence, language = opening.group(1), opening.group(2).lower()
+        body: list[str] = []
+        first = number + 1
+        while number < len(lines):
+            line = lines[number]
+            inner = line[len(_QUOTE_OR_INDENT.match(line).group()) :]  # type: ignore[union-attr]
+            number += 1
+            if inner.startswith(fence[0] * len(fence)) and not inner.strip(fence[0]).strip():
+                break
+            body.append(line[len(prefix) :] if line.startswith(prefix) else inner)
+        if language in _SHELL_LANGUAGES:
+            yield from _shell(path, "\n".join(body), first, path.parent, {})
