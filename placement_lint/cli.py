@@ -36,7 +36,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (or show) fixes that may change behaviour.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing. Exit 1 if there is a diff.")
@@ -207,7 +207,7 @@ def clean(cache_dir: Path | None) -> None:
 
 
 @main.command("context")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))
 @click.option("--all", "show_all", is_flag=True, help="Also list files that show no distributed setup.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False), help="Use this pyproject.toml.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")

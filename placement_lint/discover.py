@@ -29,6 +29,7 @@ class Discovered:
     missing: list[Path] = field(default_factory=list)
     others: list[Path] = field(default_factory=list)  # other files the walk's `also` accepted
     walked: tuple[Path, ...] = ()  # the folders walked whole (resolved)
+    unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed
 
 
 @functools.lru_cache(maxsize=1024)
@@ -115,6 +116,7 @@ def discover(paths: list[Path], settings: Settings, also: Callable[[str], bool] 
     others: list[Path] = []
     missing: list[Path] = []
     walked: list[Path] = []
+    unreadable: list[Path] = []
 
     def add(path: Path, status: os.stat_result) -> None:
         key = (status.st_dev, status.st_ino)
@@ -135,9 +137,9 @@ def discover(paths: list[Path], settings: Settings, also: Callable[[str], bool] 
         if stat.S_ISREG(status.st_mode):
             add(absolute, status)  # named explicitly: always checked
         elif stat.S_ISDIR(status.st_mode):
-            _walk(absolute, ignores, add, wanted)
+            _walk(absolute, ignores, add, wanted, unreadable.append)
             walked.append(absolute.resolve())
-    return Discovered(sorted(files), missing, sorted(others), tuple(walked))
+    return Discovered(sorted(files), missing, sorted(others), tuple(walked), unreadable)
 
 
 def repository_files(root: Path, settings: Settings, wanted: Callable[[str], bool]) -> list[Path]:
@@ -147,13 +149,20 @@ def repository_files(root: Path, settings: Settings, wanted: Callable[[str], boo
     return found
 
 
-def _walk(top: Path, ignores: _Ignores, add: Callable[[Path, os.stat_result], None], wanted: Callable[[str], bool]) -> None:
+def _walk(
+    top: Path,
+    ignores: _Ignores,
+    add: Callable[[Path, os.stat_result], None],
+    wanted: Callable[[str], bool],
+    unreadable: Callable[[Path], None] = lambda _: None,
+) -> None:
     stack = [top]
     while stack:
         folder = stack.pop()
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
+            unreadable(folder)
             continue
         for entry in entries:
             path = Path(entry.path)

@@ -88,8 +88,16 @@ def find_config(start: Path) -> Path | None:
         pyproject = candidate / "pyproject.toml"
         if pyproject.is_file():
             try:
-                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                text = pyproject.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                # Like ruff: a pyproject.toml that may hold our settings but does not parse is an error,
+                # not a reason to fall back to another configuration.
+                if "placement-lint" in text:
+                    raise ConfigError(f"{pyproject}: invalid TOML: {exc}") from None
                 continue
             if "placement-lint" in data.get("tool", {}):
                 return pyproject

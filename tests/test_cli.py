@@ -267,3 +267,25 @@ def test_cache_flags_and_clean(repo: Path) -> None:
     assert cli("check", "--cache-dir", str(custom), ".", cwd=repo).returncode == 1 and custom.is_dir()
     assert cli("clean", cwd=repo).returncode == 0
     assert not (repo / ".placement_lint_cache").exists()
+
+
+def test_a_broken_pyproject_is_an_error_not_ignored(repo: Path) -> None:
+    (repo / "pyproject.toml").write_text('[tool.placement-lint]\nselect = ["DPL002"]\nignore = [\n')
+    result = cli("check", ".", cwd=repo)
+    assert result.returncode == 2 and "invalid TOML" in result.stderr
+
+
+def test_missing_path_summary_does_not_claim_success(repo: Path) -> None:
+    result = cli("check", "nope.py", cwd=repo)
+    assert "All checks passed!" not in result.stdout
+    assert "could not be checked" in result.stdout
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_unreadable_named_file_is_an_error_and_the_rest_is_checked(repo: Path) -> None:
+    secret = repo / "secret.py"
+    secret.write_text(ZERO3)
+    secret.chmod(0)
+    result = cli("check", "secret.py", "train_z3.py", cwd=repo)
+    assert result.returncode == 2 and "secret.py: cannot read" in result.stderr
+    assert "train_z3.py:4:65: DPL001" in result.stdout

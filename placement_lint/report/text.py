@@ -88,7 +88,8 @@ def summary(result: RunResult, options: RunOptions) -> str:
         remaining = f"{len(findings)} remaining" if findings else "0 remaining"
         return f"Fixed {_plural(fixed, 'problem')} in {_plural(len([f for f in result.files if f.fixed]), 'file')}, {remaining}."
     if not findings:
-        return "All checks passed!"
+        failed = len(result.errors) + sum(1 for f in result.files if f.error)
+        return f"No problems found, but {_plural(failed, 'path')} could not be checked." if failed else "All checks passed!"
     safe = sum(1 for f in findings if f.violation.fix and f.violation.fix.applicability is Applicability.SAFE)
     unsafe = sum(1 for f in findings if f.violation.fix and f.violation.fix.applicability is Applicability.UNSAFE)
     parts = []
