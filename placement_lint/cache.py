@@ -203,14 +203,12 @@ def _evidence_json(evidence: Evidence) -> dict[str, object]:
 
 def _evidence(e: dict[str, object]) -> Evidence:
     return Evidence(
-        Kind(e["kind"]),
-        str(e["path"]),
-        int(e["line"]),  # type: ignore[call-overload]
-        str(e["text"]),
-        e["zero_stage"],  # type: ignore[arg-type]
-        str(e["origin"]),
-        tuple(e["chain"]),  # type: ignore[arg-type]
-        tuple(tuple(a) for a in e["arguments"]),  # type: ignore[attr-defined,misc]
+        **{
+            **e,
+            "kind": Kind(e["kind"]),
+            "chain": tuple(e["chain"]),  # type: ignore[arg-type]
+            "arguments": tuple(tuple(a) for a in e["arguments"]),  # type: ignore[attr-defined]
+        }
     )
 
 
@@ -228,5 +226,5 @@ def _context_json(context: Context) -> dict[str, object]:
 def _context(data: dict[str, object]) -> Context:
     evidence = tuple(_evidence(e) for e in data["evidence"])  # type: ignore[attr-defined]
     raw = data["override"]
-    override = None if raw is None else Override(Setup(Mode(raw["mode"]), raw["stage"]), raw["source"])  # type: ignore[index]
+    override = None if raw is None else Override(Setup(Mode(raw["mode"]), raw["stage"], raw.get("single", False)), raw["source"])  # type: ignore[index,union-attr]
     return Context(evidence, override, tuple(tuple(a) for a in data["arguments"]))  # type: ignore[attr-defined,misc]

@@ -18,6 +18,7 @@ class Mode(enum.Enum):
 class Setup:
     mode: Mode
     zero_stage: int | None = None  # DeepSpeed only; None when no config shows it
+    single_process: bool = False  # distributed machinery in one process (`python train.py --deepspeed ds.json`)
 
     @property
     def distributed(self) -> bool:

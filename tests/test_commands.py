@@ -201,7 +201,11 @@ def test_yaml_tags_that_build_objects_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    ["mpirun -np 4 python train.py", "mpirun -np 4 -x NCCL_DEBUG=INFO python train.py", "mpiexec -n 2 --allow-run-as-root python train.py"],
+    [
+        "mpirun -np 4 python train.py",
+        "mpirun -np 4 -x NCCL_DEBUG=INFO python train.py",
+        "mpiexec -n 2 --allow-run-as-root python train.py",
+    ],
 )
 def test_mpi_wrappers(command: str) -> None:
     launch = parse_command(command)

@@ -59,7 +59,7 @@ class _Evaluator:
         self.setup = setup
         self.lookup = lookup
         # None when the setup is only "possibly" distributed: then every distributed condition is unknown.
-        self.multi: bool | None = None if setup.mode is Mode.POSSIBLE else setup.distributed
+        self.multi: bool | None = None if setup.mode is Mode.POSSIBLE else setup.distributed and not setup.single_process
 
     def _pick(self, distributed: object, single: object) -> object:
         if self.multi is None:
@@ -134,7 +134,7 @@ class _Evaluator:
             if attr in ("local_process_index", "process_index"):
                 return self._pick(Span(0, float("inf")), 0)
             if attr == "distributed_type":
-                return self._pick(self.setup.accelerate_type, "NO")
+                return self.setup.accelerate_type if self.setup.distributed else self._pick("MULTI_GPU", "NO")
             if attr == "parallel_mode":
                 return self._pick("DISTRIBUTED", "NOT_DISTRIBUTED")
             if attr in ("is_deepspeed_enabled",):
@@ -144,13 +144,13 @@ class _Evaluator:
         return UNKNOWN
 
     def _deepspeed(self) -> object:
-        return self._pick(self.setup.mode is Mode.DEEPSPEED, False)
+        return UNKNOWN if self.setup.mode is Mode.POSSIBLE else self.setup.mode is Mode.DEEPSPEED
 
     def _fsdp(self) -> object:
-        return self._pick(self.setup.mode is Mode.FSDP, False)
+        return UNKNOWN if self.setup.mode is Mode.POSSIBLE else self.setup.mode is Mode.FSDP
 
     def _zero3(self) -> object:
-        if self.multi is None:
+        if self.setup.mode is Mode.POSSIBLE:
             return UNKNOWN
         if self.setup.mode is not Mode.DEEPSPEED:
             return False

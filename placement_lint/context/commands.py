@@ -45,6 +45,7 @@ class Launch:
     script_args: dict[str, str] = field(default_factory=dict)  # "--deepspeed": "ds.json", positional yaml as "": "x.yaml"
     env: dict[str, str] = field(default_factory=dict)
     wrapped_by: str | None = None  # "srun", "mpirun": several processes whatever the launcher
+    wrapper_options: dict[str, str] = field(default_factory=dict)  # `srun --gpus-per-task 1` -> {"--gpus-per-task": "1"}
     text: str = ""  # the command as written, for messages
 
     def option(self, *names: str) -> str | None:
@@ -87,6 +88,7 @@ def parse_command(text: str) -> Launch | None:
     tokens = split(text)
     env: dict[str, str] = {}
     wrapped_by: str | None = None
+    wrapper_options: dict[str, str] = {}
     while tokens:
         head = tokens[0]
         if _ENV_PREFIX.match(head):
@@ -102,7 +104,7 @@ def parse_command(text: str) -> Launch | None:
         elif head in ("srun", "mpirun", "mpiexec", "horovodrun"):
             wrapped_by = head
             # OpenMPI's single-dash long options take values (`-np 4`, `-x NCCL_DEBUG=INFO`, `-H hosts`).
-            tokens = _skip_options(tokens[1:], _FLAGS["srun" if head == "srun" else "mpirun"], head != "srun")
+            tokens = _skip_options(tokens[1:], _FLAGS["srun" if head == "srun" else "mpirun"], head != "srun", wrapper_options)
         else:
             break
     if not tokens:
@@ -111,16 +113,29 @@ def parse_command(text: str) -> Launch | None:
     if launch is None:
         return None
     launch.env, launch.wrapped_by, launch.text = env, wrapped_by, " ".join(text.split())
+    launch.wrapper_options = wrapper_options
     return launch
 
 
-def _skip_options(tokens: list[str], flags: set[str], long_single_dash: bool = False) -> list[str]:
+def _skip_options(
+    tokens: list[str], flags: set[str], long_single_dash: bool = False, into: dict[str, str] | None = None
+) -> list[str]:
     """Drop a wrapper's own options (`srun -N 2 --gres gpu:8 ...`) up to the command it runs."""
+    into = {} if into is None else into
     i = 0
     while i < len(tokens) and tokens[i].startswith("-"):
         token = tokens[i]
         joined = not token.startswith("--") and len(token) > 2 and not long_single_dash  # `-N2`
-        i += 1 if token in flags or ("=" in token and token.startswith("--")) or joined else 2
+        if token in flags or joined:
+            into[token] = ""
+            i += 1
+        elif "=" in token and token.startswith("--"):
+            name, _, value = token.partition("=")
+            into[name] = value
+            i += 1
+        else:
+            into[token] = tokens[i + 1] if i + 1 < len(tokens) else ""
+            i += 2
     return tokens[i:]
 
 

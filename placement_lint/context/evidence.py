@@ -34,6 +34,9 @@ class Evidence:
     origin: str = "file"  # "file": seen in the Python file; "launch": a command that runs it; "import": via an importer
     chain: tuple[str, ...] = ()  # launch/import: the file, the files that import it, ..., the launched script
     arguments: tuple[tuple[str, str], ...] = ()  # launch: script arguments (`--q_lora True` -> ("q_lora", "True"))
+    single_process: bool = False  # launch: one process (`python train.py --deepspeed ds.json`, `--num_gpus 1`)
+    one_gpu: bool = False  # launch: each process sees one GPU (CUDA_VISIBLE_DEVICES=0, --gpus-per-task 1)
+    bypass: bool = False  # launch: ACCELERATE_BYPASS_DEVICE_MAP=true in its environment
 
     @property
     def where(self) -> str:
@@ -99,17 +102,32 @@ class Context:
             return self.override.setup
         kinds = {e.kind for e in self.evidence}
         if Kind.ZERO3 in kinds:
-            return Setup(Mode.DEEPSPEED, 3)
+            return Setup(Mode.DEEPSPEED, 3, self._single(Kind.ZERO3))
         if Kind.DEEPSPEED in kinds:
             stages = {e.zero_stage for e in self.evidence if e.kind is Kind.DEEPSPEED}
-            return Setup(Mode.DEEPSPEED, stages.pop() if len(stages) == 1 else None)
+            return Setup(Mode.DEEPSPEED, stages.pop() if len(stages) == 1 else None, self._single(Kind.DEEPSPEED))
         if Kind.FSDP in kinds:
-            return Setup(Mode.FSDP)
+            return Setup(Mode.FSDP, None, self._single(Kind.FSDP))
         if Kind.DDP in kinds:
-            return Setup(Mode.DDP)
+            return Setup(Mode.DDP, None, self._single(Kind.DDP))
         if Kind.POSSIBLE in kinds:
             return Setup(Mode.POSSIBLE)
         return SINGLE
+
+    def _single(self, kind: Kind) -> bool:
+        """Every piece of evidence of this kind is a launch that starts one process."""
+        items = [e for e in self.evidence if e.kind is kind]
+        return bool(items) and all(e.single_process for e in items)
+
+    @property
+    def one_gpu_per_process(self) -> bool:
+        """Every launch behind the setup shows each process one GPU: a spreading map stays on it."""
+        launches = [e for e in self.deciding if e.origin != "file"]
+        return bool(launches) and all(e.one_gpu for e in launches) and len(launches) == len(self.deciding)
+
+    @property
+    def bypasses_device_map_check(self) -> bool:
+        return any(e.bypass for e in self.deciding)
 
     @property
     def deciding(self) -> list[Evidence]:

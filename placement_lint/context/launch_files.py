@@ -43,6 +43,7 @@ class CommandLine:
     line: int
     text: str  # with known variables expanded
     cwd: Path  # the folder it runs in
+    env: tuple[tuple[str, str], ...] = ()  # variables the script exported before the command
 
 
 def launcher_kind(path: Path, head: bytes) -> str | None:
@@ -141,6 +142,7 @@ def _segments(line: str) -> list[str]:
 
 def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[str, str]) -> Iterator[CommandLine]:
     heredoc: str | None = None
+    exported: dict[str, str] = {}
     for number, line in _logical_lines(text, first_line):
         stripped = line.strip()
         if heredoc is not None:  # the text of a here-document is data, not commands
@@ -157,11 +159,13 @@ def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[st
             assignment = _ASSIGNMENT.match(segment)
             if assignment and " " not in assignment.group(2).strip().strip("\"'"):
                 variables[assignment.group(1)] = expand(assignment.group(2).strip().strip("\"'"), variables)
+                if segment.startswith("export "):
+                    exported[assignment.group(1)] = variables[assignment.group(1)]
                 continue
             if segment.startswith("cd ") or segment == "cd":
                 cwd = _change_directory(path, cwd, expand(segment[3:].strip().strip("\"'"), variables))
                 continue
-            yield CommandLine(path, number, expand(segment, variables), cwd)
+            yield CommandLine(path, number, expand(segment, variables), cwd, tuple(exported.items()))
 
 
 def _change_directory(path: Path, cwd: Path, target: str) -> Path:

@@ -9,6 +9,7 @@ modules it imports) the evidence, with the chain that led to it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import os
 import re
@@ -69,6 +70,7 @@ class Resolved:
     kind: Kind
     stage: int | None
     details: str  # "distributed_type DEEPSPEED, zero_stage 3"
+    single_process: bool = False
 
 
 @dataclass
@@ -119,6 +121,7 @@ def build_repo_context(
             text = f"{where} ({_short(launch.text)})"
             if resolved.details:
                 text += f", {resolved.details}"
+            env = {**dict(command.env), **launch.env}
             evidence = Evidence(
                 resolved.kind,
                 display(command.source),
@@ -128,6 +131,9 @@ def build_repo_context(
                 "launch",
                 (display(target),),
                 _arguments(launch),
+                single_process=resolved.single_process or _one_process(launch),
+                one_gpu=_one_gpu(launch, env),
+                bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
             )
             launched.setdefault(target, []).append(evidence)
     context.warnings += configs.warnings
@@ -183,10 +189,8 @@ def _resolve(launch: Launch, command: CommandLine, configs: ConfigReader) -> Res
     if launch.launcher == "accelerate":
         base = _accelerate(launch, near, configs)
     elif launch.launcher == "torchrun":
-        base = Resolved(Kind.DDP, None, "torchrun runs one process per GPU even with --nproc_per_node 1")
         count = launch.option("--nproc_per_node", "--nproc-per-node")
-        if count:
-            base = Resolved(Kind.DDP, None, f"torchrun --nproc_per_node {count}")
+        base = Resolved(Kind.DDP, None, f"torchrun --nproc_per_node {count}" if count else "torchrun")
     elif launch.launcher == "deepspeed":
         base = Resolved(Kind.DEEPSPEED, None, "the deepspeed launcher")
     elif launch.launcher == "trl":
@@ -317,6 +321,42 @@ def _deepspeed(stage: int | None, details: str) -> Resolved:
     return Resolved(Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED, stage, details)
 
 
+def _one_process(launch: Launch) -> bool:
+    """The launch starts a single process (distributed machinery may still be on: DeepSpeed, MULTI_GPU)."""
+    if launch.wrapped_by:
+        return False
+    if launch.launcher == "python":
+        return True
+    if launch.launcher == "torchrun":
+        nodes = launch.option("--nnodes")
+        return launch.option("--nproc_per_node", "--nproc-per-node") == "1" and (nodes in (None, "1", "1:1"))
+    if launch.launcher == "deepspeed":
+        return launch.option("--num_gpus", "--num-gpus") == "1" or _single_device(launch.option("--include"))
+    if launch.launcher == "accelerate":
+        return launch.option("--num_processes") == "1" and launch.option("--num_machines") in (None, "1")
+    return False
+
+
+def _one_gpu(launch: Launch, env: dict[str, str]) -> bool:
+    """Each process sees exactly one GPU, so a spreading map resolves to that one device (domain.md §2.2)."""
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() and "," not in visible and "$" not in visible:
+        return True
+    if launch.wrapped_by == "srun" and launch.wrapper_options.get("--gpus-per-task") == "1":
+        return True
+    if launch.launcher == "deepspeed":
+        return launch.option("--num_gpus", "--num-gpus") == "1" or _single_device(launch.option("--include"))
+    return False
+
+
+def _single_device(include: str | None) -> bool:
+    """`--include localhost:0` (one host, one GPU)."""
+    if not include or "@" in include:
+        return False
+    hosts = include.split("@")
+    return len(hosts) == 1 and ":" in hosts[0] and "," not in hosts[0].split(":", 1)[1]
+
+
 def _arguments(launch: Launch) -> tuple[tuple[str, str], ...]:
     """Script arguments an HfArgumentParser/TrlParser would turn into dataclass fields (`--q_lora True`)."""
     return tuple(
@@ -353,7 +393,7 @@ def _propagate_to_imports(
             continue
         for module, names in summary.imports(wanted, context.root):
             inherited = tuple(
-                Evidence(e.kind, e.path, e.line, e.text, e.zero_stage, "import", (display(module), *e.chain), e.arguments)
+                dataclasses.replace(e, origin="import", chain=(display(module), *e.chain))
                 for e in items
                 if e.kind is not Kind.SINGLE
             )

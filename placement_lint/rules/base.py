@@ -135,7 +135,8 @@ class CheckedFile:
         if self._inside(node, loader) or argument is None or self._inside(node, argument.value):
             return Site(node, is_local(self, device_map))
         from_dataclass = any(
-            isinstance(step, ast.AnnAssign) and isinstance(self.resolver.parent(step), ast.ClassDef) for step in device_map.candidate.via
+            isinstance(step, ast.AnnAssign) and isinstance(self.resolver.parent(step), ast.ClassDef)
+            for step in device_map.candidate.via
         )
         if from_dataclass or self._shared(argument.value):
             return Site(argument.value, not from_dataclass)

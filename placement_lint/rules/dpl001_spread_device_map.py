@@ -58,8 +58,11 @@ class SpreadDeviceMapInDistributed(Rule):
             # report it only when the model is seen going into training.
             if not loads_under_zero3 and device_map.trained is None and _computed(device_map):
                 continue
-            # ACCELERATE_BYPASS_DEVICE_MAP=true is accelerate's explicit opt-out of its check.
-            if not loads_under_zero3 and file.bypasses_device_map_check:
+            # ACCELERATE_BYPASS_DEVICE_MAP=true is accelerate's explicit opt-out of its check; a process
+            # that sees one GPU maps the model onto that GPU (domain.md §2.2).
+            if not loads_under_zero3 and (
+                file.bypasses_device_map_check or context.bypasses_device_map_check or context.one_gpu_per_process
+            ):
                 continue
             message = self._message(file, device_map, context)
             yield self.violation(
@@ -122,7 +125,9 @@ class SpreadDeviceMapInDistributed(Rule):
             and not (device_map.quantized and not state_exists_at_load(device_map, context))
         )
         return fix(
-            Applicability.SAFE if safe else Applicability.UNSAFE, "Use device_map=None", file.replace(file.site(device_map).node, "None")
+            Applicability.SAFE if safe else Applicability.UNSAFE,
+            "Use device_map=None",
+            file.replace(file.site(device_map).node, "None"),
         )
 
 

@@ -51,7 +51,11 @@ class DeviceMapUnderZero3(Rule):
                 "use device_map=None"
             )
             yield self.violation(
-                file, file.site(device_map).node, message, None if device_map.candidate.from_launch else self._fix(file, device_map), context
+                file,
+                file.site(device_map).node,
+                message,
+                None if device_map.candidate.from_launch else self._fix(file, device_map),
+                context,
             )
 
     def _fix(self, file: CheckedFile, device_map: DeviceMap) -> Fix:
