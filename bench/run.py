@@ -71,7 +71,8 @@ _LOADERS = [
     'model = AutoModelForCausalLM.from_pretrained(MODEL, torch_dtype="auto", device_map={dm})',
     "model = AutoModelForCausalLM.from_pretrained(MODEL, **dict(device_map={dm}))",
 ]
-_MAPS = ['"auto"', "None", '{"": PartialState().local_process_index}', '{"": 0}', '"cuda:0"', "None", "None", "None"]
+# Mostly correct scripts, as in a real monorepo; about one in ten has a finding under its launch.
+_MAPS = ["None"] * 12 + ['"auto"', '{"": PartialState().local_process_index}', '{"": 0}', '"cuda:0"']
 _TEMPLATE = '''"""Project {project}, experiment {number}."""
 import os
 from dataclasses import dataclass, field

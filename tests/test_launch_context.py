@@ -47,3 +47,12 @@ def test_launch_case(case: Path, tmp_path: Path) -> None:
     expected_warnings = case / "warnings.txt"
     for wanted in expected_warnings.read_text().splitlines() if expected_warnings.exists() else []:
         assert any(wanted in warning for warning in result.warnings), (wanted, result.warnings)
+
+
+def test_a_map_a_ddp_launch_needs_is_kept_behind_the_zero3_check(tmp_path: Path) -> None:
+    case = Path(__file__).parent / "fixtures" / "launch" / "bad_zero3_and_ddp_launches"
+    result = check_case(case, tmp_path, fix=True)
+    assert result.findings == []
+    fixed = (tmp_path / case.name / "sft.py").read_text()
+    assert "device_map=None if is_deepspeed_zero3_enabled() else get_kbit_device_map() if quantization_config is not None else None," in fixed
+    assert "from transformers.integrations import is_deepspeed_zero3_enabled\n" in fixed

@@ -74,7 +74,11 @@ class DeviceMapUnderZero3(Rule):
 
     @staticmethod
     def _serves_ddp(file: CheckedFile, device_map: DeviceMap) -> bool:
-        """The value sits behind a condition on the process count (`if ddp:`), so a DDP run needs it."""
+        """A run without ZeRO-3 needs the value: it sits behind a condition on the process count
+        (`if ddp:`), or the file is also launched under DDP or DeepSpeed ZeRO-1/2."""
+        contexts = file.contexts.contexts_at(device_map.loader.node)
+        if any(c.setup.distributed and not c.setup.zero3 for c in contexts):
+            return True
         if not device_map.candidate.guards:
             return False
         ddp, single = file.resolver_for(_DDP), file.resolver_for(_SINGLE)
