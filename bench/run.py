@@ -1,6 +1,6 @@
 """Benchmark placement-lint against ruff on the same trees, in one run.
 
-    python bench/run.py [--runs 5] [--scripts 10000]
+    python bench/run.py [--runs 5] [--scripts 10000]      (corpora in $PLACEMENT_LINT_BENCH_DIR, default /tmp)
 
 Fetches pinned wheels from the package index (transformers, trl, accelerate, peft) and unpacks
 their sources as corpora, generates a synthetic training monorepo (thousands of scripts with
@@ -20,13 +20,14 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
+# Outside the project, so the project's own pyproject.toml and .gitignore do not apply to the corpora.
+WORK = Path(os.environ.get("PLACEMENT_LINT_BENCH_DIR", Path(tempfile.gettempdir()) / "placement-lint-bench"))
 WHEELS = {"transformers": "5.23.0", "trl": "1.16.0", "accelerate": "1.14.0", "peft": "0.20.0"}
 BIN = Path(sys.executable).parent
 
