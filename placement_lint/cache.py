@@ -21,7 +21,7 @@ from pathlib import Path
 
 from placement_lint import __version__
 from placement_lint.context.evidence import Context, Evidence, Kind, Override
-from placement_lint.context.repo import RepoContext
+from placement_lint.context.repo import RepoContext, import_lines_digest
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.rules.base import Violation
@@ -116,13 +116,16 @@ def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None) -
             return None
         if candidates is not None and sorted(map(str, candidates)) != data["candidates"]:
             return None
-        if any(_stamp(Path(path)) != stamp for path, stamp in data["inputs"].items()):
-            return None
+        digests = data.get("import_only", {})
+        for path, stamp in data["inputs"].items():
+            if _stamp(Path(path)) != stamp and not _same_imports(Path(path), digests.get(path)):
+                return None
         context = RepoContext(root, warnings=list(data["warnings"]))
         context.by_file = {Path(p): tuple(_evidence(e) for e in items) for p, items in data["by_file"].items()}
         context.used = {Path(p): frozenset(names) for p, names in data["used"].items()}
         context.candidates = [Path(p) for p in data["candidates"]]
         context.inputs = [Path(p) for p in data["inputs"]]
+        context.import_only = {Path(p) for p in digests}
         return context
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -133,11 +136,23 @@ def save_repo_context(folder: Path, context: RepoContext) -> None:
         "format": _FORMAT,
         "candidates": sorted(map(str, context.candidates)),
         "inputs": {str(p): _stamp(p) for p in context.inputs},
+        "import_only": {str(p): _digest(p) for p in context.import_only},
         "by_file": {str(p): [_evidence_json(e) for e in items] for p, items in context.by_file.items()},
         "used": {str(p): sorted(names) for p, names in context.used.items()},
         "warnings": context.warnings,
     }
     _write_json(_repo_file(folder, context.root), data)
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return import_lines_digest(path.read_bytes())
+    except OSError:
+        return None
+
+
+def _same_imports(path: Path, digest: str | None) -> bool:
+    return digest is not None and _digest(path) == digest
 
 
 def _repo_file(folder: Path, root: Path) -> Path:

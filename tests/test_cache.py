@@ -93,3 +93,20 @@ def test_the_launch_context_is_cached_and_refreshed_when_a_launcher_changes(repo
     monkeypatch.setattr(engine, "build_repo_context", fail)
     with pytest.raises(AssertionError, match="rebuilt"):
         check(repo)
+
+
+def test_editing_a_launched_script_keeps_the_launch_context_unless_its_imports_change(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from placement_lint import engine
+
+    check(repo)
+    (repo / "b.py").write_text(LAUNCHED + "print('more')\n")
+
+    def fail(*_: object, **__: object) -> None:
+        raise AssertionError("rebuilt a launch context the cache holds")
+
+    monkeypatch.setattr(engine, "build_repo_context", fail)
+    check(repo)
+    (repo / "helpers.py").write_text("X = 1\n")
+    (repo / "b.py").write_text("import helpers\n" + LAUNCHED)
+    with pytest.raises(AssertionError, match="rebuilt"):
+        check(repo)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import hashlib
 import os
 import re
 from collections.abc import Callable
@@ -85,6 +86,8 @@ class RepoContext:
     # the walk found, and every file read (launchers, configs, Python modules whose imports it followed).
     candidates: list[Path] = field(default_factory=list)
     inputs: list[Path] = field(default_factory=list)
+    # Launched scripts read only for their import lines: a change elsewhere in them changes nothing here.
+    import_only: set[Path] = field(default_factory=set)
 
     def evidence_for(self, path: Path) -> tuple[Evidence, ...]:
         return self.by_file.get(path.resolve(), ())
@@ -140,8 +143,9 @@ def build_repo_context(
     for target, items in launched.items():
         context.by_file[target] = tuple(items)
         context.used[target] = frozenset({"__main__"})
-    summarized = _propagate_to_imports(context, launched, display)
-    context.inputs = [*context.candidates, *configs.read, *summarized]
+    summaries = _propagate_to_imports(context, launched, display)
+    context.inputs = [*context.candidates, *configs.read, *summaries]
+    context.import_only = {path for path, summary in summaries.items() if summary is None}
     return context
 
 
@@ -375,9 +379,9 @@ def _short(text: str) -> str:
 
 def _propagate_to_imports(
     context: RepoContext, launched: dict[Path, list[Evidence]], display: Callable[[Path], str]
-) -> list[Path]:
+) -> dict[Path, _ModuleSummary | None]:
     """Give the modules a launched script imports the script's launch evidence, for what it uses of
-    them. Returns the Python files it read."""
+    them. Returns what it read of each Python file (None: only its import lines, nothing local)."""
     frontier = [(path, tuple(items), frozenset({"*"}), 0) for path, items in launched.items()]
     visited: set[tuple[Path, frozenset[str]]] = set()
     summaries: dict[Path, _ModuleSummary | None] = {}
@@ -406,11 +410,16 @@ def _propagate_to_imports(
             # other modules are not parsed only to pass evidence on (it keeps large repos cheap).
             if module.name == "__init__.py" or _mentions_device_map(module):
                 frontier.append((module, inherited, names, depth + 1))
-    return list(summaries)
+    return summaries
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
+
+
+def import_lines_digest(raw: bytes) -> str:
+    """What a cached context needs unchanged in a script whose imports were all it looked at."""
+    return hashlib.blake2b(b"\n".join(m.group(0) for m in _IMPORT_LINE.finditer(raw)), digest_size=16).hexdigest()
 
 
 def _imports_something_local(raw: bytes, folder: Path, root: Path) -> bool:
