@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
@@ -204,6 +204,14 @@ class Rule:
     def violation(self, file: CheckedFile, node: ast.AST, message: str, fix: Fix | None, context: Context) -> Violation:
         start, end = file.source.node_span(node)
         return Violation(self.code, message, start, end, fix, context)
+
+    def placement_violation(
+        self, file: CheckedFile, device_map: DeviceMap, context: Context, message: str, make_fix: Callable[[], Fix]
+    ) -> Violation:
+        """A finding on a device_map, at its site; a value passed on a launch's command line gets no fix
+        (the command line is where it would have to change)."""
+        fix = None if device_map.candidate.from_launch else make_fix()
+        return self.violation(file, file.site(device_map).node, message, fix, context)
 
     @classmethod
     def url(cls) -> str:

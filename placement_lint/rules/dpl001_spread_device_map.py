@@ -65,13 +65,7 @@ class SpreadDeviceMapInDistributed(Rule):
             ):
                 continue
             message = self._message(file, device_map, context)
-            yield self.violation(
-                file,
-                file.site(device_map).node,
-                message,
-                None if device_map.candidate.from_launch else self._fix(file, device_map, context),
-                context,
-            )
+            yield self.placement_violation(file, device_map, context, message, lambda: self._fix(file, device_map, context))
 
     @staticmethod
     def _per_rank_needed(device_map: DeviceMap, context: Context) -> bool:

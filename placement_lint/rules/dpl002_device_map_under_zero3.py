@@ -50,13 +50,7 @@ class DeviceMapUnderZero3(Rule):
                 f"({context.because(file.display)}): {consequence}; ZeRO-3 partitions and places the model itself: "
                 "use device_map=None"
             )
-            yield self.violation(
-                file,
-                file.site(device_map).node,
-                message,
-                None if device_map.candidate.from_launch else self._fix(file, device_map),
-                context,
-            )
+            yield self.placement_violation(file, device_map, context, message, lambda: self._fix(file, device_map))
 
     def _fix(self, file: CheckedFile, device_map: DeviceMap) -> Fix:
         site = file.site(device_map)

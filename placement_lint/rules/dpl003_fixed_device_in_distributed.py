@@ -56,13 +56,7 @@ class FixedDeviceInDistributed(Rule):
                 f"script runs under {setup.describe()} ({context.because(file.display)}): every rank loads onto the same GPU "
                 f'(out of memory, or bitsandbytes\' "loaded ... on a different device" error); {advice}'
             )
-            yield self.violation(
-                file,
-                file.site(device_map).node,
-                message,
-                None if device_map.candidate.from_launch else self._fix(file, device_map, setup),
-                context,
-            )
+            yield self.placement_violation(file, device_map, context, message, lambda: self._fix(file, device_map, setup))
 
     @staticmethod
     def _fix(file: CheckedFile, device_map: DeviceMap, setup: Setup) -> Fix:
