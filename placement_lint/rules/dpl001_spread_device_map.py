@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import partial
 
 from placement_lint.analysis.flow import ConsumerKind
 from placement_lint.analysis.names import dotted, last_segment
@@ -65,7 +66,7 @@ class SpreadDeviceMapInDistributed(Rule):
             ):
                 continue
             message = self._message(file, device_map, context)
-            yield self.placement_violation(file, device_map, context, message, lambda: self._fix(file, device_map, context))
+            yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, context))
 
     @staticmethod
     def _per_rank_needed(device_map: DeviceMap, context: Context) -> bool:

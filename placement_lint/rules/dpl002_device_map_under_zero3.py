@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 from placement_lint.analysis.placements import DeviceMap
 from placement_lint.analysis.values import Placement
@@ -50,7 +51,7 @@ class DeviceMapUnderZero3(Rule):
                 f"({context.because(file.display)}): {consequence}; ZeRO-3 partitions and places the model itself: "
                 "use device_map=None"
             )
-            yield self.placement_violation(file, device_map, context, message, lambda: self._fix(file, device_map))
+            yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map))
 
     def _fix(self, file: CheckedFile, device_map: DeviceMap) -> Fix:
         site = file.site(device_map)

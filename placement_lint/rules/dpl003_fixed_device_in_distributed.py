@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 from placement_lint.analysis.placements import DeviceMap
 from placement_lint.analysis.values import Placement
@@ -56,7 +57,7 @@ class FixedDeviceInDistributed(Rule):
                 f"script runs under {setup.describe()} ({context.because(file.display)}): every rank loads onto the same GPU "
                 f'(out of memory, or bitsandbytes\' "loaded ... on a different device" error); {advice}'
             )
-            yield self.placement_violation(file, device_map, context, message, lambda: self._fix(file, device_map, setup))
+            yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, setup))
 
     @staticmethod
     def _fix(file: CheckedFile, device_map: DeviceMap, setup: Setup) -> Fix:
