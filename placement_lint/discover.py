@@ -29,7 +29,7 @@ class Discovered:
     missing: list[Path] = field(default_factory=list)
     others: list[Path] = field(default_factory=list)  # other files the walk's `also` accepted
     walked: tuple[Path, ...] = ()  # the folders walked whole (resolved)
-    unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed
+    unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed, named non-files
 
 
 @functools.lru_cache(maxsize=1024)
@@ -136,7 +136,9 @@ def discover(paths: list[Path], settings: Settings, also: Callable[[str], bool] 
             continue
         if stat.S_ISREG(status.st_mode):
             add(absolute, status)  # named explicitly: always checked
-        elif stat.S_ISDIR(status.st_mode):
+        elif not stat.S_ISDIR(status.st_mode):
+            unreadable.append(absolute)  # a FIFO or a device: never opened, so nothing can hang
+        else:
             _walk(absolute, ignores, add, wanted, unreadable.append)
             walked.append(absolute.resolve())
     return Discovered(sorted(files), missing, sorted(others), tuple(walked), unreadable)

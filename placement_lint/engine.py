@@ -442,7 +442,10 @@ def run(
     cache = None if cache_folder is None or options.fixing else Cache(cache_folder, _settings_key(settings, options))
     results: list[FileResult] = []
     errors = [f"{path}: no such file or directory" for path in found.missing]
-    errors += [f"{checker.display(folder)}: cannot list this folder" for folder in found.unreadable]
+    errors += [
+        f"{checker.display(path)}: {'cannot list this folder' if path.is_dir() else 'not a regular file, not read'}"
+        for path in found.unreadable
+    ]
     candidates: list[tuple[Path, bytes]] = []
     stats: dict[Path, tuple[os.stat_result, bytes]] = {}
     for path in found.files:

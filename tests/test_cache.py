@@ -95,7 +95,9 @@ def test_the_launch_context_is_cached_and_refreshed_when_a_launcher_changes(repo
         check(repo)
 
 
-def test_editing_a_launched_script_keeps_the_launch_context_unless_its_imports_change(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_editing_a_launched_script_keeps_the_launch_context_unless_its_imports_change(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from placement_lint import engine
 
     check(repo)

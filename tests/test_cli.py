@@ -289,3 +289,12 @@ def test_unreadable_named_file_is_an_error_and_the_rest_is_checked(repo: Path) -
     result = cli("check", "secret.py", "train_z3.py", cwd=repo)
     assert result.returncode == 2 and "secret.py: cannot read" in result.stderr
     assert "train_z3.py:4:65: DPL001" in result.stdout
+
+
+def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "train.py").write_text(ZERO3)
+    walked = cli("check", ".", cwd=tmp_path)  # a walk skips it
+    assert walked.returncode == 1 and "pipe.py" not in walked.stdout + walked.stderr
+    named = cli("check", "pipe.py", "train.py", cwd=tmp_path)  # named: an error, and no hang
+    assert named.returncode == 2 and "pipe.py: not a regular file" in named.stderr

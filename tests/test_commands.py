@@ -238,3 +238,16 @@ def test_pragma_only_in_comments() -> None:
     assert pragma_override('"""\n# placement-lint: context=zero3\n"""\n', "x.py") is None
     found = pragma_override("x = 1  # placement-lint: context=zero3\n", "x.py")
     assert found is not None and found.setup.zero3
+
+
+def test_yaml_alias_bomb_does_not_hang(tmp_path: Path) -> None:
+    import time
+
+    levels = ["a: &a [run, run, run, run, run, run, run, run, run]"]
+    levels += [
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]"
+        for i in range(8)
+    ]
+    started = time.monotonic()
+    commands_in(tmp_path / "bomb.yml", "\n".join(levels) + "\nscript: [torchrun x.py]\n", "yaml")
+    assert time.monotonic() - started < 5

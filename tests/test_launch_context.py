@@ -54,5 +54,8 @@ def test_a_map_a_ddp_launch_needs_is_kept_behind_the_zero3_check(tmp_path: Path)
     result = check_case(case, tmp_path, fix=True)
     assert result.findings == []
     fixed = (tmp_path / case.name / "sft.py").read_text()
-    assert "device_map=None if is_deepspeed_zero3_enabled() else get_kbit_device_map() if quantization_config is not None else None," in fixed
+    assert (
+        "device_map=None if is_deepspeed_zero3_enabled() else get_kbit_device_map() if quantization_config is not None else None,"
+        in fixed
+    )
     assert "from transformers.integrations import is_deepspeed_zero3_enabled\n" in fixed

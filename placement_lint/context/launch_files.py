@@ -221,14 +221,19 @@ def _yaml(path: Path, text: str) -> Iterator[CommandLine]:
         documents = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except Exception:  # not our job to validate every YAML file; a non-parsing one holds no commands
         return
+    budget = [_YAML_NODE_BUDGET]
     for document in documents:
-        for command in _yaml_commands(document, 0):
+        for command in _yaml_commands(document, 0, budget):
             line = _line_of(text, command.splitlines()[0] if command.strip() else command)
             yield from _shell(path, command, line, path.parent, {})
 
 
-def _yaml_commands(node: object, depth: int) -> Iterator[str]:
-    if depth > 30:
+_YAML_NODE_BUDGET = 50_000  # YAML aliases can make a small file a huge (or endless) tree: stop walking
+
+
+def _yaml_commands(node: object, depth: int, budget: list[int]) -> Iterator[str]:
+    budget[0] -= 1
+    if depth > 30 or budget[0] < 0:
         return
     if isinstance(node, dict):
         for key, value in node.items():
@@ -244,10 +249,10 @@ def _yaml_commands(node: object, depth: int) -> Iterator[str]:
                     else:
                         yield from value
             else:
-                yield from _yaml_commands(value, depth + 1)
+                yield from _yaml_commands(value, depth + 1, budget)
     elif isinstance(node, list):
         for item in node:
-            yield from _yaml_commands(item, depth + 1)
+            yield from _yaml_commands(item, depth + 1, budget)
 
 
 def _line_of(text: str, needle: str) -> int:
