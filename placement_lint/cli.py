@@ -99,12 +99,24 @@ def check(
 
     from placement_lint.cache import cache_dir as find_cache_dir
 
+    if no_cache and cache_dir is not None:
+        _error("--no-cache and --cache-dir contradict each other")
+        sys.exit(EXIT_ERROR)
     options = RunOptions(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff, context=context, jobs=jobs)
-    result = run(targets, settings, options, cwd, None if no_cache else find_cache_dir(settings.root, cache_dir))
+    _interrupt_on_sigterm()
+    try:
+        result = run(targets, settings, options, cwd, None if no_cache else find_cache_dir(settings.root, cache_dir))
+    except KeyboardInterrupt:
+        _error("interrupted before any file was checked; nothing was changed")
+        sys.exit(130)
 
     use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
     _print_result(result, options, output_format or "full", statistics, quiet, use_color, cwd)
 
+    if result.interrupted:
+        fixed = sum(1 for f in result.files if f.fixed)
+        _error(f"interrupted: {fixed} file(s) fixed and written whole, {result.interrupted} not checked and left as they were")
+        sys.exit(130)
     has_error = bool(result.errors) or any(f.error for f in result.files)
     if has_error:
         sys.exit(EXIT_ERROR)
@@ -176,6 +188,16 @@ def _emit(lines: list[str], color: bool) -> None:
     console = Console(highlight=False, soft_wrap=True, force_terminal=True)
     for line in lines:
         console.print(line if "[/]" in line else escape(line))
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM stops a run the way Ctrl-C does: between files, reporting what was done."""
+    import signal
+
+    def stop(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def _error(message: str) -> None:

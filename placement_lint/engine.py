@@ -92,6 +92,7 @@ class RunResult:
     checked: int
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    interrupted: int = 0  # files not checked because the run was interrupted
 
     @property
     def findings(self) -> list[Finding]:
@@ -116,6 +117,7 @@ class FileChecker:
         self.launches = launches or {}
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
+        self.known_codes = frozenset(rule.code for rule in all_rules())
         self.triggers = tuple({token for rule in self.rules for token in rule.triggers})
         self._per_file_ignores = [
             (pathspec.GitIgnoreSpec.from_lines([pattern]), codes) for pattern, codes in settings.per_file_ignores
@@ -207,6 +209,7 @@ class FileChecker:
                     violations += rule.check(checked)
                 except Exception as exc:  # one broken rule must not end the run
                     raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
+        _check_noqa_codes(source, self.known_codes)
         violations = [v for v in violations if not _suppressed(source, v)]
         violations.sort(key=lambda v: (v.start, v.code))
         return violations, contexts
@@ -333,6 +336,17 @@ def _real_folder(folder: str) -> Path:
 
 def _with_text(source: SourceFile, text: str) -> SourceFile:
     return replace(source, text=text, raw=source.encode(text), line_starts=line_starts_of(text))
+
+
+def _check_noqa_codes(source: SourceFile, known: frozenset[str]) -> None:
+    """A `# noqa: DPL…` naming no rule is a mistake worth an error (other linters' codes are theirs)."""
+    if "noqa" not in source.text and "NOQA" not in source.text:
+        return
+    for match in _NOQA.finditer(source.text):
+        for code in re.split(r"[,\s]+", match.group("codes") or ""):
+            if code.upper().startswith("DPL") and code.upper() not in known:
+                row, _ = source.position(match.start())
+                raise SourceError(f"line {row}: unknown rule code {code} in noqa (rules are {', '.join(sorted(known))})")
 
 
 def _suppressed(source: SourceFile, violation: Violation) -> bool:
@@ -467,15 +481,20 @@ def run(
             stats[path] = (status, raw)
         elif cache is not None:
             cache.store(path, status, raw, checker.launch_key(path), [])
-    for result in _check_all(checker, candidates, options):
-        results.append(result)
-        if cache is not None and result.error is None and result.path in stats:
-            status, raw = stats[result.path]
-            cache.store(result.path, status, raw, checker.launch_key(result.path), [f.violation for f in result.findings])
+    interrupted = 0
+    try:
+        for result in _check_all(checker, candidates, options):
+            results.append(result)
+            if cache is not None and result.error is None and result.path in stats:
+                status, raw = stats[result.path]
+                cache.store(result.path, status, raw, checker.launch_key(result.path), [f.violation for f in result.findings])
+    except KeyboardInterrupt:
+        # Every file written so far was replaced whole (atomic writes); the rest are untouched.
+        interrupted = len(candidates) - sum(1 for r in results if r.path in stats)
     if cache is not None:
         cache.save()
     results.sort(key=lambda r: r.display)
-    return RunResult(results, len(found.files), errors, [w for repo in repos for w in repo.warnings])
+    return RunResult(results, len(found.files), errors, [w for repo in repos for w in repo.warnings], interrupted)
 
 
 def _settings_key(settings: Settings, options: RunOptions) -> str:
@@ -489,11 +508,12 @@ def _settings_key(settings: Settings, options: RunOptions) -> str:
     )
 
 
-def _check_all(checker: FileChecker, candidates: list[tuple[Path, bytes]], options: RunOptions) -> list[FileResult]:
+def _check_all(checker: FileChecker, candidates: list[tuple[Path, bytes]], options: RunOptions) -> Iterable[FileResult]:
     jobs = options.jobs or os.cpu_count() or 1
     size = sum(len(raw) for _, raw in candidates)
-    if jobs < 2 or len(candidates) < 2 or size < POOL_THRESHOLD_BYTES:
-        return [checker.check(path, raw) for path, raw in candidates]
+    # A run that writes fixes checks one file after the other, so an interrupt stops between files.
+    if options.fix or jobs < 2 or len(candidates) < 2 or size < POOL_THRESHOLD_BYTES:
+        return (checker.check(path, raw) for path, raw in candidates)
     from concurrent.futures import ProcessPoolExecutor  # only when there is enough work to share
 
     ordered = sorted(candidates, key=lambda item: -len(item[1]))  # big files first, dealt out evenly

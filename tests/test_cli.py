@@ -298,3 +298,15 @@ def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
     assert walked.returncode == 1 and "pipe.py" not in walked.stdout + walked.stderr
     named = cli("check", "pipe.py", "train.py", cwd=tmp_path)  # named: an error, and no hang
     assert named.returncode == 2 and "pipe.py: not a regular file" in named.stderr
+
+
+def test_unknown_dpl_code_in_noqa_is_an_error(repo: Path) -> None:
+    (repo / "train_z3.py").write_text(ZERO3.replace("# spread", "# noqa: DPL999, E501"))
+    result = cli("check", ".", cwd=repo)
+    assert result.returncode == 2
+    assert "train_z3.py: line 4: unknown rule code DPL999 in noqa" in result.stderr
+
+
+def test_contradicting_cache_flags(repo: Path) -> None:
+    result = cli("check", "--no-cache", "--cache-dir", "x", ".", cwd=repo)
+    assert result.returncode == 2 and "contradict" in result.stderr

@@ -152,6 +152,8 @@ def build_repo_context(
 def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
     try:
         if path.stat().st_size > MAX_LAUNCHER_BYTES:
+            if launcher_kind(path, b"") in ("shell", "make", "docker", "procfile"):  # a big README or YAML is just data
+                context.warnings.append(f"{path.relative_to(context.root)}: skipped, larger than {MAX_LAUNCHER_BYTES} bytes")
             return []
         raw = path.read_bytes()
     except OSError:

@@ -1,0 +1,159 @@
+"""Hostile input, interrupted fixes, and code that must never run."""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from placement_lint.fixes.apply import apply_edits
+
+from helpers import lint_file
+
+SCRIPT = Path(sys.executable).parent / "placement-lint"
+BAD = 'import torch.distributed as dist\ndist.init_process_group("nccl")\nmodel = X.from_pretrained("m", device_map="auto")\nTrainer(model=model)\n'
+CANDIDATE = b"# device_map init_process_group()\n"  # enough text to pass the pre-check
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_hostile_tree(tmp_path: Path) -> None:
+    (tmp_path / "good.py").write_text(BAD)
+    (tmp_path / "syntax.py").write_bytes(CANDIDATE + b"def (:\n")
+    (tmp_path / "nul.py").write_bytes(CANDIDATE + b"x = 1\x00\n")
+    (tmp_path / "latin.py").write_bytes(CANDIDATE + b"x = '\xe9\xe8'\n")
+    (tmp_path / "cookie.py").write_bytes(b"# -*- coding: klingon -*-\n" + CANDIDATE)
+    (tmp_path / "bom_crlf.py").write_bytes(b"\xef\xbb\xbf" + BAD.replace("\n", "\r\n").encode())
+    (tmp_path / "formfeed.py").write_bytes(CANDIDATE + b"\x0cx = 1\n")
+    (tmp_path / "empty.py").write_bytes(b"")
+    (tmp_path / "generated.py").write_bytes(CANDIDATE + b"x = 1\n" * 800_000)  # about 5 MB
+    (tmp_path / "one_line.py").write_bytes(CANDIDATE + b"x = [" + b"1, " * 3_000_000 + b"]\n")  # about 10 MB
+    (tmp_path / "dir.py").mkdir()
+    (tmp_path / "dangling.py").symlink_to(tmp_path / "nowhere.py")
+    (tmp_path / "loop").mkdir()
+    (tmp_path / "loop" / "again").symlink_to(tmp_path / "loop")
+    (tmp_path / "linked.py").symlink_to(tmp_path / "good.py")
+    (tmp_path / "ünïcödé_名前.py").write_text(BAD)
+    os.mkfifo(tmp_path / "pipe.py")
+    started = time.monotonic()
+    result = run_cli("check", "--output-format", "concise", "--no-cache", ".", cwd=tmp_path, timeout=120)
+    assert time.monotonic() - started < 60
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    for name, reason in [
+        ("syntax.py", "cannot parse"),
+        ("nul.py", "cannot parse"),
+        ("latin.py", "cannot decode"),
+        ("cookie.py", "cannot decode"),
+    ]:
+        assert f"{name}: {reason}" in result.stderr, name
+    findings = [line.split(":")[0] for line in result.stdout.splitlines() if ": DPL" in line]
+    assert sorted(findings) == ["bom_crlf.py", "good.py", "ünïcödé_名前.py"], "each real file once, hostile ones named, none lost"
+
+
+def test_internal_error_in_a_rule_costs_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from placement_lint.rules.dpl001_spread_device_map import SpreadDeviceMapInDistributed
+
+    def broken(self, file):  # type: ignore[no-untyped-def]
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(SpreadDeviceMapInDistributed, "check", broken)
+    (tmp_path / "a.py").write_text(BAD)
+    result = lint_file(tmp_path / "a.py")
+    assert result.error is not None and "internal error in DPL001: RuntimeError: boom" in result.error
+
+
+def test_interrupted_migration_leaves_every_file_untouched_or_fixed(tmp_path: Path) -> None:
+    fixed_text = BAD.replace('device_map="auto"', "device_map=None")
+    for index in range(2500):
+        (tmp_path / f"train_{index:04d}.py").write_text(BAD)
+    process = subprocess.Popen(
+        [str(SCRIPT), "check", "--fix", "--no-cache", "."],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(p.read_text() == fixed_text for p in sorted(tmp_path.glob("train_000*.py"))):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted:" in stderr and "Traceback" not in stderr
+    states = [p.read_text() for p in tmp_path.glob("train_*.py")]
+    assert set(states) <= {BAD, fixed_text}, "a file was left half-written"
+    assert BAD in states and fixed_text in states, "the interrupt landed mid-run"
+    assert not [p for p in tmp_path.iterdir() if not p.name.startswith("train_")], "a temp file was left behind"
+
+
+def test_linted_code_and_configs_never_run(tmp_path: Path) -> None:
+    marker = tmp_path / "executed"
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(f"open({str(marker)!r}, 'w').close()\nimport deepspeed\n" + BAD)
+    (tmp_path / "run.sh").write_text(f"touch {marker}\ntorchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "cfg.yaml").write_text(f"distributed_type: !!python/object/apply:os.system ['touch {marker}']\n")
+    (tmp_path / "launch.sh").write_text("accelerate launch --config_file cfg.yaml train.py\n")
+    result = run_cli("check", "--fix", ".", cwd=tmp_path)
+    assert result.returncode in (0, 1) and not marker.exists()
+    assert "cfg.yaml: cannot parse config" in result.stderr
+
+
+def test_launchers_over_the_size_cap_are_skipped(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(BAD.replace('import torch.distributed as dist\ndist.init_process_group("nccl")\n', ""))
+    (tmp_path / "huge.sh").write_bytes(b"torchrun --nproc_per_node 2 train.py\n" + b"# padding\n" * 200_000)
+    result = run_cli("check", ".", cwd=tmp_path)
+    assert result.returncode == 0 and "huge.sh: skipped" in result.stderr
+
+
+FIXTURES = sorted(p for p in (Path(__file__).parent / "fixtures").glob("DPL*/bad_*.py") if not p.name.endswith(".fixed.py"))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    fixture=st.sampled_from(FIXTURES),
+    newline=st.sampled_from(["\n", "\r\n"]),
+    comments=st.lists(st.sampled_from(["  # é", "\t# x", "  # noqa: E501", ""]), min_size=1, max_size=40),
+)
+def test_fix_changes_only_reported_spans(tmp_path: Path, fixture: Path, newline: str, comments: list[str]) -> None:
+    """Perturbed fixtures (line endings, trailing comments): --fix output parses, a second --fix changes
+    nothing, and every character outside the reported spans stays."""
+    lines = fixture.read_text().splitlines()
+    perturbed = (
+        newline.join(
+            line + (comments[i % len(comments)] if line.strip() and not line.rstrip().endswith(("\\", ",", "(")) else "")
+            for i, line in enumerate(lines)
+        )
+        + newline
+    )
+    work = tmp_path / fixture.parent.name
+    work.mkdir(exist_ok=True)
+    for sibling in fixture.parent.glob("*.json"):
+        (work / sibling.name).write_bytes(sibling.read_bytes())
+    target = work / fixture.name
+    target.write_bytes(perturbed.encode())
+    try:
+        ast.parse(perturbed)
+    except SyntaxError:
+        return  # a comment placement that breaks the program is not a test of the fixer
+    reported = lint_file(target)
+    edits = [e for f in reported.findings if f.violation.fix for e in f.violation.fix.edits]
+    fixed = lint_file(target, fix=True, unsafe_fixes=True)
+    assert fixed.error is None
+    after = target.read_bytes().decode()
+    ast.parse(after)
+    # The fixed file is exactly the original with the reported edits applied: nothing else moved.
+    assert after == apply_edits(perturbed, edits)
+    again = lint_file(target, fix=True, unsafe_fixes=True)
+    assert not again.fixed and target.read_bytes().decode() == after
