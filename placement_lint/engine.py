@@ -36,6 +36,9 @@ from placement_lint.source import SourceError, SourceFile, decode_source, line_s
 
 _NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _POSSIBLE = Setup(Mode.POSSIBLE)
+# A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
+# one-line list takes CPython's parser seconds and millions of nodes).
+MAX_PYTHON_BYTES = 4 * 1024 * 1024
 # Below this many bytes of files to parse, a process pool costs more than it saves (measured on
 # transformers' 5 candidate files, 0.8 MB: 1.05 s in one process, 0.84 s in two).
 POOL_THRESHOLD_BYTES = 200_000
@@ -477,6 +480,15 @@ def run(
                 results.append(checker.from_cache(path, cached))
             continue
         if checker.worth_parsing(raw, path):
+            if len(raw) > MAX_PYTHON_BYTES:
+                results.append(
+                    FileResult(
+                        checker.display(path),
+                        path=path,
+                        warnings=[f"{checker.display(path)}: skipped, larger than {MAX_PYTHON_BYTES // 1024 // 1024} MiB"],
+                    )
+                )
+                continue
             candidates.append((path, raw))
             stats[path] = (status, raw)
         elif cache is not None:

@@ -11,6 +11,7 @@ import ast
 import io
 import re
 import tokenize
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,7 +114,10 @@ def read_source(path: Path) -> SourceFile:
 
 def parse_python(source: SourceFile) -> ast.Module:
     try:
-        return ast.parse(source.text, filename=str(source.path))
+        with warnings.catch_warnings():
+            # CPython warns about the checked code (invalid escapes, `is` with a literal): not ours to print.
+            warnings.simplefilter("ignore")
+            return ast.parse(source.text, filename=str(source.path))
     except SyntaxError as exc:
         where = f"line {exc.lineno}: " if exc.lineno else ""
         raise SourceError(f"cannot parse: {where}{exc.msg}") from None
