@@ -75,7 +75,8 @@ def test_internal_error_in_a_rule_costs_one_file(tmp_path: Path, monkeypatch: py
     assert result.error is not None and "internal error in DPL001: RuntimeError: boom" in result.error
 
 
-def test_interrupted_migration_leaves_every_file_untouched_or_fixed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_migration_leaves_every_file_untouched_or_fixed(tmp_path: Path, stop: signal.Signals) -> None:
     fixed_text = BAD.replace('device_map="auto"', "device_map=None")
     for index in range(2500):
         (tmp_path / f"train_{index:04d}.py").write_text(BAD)
@@ -89,7 +90,7 @@ def test_interrupted_migration_leaves_every_file_untouched_or_fixed(tmp_path: Pa
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not any(p.read_text() == fixed_text for p in sorted(tmp_path.glob("train_000*.py"))):
         time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert "interrupted:" in stderr and "Traceback" not in stderr
@@ -194,3 +195,19 @@ def test_fix_on_generated_programs(tmp_path_factory: pytest.TempPathFactory, pro
     assert after == apply_edits(source, edits)
     again = lint_file(target, fix=True, unsafe_fixes=True)
     assert not again.fixed and target.read_bytes().decode("utf-8") == after
+
+
+def test_a_file_that_vanishes_after_discovery_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from placement_lint import engine
+    from placement_lint.discover import Discovered
+    from placement_lint.settings import Settings
+
+    from helpers import CODES
+
+    (tmp_path / "real.py").write_text(BAD)
+    gone = tmp_path / "gone.py"
+    monkeypatch.setattr(engine, "discover", lambda *_, **__: Discovered([gone, tmp_path / "real.py"], walked=(tmp_path,)))
+    result = engine.run([tmp_path], Settings(root=tmp_path, codes=CODES), engine.RunOptions(), tmp_path)
+    [vanished] = [f for f in result.files if f.error]
+    assert vanished.display == "gone.py" and "cannot read" in vanished.error
+    assert [f.code for f in result.findings] == ["DPL001"]
