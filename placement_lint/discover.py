@@ -32,18 +32,20 @@ class Discovered:
     unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed, named non-files
 
 
-@functools.lru_cache(maxsize=1024)
 def repository_root(start: Path) -> Path | None:
     """The folder holding `.git` above `start`, else the nearest with a pyproject.toml; None if neither."""
     folder = start if start.is_dir() else start.parent
-    folder = folder.resolve()
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    for candidate in (folder, *folder.parents):
-        if (candidate / "pyproject.toml").is_file():
-            return candidate
-    return None
+    return _nearest(str(folder), ".git") or _nearest(str(folder), "pyproject.toml")
+
+
+@functools.lru_cache(maxsize=8192)
+def _nearest(folder: str, marker: str) -> Path | None:
+    """Each folder is looked at once per marker, however many files below it ask."""
+    folder = os.path.abspath(folder)
+    if os.path.exists(os.path.join(folder, marker)):
+        return Path(os.path.realpath(folder))
+    parent = os.path.dirname(folder)
+    return None if parent == folder else _nearest(parent, marker)
 
 
 class _Ignores:

@@ -470,7 +470,8 @@ def run(
             status = path.stat()
             cached = cache.lookup(path, status, checker.launch_key(path)) if cache else None
             if cached is None:
-                raw = path.read_bytes()
+                with open(path, "rb") as handle:  # cheaper than Path.read_bytes, for thousands of files
+                    raw = handle.read()
                 cached = cache.lookup(path, status, checker.launch_key(path), raw) if cache else None
         except OSError as exc:
             results.append(FileResult(checker.display(path), error=f"cannot read: {exc.strerror or exc}", path=path))
