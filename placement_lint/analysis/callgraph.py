@@ -98,17 +98,13 @@ class Parts:
     def _union(self, a: int, b: int) -> None:
         ra, rb = self._find(a), self._find(b)
         if ra != rb:
-            # MODULE (0) stays the root of its part, so runs_at_import is a comparison.
+            # MODULE (0) stays the root of its part.
             self._parent[max(ra, rb) if MODULE not in (ra, rb) else (rb if ra == MODULE else ra)] = (
                 min(ra, rb) if MODULE not in (ra, rb) else MODULE
             )
 
     def part_of(self, node: ast.AST) -> int:
         return self._find(self._owner(node))
-
-    def runs_at_import(self, node: ast.AST) -> bool:
-        """True for the part that module-level code runs (what a launcher of this file runs)."""
-        return self.part_of(node) == MODULE
 
 
 def _locals(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:

@@ -59,9 +59,6 @@ class ImportTable:
             return name
         return f"{target}.{rest}" if rest else target
 
-    def imports_name(self, local: str) -> bool:
-        return local in self.aliases
-
 
 def last_segment(qualified: str | None) -> str:
     if not qualified:

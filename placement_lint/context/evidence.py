@@ -220,9 +220,6 @@ class FileContext:
         contexts = [self._context(part, n) for n in self._launch_numbers(self.parts.owner_of(node))]  # type: ignore[arg-type]
         return sorted(contexts, key=_strength)
 
-    def at(self, node: object) -> Context:
-        return self.contexts_at(node)[0]
-
     def variants(self) -> list[Context]:
         """One context per distinct (setup, launch arguments) some part of the file runs under."""
         if self.override is not None and not self._launches:

@@ -89,9 +89,6 @@ class RepoContext:
     # Launched scripts read only for their import lines: a change elsewhere in them changes nothing here.
     import_only: set[Path] = field(default_factory=set)
 
-    def evidence_for(self, path: Path) -> tuple[Evidence, ...]:
-        return self.by_file.get(path.resolve(), ())
-
 
 def build_repo_context(
     root: Path,
