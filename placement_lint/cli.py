@@ -149,9 +149,9 @@ def _print_result(result, options, output_format: str, statistics: bool, quiet: 
             click.echo(f"Would fix {count} problem{'s' if count != 1 else ''}.", err=True)
         return
     if output_format == "json":
-        from placement_lint.report.json_format import render
+        from placement_lint.report.json_format import render, render_statistics
 
-        click.echo(render(result, cwd))
+        click.echo(render_statistics(result) if statistics else render(result, cwd))
         return
     style = _rich_style() if color else text.plain
     if statistics:
@@ -286,6 +286,9 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
     from placement_lint.catalogue import page
     from placement_lint.rules import all_rules, rule_by_code
 
+    if show_all and code is not None:
+        _error("give a rule code or --all, not both")
+        sys.exit(EXIT_ERROR)
     if show_all or code is None:
         rules = all_rules()
         if output_format == "json":

@@ -179,3 +179,8 @@ def test_ast_columns_are_utf8_bytes() -> None:
 def test_bad_sources_are_source_errors(raw: bytes, message: str) -> None:
     with pytest.raises(SourceError, match=message):
         parse_python(decode_source(Path("d.py"), raw))
+
+
+def test_walrus_binding_is_followed() -> None:
+    source = "if (dm := 'auto'):\n    pass\nload(device_map=dm)"
+    assert values_of(source, DDP) == ["'auto'"]

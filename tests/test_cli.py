@@ -310,3 +310,10 @@ def test_unknown_dpl_code_in_noqa_is_an_error(repo: Path) -> None:
 def test_contradicting_cache_flags(repo: Path) -> None:
     result = cli("check", "--no-cache", "--cache-dir", "x", ".", cwd=repo)
     assert result.returncode == 2 and "contradict" in result.stderr
+
+
+def test_statistics_as_json_and_rule_argument_errors(repo: Path) -> None:
+    stats = json.loads(cli("check", "--statistics", "--output-format", "json", ".", cwd=repo).stdout)
+    assert stats == [{"code": "DPL001", "name": "spread-device-map-in-distributed", "count": 1, "fixable": True}]
+    both = CliRunner().invoke(main, ["rule", "DPL001", "--all"])
+    assert both.exit_code == 2

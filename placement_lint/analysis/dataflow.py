@@ -267,6 +267,11 @@ class Resolver:
         return state, False, True
 
     def _apply(self, stmt: ast.stmt, state: State, guards: tuple[Guard, ...]) -> tuple[State, bool]:
+        walrus = _walrus_bindings(stmt)
+        if walrus:  # `if (device_map := "auto"):` binds before the statement's body runs
+            state = dict(state)
+            for target, value in walrus:
+                self._bind(target, value, state, guards, stmt)
         if isinstance(stmt, ast.Assign):
             state = dict(state)
             for target in stmt.targets:
@@ -394,6 +399,19 @@ class Resolver:
                     if known_absent or (before and all(b.value is ABSENT for b in before)):
                         state[key] = [Binding(value, stmt, guards)]
         return state
+
+
+def _walrus_bindings(stmt: ast.stmt) -> list[tuple[ast.Name, ast.expr]]:
+    """`name := value` in the expressions a statement evaluates itself (not in its nested blocks)."""
+    heads = [
+        getattr(stmt, name) for name in ("test", "value", "iter", "subject") if isinstance(getattr(stmt, name, None), ast.expr)
+    ]
+    found = []
+    for head in heads:
+        for node in ast.walk(head):
+            if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                found.append((node.target, node.value))
+    return found
 
 
 def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:

@@ -48,3 +48,16 @@ def finding_json(file: FileResult, finding: Finding, cwd: Path) -> dict[str, obj
 def render(result: RunResult, cwd: Path) -> str:
     items = [finding_json(file, finding, cwd) for file in result.files for finding in file.findings]
     return json.dumps(items, indent=2, ensure_ascii=False)
+
+
+def render_statistics(result: RunResult) -> str:
+    """`--statistics --output-format json`: a count per rule, as ruff prints it."""
+    counts: dict[str, dict[str, object]] = {}
+    for finding in result.findings:
+        rule = rule_by_code(finding.code)
+        entry = counts.setdefault(
+            finding.code, {"code": finding.code, "name": rule.name if rule else "", "count": 0, "fixable": False}
+        )
+        entry["count"] = int(entry["count"]) + 1  # type: ignore[call-overload]
+        entry["fixable"] = bool(entry["fixable"]) or finding.violation.fix is not None
+    return json.dumps(sorted(counts.values(), key=lambda e: (-int(e["count"]), str(e["code"]))), indent=2)  # type: ignore[call-overload]
