@@ -21,3 +21,8 @@ def catalogue_dir() -> Path:
 def page(code: str) -> str | None:
     path = catalogue_dir() / f"{code.upper()}.md"
     return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def page_url(code: str) -> str:
+    """A link to the rule's page in this installation (there is no hosted documentation site)."""
+    return (catalogue_dir() / f"{code.upper()}.md").as_uri()

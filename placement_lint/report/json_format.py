@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from placement_lint.catalogue import page_url
 from placement_lint.engine import FileResult, Finding, RunResult
 from placement_lint.rules import rule_by_code
 
@@ -39,7 +40,7 @@ def finding_json(file: FileResult, finding: Finding, cwd: Path) -> dict[str, obj
         "location": {"row": finding.row, "column": finding.column},
         "end_location": {"row": finding.end_row, "column": finding.end_column},
         "fix": fix,
-        "url": rule.url() if rule else None,
+        "url": page_url(finding.code) if rule else None,
         "noqa_row": finding.row,
         "context": finding.context.to_json(),
     }
