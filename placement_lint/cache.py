@@ -31,6 +31,11 @@ _STALE_SECONDS = 30 * 24 * 3600
 _FORMAT = 1
 
 
+def _fresh(entry: dict[str, object], now: int) -> bool:
+    seen = entry.get("seen", now)
+    return isinstance(seen, int) and now - seen < _STALE_SECONDS  # a damaged entry is dropped, not trusted
+
+
 def cache_dir(root: Path, explicit: Path | None) -> Path:
     if explicit is not None:
         return explicit
@@ -63,6 +68,9 @@ class Cache:
         entry = self.entries.get(str(path))
         if not isinstance(entry, dict) or entry.get("launch") != launch_key:
             return None
+        dependencies = entry.get("dependencies", {})
+        if not isinstance(dependencies, dict) or any(_stamp(Path(d)) != stamp for d, stamp in dependencies.items()):
+            return None  # a config the file names changed (or appeared)
         same_stat = entry.get("mtime") == status.st_mtime_ns and entry.get("size") == status.st_size
         if not same_stat and (raw is None or entry.get("hash") != content_hash(raw)):
             return None
@@ -72,11 +80,20 @@ class Cache:
         entry["seen"] = int(time.time())
         try:
             return [_violation(item) for item in entry.get("findings", [])]  # type: ignore[union-attr]
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             return None
 
-    def store(self, path: Path, status: os.stat_result, raw: bytes, launch_key: str, violations: list[Violation]) -> None:
+    def store(
+        self,
+        path: Path,
+        status: os.stat_result,
+        raw: bytes,
+        launch_key: str,
+        violations: list[Violation],
+        dependencies: list[Path] = (),  # type: ignore[assignment]
+    ) -> None:
         self.entries[str(path)] = {
+            "dependencies": {str(d): _stamp(d) for d in dependencies},
             "mtime": status.st_mtime_ns,
             "size": status.st_size,
             "hash": content_hash(raw),
@@ -90,7 +107,7 @@ class Cache:
         if not self.changed:
             return
         now = int(time.time())
-        fresh = {p: e for p, e in self.entries.items() if isinstance(e, dict) and now - int(e.get("seen", now)) < _STALE_SECONDS}  # type: ignore[call-overload]
+        fresh = {p: e for p, e in self.entries.items() if isinstance(e, dict) and _fresh(e, now)}
         _write_json(self.path, {"format": _FORMAT, "files": fresh})
 
 

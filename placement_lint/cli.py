@@ -111,7 +111,10 @@ def check(
         sys.exit(130)
 
     use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
-    _print_result(result, options, output_format or "full", statistics, quiet, use_color, cwd)
+    try:
+        _print_result(result, options, output_format or "full", statistics, quiet, use_color, cwd)
+    except KeyboardInterrupt:
+        sys.exit(130)
 
     if result.interrupted:
         fixed = sum(1 for f in result.files if f.fixed)

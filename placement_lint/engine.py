@@ -87,6 +87,7 @@ class FileResult:
     warnings: list[str] = field(default_factory=list)
     source: SourceFile | None = None
     path: Path | None = None
+    dependencies: list[Path] = field(default_factory=list)  # configs the file's own evidence read
 
 
 @dataclass
@@ -179,6 +180,7 @@ class FileChecker:
                 return result
             source = decode_source(path, raw)
             violations, _ = self._lint(source, result.display)
+            result.dependencies = list(getattr(self, "_configs_read", []))
         except OSError as exc:
             result.error = f"cannot read: {exc.strerror or exc}"
             return result
@@ -223,6 +225,7 @@ class FileChecker:
     def _context(self, source: SourceFile, module: ast.Module, imports: ImportTable, display: str) -> FileContext:
         override = self._override(source, display)
         configs = ConfigReader(repository_root(source.path) or source.path.parent)
+        self._configs_read = configs.read
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
         external, used = self._launch_evidence(source.path)
@@ -500,7 +503,14 @@ def run(
             results.append(result)
             if cache is not None and result.error is None and result.path in stats:
                 status, raw = stats[result.path]
-                cache.store(result.path, status, raw, checker.launch_key(result.path), [f.violation for f in result.findings])
+                cache.store(
+                    result.path,
+                    status,
+                    raw,
+                    checker.launch_key(result.path),
+                    [f.violation for f in result.findings],
+                    result.dependencies,
+                )
     except KeyboardInterrupt:
         # Every file written so far was replaced whole (atomic writes); the rest are untouched.
         interrupted = len(candidates) - sum(1 for r in results if r.path in stats)

@@ -112,3 +112,21 @@ def test_editing_a_launched_script_keeps_the_launch_context_unless_its_imports_c
     (repo / "b.py").write_text("import helpers\n" + LAUNCHED)
     with pytest.raises(AssertionError, match="rebuilt"):
         check(repo)
+
+
+def test_a_changed_or_new_config_rechecks(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": 2}}')
+    (tmp_path / "a.py").write_text(
+        'args = TrainingArguments("o", deepspeed="ds.json")\nm = X.from_pretrained("m", device_map={"": 0})\n'
+    )
+    assert [c for _, _, c in check(tmp_path)] == ["DPL003"]
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": 3}}')
+    assert [c for _, _, c in check(tmp_path)] == ["DPL002"], "the file's own config changed"
+    (tmp_path / "b.py").write_text(
+        'args = TrainingArguments("o")\nm = X.from_pretrained("m", device_map={"": 0})\nTrainer(model=m, args=args)\n'
+    )
+    (tmp_path / "run.sh").write_text("deepspeed --num_gpus 8 b.py --deepspeed z.json\n")
+    assert ("b.py", 2, "DPL003") in check(tmp_path)
+    (tmp_path / "z.json").write_text('{"zero_optimization": {"stage": 3}}')
+    assert ("b.py", 2, "DPL002") in check(tmp_path), "a launch's config that appeared"

@@ -88,3 +88,23 @@ def test_a_fix_that_would_break_the_file_is_reverted(tmp_path: Path, monkeypatch
     result = lint_file(path, fix=True)
     assert any("would not parse" in w for w in result.warnings)
     assert path.read_text() == source
+
+
+def test_a_setup_guard_around_the_value_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(
+        "import torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "m = X.from_pretrained('g', device_map=None if is_deepspeed_zero3_enabled() else 'cuda:0')\nTrainer(model=m)\n"
+    )
+    lint_file(path, fix=True, unsafe_fixes=True)
+    assert 'device_map=None if is_deepspeed_zero3_enabled() else {"": PartialState().local_process_index})' in path.read_text()
+
+
+def test_a_kwargs_dict_shared_by_two_loads_gets_an_unsafe_fix(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(
+        "import torch.distributed as dist\ndist.init_process_group('nccl')\nkw = dict(device_map='auto')\n"
+        "m = X.from_pretrained('m', **kw)\nj = X.from_pretrained('j', **kw)\nTrainer(model=m)\nj.generate()\n"
+    )
+    [finding] = lint_file(path).findings
+    assert finding.violation.fix is not None and finding.violation.fix.applicability.value == "unsafe"

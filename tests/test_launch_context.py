@@ -59,3 +59,15 @@ def test_a_map_a_ddp_launch_needs_is_kept_behind_the_zero3_check(tmp_path: Path)
         in fixed
     )
     assert "from transformers.integrations import is_deepspeed_zero3_enabled\n" in fixed
+
+
+def test_launch_reaches_a_loader_through_a_plain_helper_module(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "train.py").write_text(
+        "from helpers import build\nfrom transformers import Trainer\nTrainer(model=build()).train()\n"
+    )
+    (tmp_path / "helpers.py").write_text("from loader import load\n\n\ndef build():\n    return load()\n")
+    (tmp_path / "loader.py").write_text('def load():\n    return X.from_pretrained("m", device_map="auto")\n')
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]

@@ -16,7 +16,7 @@ class ConfigReader:
         self.root = root.resolve()
         self._cache: dict[Path, object] = {}
         self.warnings: list[str] = []
-        self.read: list[Path] = []  # every config read: the inputs a cached context depends on
+        self.read: list[Path] = []  # every config read or looked for: the inputs a cached result depends on
 
     def find(self, name: str, near: Path) -> Path | None:
         """A config path as a script names it: relative to the script's folder, then to the repo root."""
@@ -27,8 +27,10 @@ class ConfigReader:
                 resolved = option.resolve()
             except (OSError, RuntimeError):
                 continue
-            if resolved.is_relative_to(self.root) and resolved.is_file():
-                return resolved
+            if resolved.is_relative_to(self.root):
+                if resolved.is_file():
+                    return resolved
+                self.read.append(resolved)  # not there yet: creating it must refresh cached results
         return None
 
     def _shown(self, path: Path) -> str:

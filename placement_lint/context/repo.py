@@ -405,10 +405,9 @@ def _propagate_to_imports(
             existing = context.by_file.get(module, ())
             context.by_file[module] = existing + tuple(e for e in inherited if e not in existing)
             context.used[module] = context.used.get(module, frozenset()) | names
-            # Go on through a package's __init__ (re-exports) and through modules that load models;
-            # other modules are not parsed only to pass evidence on (it keeps large repos cheap).
-            if module.name == "__init__.py" or _mentions_device_map(module):
-                frontier.append((module, inherited, names, depth + 1))
+            # Go on through every module: helpers.py may import loader.py. A module that imports
+            # nothing of the repository costs a read and a regex, not a parse.
+            frontier.append((module, inherited, names, depth + 1))
     return summaries
 
 
@@ -439,13 +438,6 @@ def _local_top_level(name: str, folder: str, root: str) -> bool:
         if os.path.isfile(candidate + ".py") or os.path.isdir(candidate):
             return True
     return False
-
-
-def _mentions_device_map(path: Path) -> bool:
-    try:
-        return b"device_map" in path.read_bytes()
-    except OSError:
-        return False
 
 
 @dataclass

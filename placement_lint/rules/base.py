@@ -26,6 +26,9 @@ class FixAvailability(enum.Enum):
     ALWAYS = "Always"
 
 
+_PROBES = (SINGLE, Setup(Mode.DDP), Setup(Mode.DEEPSPEED, 3), Setup(Mode.FSDP))
+
+
 @dataclass(frozen=True)
 class Site:
     node: ast.AST  # what is reported and replaced
@@ -99,7 +102,7 @@ class CheckedFile:
                 contexts = self.contexts.contexts_at(device_map.loader.node)
                 context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
                 key = (
-                    id(device_map.node) if device_map.candidate.from_launch is None else id(device_map.loader.node),
+                    id(self.site(device_map).node) if device_map.candidate.from_launch is None else id(device_map.loader.node),
                     device_map.classified.placement,
                 )
                 if context is not None and key not in seen:
@@ -124,14 +127,19 @@ class CheckedFile:
         loader through a name that other code reads too (`device = "cuda"` also used for batches),
         the loader's `device_map=` argument, so a fix cannot change anything but this load."""
         node, loader = device_map.node, device_map.loader.node
-        # `value if cond else None`: the whole conditional is the site (a fix to None leaves no `None if ... else None`).
+        # `value if cond else None`: the whole conditional is the site (a fix to None leaves no `None if ... else None`),
+        # unless the condition is on the distributed setup: `None if is_deepspeed_zero3_enabled() else "cuda:0"` keeps its guard.
         parent = self.resolver.parent(node)
-        while isinstance(parent, ast.IfExp) and node is not parent.test:
+        while isinstance(parent, ast.IfExp) and node is not parent.test and not self._setup_guard(parent.test):
             other = parent.orelse if node is parent.body else parent.body
             if not (isinstance(other, ast.Constant) and other.value is None):
                 break
             node, parent = parent, self.resolver.parent(parent)
         argument = keyword(loader, "device_map") if isinstance(loader, ast.Call) else None
+        if argument is None and isinstance(loader, ast.Call) and not self._inside(node, loader):
+            # The value comes from a `**kwargs` dict: editing it edits every load that splats it.
+            splats = [kw.value for kw in loader.keywords if kw.arg is None]
+            return Site(node, is_local(self, device_map) and not any(self._shared(s) for s in splats))
         if self._inside(node, loader) or argument is None or self._inside(node, argument.value):
             return Site(node, is_local(self, device_map))
         from_dataclass = any(
@@ -141,6 +149,11 @@ class CheckedFile:
         if from_dataclass or self._shared(argument.value):
             return Site(argument.value, not from_dataclass)
         return Site(node, is_local(self, device_map))
+
+    def _setup_guard(self, test: ast.expr) -> bool:
+        """The condition depends on the distributed setup (`ddp`, `is_deepspeed_zero3_enabled()`)."""
+        outcomes = {self.resolver_for(setup).truth(test) for setup in _PROBES}
+        return len(outcomes - {None}) > 1
 
     def _inside(self, node: ast.AST, container: ast.AST) -> bool:
         return node is container or any(a is container for a in self.resolver.ancestors(node))

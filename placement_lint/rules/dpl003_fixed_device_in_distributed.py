@@ -43,6 +43,8 @@ class FixedDeviceInDistributed(Rule):
             setup = context.setup
             if setup.zero3 and zero3_live_at_load(device_map, context):
                 continue  # DPL002: the load itself fails
+            if setup.single_process or context.one_gpu_per_process:
+                continue  # one process, or each process sees one GPU: that fixed device is its own
             device = device_map.classified.device
             if setup.zero3:
                 advice = "the model loads before the ZeRO-3 config exists; ZeRO-3 places it itself: use device_map=None"
