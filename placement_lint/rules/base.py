@@ -138,8 +138,8 @@ class CheckedFile:
         argument = keyword(loader, "device_map") if isinstance(loader, ast.Call) else None
         if argument is None and isinstance(loader, ast.Call) and not self._inside(node, loader):
             # The value comes from a `**kwargs` dict: editing it edits every load that splats it.
-            splats = [kw.value for kw in loader.keywords if kw.arg is None]
-            return Site(node, is_local(self, device_map) and not any(self._shared(s) for s in splats))
+            splats = [dotted(kw.value) for kw in loader.keywords if kw.arg is None]
+            return Site(node, is_local(self, device_map) and not any(self._splat_count(name) > 1 for name in splats if name))
         if self._inside(node, loader) or argument is None or self._inside(node, argument.value):
             return Site(node, is_local(self, device_map))
         from_dataclass = any(
@@ -149,6 +149,10 @@ class CheckedFile:
         if from_dataclass or self._shared(argument.value):
             return Site(argument.value, not from_dataclass)
         return Site(node, is_local(self, device_map))
+
+    def _splat_count(self, name: str) -> int:
+        """How many calls in the file unpack this kwargs dict (`**model_kwargs`)."""
+        return sum(1 for call in self.resolver.index.calls for kw in call.keywords if kw.arg is None and dotted(kw.value) == name)
 
     def _setup_guard(self, test: ast.expr) -> bool:
         """The condition depends on the distributed setup (`ddp`, `is_deepspeed_zero3_enabled()`)."""
