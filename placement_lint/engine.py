@@ -70,7 +70,6 @@ class Finding:
     column: int
     end_row: int
     end_column: int
-    source_line: str
 
     @property
     def code(self) -> str:
@@ -327,7 +326,7 @@ class FileChecker:
     def _finding(source: SourceFile, display: str, violation: Violation) -> Finding:
         row, column = source.position(violation.start)
         end_row, end_column = source.position(violation.end)
-        return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column, source.line(row))
+        return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column)
 
 
 def _real(path: Path) -> Path:

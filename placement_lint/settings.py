@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from placement_lint.distributed import NAMED_SETUPS, Setup
+from placement_lint.distributed import NAMED_SETUPS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -72,9 +72,6 @@ class Settings:
     def enabled_codes(self) -> tuple[str, ...]:
         chosen = {code for code in self.codes if _selected(code, self.select + self.extend_select)}
         return tuple(sorted(code for code in chosen if not _selected(code, self.ignore)))
-
-    def context_setup(self) -> Setup | None:
-        return NAMED_SETUPS[self.context] if self.context else None
 
 
 def _selected(code: str, selectors: tuple[str, ...]) -> bool:

@@ -104,14 +104,6 @@ def decode_source(path: Path, raw: bytes) -> SourceFile:
     return SourceFile(path, raw, text, codec, bom, line_starts_of(text))
 
 
-def read_source(path: Path) -> SourceFile:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
-    return decode_source(path, raw)
-
-
 def parse_python(source: SourceFile) -> ast.Module:
     try:
         with warnings.catch_warnings():

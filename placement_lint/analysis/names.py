@@ -66,10 +66,6 @@ def last_segment(qualified: str | None) -> str:
     return qualified.rsplit(".", 1)[-1].removesuffix("()")
 
 
-def call_name(call: ast.Call, imports: ImportTable) -> str:
-    return imports.qualify(call.func) or ""
-
-
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:
     for kw in call.keywords:
         if kw.arg == name:

@@ -26,10 +26,6 @@ class Placement(enum.Enum):
     OTHER = "other"  # some other non-None map
     UNKNOWN = "unknown"  # cannot be resolved statically: never a finding
 
-    @property
-    def non_none(self) -> bool:
-        return self not in (Placement.NONE, Placement.UNKNOWN)
-
 
 SPREADING_STRINGS = ("auto", "balanced", "balanced_low_0", "sequential")
 _INDEXED_DEVICE = re.compile(r"^(cuda|xpu|npu|mlu|musa|hpu):(\d+)$")
