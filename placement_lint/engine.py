@@ -118,6 +118,7 @@ class FileChecker:
         # Evidence from the repository's launch scripts, per resolved file path, and what of the file
         # runs under it ("__main__": its module-level code; other names: what importers use of it).
         self.launches = launches or {}
+        self._configs_read: list[Path] = []  # the configs the last file's in-file evidence looked at
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
@@ -170,16 +171,17 @@ class FileChecker:
         result.findings = [self._finding(source, result.display, v) for v in violations]
         return result
 
-    def check(self, path: Path, raw: bytes | None = None) -> FileResult:
+    def check(self, path: Path, raw: bytes | None = None, prechecked: bool = False) -> FileResult:
+        """Check one file; `prechecked`: the caller already ran the text pre-check on `raw`."""
         result = FileResult(self.display(path), path=path)
         try:
             if raw is None:
                 raw = path.read_bytes()
-            if not self.worth_parsing(raw, path):
+            if not prechecked and not self.worth_parsing(raw, path):
                 return result
             source = decode_source(path, raw)
             violations, _ = self._lint(source, result.display)
-            result.dependencies = list(getattr(self, "_configs_read", []))
+            result.dependencies = list(self._configs_read)
         except OSError as exc:
             result.error = f"cannot read: {exc.strerror or exc}"
             return result
@@ -409,7 +411,7 @@ def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_
 
 
 def _check_batch(checker: FileChecker, batch: Sequence[tuple[Path, bytes]]) -> list[FileResult]:
-    return [checker.check(path, raw) for path, raw in batch]
+    return [checker.check(path, raw, prechecked=True) for path, raw in batch]
 
 
 def repo_contexts(
@@ -470,11 +472,12 @@ def run(
     for path in found.files:
         try:
             status = path.stat()
-            cached = cache.lookup(path, status, checker.launch_key(path)) if cache else None
+            launch_key = checker.launch_key(path) if cache else ""
+            cached = cache.lookup(path, status, launch_key) if cache else None
             if cached is None:
                 with open(path, "rb") as handle:  # cheaper than Path.read_bytes, for thousands of files
                     raw = handle.read()
-                cached = cache.lookup(path, status, checker.launch_key(path), raw) if cache else None
+                cached = cache.lookup(path, status, launch_key, raw) if cache else None
         except OSError as exc:
             results.append(FileResult(checker.display(path), error=f"cannot read: {exc.strerror or exc}", path=path))
             continue
@@ -495,7 +498,7 @@ def run(
             candidates.append((path, raw))
             stats[path] = (status, raw)
         elif cache is not None:
-            cache.store(path, status, raw, checker.launch_key(path), [])
+            cache.store(path, status, raw, launch_key, [])
     interrupted = 0
     try:
         for result in _check_all(checker, candidates, options):
@@ -535,7 +538,7 @@ def _check_all(checker: FileChecker, candidates: list[tuple[Path, bytes]], optio
     size = sum(len(raw) for _, raw in candidates)
     # A run that writes fixes checks one file after the other, so an interrupt stops between files.
     if options.fix or jobs < 2 or len(candidates) < 2 or size < POOL_THRESHOLD_BYTES:
-        return (checker.check(path, raw) for path, raw in candidates)
+        return (checker.check(path, raw, prechecked=True) for path, raw in candidates)
     from concurrent.futures import ProcessPoolExecutor  # only when there is enough work to share
 
     ordered = sorted(candidates, key=lambda item: -len(item[1]))  # big files first, dealt out evenly
