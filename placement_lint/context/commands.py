@@ -49,18 +49,20 @@ class Launch:
     text: str = ""  # the command as written, for messages
 
     def option(self, *names: str) -> str | None:
-        for name in names:
-            for spelling in {name, name.replace("_", "-"), name.replace("-", "_")}:
-                if spelling in self.options:
-                    return self.options[spelling]
-        return None
+        """A launcher option, in either spelling (`--num_processes` / `--num-processes`)."""
+        return _lookup(self.options, names)
 
     def script_arg(self, *names: str) -> str | None:
-        for name in names:
-            for spelling in {name, name.replace("_", "-"), name.replace("-", "_")}:
-                if spelling in self.script_args:
-                    return self.script_args[spelling]
-        return None
+        """An argument given to the script, in either spelling."""
+        return _lookup(self.script_args, names)
+
+
+def _lookup(values: dict[str, str], names: tuple[str, ...]) -> str | None:
+    for name in names:
+        for spelling in (name, name.replace("_", "-"), name.replace("-", "_")):
+            if spelling in values:
+                return values[spelling]
+    return None
 
 
 def expand(text: str, variables: dict[str, str]) -> str:
