@@ -192,7 +192,7 @@ def _resolve(launch: Launch, command: CommandLine, configs: ConfigReader) -> Res
     if launch.launcher == "accelerate":
         base = _accelerate(launch, near, configs)
     elif launch.launcher == "torchrun":
-        count = launch.option("--nproc_per_node", "--nproc-per-node")
+        count = launch.option("--nproc_per_node")
         base = Resolved(Kind.DDP, None, f"torchrun --nproc_per_node {count}" if count else "torchrun")
     elif launch.launcher == "deepspeed":
         base = Resolved(Kind.DEEPSPEED, None, "the deepspeed launcher")
@@ -245,7 +245,7 @@ def _recipe(name: str, near: Path, configs: ConfigReader) -> Resolved | None:
 
 
 def _accelerate(launch: Launch, near: Path, configs: ConfigReader) -> Resolved:
-    config_name = launch.option("--config_file", "--config-file")
+    config_name = launch.option("--config_file")
     config: dict[str, object] = {}
     if config_name:
         path = configs.find(config_name, near)
@@ -332,9 +332,9 @@ def _one_process(launch: Launch) -> bool:
         return True
     if launch.launcher == "torchrun":
         nodes = launch.option("--nnodes")
-        return launch.option("--nproc_per_node", "--nproc-per-node") == "1" and (nodes in (None, "1", "1:1"))
+        return launch.option("--nproc_per_node") == "1" and (nodes in (None, "1", "1:1"))
     if launch.launcher == "deepspeed":
-        return launch.option("--num_gpus", "--num-gpus") == "1" or _single_device(launch.option("--include"))
+        return launch.option("--num_gpus") == "1" or _single_device(launch.option("--include"))
     if launch.launcher == "accelerate":
         return launch.option("--num_processes") == "1" and launch.option("--num_machines") in (None, "1")
     return False
@@ -348,7 +348,7 @@ def _one_gpu(launch: Launch, env: dict[str, str]) -> bool:
     if launch.wrapped_by == "srun" and launch.wrapper_options.get("--gpus-per-task") == "1":
         return True
     if launch.launcher == "deepspeed":
-        return launch.option("--num_gpus", "--num-gpus") == "1" or _single_device(launch.option("--include"))
+        return launch.option("--num_gpus") == "1" or _single_device(launch.option("--include"))
     return False
 
 
