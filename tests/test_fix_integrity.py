@@ -108,3 +108,14 @@ def test_a_kwargs_dict_shared_by_two_loads_gets_an_unsafe_fix(tmp_path: Path) ->
     )
     [finding] = lint_file(path).findings
     assert finding.violation.fix is not None and finding.violation.fix.applicability.value == "unsafe"
+
+
+def test_a_dataclass_default_never_gets_a_safe_fix(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(
+        "from dataclasses import dataclass, field\nimport torch.distributed as dist\n\n\n@dataclass\nclass Args:\n"
+        "    device_map: str = field(default='auto')\n\n\ndist.init_process_group('nccl')\nargs = Args()\n"
+        "m = X.from_pretrained('m', device_map=args.device_map)\nTrainer(model=m)\n"
+    )
+    [finding] = lint_file(path).findings
+    assert finding.row == 7 and finding.violation.fix.applicability.value == "unsafe"

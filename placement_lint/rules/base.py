@@ -142,12 +142,8 @@ class CheckedFile:
             return Site(node, is_local(self, device_map) and not any(self._splat_count(name) > 1 for name in splats if name))
         if self._inside(node, loader) or argument is None or self._inside(node, argument.value):
             return Site(node, is_local(self, device_map))
-        from_dataclass = any(
-            isinstance(step, ast.AnnAssign) and isinstance(self.resolver.parent(step), ast.ClassDef)
-            for step in device_map.candidate.via
-        )
-        if from_dataclass or self._shared(argument.value):
-            return Site(argument.value, not from_dataclass)
+        if self._shared(argument.value):
+            return Site(argument.value, True)
         return Site(node, is_local(self, device_map))
 
     def _splat_count(self, name: str) -> int:
@@ -282,11 +278,11 @@ def consumer_phrase(device_map: DeviceMap) -> str:
 
 
 def is_local(file: CheckedFile, device_map: DeviceMap) -> bool:
-    """The value is written in the loader's own scope, so changing it changes only this load."""
-    return file.resolver.scope_of(device_map.node) is file.resolver.scope_of(device_map.loader.node) and not any(
-        isinstance(step, ast.AnnAssign) and isinstance(file.resolver.parent(step), ast.ClassDef)
-        for step in device_map.candidate.via
-    )
+    """The value is written in the loader's own scope, so changing it changes only this load. A
+    dataclass field default never is: it is every run's default for that command-line argument."""
+    if any(isinstance(a, ast.ClassDef) for a in file.resolver.ancestors(device_map.node)):
+        return False
+    return file.resolver.scope_of(device_map.node) is file.resolver.scope_of(device_map.loader.node)
 
 
 def trl_overrides(context: Context, device_map: DeviceMap) -> bool:
