@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import stat
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class NotLossless(Exception):
@@ -40,7 +45,34 @@ class ChangedOnDisk(Exception):
     """The file changed between reading and writing: we do not overwrite someone else's edit."""
 
 
+@contextlib.contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM while one file is written, then deliver them.
+
+    A KeyboardInterrupt can land on any bytecode, including between `mkstemp` returning and the
+    `try` that would remove its file; holding the signals makes "untouched or fixed, no temp file
+    left" true for every file rather than almost every one.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {number: signal.signal(number, lambda number, _frame: arrived.append(number)) for number in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+        for number in arrived[:1]:
+            signal.raise_signal(number)
+
+
 def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
+    with _stop_signals_held():
+        _write(path, data, expected)
+
+
+def _write(path: Path, data: bytes, expected: bytes) -> None:
     target = path.resolve()  # write through a symlink, never replace the link itself
     if target.read_bytes() != expected:
         raise ChangedOnDisk(str(path))
