@@ -122,6 +122,44 @@ class CheckedFile:
         start, end = self.source.node_span(node)
         return Edit(start, end, text)
 
+    def remove_keyword(self, call: ast.Call, argument: ast.keyword) -> Edit:
+        """Delete `name=value` and one adjoining comma. When the argument has its own line(s), the
+        whole line goes; a comment after it on that line stays (it may explain the next argument)."""
+        text = self.source.text
+        start, end = self.source.node_span(argument)
+        end = _past_closing_parens(text, start, end)
+        after = _skip_trivia(text, end)
+        if text.startswith(",", after):
+            comma = after + 1
+            line_start = text.rfind("\n", 0, start) + 1
+            rest = len(text[comma:]) - len(text[comma:].lstrip(" \t"))
+            if not text[line_start:start].strip() and text[comma + rest : comma + rest + 1] in ("\r", "\n"):
+                newline_end = comma + rest + (2 if text.startswith("\r\n", comma + rest) else 1)
+                return Edit(line_start, newline_end, "")
+            return Edit(start, comma + rest, "")
+        arguments = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))  # type: ignore[attr-defined]
+        position = next(i for i, a in enumerate(arguments) if a is argument)
+        if position == 0:
+            return Edit(start, end, "")
+        _, previous_end = self.source.node_span(arguments[position - 1])
+        return Edit(_past_closing_parens(text, previous_end, previous_end), end, "")
+
+    def remove_statement(self, statement: ast.stmt) -> Edit | None:
+        """Delete a statement that has its line(s) to itself, with its line ending; None when it shares a line."""
+        text = self.source.text
+        start, end = self.source.node_span(statement)
+        line_start = text.rfind("\n", 0, start) + 1
+        rest = text[end:]
+        after = len(rest) - len(rest.lstrip(" \t"))
+        if text[line_start:start].strip() or text[end + after : end + after + 1] not in ("\r", "\n", "#", ""):
+            return None
+        parent = self.resolver.parent(statement)
+        body = next((b for b in _bodies(parent) if statement in b), None)
+        if body is not None and len(body) == 1:
+            return Edit(start, end, "pass")  # an empty block would not parse
+        line_end = text.find("\n", end)
+        return Edit(line_start, len(text) if line_end < 0 else line_end + 1, "")
+
     def site(self, device_map: DeviceMap) -> Site:
         """Where to report a wrong value and edit it. Usually the value itself; but when it reaches the
         loader through a name that other code reads too (`device = "cuda"` also used for batches),
@@ -205,16 +243,22 @@ class Rule:
     name: ClassVar[str]
     summary: ClassVar[str]
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
-    # Byte strings a file must contain for this rule to have anything to say (the text pre-check).
+    # The text pre-check: a file is parsed for this rule only if it holds one of these byte strings...
     triggers: ClassVar[tuple[bytes, ...]] = (b"device_map",)
+    # ...and, unless the rule is context-free, could be distributed (in-file tokens, launch or override).
+    context_free: ClassVar[bool] = False
     # Fixit-style examples: each source must (invalid) or must not (valid) produce this rule's code.
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[str, ...]] = ()
 
+    @classmethod
+    def could_fire(cls, raw: bytes) -> bool:
+        return any(token in raw for token in cls.triggers)
+
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         raise NotImplementedError
 
-    def violation(self, file: CheckedFile, node: ast.AST, message: str, fix: Fix | None, context: Context) -> Violation:
+    def violation(self, file: CheckedFile, node: ast.AST, message: str, fix: Fix | None, context: Context | None) -> Violation:
         start, end = file.source.node_span(node)
         return Violation(self.code, message, start, end, fix, context)
 
@@ -291,6 +335,34 @@ def trl_overrides(context: Context, device_map: DeviceMap) -> bool:
     if device_map.loader.kind is not LoaderKind.TRL_INIT_KWARGS or context.setup.mode not in (Mode.DDP, Mode.DEEPSPEED):
         return False
     return bool(device_map.consumers) and all(c.name in TRL_GUARDED_TRAINERS for c in device_map.consumers)
+
+
+def _skip_trivia(text: str, position: int) -> int:
+    """The next offset that is not whitespace, a line continuation or a comment."""
+    while position < len(text):
+        if text[position] in " \t\r\n\f\\":
+            position += 1
+        elif text[position] == "#":
+            line_end = text.find("\n", position)
+            position = len(text) if line_end < 0 else line_end
+        else:
+            break
+    return position
+
+
+def _past_closing_parens(text: str, start: int, end: int) -> int:
+    """ast ends `x=("auto")` before its closing parenthesis; move past the ones it opened."""
+    unmatched = text.count("(", start, end) - text.count(")", start, end)
+    while unmatched > 0:
+        after = _skip_trivia(text, end)
+        if not text.startswith(")", after):
+            break
+        end, unmatched = after + 1, unmatched - 1
+    return end
+
+
+def _bodies(node: ast.AST | None) -> list[list[ast.stmt]]:
+    return [getattr(node, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(node, name, None), list)]
 
 
 def fix(applicability: Applicability, message: str, *edits: Edit | None) -> Fix:
