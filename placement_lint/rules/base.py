@@ -306,6 +306,25 @@ def wrapped_by_ddp(device_map: DeviceMap) -> bool:
     )
 
 
+def reachable_under(file: CheckedFile, node: ast.AST, setup: Setup) -> bool:
+    """False when an enclosing `if` (or conditional expression) rules this code out under `setup`:
+    `if not ddp:` in a DDP run. Unknown conditions keep the code reachable."""
+    resolver = file.resolver_for(setup)
+    child = node
+    for ancestor in file.resolver.ancestors(node):
+        if isinstance(ancestor, (ast.If, ast.IfExp, ast.While)) and child is not ancestor.test:
+            in_body = child in ancestor.body if isinstance(ancestor.body, list) else child is ancestor.body
+            truth = resolver.truth(ancestor.test)
+            if truth is not None and truth != in_body and not isinstance(ancestor, ast.While):
+                return False
+            if isinstance(ancestor, ast.While) and in_body and truth is False:
+                return False
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            break  # a function's guards are its own; callers are not followed
+        child = ancestor
+    return True
+
+
 def written(file: CheckedFile, node: ast.AST) -> str:
     """The value as the user wrote it, on one line and shortened."""
     start, end = file.source.node_span(node)
