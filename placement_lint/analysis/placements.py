@@ -305,19 +305,26 @@ class PlacementAnalysis:
     def _after(self, loader: Loader, creations: list[tuple[int, int]]) -> bool:
         """A TrainingArguments / TRL config / Accelerator / PartialState exists before the load (domain.md §5.1.3).
 
-        For a load inside a helper function, "before" is before the helper is first called.
+        For a load inside a helper function, "before" is before every call of the helper, followed
+        through the helpers that call it (`main()` calls `create_model()` after parsing the arguments).
         """
-        position = (loader.line, loader.node.col_offset)  # type: ignore[attr-defined]
-        function = self.resolver.scope_of(loader.node)
-        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return self._exists_before(loader.node, creations, (), 0)
+
+    def _exists_before(self, node: ast.AST, creations: list[tuple[int, int]], skipped: tuple[tuple[int, int], ...], depth: int) -> bool:
+        position = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+        def counts(created: tuple[int, int]) -> bool:
+            return not any(low <= created[0] <= high for low, high in skipped)
+
+        function = self.resolver.scope_of(node)
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and depth < 4:
             if any((function.lineno, 0) <= created < position for created in creations):
                 return True
-            calls = [(c.lineno, c.col_offset) for c in self.resolver.index.calls_by_name.get(function.name, [])]
-            body = ((function.lineno, 0), (function.end_lineno or function.lineno, 1 << 30))
-            outside = [created for created in creations if not body[0] <= created <= body[1]]
+            calls = self.resolver.index.calls_by_name.get(function.name, [])
             if calls:
-                return all(any(created < call for created in outside) for call in calls)
-        return any(created < position for created in creations)
+                body = (function.lineno, function.end_lineno or function.lineno)
+                return all(self._exists_before(call, creations, (*skipped, body), depth + 1) for call in calls)
+        return any(created < position and counts(created) for created in creations)
 
 
 def _creates(name: str, names: set[str]) -> bool:

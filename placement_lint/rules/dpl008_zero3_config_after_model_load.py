@@ -34,6 +34,8 @@ class Zero3ConfigAfterModelLoad(Rule):
             for load in analysis.model_loads:
                 if id(load.call) in reported or load.after_zero3_config or not load.order_known or load.trained is False:
                     continue
+                if load.quantized:  # transformers never uses zero.Init for a quantized model, whatever the order
+                    continue
                 context = next(
                     (c for c in file.contexts.contexts_at(load.call) if c.setup.zero3 and c.arguments == variant.arguments), None
                 )
