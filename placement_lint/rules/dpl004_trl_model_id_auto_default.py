@@ -47,12 +47,12 @@ class TrlModelIdAutoDefault(Rule):
         # SFTTrainer resets device_map to None itself under DDP and DeepSpeed.
         'from trl import SFTConfig, SFTTrainer\nargs = SFTConfig("out", deepspeed="ds.json")\n'
         'SFTTrainer(model="Qwen/Qwen2.5-0.5B", args=args)\n',
-        'from trl.experimental.online_dpo import OnlineDPOConfig, OnlineDPOTrainer\n'
+        "from trl.experimental.online_dpo import OnlineDPOConfig, OnlineDPOTrainer\n"
         'args = OnlineDPOConfig("out", deepspeed="ds.json", model_init_kwargs={"device_map": None})\n'
         'OnlineDPOTrainer(model="Qwen/Qwen2.5-0.5B", args=args)\n',
     )
     invalid = (
-        'from trl.experimental.online_dpo import OnlineDPOConfig, OnlineDPOTrainer\n'
+        "from trl.experimental.online_dpo import OnlineDPOConfig, OnlineDPOTrainer\n"
         'args = OnlineDPOConfig("out", deepspeed="ds.json")\nOnlineDPOTrainer(model="Qwen/Qwen2.5-0.5B", args=args)\n',
     )
 
@@ -126,7 +126,7 @@ class TrlModelIdAutoDefault(Rule):
                 'distributed mode"'
             )
         message = (
-            f"{_trainer_written(call, trainer)}({name}=<model id>) loads {_shown(file, id_node)} with device_map=\"auto\" (TRL's default for id "
+            f'{_trainer_written(call, trainer)}({name}=<model id>) loads {_shown(file, id_node)} with device_map="auto" (TRL\'s default for id '
             f"strings since 0.26; {why}), but this script runs under {setup.describe()} "
             f"({context.because(file.display)}): every process spreads its copy over every GPU and {consequence}; "
             f'add "device_map": None to {field}'
