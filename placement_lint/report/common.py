@@ -4,6 +4,7 @@ errors and warnings as data, so each format can carry them where it has a place 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +43,8 @@ class SourceRoot:
 
 
 def relative_uri(relative: str) -> str:
-    return quote(relative, safe="/")
+    # A file name that is not UTF-8 holds surrogate escapes: its URI percent-encodes the real bytes.
+    return quote(os.fsencode(relative), safe="/")
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def located(result: RunResult, root: SourceRoot) -> list[Located]:
             identity = "\0".join((finding.code, path, _flagged_text(file, finding)))
             occurrence = seen[identity]
             seen[identity] += 1
-            digest = hashlib.sha256(f"{identity}\0{occurrence}".encode()).hexdigest()[:32]
+            digest = hashlib.sha256(f"{identity}\0{occurrence}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
             items.append(Located(file, finding, path, relative, digest))
     return items
 

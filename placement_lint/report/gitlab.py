@@ -41,7 +41,9 @@ def render(report: Report) -> str:
             {
                 "description": f"placement-lint {problem.level}: {problem.message}",
                 "check_name": f"placement-lint/{problem.level}",
-                "fingerprint": hashlib.sha256(f"{problem.level}\0{path}\0{problem.message}".encode()).hexdigest()[:32],
+                "fingerprint": hashlib.sha256(
+                    f"{problem.level}\0{path}\0{problem.message}".encode("utf-8", "surrogatepass")
+                ).hexdigest()[:32],
                 "severity": _SEVERITY[problem.level],
                 "location": {"path": path, "lines": {"begin": 1, "end": 1}},
             }

@@ -24,7 +24,9 @@ def write_report(path: Path, text: str) -> None:
     temp = target.parent / f".{target.name}.{secrets.token_hex(4)}.placement-lint"
     handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if mode is None else mode)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+        # A file name that is not UTF-8 holds surrogate escapes; written as `\udcff` the report stays
+        # UTF-8, and inside a JSON string that is the escape JSON reads back as the same character.
+        with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace", newline="") as stream:
             stream.write(text)
         if mode is not None:
             os.chmod(temp, mode)
