@@ -139,8 +139,9 @@ class FileChecker:
 
     def worth_parsing(self, raw: bytes, path: Path) -> bool:
         """The text pre-check: could any enabled rule fire in this file?"""
-        candidates = [rule for rule in self.rules if rule.could_fire(raw)]
-        if any(rule.could_fire_without_context(raw) for rule in candidates):
+        text = _Scanned(raw)  # several rules ask for the same tokens: look each up once
+        candidates = [rule for rule in self.rules if rule.could_fire(text)]
+        if any(rule.could_fire_without_context(text) for rule in candidates):
             return True
         return bool(candidates) and self.has_context_tokens(raw, path)
 
@@ -330,6 +331,21 @@ class FileChecker:
         row, column = source.position(violation.start)
         end_row, end_column = source.position(violation.end)
         return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column)
+
+
+class _Scanned(bytes):
+    """A file's bytes that remember which substrings the pre-check already looked for."""
+
+    def __new__(cls, raw: bytes) -> _Scanned:
+        scanned = super().__new__(cls, raw)
+        scanned._seen: dict[bytes, bool] = {}  # type: ignore[misc]
+        return scanned
+
+    def __contains__(self, token: object) -> bool:
+        seen = self._seen  # type: ignore[attr-defined]
+        if token not in seen:
+            seen[token] = bytes.__contains__(self, token)  # type: ignore[operator]
+        return seen[token]
 
 
 def _real(path: Path) -> Path:

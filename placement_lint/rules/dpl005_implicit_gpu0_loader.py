@@ -20,8 +20,20 @@ class ImplicitGpu0Loader(Rule):
     code = "DPL005"
     name = "implicit-gpu0-loader"
     summary = "A loader whose default puts every process's model on GPU 0 (unsloth, or a 4/8-bit model loaded before the process's GPU is set)"
-    fix_availability = FixAvailability.SOMETIMES
-    triggers = (b"from_pretrained",)
+    fix_availability = FixAvailability.ALWAYS
+    triggers = (
+        b"load_in_",
+        b"quantization_config",
+        b"BitsAndBytesConfig",
+        b"FastLanguageModel",
+        b"FastModel",
+        b"FastVisionModel",
+    )
+
+    @classmethod
+    def could_fire(cls, raw: bytes) -> bool:
+        return b"from_pretrained" in raw and super().could_fire(raw)
+
     valid = (
         "import torch.distributed as dist\nfrom transformers import AutoModelForCausalLM, TrainingArguments\n"
         'dist.init_process_group("nccl")\nargs = TrainingArguments("out")\n'

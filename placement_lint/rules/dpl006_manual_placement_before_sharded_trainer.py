@@ -14,6 +14,15 @@ from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violat
 
 _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
 _WRAPPERS = {"get_peft_model", "prepare_model_for_kbit_training", "prepare_model_for_int8_training"}
+_PLACERS = (
+    b"Trainer(",
+    b".prepare(",
+    b"prepare_model(",
+    b"deepspeed.initialize",
+    b"load_in_",
+    b"BitsAndBytesConfig",
+    b"_full_eval",
+)
 _SHARDING_CONSUMERS = (ConsumerKind.TRAINER, ConsumerKind.PREPARE, ConsumerKind.DEEPSPEED)
 
 
@@ -35,6 +44,11 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         'from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\nargs = TrainingArguments("out", fsdp="full_shard")\n'
         'model = AutoModelForCausalLM.from_pretrained("m")\nmodel.to("cuda")\nTrainer(model=model, args=args).train()\n',
     )
+
+    @classmethod
+    def could_fire(cls, raw: bytes) -> bool:
+        """A placement, a loaded model, and something that places it (a trainer, prepare, DeepSpeed) or a bitsandbytes load."""
+        return super().could_fire(raw) and b"from_pretrained" in raw and any(token in raw for token in _PLACERS)
 
     @classmethod
     def could_fire_without_context(cls, raw: bytes) -> bool:

@@ -7,12 +7,32 @@ from collections.abc import Iterator
 from placement_lint.analysis.names import dotted
 from placement_lint.rules.base import CheckedFile, Rule, Violation
 
+# TrainingArguments, HfDeepSpeedConfig, Accelerator(), argument parsing, deepspeed.initialize; TRL configs below.
+_ZERO3_CONFIG_TOKENS = (b"TrainingArguments", b"HfDeepSpeedConfig", b"Accelerator(", b"parse_args", b"deepspeed.initialize")
+
+
+def _trl_config_call(raw: bytes) -> bool:
+    """`SFTConfig(`, `GRPOConfig(`: an upper-case letter before `Config(` (model configs read `LlamaConfig(`)."""
+    at = raw.find(b"Config(")
+    while at > 0:
+        if 65 <= raw[at - 1] <= 90:
+            return True
+        at = raw.find(b"Config(", at + 1)
+    return False
+
 
 class Zero3ConfigAfterModelLoad(Rule):
     code = "DPL008"
     name = "zero3-config-after-model-load"
     summary = "Under DeepSpeed ZeRO-3, a model loaded before the config that makes ZeRO-3 visible to transformers"
     triggers = (b"from_pretrained",)
+
+    @classmethod
+    def could_fire(cls, raw: bytes) -> bool:
+        # The file itself builds what makes ZeRO-3 visible (or hands the model to DeepSpeed): modules that
+        # only load under their importer's setup are judged at the importer.
+        return b"from_pretrained" in raw and (any(t in raw for t in _ZERO3_CONFIG_TOKENS) or _trl_config_call(raw))
+
     valid = (
         "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
         'args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})\n'

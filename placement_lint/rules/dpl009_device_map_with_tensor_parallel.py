@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from placement_lint.analysis.names import keyword, last_segment
@@ -12,6 +13,7 @@ from placement_lint.edits import Applicability
 from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, written
 
 _TENSOR_PARALLEL = ("tp_plan", "tp_size", "distributed_config")
+_TENSOR_PARALLEL_ARGUMENT = re.compile(rb"[(,\s](tp_plan|tp_size|distributed_config)\s*=[^=]")
 _ANY_LAUNCH = Setup(Mode.POSSIBLE)  # context-free: a value guarded on the world size counts either way
 
 
@@ -22,6 +24,12 @@ class DeviceMapWithTensorParallel(Rule):
     fix_availability = FixAvailability.ALWAYS
     triggers = (b"tp_plan", b"tp_size", b"distributed_config")
     context_free = True  # transformers raises whatever the launch
+
+    @classmethod
+    def could_fire(cls, raw: bytes) -> bool:
+        # Model code names `_tp_plan` everywhere; only a load that also passes device_map matters.
+        return b"device_map" in raw and _TENSOR_PARALLEL_ARGUMENT.search(raw) is not None
+
     valid = (
         'model = AutoModelForCausalLM.from_pretrained("m", tp_plan="auto")\n',
         'model = AutoModelForCausalLM.from_pretrained("m", tp_plan="auto", device_map=None)\n',
