@@ -75,6 +75,10 @@ class Finding:
     def code(self) -> str:
         return self.violation.code
 
+    @property
+    def message(self) -> str:
+        return self.violation.message
+
 
 @dataclass
 class FileResult:
