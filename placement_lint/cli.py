@@ -43,7 +43,19 @@ def main() -> None:
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured set).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the configured set.")
-@click.option("--output-format", type=click.Choice(["full", "concise", "json"]), default=None, help="How to print findings.")
+@click.option(
+    "--output-format",
+    type=click.Choice(["full", "concise", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit"]),
+    default=None,
+    help="How to print findings: for people (full, concise, grouped) or for tools and CI (the rest).",
+)
+@click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the report to this file instead of stdout (never coloured).",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings.")
 @click.option("--context", type=click.Choice(sorted(NAMED_SETUPS)), default=None, help="Assume this setup for every file.")
@@ -72,6 +84,7 @@ def check(
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
     output_format: str | None,
+    output_file: Path | None,
     exit_zero: bool,
     statistics: bool,
     context: str | None,
@@ -121,7 +134,11 @@ def check(
         force_exclude=force_exclude,
     )
     if reads_stdin:
-        sys.exit(_check_stdin(targets[0], settings, options, output_format or "full", statistics, quiet, color, exit_zero, cwd))
+        sys.exit(
+            _check_stdin(
+                targets[0], settings, options, output_format or "full", output_file, statistics, quiet, color, exit_zero, cwd
+            )
+        )
     _interrupt_on_sigterm()
     try:
         result = run(targets, settings, options, cwd, None if no_cache else find_cache_dir(settings.root, cache_dir))
@@ -129,9 +146,8 @@ def check(
         _error("interrupted before any file was checked; nothing was changed")
         sys.exit(130)
 
-    use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
     try:
-        _print_result(result, options, output_format or "full", statistics, quiet, use_color, cwd)
+        _output(result, options, output_format or "full", output_file, statistics, quiet, color, cwd)
     except KeyboardInterrupt:
         sys.exit(130)
 
@@ -140,6 +156,33 @@ def check(
         _error(f"interrupted: {fixed} file(s) fixed and written whole, {result.interrupted} not checked and left as they were")
         sys.exit(130)
     sys.exit(_exit_code(result, diff, exit_zero))
+
+
+def _output(  # type: ignore[no-untyped-def]
+    result,
+    options,
+    output_format: str,
+    output_file: Path | None,
+    statistics: bool,
+    quiet: bool,
+    color: bool | None,
+    cwd: Path,
+    err: bool = False,
+) -> None:
+    """The report to stdout (stderr with `err`), or to `output_file`."""
+    stream = sys.stderr if err else sys.stdout
+    use_color = output_file is None and (color if color is not None else (stream.isatty() and "NO_COLOR" not in os.environ))
+    report, styled = _report(result, options, output_format, statistics, quiet, use_color, cwd)
+    if output_file is None:
+        _emit(report, styled, err)
+        return
+    from placement_lint.report.output import write_report
+
+    try:
+        write_report(output_file, report + "\n" if report else "")
+    except OSError as exc:
+        _error(f"cannot write {output_file}: {exc.strerror or exc}")
+        sys.exit(EXIT_ERROR)
 
 
 def _exit_code(result, diff: bool, exit_zero: bool) -> int:  # type: ignore[no-untyped-def]
@@ -155,6 +198,7 @@ def _check_stdin(  # type: ignore[no-untyped-def]
     settings,
     options,
     output_format: str,
+    output_file: Path | None,
     statistics: bool,
     quiet: bool,
     color: bool | None,
@@ -163,7 +207,7 @@ def _check_stdin(  # type: ignore[no-untyped-def]
 ) -> int:
     """Check stdin as the file `path`, as editors run it. Like ruff: with --fix, stdout gets the
     source (fixed, or as it came when nothing could be fixed) and nothing else; the findings that
-    remain go to stderr. Nothing is written to disk."""
+    remain go to stderr (or -o). Nothing is written to disk but an -o report."""
     from placement_lint.discover import force_excluded
     from placement_lint.engine import run_source
 
@@ -173,58 +217,46 @@ def _check_stdin(  # type: ignore[no-untyped-def]
             sys.stdout.buffer.write(raw)
         return EXIT_CLEAN
     result = run_source(raw, path, settings, options, cwd)
-    to_stderr = options.fix
     if options.fix:
         fixed = result.files[0].source
         sys.stdout.buffer.write(fixed.raw if fixed is not None and result.files[0].error is None else raw)
         sys.stdout.flush()
-    stream = sys.stderr if to_stderr else sys.stdout
-    use_color = color if color is not None else (stream.isatty() and "NO_COLOR" not in os.environ)
-    _print_result(result, options, output_format, statistics, quiet, use_color, cwd, err=to_stderr)
+    _output(result, options, output_format, output_file, statistics, quiet, color, cwd, err=options.fix)
     return _exit_code(result, options.diff, exit_zero)
 
 
-def _print_result(  # type: ignore[no-untyped-def]
-    result, options, output_format: str, statistics: bool, quiet: bool, color: bool, cwd: Path, err: bool = False
-) -> None:
-    """`err`: everything goes to stderr (stdout holds the fixed source of `--fix` on stdin)."""
+def _report(result, options, output_format: str, statistics: bool, quiet: bool, color: bool, cwd: Path) -> tuple[str, bool]:  # type: ignore[no-untyped-def]
+    """Print the run's errors and warnings on stderr; return the report for stdout or -o, and
+    whether it holds rich markup (only a human format on a colour terminal does)."""
     from placement_lint.report import text
+    from placement_lint.report.common import problems
+    from placement_lint.report.formats import FORMATS, Report
 
-    for message in result.errors:
-        _error(message)
-    for message in result.warnings:
-        _warn(message)
-    for file in result.files:
-        if file.error:
-            _error(f"{file.display}: {file.error}")
-        for warning in file.warnings:
-            _warn(warning)
+    for problem in problems(result):
+        (_error if problem.level == "error" else _warn)(problem.message)
 
     if options.diff:
-        for file in result.files:
-            if file.diff:
-                sys.stdout.write(file.diff)
         if not quiet:
             count = sum(len(f.fixed) for f in result.files)
             click.echo(f"Would fix {count} problem{'s' if count != 1 else ''}.", err=True)
-        return
-    if output_format == "json":
-        from placement_lint.report.json_format import render, render_statistics
-
-        click.echo(render_statistics(result) if statistics else render(result, cwd), err=err)
-        return
-    style = _rich_style() if color else text.plain
+        return "".join(f.diff for f in result.files if f.diff).removesuffix("\n"), False
+    chosen = FORMATS[output_format]
     if statistics:
+        if output_format == "json":
+            from placement_lint.report.json_format import render_statistics
+
+            return render_statistics(result), False
         from placement_lint.rules import all_rules
 
         lines = text.statistics(result, {rule.code: rule.name for rule in all_rules()})
-    elif output_format == "concise":
-        lines = text.concise(result, options, style)
     else:
-        lines = text.full(result, options, style)
+        body = chosen.render(Report(result, options, cwd, _rich_style() if color and chosen.human else text.plain))
+        if not chosen.human:
+            return body, False
+        lines = [body] if body else []
     if not quiet:
         lines.append(text.summary(result, options))
-    _emit(lines, color, err)
+    return "\n".join(lines), color
 
 
 def _rich_style():  # type: ignore[no-untyped-def]
@@ -238,15 +270,17 @@ def _rich_style():  # type: ignore[no-untyped-def]
     return style
 
 
-def _emit(lines: list[str], color: bool, err: bool = False) -> None:
+def _emit(report: str, color: bool, err: bool = False) -> None:
+    if not report:
+        return
     if not color:
-        click.echo("\n".join(lines), err=err)
+        click.echo(report, err=err)
         return
     from rich.console import Console
     from rich.markup import escape
 
     console = Console(highlight=False, soft_wrap=True, force_terminal=True, stderr=err)
-    for line in lines:
+    for line in report.split("\n"):
         console.print(line if "[/]" in line else escape(line))
 
 

@@ -56,6 +56,7 @@ class CheckedFile:
     contexts: FileContext
     display: str
     _resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = field(default_factory=dict)
+    _analyses: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], PlacementAnalysis] = field(default_factory=dict)
 
     @cached_property
     def bypasses_device_map_check(self) -> bool:
@@ -84,6 +85,12 @@ class CheckedFile:
             self._resolvers[key] = Resolver(self.module, setup, arguments)
         return self._resolvers[key]
 
+    def analysis_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> PlacementAnalysis:
+        key = (setup, arguments)
+        if key not in self._analyses:
+            self._analyses[key] = PlacementAnalysis(self.module, self.imports, self.resolver_for(setup, arguments))
+        return self._analyses[key]
+
     @cached_property
     def resolver(self) -> Resolver:
         """For questions about structure (parents, scopes), which do not depend on the setup."""
@@ -98,7 +105,7 @@ class CheckedFile:
         for variant in self.contexts.variants():
             if not variant.setup.distributed:
                 continue
-            analysis = PlacementAnalysis(self.module, self.imports, self.resolver_for(variant.setup, variant.arguments))
+            analysis = self.analysis_for(variant.setup, variant.arguments)
             for device_map in analysis.device_maps:
                 contexts = self.contexts.contexts_at(device_map.loader.node)
                 context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
