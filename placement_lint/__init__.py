@@ -1,3 +1,23 @@
-"""placement-lint: find model placements that break distributed training, before the GPUs are booked."""
+"""placement-lint: find model placements that break distributed training, before the GPUs are booked.
+
+The Python API (`check`, `check_source`, `fix_source`, `Finding`, `CheckError`) lives in
+`placement_lint.api` and is imported on first use, so `import placement_lint` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+__all__ = ["CheckError", "Finding", "__version__", "check", "check_source", "fix_source"]
+
+if TYPE_CHECKING:
+    from placement_lint.api import CheckError, Finding, check, check_source, fix_source
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from placement_lint import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'placement_lint' has no attribute {name!r}")

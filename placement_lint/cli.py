@@ -65,6 +65,16 @@ def main() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 @click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help="Where the cache lives.")
+@click.option(
+    "--force-exclude", is_flag=True, help="Apply the configured excludes to paths named on the command line too (pre-commit)."
+)
+@click.option("--ignore-noqa", is_flag=True, help="Ignore `# noqa` comments: report what they suppress.")
+@click.option(
+    "--stdin-filename",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Read the source from stdin and check it as this file (its config and launch context apply).",
+)
 def check(
     paths: tuple[Path, ...],
     fix: bool,
@@ -84,28 +94,27 @@ def check(
     jobs: int | None,
     no_cache: bool,
     cache_dir: Path | None,
+    force_exclude: bool,
+    ignore_noqa: bool,
+    stdin_filename: Path | None,
 ) -> None:
-    """Check PATHS (default: the current folder) for device_map placements that break distributed training."""
-    from dataclasses import replace
+    """Check PATHS (default: the current folder) for device_map placements that break distributed training.
 
+    `-` as the only path, or --stdin-filename, reads the source from stdin."""
     from placement_lint.engine import RunOptions, run
-    from placement_lint.settings import ConfigError, check_selectors, find_config, load_settings
+    from placement_lint.settings import ConfigError, find_config, load_settings, with_selection
 
     cwd = Path.cwd()
-    targets = list(paths) or [Path(".")]
-    codes = _codes()
+    reads_stdin = stdin_filename is not None or Path("-") in paths
+    if reads_stdin and any(path != Path("-") for path in paths):
+        _error("stdin is checked alone: give no other paths with - or --stdin-filename")
+        sys.exit(EXIT_ERROR)
+    targets = [stdin_filename or Path("-")] if reads_stdin else list(paths) or [Path(".")]
     try:
         config_file = config_path or find_config(targets[0].resolve())
-        settings = load_settings(config_file, cwd, codes)
-        if select:
-            settings = replace(settings, select=tuple(check_selectors(_split(select), codes, "--select")))
-        if ignore:
-            settings = replace(settings, ignore=settings.ignore + tuple(check_selectors(_split(ignore), codes, "--ignore")))
-        if extend_select:
-            settings = replace(
-                settings,
-                extend_select=settings.extend_select + tuple(check_selectors(_split(extend_select), codes, "--extend-select")),
-            )
+        settings = with_selection(
+            load_settings(config_file, cwd, _codes()), _split(select), _split(ignore), _split(extend_select)
+        )
     except ConfigError as exc:
         _error(str(exc))
         sys.exit(EXIT_ERROR)
@@ -115,7 +124,21 @@ def check(
     if no_cache and cache_dir is not None:
         _error("--no-cache and --cache-dir contradict each other")
         sys.exit(EXIT_ERROR)
-    options = RunOptions(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff, context=context, jobs=jobs)
+    options = RunOptions(
+        fix=fix and not diff,
+        unsafe_fixes=unsafe_fixes,
+        diff=diff,
+        context=context,
+        jobs=jobs,
+        ignore_noqa=ignore_noqa,
+        force_exclude=force_exclude,
+    )
+    if reads_stdin:
+        sys.exit(
+            _check_stdin(
+                targets[0], settings, options, output_format or "full", output_file, statistics, quiet, color, exit_zero, cwd
+            )
+        )
     _interrupt_on_sigterm()
     try:
         result = run(targets, settings, options, cwd, None if no_cache else find_cache_dir(settings.root, cache_dir))
@@ -123,19 +146,8 @@ def check(
         _error("interrupted before any file was checked; nothing was changed")
         sys.exit(130)
 
-    use_color = output_file is None and (color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ))
     try:
-        report, styled = _report(result, options, output_format or "full", statistics, quiet, use_color, cwd)
-        if output_file is None:
-            _emit(report, styled)
-        else:
-            from placement_lint.report.output import write_report
-
-            try:
-                write_report(output_file, report + "\n" if report else "")
-            except OSError as exc:
-                _error(f"cannot write {output_file}: {exc.strerror or exc}")
-                sys.exit(EXIT_ERROR)
+        _output(result, options, output_format or "full", output_file, statistics, quiet, color, cwd)
     except KeyboardInterrupt:
         sys.exit(130)
 
@@ -143,14 +155,74 @@ def check(
         fixed = sum(1 for f in result.files if f.fixed)
         _error(f"interrupted: {fixed} file(s) fixed and written whole, {result.interrupted} not checked and left as they were")
         sys.exit(130)
-    has_error = bool(result.errors) or any(f.error for f in result.files)
-    if has_error:
+    sys.exit(_exit_code(result, diff, exit_zero))
+
+
+def _output(  # type: ignore[no-untyped-def]
+    result,
+    options,
+    output_format: str,
+    output_file: Path | None,
+    statistics: bool,
+    quiet: bool,
+    color: bool | None,
+    cwd: Path,
+    err: bool = False,
+) -> None:
+    """The report to stdout (stderr with `err`), or to `output_file`."""
+    stream = sys.stderr if err else sys.stdout
+    use_color = output_file is None and (color if color is not None else (stream.isatty() and "NO_COLOR" not in os.environ))
+    report, styled = _report(result, options, output_format, statistics, quiet, use_color, cwd)
+    if output_file is None:
+        _emit(report, styled, err)
+        return
+    from placement_lint.report.output import write_report
+
+    try:
+        write_report(output_file, report + "\n" if report else "")
+    except OSError as exc:
+        _error(f"cannot write {output_file}: {exc.strerror or exc}")
         sys.exit(EXIT_ERROR)
+
+
+def _exit_code(result, diff: bool, exit_zero: bool) -> int:  # type: ignore[no-untyped-def]
+    if result.errors or any(f.error for f in result.files):
+        return EXIT_ERROR
     if diff:
-        sys.exit(EXIT_FINDINGS if any(f.diff for f in result.files) and not exit_zero else EXIT_CLEAN)
-    if result.findings and not exit_zero:
-        sys.exit(EXIT_FINDINGS)
-    sys.exit(EXIT_CLEAN)
+        return EXIT_FINDINGS if any(f.diff for f in result.files) and not exit_zero else EXIT_CLEAN
+    return EXIT_FINDINGS if result.findings and not exit_zero else EXIT_CLEAN
+
+
+def _check_stdin(  # type: ignore[no-untyped-def]
+    path: Path,
+    settings,
+    options,
+    output_format: str,
+    output_file: Path | None,
+    statistics: bool,
+    quiet: bool,
+    color: bool | None,
+    exit_zero: bool,
+    cwd: Path,
+) -> int:
+    """Check stdin as the file `path`, as editors run it. Like ruff: with --fix, stdout gets the
+    source (fixed, or as it came when nothing could be fixed) and nothing else; the findings that
+    remain go to stderr (or -o). Nothing is written to disk but an -o report."""
+    from placement_lint.discover import force_excluded
+    from placement_lint.engine import run_source
+
+    raw = sys.stdin.buffer.read()
+    if options.force_exclude and force_excluded(path, settings):
+        if options.fix:
+            sys.stdout.buffer.write(raw)
+        return EXIT_CLEAN
+    result = run_source(raw, path, settings, options, cwd)
+    if options.fix:
+        fixed = result.files[0].source
+        sys.stdout.buffer.write(fixed.raw if fixed is not None and result.files[0].error is None else raw)
+        sys.stdout.flush()
+    _output(result, options, output_format, output_file, statistics, quiet, color, cwd, err=options.fix)
+    return _exit_code(result, options.diff, exit_zero)
 
 
 def _report(result, options, output_format: str, statistics: bool, quiet: bool, color: bool, cwd: Path) -> tuple[str, bool]:  # type: ignore[no-untyped-def]
@@ -198,16 +270,16 @@ def _rich_style():  # type: ignore[no-untyped-def]
     return style
 
 
-def _emit(report: str, color: bool) -> None:
+def _emit(report: str, color: bool, err: bool = False) -> None:
     if not report:
         return
     if not color:
-        click.echo(report)
+        click.echo(report, err=err)
         return
     from rich.console import Console
     from rich.markup import escape
 
-    console = Console(highlight=False, soft_wrap=True, force_terminal=True)
+    console = Console(highlight=False, soft_wrap=True, force_terminal=True, stderr=err)
     for line in report.split("\n"):
         console.print(line if "[/]" in line else escape(line))
 

@@ -2,7 +2,8 @@
 
 One walk finds the Python files to check and the files that may hold launch commands (shell
 scripts, Makefiles, CI YAML, READMEs...), so a repository is walked once. A file named on the
-command line is always checked. Directory symlinks are not followed (no loops); each real file is
+command line is always checked, unless `force_exclude` (ruff's --force-exclude, for pre-commit,
+which names every staged file) applies the configured excludes to it too. Directory symlinks are not followed (no loops); each real file is
 checked once.
 """
 
@@ -102,6 +103,23 @@ class _Ignores:
             return False
         return any(self._matches(spec, path, folder, is_dir) for folder, spec in self._chain(path.parent))
 
+    def force_excluded(self, path: Path, is_dir: bool) -> bool:
+        """Whether `exclude`/`extend-exclude` cover a path named on the command line: it, or a folder
+        above it inside the project. Like ruff's --force-exclude, .gitignore files do not count here."""
+        relative = _relative(Path(os.path.realpath(path.parent)) / path.name, self.root)
+        if relative is None:  # outside the project: only the name can match
+            parts, names = [path.name], [path.name]
+        else:
+            names = relative.split("/")
+            parts = ["/".join(names[: i + 1]) for i in range(len(names))]
+        for depth, (name, part) in enumerate(zip(names, parts, strict=True)):
+            folder = is_dir or depth < len(parts) - 1
+            if name in self.excluded_names:
+                return True
+            if self.exclude is not None and self.exclude.match_file(part + ("/" if folder else "")):
+                return True
+        return False
+
 
 def _relative(path: Path, base: Path) -> str | None:
     try:
@@ -110,7 +128,9 @@ def _relative(path: Path, base: Path) -> str | None:
         return None
 
 
-def discover(paths: list[Path], settings: Settings, also: Callable[[str], bool] | None = None) -> Discovered:
+def discover(
+    paths: list[Path], settings: Settings, also: Callable[[str], bool] | None = None, force_exclude: bool = False
+) -> Discovered:
     """Python files under `paths`; with `also`, the other files whose names it accepts as well."""
     ignores = _Ignores(settings)
     seen: set[tuple[int, int]] = set()
@@ -136,8 +156,10 @@ def discover(paths: list[Path], settings: Settings, also: Callable[[str], bool] 
         except OSError:
             missing.append(given)
             continue
+        if force_exclude and ignores.force_excluded(absolute, stat.S_ISDIR(status.st_mode)):
+            continue
         if stat.S_ISREG(status.st_mode):
-            add(absolute, status)  # named explicitly: always checked
+            add(absolute, status)  # named explicitly: always checked (unless force_exclude)
         elif not stat.S_ISDIR(status.st_mode):
             unreadable.append(absolute)  # a FIFO or a device: never opened, so nothing can hang
         else:
@@ -182,3 +204,8 @@ def _walk(
                 continue  # a dangling symlink or a file that vanished
             if stat.S_ISREG(status.st_mode) and not ignores.ignored(path, False):
                 add(path, status)
+
+
+def force_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool:
+    """For a path that need not exist (`--stdin-filename`): would --force-exclude skip it?"""
+    return _Ignores(settings).force_excluded(Path(os.path.abspath(path)), is_dir)

@@ -9,7 +9,6 @@ import ast
 import difflib
 import functools
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,12 +28,11 @@ from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
 from placement_lint.fixes.apply import FixFailed, fix_to_fixed_point
 from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
-from placement_lint.rules import all_rules
+from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.settings import Settings
 from placement_lint.source import SourceError, SourceFile, decode_source, line_starts_of, parse_python
 
-_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _POSSIBLE = Setup(Mode.POSSIBLE)
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
 # one-line list takes CPython's parser seconds and millions of nodes).
@@ -51,6 +49,8 @@ class RunOptions:
     diff: bool = False
     context: str | None = None  # --context
     jobs: int | None = None
+    ignore_noqa: bool = False  # report what noqa comments suppress
+    force_exclude: bool = False  # the configured excludes apply to paths named explicitly too
 
     @property
     def allowed(self) -> set[Applicability]:
@@ -74,6 +74,10 @@ class Finding:
     @property
     def code(self) -> str:
         return self.violation.code
+
+    @property
+    def message(self) -> str:
+        return self.violation.message
 
 
 @dataclass
@@ -140,7 +144,9 @@ class FileChecker:
     def worth_parsing(self, raw: bytes, path: Path) -> bool:
         """The text pre-check: could any enabled rule fire in this file?"""
         text = _Scanned(raw)  # several rules ask for the same tokens: look each up once
-        candidates = [rule for rule in self.rules if rule.could_fire(text)]
+        candidates = [
+            rule for rule in self.rules if rule.could_fire(text) and not (rule.checks_suppressions and self.options.ignore_noqa)
+        ]
         if any(rule.could_fire_without_context(text) for rule in candidates):
             return True
         return bool(candidates) and self.has_context_tokens(raw, path)
@@ -174,8 +180,9 @@ class FileChecker:
         result.findings = [self._finding(source, result.display, v) for v in violations]
         return result
 
-    def check(self, path: Path, raw: bytes | None = None, prechecked: bool = False) -> FileResult:
-        """Check one file; `prechecked`: the caller already ran the text pre-check on `raw`."""
+    def check(self, path: Path, raw: bytes | None = None, prechecked: bool = False, write: bool = True) -> FileResult:
+        """Check one file; `prechecked`: the caller already ran the text pre-check on `raw`. Without
+        `write`, fixes are applied to the result's source only (stdin, the API), never to the disk."""
         result = FileResult(self.display(path), path=path)
         try:
             if raw is None:
@@ -198,7 +205,7 @@ class FileChecker:
             result.error = f"internal error, please report it: {type(exc).__name__}: {exc}"
             return result
         if self.options.fixing and violations and any(v.fix and v.fix.applicability in self.options.allowed for v in violations):
-            violations = self._fix(path, source, violations, result)
+            violations = self._fix(path, source, violations, result, write)
         result.source = result.source or source
         result.findings = [self._finding(result.source, result.display, v) for v in violations]
         return result
@@ -211,14 +218,23 @@ class FileChecker:
         violations: list[Violation] = []
         ignored = self._ignored_codes(source.path)
         for rule in self.rules:
-            if rule.code in ignored or not (contexts.distributed_anywhere or rule.context_free):
+            if rule.checks_suppressions or rule.code in ignored or not (contexts.distributed_anywhere or rule.context_free):
                 continue
             try:
                 violations += rule.check(checked)
             except Exception as exc:  # one broken rule must not end the run
                 raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
-        _check_noqa_codes(source, self.known_codes)
-        violations = [v for v in violations if not _suppressed(source, v)]
+        directives = noqa.directives(source, module)
+        noqa.check_known_codes(source, directives, self.known_codes)
+        if not self.options.ignore_noqa:
+            judged = frozenset(rule.code for rule in self.rules if rule.code not in ignored)
+            for rule in self.rules:
+                if rule.checks_suppressions and rule.code in judged:
+                    try:
+                        violations += rule.check_suppressions(checked, directives, violations, judged)
+                    except Exception as exc:
+                        raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
+            violations = [v for v in violations if not noqa.suppressed(directives, source.position(v.start)[0], v.code)]
         violations.sort(key=lambda v: (v.start, v.code))
         return violations, contexts
 
@@ -273,7 +289,9 @@ class FileChecker:
                 ignored |= {rule.code for rule in self.rules if any(rule.code.startswith(s) or s == "ALL" for s in selectors)}
         return ignored
 
-    def _fix(self, path: Path, source: SourceFile, violations: list[Violation], result: FileResult) -> list[Violation]:
+    def _fix(
+        self, path: Path, source: SourceFile, violations: list[Violation], result: FileResult, write: bool
+    ) -> list[Violation]:
         if not source.round_trips:
             result.warnings.append(f"{result.display}: not fixed: its text does not encode back to the same bytes")
             return violations
@@ -312,7 +330,8 @@ class FileChecker:
             return violations
         try:
             verify_lossless(source.raw, new_source.raw)
-            write_atomically(path, new_source.raw, source.raw)
+            if write:
+                write_atomically(path, new_source.raw, source.raw)
         except NotLossless as exc:
             result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")
             return violations
@@ -360,28 +379,6 @@ def _real_folder(folder: str) -> Path:
 
 def _with_text(source: SourceFile, text: str) -> SourceFile:
     return replace(source, text=text, raw=source.encode(text), line_starts=line_starts_of(text))
-
-
-def _check_noqa_codes(source: SourceFile, known: frozenset[str]) -> None:
-    """A `# noqa: DPL…` naming no rule is a mistake worth an error (other linters' codes are theirs)."""
-    if "noqa" not in source.text and "NOQA" not in source.text:
-        return
-    for match in _NOQA.finditer(source.text):
-        for code in re.split(r"[,\s]+", match.group("codes") or ""):
-            if code.upper().startswith("DPL") and code.upper() not in known:
-                row, _ = source.position(match.start())
-                raise SourceError(f"line {row}: unknown rule code {code} in noqa (rules are {', '.join(sorted(known))})")
-
-
-def _suppressed(source: SourceFile, violation: Violation) -> bool:
-    row, _ = source.position(violation.start)
-    match = _NOQA.search(source.line(row))
-    if match is None:
-        return False
-    codes = match.group("codes")
-    if not codes:
-        return True
-    return violation.code in {c.upper() for c in re.split(r"[,\s]+", codes) if c}
 
 
 # -- what `placement-lint context` shows -------------------------------------------------------
@@ -473,7 +470,7 @@ def run(
     """Check `paths`. With `cache_folder`, results of unchanged files come from the cache (lint mode only)."""
     cwd = cwd or Path.cwd()
     paths = list(paths)
-    found = discover(paths, settings, also=launcher_name)
+    found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
     repos = repo_contexts(found, settings, cwd, paths, cache_folder)
     launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
     checker = FileChecker(settings, options, cwd, launches)
@@ -539,6 +536,27 @@ def run(
     return RunResult(results, len(found.files), errors, [w for repo in repos for w in repo.warnings], interrupted)
 
 
+def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, cwd: Path | None = None) -> RunResult:
+    """Check source that is not (or not yet) on disk, an editor's buffer or stdin, as the file at
+    `path`: its configuration, per-file settings and its repository's launches apply. Nothing is
+    written, not even the cache; with `options.fix` the fixed text is the result's `source`."""
+    cwd = cwd or Path.cwd()
+    path = Path(os.path.abspath(path))
+    root = repository_root(path) or _real_folder(str(path.parent))
+    # As for a file named on the command line, its folder's launchers count even if excluded.
+    repo = build_repo_context(root, settings, lambda p: _display(p, cwd), (path.parent,))
+    launches = {p: (evidence, repo.used.get(p, frozenset())) for p, evidence in repo.by_file.items()}
+    result = FileChecker(settings, options, cwd, launches).check(path, raw, write=False)
+    return RunResult([result], 1, [], list(repo.warnings))
+
+
+def _display(path: Path, cwd: Path) -> str:
+    try:
+        return path.relative_to(cwd.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def _settings_key(settings: Settings, options: RunOptions) -> str:
     return Cache.settings_key(
         settings.enabled_codes(),
@@ -546,6 +564,7 @@ def _settings_key(settings: Settings, options: RunOptions) -> str:
         settings.context,
         settings.per_file_context,
         options.context,
+        options.ignore_noqa,
         str(settings.root.resolve()),
     )
 

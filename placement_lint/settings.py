@@ -54,11 +54,16 @@ class ConfigError(Exception):
     """An invalid setting: shown as one line, exit code 2."""
 
 
+# Like ruff, which leaves RUF100 out of its defaults: the DPL0xx rules find placement bugs and are
+# on by default; DPL1xx judge the noqa comments themselves and are opt-in (`extend-select`).
+DEFAULT_SELECT = ("DPL0",)
+
+
 @dataclass(frozen=True)
 class Settings:
     root: Path
     config_file: Path | None = None
-    select: tuple[str, ...] = ("DPL",)
+    select: tuple[str, ...] = DEFAULT_SELECT
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
@@ -150,6 +155,22 @@ def _from_table(table: dict[str, object], config_file: Path, codes: tuple[str, .
             raise ConfigError(f"{where} respect-gitignore: expected true or false")
         values["respect_gitignore"] = table["respect-gitignore"]
     return replace(settings, **values)  # type: ignore[arg-type]
+
+
+def with_selection(
+    settings: Settings, select: list[str], ignore: list[str], extend_select: list[str], prefix: str = "--"
+) -> Settings:
+    """Selections given on the command line (or to the API) over the configured ones: `select`
+    replaces the configured set, `ignore` and `extend_select` add to theirs."""
+    codes = settings.codes
+    if select:
+        settings = replace(settings, select=tuple(check_selectors(select, codes, f"{prefix}select")))
+    if ignore:
+        settings = replace(settings, ignore=settings.ignore + tuple(check_selectors(ignore, codes, f"{prefix}ignore")))
+    if extend_select:
+        added = tuple(check_selectors(extend_select, codes, f"{prefix}extend-select"))
+        settings = replace(settings, extend_select=settings.extend_select + added)
+    return settings
 
 
 def check_selectors(selectors: list[str], codes: tuple[str, ...], where: str) -> list[str]:

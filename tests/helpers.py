@@ -11,18 +11,22 @@ from placement_lint.settings import Settings
 CODES = tuple(rule.code for rule in all_rules())
 
 
-def checker(root: Path, **options: object) -> FileChecker:
-    return FileChecker(Settings(root=root, codes=CODES), RunOptions(**options), root)  # type: ignore[arg-type]
+def checker(root: Path, extend_select: tuple[str, ...] = (), **options: object) -> FileChecker:
+    """`extend_select`: rules to enable on top of the default set (DPL100 is off by default)."""
+    settings = Settings(root=root, codes=CODES, extend_select=extend_select)
+    return FileChecker(settings, RunOptions(**options), root)  # type: ignore[arg-type]
 
 
-def lint_file(path: Path, **options: object) -> FileResult:
-    return checker(path.parent, **options).check(path)
+def lint_file(path: Path, extend_select: tuple[str, ...] = (), **options: object) -> FileResult:
+    return checker(path.parent, extend_select, **options).check(path)
 
 
-def lint_source(tmp_path: Path, source: str, name: str = "train.py", **options: object) -> FileResult:
+def lint_source(
+    tmp_path: Path, source: str, name: str = "train.py", extend_select: tuple[str, ...] = (), **options: object
+) -> FileResult:
     path = tmp_path / name
     path.write_text(source, encoding="utf-8")
-    return lint_file(path, **options)
+    return lint_file(path, extend_select, **options)
 
 
 def codes(result: FileResult) -> list[str]:

@@ -4,6 +4,7 @@ For every `tests/fixtures/DPLnnn/<case>.py`:
 - `<case>.expected` holds the findings (`row:col CODE message`), empty or absent for a clean file;
 - `<case>.fixed.py` holds the file after `--fix --unsafe-fixes`; absent when nothing is fixed.
 Cases named `bad_*` must produce their folder's rule; cases named `good_*` must produce nothing.
+Each folder's rule is enabled on top of the default set, so opt-in rules (DPL100) are checked too.
 Regenerate with `PLACEMENT_LINT_UPDATE_GOLDENS=1 pytest tests/test_fixtures.py`, then read the diff.
 """
 
@@ -43,7 +44,7 @@ def _golden(path: Path, actual: str | None) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_findings_match_golden(case: Path) -> None:
-    result = lint_file(case)
+    result = lint_file(case, (case.parent.name,))
     assert result.error is None
     _golden(case.with_suffix(".expected"), _render(result))
 
@@ -53,18 +54,18 @@ def test_fix_matches_golden_and_is_idempotent(case: Path, tmp_path: Path) -> Non
     work = tmp_path / case.parent.name
     shutil.copytree(case.parent, work)
     target = work / case.name
-    first = lint_file(target, fix=True, unsafe_fixes=True)
+    first = lint_file(target, (case.parent.name,), fix=True, unsafe_fixes=True)
     assert first.error is None and not first.warnings
     fixed = target.read_bytes()
     golden = case.with_name(case.stem + ".fixed.py")
     _golden(golden, fixed.decode("utf-8") if fixed != case.read_bytes() else None)
-    second = lint_file(target, fix=True, unsafe_fixes=True)
+    second = lint_file(target, (case.parent.name,), fix=True, unsafe_fixes=True)
     assert not second.fixed and target.read_bytes() == fixed, "a second --fix changed the file"
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
 def test_case_name_says_what_it_shows(case: Path) -> None:
-    found = [finding.code for finding in lint_file(case).findings]
+    found = [finding.code for finding in lint_file(case, (case.parent.name,)).findings]
     if case.name.startswith("good_"):
         assert found == [], f"a correct look-alike was flagged: {found}"
     else:

@@ -70,3 +70,15 @@ def test_precheck_changes_no_result(path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr("placement_lint.engine.IN_FILE_EVIDENCE", re.compile(b""))  # everything passes
     without = [(f.row, f.column, f.code) for f in lint_file(path).findings]
     assert with_precheck == without
+
+
+NOQA_CORPUS = [p for p in CORPUS if b"noqa" in p.read_bytes().lower()]
+
+
+@pytest.mark.parametrize("path", NOQA_CORPUS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_precheck_changes_no_result_with_dpl100(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DPL100 speaks about files no placement rule would parse: the pre-check must let them through."""
+    with_precheck = [(f.row, f.column, f.code) for f in lint_file(path, ("DPL100",)).findings]
+    monkeypatch.setattr("placement_lint.engine.FileChecker.worth_parsing", lambda self, raw, path: True)
+    without = [(f.row, f.column, f.code) for f in lint_file(path, ("DPL100",)).findings]
+    assert with_precheck == without

@@ -17,6 +17,7 @@ from placement_lint.analysis.values import Placement
 from placement_lint.context.evidence import Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
+from placement_lint.rules.noqa import Directive
 from placement_lint.source import SourceFile
 
 
@@ -272,6 +273,8 @@ class Rule:
     triggers: ClassVar[tuple[bytes, ...]] = (b"device_map",)
     # ...and, unless the rule is context-free, could be distributed (in-file tokens, launch or override).
     context_free: ClassVar[bool] = False
+    # Judges the file's noqa comments: runs after every other rule, on their unsuppressed findings.
+    checks_suppressions: ClassVar[bool] = False
     # Fixit-style examples: each source must (invalid) or must not (valid) produce this rule's code.
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[str, ...]] = ()
@@ -287,6 +290,13 @@ class Rule:
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         raise NotImplementedError
+
+    def check_suppressions(
+        self, file: CheckedFile, directives: dict[int, Directive], found: list[Violation], judged: frozenset[str]
+    ) -> list[Violation]:
+        """For a `checks_suppressions` rule: `found` is every other rule's findings before `# noqa`
+        applied, `judged` the codes that ran (or were free to run) on this file."""
+        return []
 
     def violation(self, file: CheckedFile, node: ast.AST, message: str, fix: Fix | None, context: Context | None) -> Violation:
         start, end = file.source.node_span(node)

@@ -1,0 +1,93 @@
+"""`# noqa` directives: which findings they suppress, and where they sit (DPL100 edits them).
+
+Only comments are directives, as in ruff: `"# noqa"` inside a string literal suppresses nothing.
+A directive belongs to its line: it suppresses the findings that start there.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from placement_lint.analysis.index import index_of
+from placement_lint.source import SourceError, SourceFile
+
+# `[^\S\r\n]` rather than `\s`: a directive never runs on into the next line's text.
+NOQA = re.compile(
+    r"#[^\S\r\n]*noqa(?::[^\S\r\n]?(?P<codes>[A-Z]+[0-9]+(?:(?:[^\S\r\n]*,[^\S\r\n]*|[^\S\r\n]+)[A-Z]+[0-9]+)*))?",
+    re.IGNORECASE,
+)
+_CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+_MENTION = re.compile(r"noqa", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str  # as written
+    start: int  # character offsets into the file's text
+    end: int
+
+    @property
+    def upper(self) -> str:
+        return self.text.upper()
+
+
+@dataclass(frozen=True)
+class Directive:
+    row: int
+    start: int  # the `#` that opens it
+    end: int  # after `noqa`, or after its last code
+    codes: tuple[Code, ...]  # empty: a bare noqa comment, which suppresses every rule
+
+    def suppresses(self, code: str) -> bool:
+        return not self.codes or any(c.upper == code for c in self.codes)
+
+
+def directives(source: SourceFile, module: ast.Module) -> dict[int, Directive]:
+    """The first `# noqa` comment of each line, by 1-based row."""
+    text = source.text
+    if _MENTION.search(text) is None:
+        return {}
+    matches = list(NOQA.finditer(text))
+    if not matches:
+        return {}
+    rows = {source.position(m.start())[0] for m in matches}
+    strings = _string_spans(source, module, rows)
+    found: dict[int, Directive] = {}
+    for match in matches:
+        row = source.position(match.start())[0]
+        if row in found or any(start <= match.start() < end for start, end in strings):
+            continue
+        codes = ()
+        if match.group("codes"):
+            base = match.start("codes")
+            codes = tuple(Code(c.group(), base + c.start(), base + c.end()) for c in _CODE.finditer(match.group("codes")))
+        found[row] = Directive(row, match.start(), match.end(), codes)
+    return found
+
+
+def _string_spans(source: SourceFile, module: ast.Module, rows: set[int]) -> list[tuple[int, int]]:
+    """The spans of the string literals on these rows: a `#` inside one does not open a comment."""
+    spans = []
+    for node in index_of(module).nodes:
+        if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))):
+            first, last = node.lineno, node.end_lineno or node.lineno
+            if any(first <= row <= last for row in rows):
+                spans.append(source.node_span(node))
+    return spans
+
+
+def suppressed(found: dict[int, Directive], row: int, code: str) -> bool:
+    directive = found.get(row)
+    return directive is not None and directive.suppresses(code)
+
+
+def check_known_codes(source: SourceFile, found: dict[int, Directive], known: frozenset[str]) -> None:
+    """A `# noqa: DPL…` naming no rule is a mistake worth an error (other linters' codes are theirs)."""
+    for directive in found.values():
+        for code in directive.codes:
+            if code.upper.startswith("DPL") and code.upper not in known:
+                raise SourceError(
+                    f"line {directive.row}: unknown rule code {code.text} in noqa (rules are {', '.join(sorted(known))})"
+                )

@@ -1,0 +1,110 @@
+"""The Python API: `placement_lint.check`, `check_source`, `fix_source`, returning the CLI's findings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import placement_lint
+from placement_lint.cli import main
+from placement_lint.engine import Finding
+
+ZERO3 = """from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
+model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
+Trainer(model=model, args=args).train()
+"""
+SINGLE = (
+    'from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")\n'
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(ZERO3)
+    (tmp_path / "infer.py").write_text(SINGLE)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_check_returns_the_findings_the_cli_prints(project: Path) -> None:
+    findings = placement_lint.check(["."])
+    assert all(isinstance(f, Finding) for f in findings)
+    printed = json.loads(CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", "."]).output)
+    assert [(f.code, f.message, f.row, f.column, f.end_row, f.end_column) for f in findings] == [
+        (
+            p["code"],
+            p["message"],
+            p["location"]["row"],
+            p["location"]["column"],
+            p["end_location"]["row"],
+            p["end_location"]["column"],
+        )
+        for p in printed
+    ]
+    assert [(f.display, f.code) for f in findings] == [("train.py", "DPL001")]
+    assert not (project / ".placement_lint_cache").exists()
+
+
+def test_check_options(project: Path) -> None:
+    assert placement_lint.check("infer.py", context="zero3")[0].code == "DPL001"
+    assert placement_lint.check(["."], ignore="DPL001") == []
+    assert placement_lint.check(["."], select=["DPL002"]) == []
+    with pytest.raises(placement_lint.CheckError, match="unknown rule selector"):
+        placement_lint.check(["."], select="XYZ")
+    with pytest.raises(placement_lint.CheckError, match="expected one of"):
+        placement_lint.check(["."], context="tpu")
+
+
+def test_check_fix_writes_and_returns_what_remains(project: Path) -> None:
+    assert placement_lint.check(["train.py"], fix=True) == []
+    assert "device_map=None" in (project / "train.py").read_text()
+
+
+def test_an_unparseable_file_raises_with_the_other_findings(project: Path) -> None:
+    (project / "broken.py").write_text("def f(:\n    device_map='auto'\n")
+    with pytest.raises(placement_lint.CheckError) as raised:
+        placement_lint.check(["."], context="zero3")
+    assert raised.value.errors == ["broken.py: cannot parse: line 1: invalid syntax"]
+    assert sorted(f.display for f in raised.value.findings) == ["infer.py", "train.py"]
+
+
+def test_check_source_uses_the_settings_of_its_filename(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.placement-lint]\nper-file-context = { "jobs/*.py" = "ddp" }\n')
+    assert placement_lint.check_source(SINGLE) == []
+    (finding,) = placement_lint.check_source(SINGLE, "jobs/run.py")
+    assert (finding.display, finding.code, finding.row) == ("jobs/run.py", "DPL001", 2)
+    assert placement_lint.check_source(SINGLE.encode(), "jobs/run.py", ignore=["DPL001"]) == []
+    assert not (project / "jobs").exists()
+
+
+def test_fix_source_returns_the_fixed_text(project: Path) -> None:
+    fixed, remaining = placement_lint.fix_source(ZERO3, "train2.py")
+    assert fixed == ZERO3.replace('device_map="auto"', "device_map=None") and remaining == []
+    unchanged, remaining = placement_lint.fix_source(SINGLE, context="ddp")  # the DDP fix is unsafe
+    assert unchanged == SINGLE and [f.code for f in remaining] == ["DPL001"]
+    latin1 = "# -*- coding: latin-1 -*-\n# café\n" + ZERO3
+    fixed, _ = placement_lint.fix_source(latin1)
+    assert fixed == latin1.replace('device_map="auto"', "device_map=None")
+    with pytest.raises(placement_lint.CheckError, match="cannot parse"):
+        placement_lint.fix_source("def f(:\n    device_map = 'auto'\n", context="zero3")
+
+
+def test_importing_the_package_stays_light() -> None:
+    """`import placement_lint` loads no dependency; checking source loads neither rich nor libcst."""
+    code = (
+        "import sys, placement_lint\n"
+        "heavy = ('placement_lint.', 'click', 'rich', 'libcst', 'yaml', 'pathspec')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+        "placement_lint.check_source('x = 1\\n')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith(('rich', 'libcst'))}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["[]", "[]"]
