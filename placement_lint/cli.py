@@ -53,6 +53,14 @@ def main() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: one per core).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 @click.option("--cache-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help="Where the cache lives.")
+@click.option("--show-fixes", is_flag=True, help="List what --fix fixed (or --diff would fix), per file.")
+@click.option("--add-noqa", is_flag=True, help="Add a `# noqa: CODE` comment for every finding left (after --fix).")
+@click.option(
+    "--changed-since",
+    metavar="REF",
+    default=None,
+    help="Check only files changed since the git ref REF (and untracked ones), and those whose launch context changed.",
+)
 def check(
     paths: tuple[Path, ...],
     fix: bool,
@@ -71,6 +79,9 @@ def check(
     jobs: int | None,
     no_cache: bool,
     cache_dir: Path | None,
+    show_fixes: bool,
+    add_noqa: bool,
+    changed_since: str | None,
 ) -> None:
     """Check PATHS (default: the current folder) for device_map placements that break distributed training."""
     from dataclasses import replace
@@ -102,17 +113,38 @@ def check(
     if no_cache and cache_dir is not None:
         _error("--no-cache and --cache-dir contradict each other")
         sys.exit(EXIT_ERROR)
+    if add_noqa and diff:
+        _error("--add-noqa writes comments and --diff writes nothing: give one of them")
+        sys.exit(EXIT_ERROR)
     options = RunOptions(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff, context=context, jobs=jobs)
+    restrict = _changed_files(changed_since, targets, cwd, settings, quiet) if changed_since is not None else None
+    from placement_lint.report.progress import ProgressBar, progress_wanted
+
+    wanted = progress_wanted(sys.stderr.isatty(), os.environ, output_format or "full", quiet)
+    bar = ProgressBar() if wanted else None
     _interrupt_on_sigterm()
     try:
-        result = run(targets, settings, options, cwd, None if no_cache else find_cache_dir(settings.root, cache_dir))
+        result = run(
+            targets, settings, options, cwd, None if no_cache else find_cache_dir(settings.root, cache_dir), restrict, bar
+        )
     except KeyboardInterrupt:
         _error("interrupted before any file was checked; nothing was changed")
         sys.exit(130)
+    finally:
+        if bar is not None:
+            bar.close()
+    if add_noqa and not result.interrupted:
+        from placement_lint.engine import add_noqa_comments
+
+        try:
+            add_noqa_comments(result)
+        except KeyboardInterrupt:
+            _error(f"interrupted while adding noqa comments: {result.noqa_added} added, each file written whole")
+            sys.exit(130)
 
     use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
     try:
-        _print_result(result, options, output_format or "full", statistics, quiet, use_color, cwd)
+        _print_result(result, options, output_format or "full", statistics, quiet, use_color, cwd, show_fixes, add_noqa)
     except KeyboardInterrupt:
         sys.exit(130)
 
@@ -130,8 +162,43 @@ def check(
     sys.exit(EXIT_CLEAN)
 
 
-def _print_result(result, options, output_format: str, statistics: bool, quiet: bool, color: bool, cwd: Path) -> None:  # type: ignore[no-untyped-def]
-    from placement_lint.report import text
+def _changed_files(ref: str, targets: list[Path], cwd: Path, settings, quiet: bool):  # type: ignore[no-untyped-def]
+    """`--changed-since`: which of the files found to check, from git and the launch contexts."""
+    from placement_lint.changes import GitError, affected, changed_since
+
+    folders = {Path(os.path.abspath(t if t.is_dir() else t.parent)) for t in targets}
+    try:
+        changed = changed_since(ref, [f for f in folders if f.exists()] or [cwd])
+    except GitError as exc:
+        _error(str(exc))
+        sys.exit(EXIT_ERROR)
+    if settings.config_file is not None and Path(settings.config_file).resolve() in changed:
+        if not quiet:
+            click.echo(f"{settings.config_file} changed since {ref}: checking every file", err=True)
+        return None
+
+    def restrict(files, repos):  # type: ignore[no-untyped-def]
+        chosen, context_only = affected(files, repos, changed, cwd)
+        if not quiet:
+            also = f" ({context_only} of them for their launch context)" if context_only else ""
+            click.echo(f"Checking {len(chosen)} of {len(files)} files, changed since {ref}{also}.", err=True)
+        return chosen
+
+    return restrict
+
+
+def _print_result(  # type: ignore[no-untyped-def]
+    result,
+    options,
+    output_format: str,
+    statistics: bool,
+    quiet: bool,
+    color: bool,
+    cwd: Path,
+    show_fixes: bool = False,
+    add_noqa: bool = False,
+) -> None:
+    from placement_lint.report import migration, text
 
     for message in result.errors:
         _error(message)
@@ -143,6 +210,12 @@ def _print_result(result, options, output_format: str, statistics: bool, quiet: 
         for warning in file.warnings:
             _warn(warning)
 
+    human = output_format in migration.HUMAN_FORMATS
+    if show_fixes and (options.diff or not human):  # stdout holds a patch or a machine format
+        for line in migration.fix_list(result, would=options.diff):
+            click.echo(line, err=True)
+    if add_noqa and not quiet:
+        click.echo(f"Added {result.noqa_added} noqa comment{'s' if result.noqa_added != 1 else ''}.", err=True)
     if options.diff:
         for file in result.files:
             if file.diff:
@@ -165,9 +238,20 @@ def _print_result(result, options, output_format: str, statistics: bool, quiet: 
         lines = text.concise(result, options, style)
     else:
         lines = text.full(result, options, style)
+    if show_fixes:
+        fixed = migration.fix_list(result, would=False)
+        if fixed:
+            lines += [*([""] if lines and lines[-1] else []), *fixed, ""]
+    if lines:
+        _emit(lines, color)
+    if options.fix and not quiet and (result.findings or result.baselined or any(f.fixed for f in result.files)):
+        from placement_lint.rules import all_rules
+
+        summary = migration.summarize(result, options, {rule.code: rule.name for rule in all_rules()})
+        click.echo(migration.render_summary(summary, color))
+        click.echo()
     if not quiet:
-        lines.append(text.summary(result, options))
-    _emit(lines, color)
+        _emit([text.summary(result, options)], color)
 
 
 def _rich_style():  # type: ignore[no-untyped-def]
