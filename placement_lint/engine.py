@@ -71,6 +71,7 @@ class Finding:
     column: int
     end_row: int
     end_column: int
+    noqa_row: int = 0  # the line a `# noqa` for it must end (0: its first line)
 
     @property
     def code(self) -> str:
@@ -333,7 +334,16 @@ class FileChecker:
     def _finding(source: SourceFile, display: str, violation: Violation) -> Finding:
         row, column = source.position(violation.start)
         end_row, end_column = source.position(violation.end)
-        return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column)
+        return Finding(
+            display,
+            violation,
+            violation.context or Context(),
+            row,
+            column,
+            end_row,
+            end_column,
+            noqa_row(source, violation.start),
+        )
 
 
 def _real(path: Path) -> Path:

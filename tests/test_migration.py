@@ -306,6 +306,8 @@ def test_noqa_goes_where_a_comment_can_be_and_suppression_looks_there(tmp_path: 
     [finding] = lint_file(target).findings
     assert finding.row == 4
     assert noqa_row(decode_source(target, source.encode()), finding.violation.start) == noqa_line
+    [item] = json.loads(cli("check", "--output-format", "json", "--no-cache", ".", cwd=tmp_path).stdout)
+    assert (item["location"]["row"], item["noqa_row"]) == (4, noqa_line)
     assert cli("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path).returncode == 0
     after = target.read_text()
     ast.parse(after)
