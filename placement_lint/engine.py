@@ -126,7 +126,6 @@ class FileChecker:
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
-        self.triggers = tuple({token for rule in self.rules for token in rule.triggers})
         self._per_file_ignores = [
             (pathspec.GitIgnoreSpec.from_lines([pattern]), codes) for pattern, codes in settings.per_file_ignores
         ]
@@ -144,7 +143,10 @@ class FileChecker:
 
     def worth_parsing(self, raw: bytes, path: Path) -> bool:
         """The text pre-check: could any enabled rule fire in this file?"""
-        return any(token in raw for token in self.triggers) and self.has_context_tokens(raw, path)
+        candidates = [rule for rule in self.rules if rule.could_fire(raw)]
+        if any(rule.context_free for rule in candidates):
+            return True
+        return bool(candidates) and self.has_context_tokens(raw, path)
 
     def has_context_tokens(self, raw: bytes, path: Path) -> bool:
         """Could this file be distributed: an override, launch evidence, or a token of in-file evidence."""
@@ -210,15 +212,14 @@ class FileChecker:
         contexts = self._context(source, module, imports, display)
         checked = CheckedFile(source, module, imports, contexts, display)
         violations: list[Violation] = []
-        if contexts.distributed_anywhere:
-            ignored = self._ignored_codes(source.path)
-            for rule in self.rules:
-                if rule.code in ignored:
-                    continue
-                try:
-                    violations += rule.check(checked)
-                except Exception as exc:  # one broken rule must not end the run
-                    raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
+        ignored = self._ignored_codes(source.path)
+        for rule in self.rules:
+            if rule.code in ignored or not (contexts.distributed_anywhere or rule.context_free):
+                continue
+            try:
+                violations += rule.check(checked)
+            except Exception as exc:  # one broken rule must not end the run
+                raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
         _check_noqa_codes(source, self.known_codes)
         violations = [v for v in violations if not _suppressed(source, v)]
         violations.sort(key=lambda v: (v.start, v.code))
