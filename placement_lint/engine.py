@@ -71,7 +71,7 @@ class Finding:
     column: int
     end_row: int
     end_column: int
-    noqa_row: int = 0  # the line a `# noqa` for it must end (0: its first line)
+    noqa_row: int = 0  # the line whose comment can suppress it (0: its first line)
 
     @property
     def code(self) -> str:
