@@ -79,7 +79,8 @@ def _git(folder: Path, *args: str, allowed: tuple[int, ...] = (0,)) -> subproces
 def affected(files: list[Path], repos: list[RepoContext], changed: set[Path], cwd: Path) -> tuple[list[Path], int]:
     """The files to check, and how many of them are there only for their launch context."""
     changed = {Path(os.path.abspath(p)) for p in changed}
-    mentions = _Mentions({os.fsencode(p.name) for p in changed if p.suffix != ".py"})
+    # A launcher is followed by path (below); names only for configs, which are named, not run.
+    mentions = _Mentions({os.fsencode(p.name) for p in changed if p.suffix.lower() in _CONFIG_SUFFIXES})
     _add_config_names(mentions, repos)
     base = cwd.resolve()
 

@@ -388,6 +388,9 @@ def git_repo(tmp_path: Path) -> Path:
         "inline.py": IN_FILE_CONFIG,
         "ds_inline.json": '{"zero_optimization": {"stage": 3}}',
         "scripts/run.sh": "#!/bin/bash\naccelerate launch --config_file configs/acc.yaml launched.py\n",
+        # Names the launcher without running it: editing the launcher says nothing new about this file.
+        "scripts/other.sh": "#!/bin/bash\n# like scripts/run.sh, on one GPU\npython -m torch.distributed.run --nproc_per_node 2 other.py\n",
+        "other.py": LAUNCHED,
         "configs/acc.yaml": "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: configs/ds.json\nnum_processes: 8\n",
         "configs/ds.json": '{"zero_optimization": {"stage": 3}}',
     }
@@ -414,6 +417,7 @@ def test_everything_is_found_without_the_option(git_repo: Path) -> None:
         "train_b.py",
         "launched.py",
         "inline.py",
+        "other.py",
     }
 
 
@@ -453,7 +457,13 @@ def test_a_changed_settings_file_rechecks_everything(git_repo: Path) -> None:
     (git_repo / "pyproject.toml").write_text("[tool.placement-lint]\nselect = ['DPL']\n")
     git(git_repo, "add", "-A")
     git(git_repo, "commit", "-q", "-m", "config")
-    assert changed_files(git_repo, "--changed-since", "HEAD~1")[1] == {"train_a.py", "train_b.py", "launched.py", "inline.py"}
+    assert changed_files(git_repo, "--changed-since", "HEAD~1")[1] == {
+        "train_a.py",
+        "train_b.py",
+        "launched.py",
+        "inline.py",
+        "other.py",
+    }
 
 
 @needs_git
