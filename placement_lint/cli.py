@@ -43,7 +43,19 @@ def main() -> None:
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured set).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the configured set.")
-@click.option("--output-format", type=click.Choice(["full", "concise", "json"]), default=None, help="How to print findings.")
+@click.option(
+    "--output-format",
+    type=click.Choice(["full", "concise", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit"]),
+    default=None,
+    help="How to print findings: for people (full, concise, grouped) or for tools and CI (the rest).",
+)
+@click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the report to this file instead of stdout (never coloured).",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings.")
 @click.option("--context", type=click.Choice(sorted(NAMED_SETUPS)), default=None, help="Assume this setup for every file.")
@@ -70,6 +82,7 @@ def check(
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
     output_format: str | None,
+    output_file: Path | None,
     exit_zero: bool,
     statistics: bool,
     context: str | None,
@@ -142,9 +155,21 @@ def check(
             _error(f"interrupted while adding noqa comments: {result.noqa_added} added, each file written whole")
             sys.exit(130)
 
-    use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+    use_color = output_file is None and (color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ))
     try:
-        _print_result(result, options, output_format or "full", statistics, quiet, use_color, cwd, show_fixes, add_noqa)
+        report, styled = _report(
+            result, options, output_format or "full", statistics, quiet, use_color, cwd, show_fixes, add_noqa
+        )
+        if output_file is None:
+            _emit(report, styled)
+        else:
+            from placement_lint.report.output import write_report
+
+            try:
+                write_report(output_file, report + "\n" if report else "")
+            except OSError as exc:
+                _error(f"cannot write {output_file}: {exc.strerror or exc}")
+                sys.exit(EXIT_ERROR)
     except KeyboardInterrupt:
         sys.exit(130)
 
@@ -187,7 +212,7 @@ def _changed_files(ref: str, targets: list[Path], cwd: Path, settings, quiet: bo
     return restrict
 
 
-def _print_result(  # type: ignore[no-untyped-def]
+def _report(  # type: ignore[no-untyped-def]
     result,
     options,
     output_format: str,
@@ -197,61 +222,55 @@ def _print_result(  # type: ignore[no-untyped-def]
     cwd: Path,
     show_fixes: bool = False,
     add_noqa: bool = False,
-) -> None:
+) -> tuple[str, bool]:
+    """Print the run's errors and warnings on stderr; return the report for stdout or -o, and
+    whether it holds rich markup (only a human format on a colour terminal does)."""
     from placement_lint.report import migration, text
+    from placement_lint.report.common import problems
+    from placement_lint.report.formats import FORMATS, Report
 
-    for message in result.errors:
-        _error(message)
-    for message in result.warnings:
-        _warn(message)
-    for file in result.files:
-        if file.error:
-            _error(f"{file.display}: {file.error}")
-        for warning in file.warnings:
-            _warn(warning)
+    for problem in problems(result):
+        (_error if problem.level == "error" else _warn)(problem.message)
 
-    human = output_format in migration.HUMAN_FORMATS
+    human = migration.is_human(output_format)
     if show_fixes and (options.diff or not human):  # stdout holds a patch or a machine format
         for line in migration.fix_list(result, would=options.diff):
             click.echo(line, err=True)
     if add_noqa and not quiet:
         click.echo(f"Added {result.noqa_added} noqa comment{'s' if result.noqa_added != 1 else ''}.", err=True)
     if options.diff:
-        for file in result.files:
-            if file.diff:
-                sys.stdout.write(file.diff)
         if not quiet:
             count = sum(len(f.fixed) for f in result.files)
             click.echo(f"Would fix {count} problem{'s' if count != 1 else ''}.", err=True)
-        return
-    if output_format == "json":
-        from placement_lint.report.json_format import render, render_statistics
-
-        click.echo(render_statistics(result) if statistics else render(result, cwd))
-        return
-    style = _rich_style() if color else text.plain
+        return "".join(f.diff for f in result.files if f.diff).removesuffix("\n"), False
+    chosen = FORMATS[output_format]
     if statistics:
+        if output_format == "json":
+            from placement_lint.report.json_format import render_statistics
+
+            return render_statistics(result), False
         from placement_lint.rules import all_rules
 
         lines = text.statistics(result, {rule.code: rule.name for rule in all_rules()})
-    elif output_format == "concise":
-        lines = text.concise(result, options, style)
     else:
-        lines = text.full(result, options, style)
+        body = chosen.render(Report(result, options, cwd, _rich_style() if color and chosen.human else text.plain))
+        if not chosen.human:
+            return body, False
+        lines = [body] if body else []
+    sections = []
     if show_fixes:
-        fixed = migration.fix_list(result, would=False)
-        if fixed:
-            lines += [*([""] if lines and lines[-1] else []), *fixed, ""]
-    if lines:
-        _emit(lines, color)
+        sections.append(migration.fix_list(result, would=False))
     if options.fix and not quiet and (result.findings or result.baselined or any(f.fixed for f in result.files)):
         from placement_lint.rules import all_rules
 
         summary = migration.summarize(result, options, {rule.code: rule.name for rule in all_rules()})
-        click.echo(migration.render_summary(summary, color))
-        click.echo()
+        sections.append(migration.render_summary(summary, _rich_style() if color else text.plain, terminal=color))
+    for section in sections:
+        if section:  # one blank line before each, however the findings ended
+            lines += [*([""] if lines and not lines[-1].endswith("\n") and lines[-1] else []), *section, ""]
     if not quiet:
-        _emit([text.summary(result, options)], color)
+        lines.append(text.summary(result, options))
+    return "\n".join(lines), color
 
 
 def _rich_style():  # type: ignore[no-untyped-def]
@@ -265,15 +284,17 @@ def _rich_style():  # type: ignore[no-untyped-def]
     return style
 
 
-def _emit(lines: list[str], color: bool) -> None:
+def _emit(report: str, color: bool) -> None:
+    if not report:
+        return
     if not color:
-        click.echo("\n".join(lines))
+        click.echo(report)
         return
     from rich.console import Console
     from rich.markup import escape
 
     console = Console(highlight=False, soft_wrap=True, force_terminal=True)
-    for line in lines:
+    for line in report.split("\n"):
         console.print(line if "[/]" in line else escape(line))
 
 

@@ -167,13 +167,17 @@ def test_what_needs_a_human_is_grouped_by_rule_and_by_what_to_do() -> None:
     }
     with_unsafe = summarize(RunResult(files, checked=40), RunOptions(fix=True, unsafe_fixes=True), NAMES)
     assert not any("unsafe fix available" in w.hint for w in with_unsafe.needs_human)
-    text = render_summary(summary, color=False)
-    assert "\x1b[" not in text and "  DPL003 (1)  no automatic fix" in text and "      a.py:9:1" in text
+    text = "\n".join(render_summary(summary))
+    assert "  DPL003 (1)  no automatic fix" in text and "      a.py:9:1" in text
+    assert table_row(text, "DPL003") == ["DPL003", "fixed-device-in-distributed", "2", "0", "2"]
+    marked = "\n".join(render_summary(summary, lambda value, name: f"<{name}>{value}</>", terminal=True))
+    # On a terminal: a plain table whose columns line up however the code cells are marked up.
+    assert "<code>DPL001</>   spread-device-map-in-distributed       2       1           1" in marked
 
 
 def test_long_groups_are_cut_short() -> None:
     files = [FileResult(f"f{i:02}.py", findings=[_finding("DPL003", None, f"f{i:02}.py")]) for i in range(25)]
-    text = render_summary(summarize(RunResult(files, checked=25), RunOptions(fix=True), NAMES), color=False)
+    text = "\n".join(render_summary(summarize(RunResult(files, checked=25), RunOptions(fix=True), NAMES)))
     assert "f09.py:1:1" in text and "f10.py" not in text and "... and 15 more" in text
 
 

@@ -166,7 +166,8 @@ class PlacementAnalysis:
         later = [
             call
             for call in self.resolver.index.calls
-            if (call.lineno, call.col_offset) > position and _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)
+            if (call.lineno, call.col_offset) > position
+            and _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)
         ]
         return min(later, key=lambda c: (c.lineno, c.col_offset), default=None)
 
@@ -310,7 +311,9 @@ class PlacementAnalysis:
         """
         return self._exists_before(loader.node, creations, (), 0)
 
-    def _exists_before(self, node: ast.AST, creations: list[tuple[int, int]], skipped: tuple[tuple[int, int], ...], depth: int) -> bool:
+    def _exists_before(
+        self, node: ast.AST, creations: list[tuple[int, int]], skipped: tuple[tuple[int, int], ...], depth: int
+    ) -> bool:
         position = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
         def counts(created: tuple[int, int]) -> bool:

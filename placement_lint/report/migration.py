@@ -6,16 +6,22 @@ Both are for people: they go with the human formats only, never into a machine f
 
 from __future__ import annotations
 
-import io
 from collections import Counter
 from dataclasses import dataclass, field
 
 from placement_lint.edits import Applicability
 from placement_lint.engine import Finding, RunOptions, RunResult
+from placement_lint.report.formats import FORMATS
+from placement_lint.report.text import Style, plain
 
-# Every other format (json, and whatever machine formats come) is read by a program.
-HUMAN_FORMATS = frozenset({"full", "concise", "grouped"})
 _MAX_PLACES = 10  # locations listed per group of remaining findings
+
+
+def is_human(output_format: str) -> bool:
+    """Is this format read by people? Every other one is read by a program, and gets neither the
+    fix list nor the summary on stdout."""
+    chosen = FORMATS.get(output_format)
+    return chosen is not None and chosen.human
 
 
 def fix_list(result: RunResult, would: bool) -> list[str]:
@@ -101,56 +107,55 @@ def _hint(finding: Finding, options: RunOptions) -> str:
     return "fix not applied: see the warnings above"
 
 
-def render_summary(summary: MigrationSummary, color: bool) -> str:
-    """The summary as text: a rich table (coloured on a terminal), then what still needs a human."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    out = io.StringIO()
-    console = Console(file=out, force_terminal=color, no_color=not color, highlight=False, width=200, soft_wrap=True)
-    files = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
-    files.add_column(style="bold")
-    files.add_column(justify="right")
-    files.add_row("files scanned", str(summary.scanned))
-    files.add_row("files with findings", str(summary.with_findings))
-    files.add_row("files fixed", str(summary.fixed_files))
+def render_summary(summary: MigrationSummary, style: Style = plain, terminal: bool = False) -> list[str]:
+    """The summary's lines: file counts, a table per rule (Markdown unless on a terminal, so it can
+    go into the migration's pull request as it is), then what still needs a human."""
+    counts = [
+        ("files scanned", summary.scanned),
+        ("files with findings", summary.with_findings),
+        ("files fixed", summary.fixed_files),
+    ]
     if summary.noqa_added:
-        files.add_row("noqa comments added", str(summary.noqa_added))
+        counts.append(("noqa comments added", summary.noqa_added))
     if summary.failed:
-        files.add_row(Text("paths with errors", style="bold red"), str(summary.failed))
-    console.print(Text("Summary", style="bold"))
-    console.print(files)
+        counts.append(("paths with errors", summary.failed))
+    label_width = max(len(label) for label, _ in counts)
+    number_width = max(len(str(number)) for _, number in counts)
+    lines = [style("Summary", "path")]
+    lines += [f"{label.ljust(label_width)}  {str(number).rjust(number_width)}" for label, number in counts]
     if summary.rules:
-        show_noqa = any(rule.noqa for rule in summary.rules)
-        # Plain, a Markdown table: a migration's summary often ends up in its pull request.
-        rules = Table(box=box.SIMPLE_HEAD if color else box.MARKDOWN, pad_edge=not color, show_edge=not color)
-        rules.add_column("rule", style="bold red")
-        rules.add_column("name")
-        for heading in ("found", "fixed", *(("noqa",) if show_noqa else ()), "remaining"):
-            rules.add_column(heading, justify="right")
-        for rule in summary.rules:
-            counts = (rule.found, rule.fixed, *((rule.noqa,) if show_noqa else ()), rule.remaining)
-            rules.add_row(rule.code, rule.name, *map(str, counts))
-        console.print()
-        console.print(rules)
+        lines += ["", *_rule_table(summary.rules, style, terminal)]
     if summary.needs_human:
         total = sum(len(work.places) for work in summary.needs_human)
-        console.print()
-        console.print(Text(f"Still needs a human ({total}):", style="bold"))
+        lines += ["", style(f"Still needs a human ({total}):", "path")]
         for work in summary.needs_human:
-            line = Text("  ")
-            line.append(work.code, style="bold red")
-            line.append(f" ({len(work.places)})  {work.hint}")
-            console.print(line)
-            for place in work.places[:_MAX_PLACES]:
-                console.print(Text(f"      {place}"))
+            lines.append(f"  {style(work.code, 'code')} ({len(work.places)})  {style(work.hint, 'help')}")
+            lines += [f"      {style(place, 'path')}" for place in work.places[:_MAX_PLACES]]
             if len(work.places) > _MAX_PLACES:
-                console.print(Text(f"      ... and {len(work.places) - _MAX_PLACES} more"))
-    lines = [line.rstrip() for line in out.getvalue().splitlines()]
-    # The Markdown box draws its top and bottom edges as blank lines: keep one blank line, never two.
-    return "\n".join(line for i, line in enumerate(lines) if line or (i and lines[i - 1])).strip("\n")
+                lines.append(f"      ... and {len(work.places) - _MAX_PLACES} more")
+    return lines
+
+
+def _rule_table(rules: list[RuleCounts], style: Style, terminal: bool) -> list[str]:
+    show_noqa = any(rule.noqa for rule in rules)
+    header = ["rule", "name", "found", "fixed", *(["noqa"] if show_noqa else []), "remaining"]
+    rows = [
+        [rule.code, rule.name, *map(str, (rule.found, rule.fixed, *((rule.noqa,) if show_noqa else ()), rule.remaining))]
+        for rule in rules
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def cells(row: list[str], styled: bool) -> list[str]:
+        out = [cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
+        if styled:  # pad first: markup must not count towards a column's width
+            out[0] = style(row[0], "code") + out[0][len(row[0]) :]
+        return out
+
+    if terminal:
+        table = ["   ".join(cells(header, False)), "─" * (sum(widths) + 3 * (len(widths) - 1))]
+        return table + ["   ".join(cells(row, True)) for row in rows]
+    markdown = [f"| {' | '.join(cells(header, False))} |", "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    return markdown + [f"| {' | '.join(cells(row, True))} |" for row in rows]
 
 
 def _plural(count: int, word: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from placement_lint.report.migration import HUMAN_FORMATS
+from placement_lint.report.migration import is_human
 
 MANY_FILES = 2000
 LONG_RUN_SECONDS = 1.0
@@ -30,7 +30,7 @@ _CI_VARIABLES = (
 
 def progress_wanted(stderr_is_tty: bool, environ: Mapping[str, str], output_format: str, quiet: bool) -> bool:
     """May this run show a progress bar at all?"""
-    if not stderr_is_tty or quiet or output_format not in HUMAN_FORMATS:
+    if not stderr_is_tty or quiet or not is_human(output_format):
         return False
     if environ.get("TERM") == "dumb":
         return False

@@ -28,11 +28,13 @@ _MAIN_PROCESS = re.compile(
 class SpreadDeviceMapInDistributedInference(Rule):
     code = "DPL007"
     name = "spread-device-map-in-distributed-inference"
-    summary = 'A spreading `device_map` ("auto", ...) on a model only used for inference, in a script that runs as several processes'
+    summary = (
+        'A spreading `device_map` ("auto", ...) on a model only used for inference, in a script that runs as several processes'
+    )
     valid = (
         # One process spreading a model it only generates with: fine.
         'from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n'
-        'model.generate(input_ids)\n',
+        "model.generate(input_ids)\n",
         'from accelerate import PartialState\nimport torch.distributed as dist\ndist.init_process_group("nccl")\n'
         'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": PartialState().local_process_index})\n'
         "model.generate(input_ids)\n",
@@ -79,5 +81,3 @@ class SpreadDeviceMapInDistributedInference(Rule):
                 return False
             child = ancestor
         return False
-
-

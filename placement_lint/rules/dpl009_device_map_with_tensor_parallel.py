@@ -54,7 +54,10 @@ class DeviceMapWithTensorParallel(Rule):
     def _set(file: CheckedFile, value: ast.expr) -> bool:
         """Some path gives the argument a known non-None value."""
         resolver = file.resolver_for(_ANY_LAUNCH)
-        return any(classify(c.value, resolver.candidates).placement not in (Placement.NONE, Placement.UNKNOWN) for c in resolver.candidates(value))
+        return any(
+            classify(c.value, resolver.candidates).placement not in (Placement.NONE, Placement.UNKNOWN)
+            for c in resolver.candidates(value)
+        )
 
     @staticmethod
     def _tensor_parallel(file: CheckedFile, argument: ast.keyword) -> bool:
@@ -79,7 +82,10 @@ def _tp_size(config: ast.expr) -> int | None:
             return 1
         size = found.value
     elif isinstance(config, ast.Dict):
-        size = next((v for k, v in zip(config.keys, config.values) if isinstance(k, ast.Constant) and k.value == "tp_size"), None)
+        size = next(
+            (v for k, v in zip(config.keys, config.values, strict=True) if isinstance(k, ast.Constant) and k.value == "tp_size"),
+            None,
+        )
         if size is None:
             return 1
     if isinstance(size, ast.Constant) and isinstance(size.value, int):

@@ -24,9 +24,7 @@ class ModelParallelFlagHack(Rule):
         # One process may split the model over its GPUs.
         "model.is_parallelizable = True\nmodel.model_parallel = True\n",
     )
-    invalid = (
-        'import torch.distributed as dist\ndist.init_process_group("nccl")\nmodel.is_parallelizable = True\n',
-    )
+    invalid = ('import torch.distributed as dist\ndist.init_process_group("nccl")\nmodel.is_parallelizable = True\n',)
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         for node in file.resolver.index.nodes:
