@@ -27,7 +27,7 @@ from placement_lint.context.repo import RepoContext, build_repo_context, launche
 from placement_lint.discover import Discovered, discover, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
-from placement_lint.fixes.apply import AppliedFix, FixFailed, fix_to_fixed_point
+from placement_lint.fixes.apply import AppliedFix, Fixable, FixFailed, fix_to_fixed_point
 from placement_lint.fixes.noqa import NOQA as _NOQA
 from placement_lint.fixes.noqa import add_noqa, noqa_row
 from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
@@ -281,7 +281,7 @@ class FileChecker:
             result.warnings.append(f"{result.display}: not fixed: its text does not encode back to the same bytes")
             return violations
 
-        def relint(text: str) -> list[tuple[str, object, int]]:
+        def relint(text: str) -> list[Fixable]:
             nonlocal latest
             try:
                 latest = self._lint(_with_text(source, text), result.display)[0]
@@ -293,7 +293,7 @@ class FileChecker:
         try:
             outcome = fix_to_fixed_point(
                 source.text, relint, self.options.allowed, [(v.code, v.fix, v.start) for v in violations]
-            )  # type: ignore[arg-type]
+            )
         except FixFailed as exc:
             result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")
             return violations
@@ -557,6 +557,9 @@ def add_noqa_comments(result: RunResult) -> None:
     for file in result.files:
         source = file.source
         if not file.findings or source is None or file.path is None or file.error:
+            continue
+        if file.path.suffix.lower() == ".ipynb":  # its source is the cells' text, not the file's bytes
+            file.warnings.append(f"{file.display}: no noqa added: --add-noqa writes Python files only")
             continue
         if not source.round_trips:
             file.warnings.append(f"{file.display}: no noqa added: its text does not encode back to the same bytes")

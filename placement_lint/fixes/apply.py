@@ -22,7 +22,7 @@ class FixFailed(Exception):
 
 
 # What a fix pass works on: a finding's code, its fix, and where the finding starts in the pass's text.
-Fixable = tuple[str, "Fix | None", int]
+Fixable = tuple[str, Fix | None, int]
 
 
 @dataclass(frozen=True)
