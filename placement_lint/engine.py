@@ -144,7 +144,7 @@ class FileChecker:
     def worth_parsing(self, raw: bytes, path: Path) -> bool:
         """The text pre-check: could any enabled rule fire in this file?"""
         candidates = [rule for rule in self.rules if rule.could_fire(raw)]
-        if any(rule.context_free for rule in candidates):
+        if any(rule.could_fire_without_context(raw) for rule in candidates):
             return True
         return bool(candidates) and self.has_context_tokens(raw, path)
 

@@ -262,6 +262,11 @@ class Rule:
     def could_fire(cls, raw: bytes) -> bool:
         return any(token in raw for token in cls.triggers)
 
+    @classmethod
+    def could_fire_without_context(cls, raw: bytes) -> bool:
+        """For a rule with a context-free part: could that part fire in a file with no distributed evidence?"""
+        return cls.context_free and cls.could_fire(raw)
+
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         raise NotImplementedError
 
