@@ -75,6 +75,14 @@ def main() -> None:
     default=None,
     help="Read the source from stdin and check it as this file (its config and launch context apply).",
 )
+@click.option("--show-fixes", is_flag=True, help="List what --fix fixed (or --diff would fix), per file.")
+@click.option("--add-noqa", is_flag=True, help="Add a `# noqa: CODE` comment for every finding left (after --fix).")
+@click.option(
+    "--changed-since",
+    metavar="REF",
+    default=None,
+    help="Check only files changed since the git ref REF (and untracked ones), and those whose launch context changed.",
+)
 def check(
     paths: tuple[Path, ...],
     fix: bool,
@@ -97,6 +105,9 @@ def check(
     force_exclude: bool,
     ignore_noqa: bool,
     stdin_filename: Path | None,
+    show_fixes: bool,
+    add_noqa: bool,
+    changed_since: str | None,
 ) -> None:
     """Check PATHS (default: the current folder) for device_map placements that break distributed training.
 
@@ -124,6 +135,9 @@ def check(
     if no_cache and cache_dir is not None:
         _error("--no-cache and --cache-dir contradict each other")
         sys.exit(EXIT_ERROR)
+    if add_noqa and diff:
+        _error("--add-noqa writes comments and --diff writes nothing: give one of them")
+        sys.exit(EXIT_ERROR)
     options = RunOptions(
         fix=fix and not diff,
         unsafe_fixes=unsafe_fixes,
@@ -139,15 +153,44 @@ def check(
                 targets[0], settings, options, output_format or "full", output_file, statistics, quiet, color, exit_zero, cwd
             )
         )
+    restrict = _changed_files(changed_since, targets, cwd, settings, quiet) if changed_since is not None else None
+    from placement_lint.report.progress import ProgressBar, progress_wanted
+
+    wanted = progress_wanted(sys.stderr.isatty(), os.environ, output_format or "full", quiet)
+    bar = ProgressBar() if wanted else None
     _interrupt_on_sigterm()
     try:
-        result = run(targets, settings, options, cwd, None if no_cache else find_cache_dir(settings.root, cache_dir))
+        result = run(
+            targets, settings, options, cwd, None if no_cache else find_cache_dir(settings.root, cache_dir), restrict, bar
+        )
     except KeyboardInterrupt:
         _error("interrupted before any file was checked; nothing was changed")
         sys.exit(130)
+    finally:
+        if bar is not None:
+            bar.close()
+    if add_noqa and not result.interrupted:
+        from placement_lint.engine import add_noqa_comments
+
+        try:
+            add_noqa_comments(result)
+        except KeyboardInterrupt:
+            _error(f"interrupted while adding noqa comments: {result.noqa_added} added, each file written whole")
+            sys.exit(130)
 
     try:
-        _output(result, options, output_format or "full", output_file, statistics, quiet, color, cwd)
+        _output(
+            result,
+            options,
+            output_format or "full",
+            output_file,
+            statistics,
+            quiet,
+            color,
+            cwd,
+            show_fixes=show_fixes,
+            add_noqa=add_noqa,
+        )
     except KeyboardInterrupt:
         sys.exit(130)
 
@@ -168,11 +211,13 @@ def _output(  # type: ignore[no-untyped-def]
     color: bool | None,
     cwd: Path,
     err: bool = False,
+    show_fixes: bool = False,
+    add_noqa: bool = False,
 ) -> None:
     """The report to stdout (stderr with `err`), or to `output_file`."""
     stream = sys.stderr if err else sys.stdout
     use_color = output_file is None and (color if color is not None else (stream.isatty() and "NO_COLOR" not in os.environ))
-    report, styled = _report(result, options, output_format, statistics, quiet, use_color, cwd)
+    report, styled = _report(result, options, output_format, statistics, quiet, use_color, cwd, show_fixes, add_noqa)
     if output_file is None:
         _emit(report, styled, err)
         return
@@ -225,16 +270,57 @@ def _check_stdin(  # type: ignore[no-untyped-def]
     return _exit_code(result, options.diff, exit_zero)
 
 
-def _report(result, options, output_format: str, statistics: bool, quiet: bool, color: bool, cwd: Path) -> tuple[str, bool]:  # type: ignore[no-untyped-def]
+def _changed_files(ref: str, targets: list[Path], cwd: Path, settings, quiet: bool):  # type: ignore[no-untyped-def]
+    """`--changed-since`: which of the files found to check, from git and the launch contexts."""
+    from placement_lint.changes import GitError, affected, changed_since
+
+    folders = {Path(os.path.abspath(t if t.is_dir() else t.parent)) for t in targets}
+    try:
+        changed = changed_since(ref, [f for f in folders if f.exists()] or [cwd])
+    except GitError as exc:
+        _error(str(exc))
+        sys.exit(EXIT_ERROR)
+    if settings.config_file is not None and Path(settings.config_file).resolve() in changed:
+        if not quiet:
+            click.echo(f"{settings.config_file} changed since {ref}: checking every file", err=True)
+        return None
+
+    def restrict(files, repos):  # type: ignore[no-untyped-def]
+        chosen, context_only = affected(files, repos, changed, cwd)
+        if not quiet:
+            also = f" ({context_only} of them for their launch context)" if context_only else ""
+            click.echo(f"Checking {len(chosen)} of {len(files)} files, changed since {ref}{also}.", err=True)
+        return chosen
+
+    return restrict
+
+
+def _report(  # type: ignore[no-untyped-def]
+    result,
+    options,
+    output_format: str,
+    statistics: bool,
+    quiet: bool,
+    color: bool,
+    cwd: Path,
+    show_fixes: bool = False,
+    add_noqa: bool = False,
+) -> tuple[str, bool]:
     """Print the run's errors and warnings on stderr; return the report for stdout or -o, and
     whether it holds rich markup (only a human format on a colour terminal does)."""
-    from placement_lint.report import text
+    from placement_lint.report import migration, text
     from placement_lint.report.common import problems
     from placement_lint.report.formats import FORMATS, Report
 
     for problem in problems(result):
         (_error if problem.level == "error" else _warn)(problem.message)
 
+    human = migration.is_human(output_format)
+    if show_fixes and (options.diff or not human):  # stdout holds a patch or a machine format
+        for line in migration.fix_list(result, would=options.diff):
+            click.echo(line, err=True)
+    if add_noqa and not quiet:
+        click.echo(f"Added {result.noqa_added} noqa comment{'s' if result.noqa_added != 1 else ''}.", err=True)
     if options.diff:
         if not quiet:
             count = sum(len(f.fixed) for f in result.files)
@@ -254,6 +340,17 @@ def _report(result, options, output_format: str, statistics: bool, quiet: bool, 
         if not chosen.human:
             return body, False
         lines = [body] if body else []
+    sections = []
+    if show_fixes:
+        sections.append(migration.fix_list(result, would=False))
+    if options.fix and not quiet and (result.findings or result.baselined or any(f.fixed for f in result.files)):
+        from placement_lint.rules import all_rules
+
+        summary = migration.summarize(result, options, {rule.code: rule.name for rule in all_rules()})
+        sections.append(migration.render_summary(summary, _rich_style() if color else text.plain, terminal=color))
+    for section in sections:
+        if section:  # one blank line before each, however the findings ended
+            lines += [*([""] if lines and not lines[-1].endswith("\n") and lines[-1] else []), *section, ""]
     if not quiet:
         lines.append(text.summary(result, options))
     return "\n".join(lines), color

@@ -9,7 +9,7 @@ import ast
 import difflib
 import functools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,7 +26,8 @@ from placement_lint.context.repo import RepoContext, build_repo_context, launche
 from placement_lint.discover import Discovered, discover, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
-from placement_lint.fixes.apply import FixFailed, fix_to_fixed_point
+from placement_lint.fixes.apply import AppliedFix, Fixable, FixFailed, fix_to_fixed_point
+from placement_lint.fixes.noqa import add_noqa
 from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
@@ -70,6 +71,7 @@ class Finding:
     column: int
     end_row: int
     end_column: int
+    noqa_row: int = 0  # the line whose comment can suppress it (0: its first line)
 
     @property
     def code(self) -> str:
@@ -85,7 +87,7 @@ class FileResult:
     display: str
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None
-    fixed: list[tuple[str, str]] = field(default_factory=list)
+    fixed: list[AppliedFix] = field(default_factory=list)  # with --fix: written; with --diff: would be
     diff: str | None = None
     warnings: list[str] = field(default_factory=list)
     source: SourceFile | None = None
@@ -100,6 +102,8 @@ class RunResult:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     interrupted: int = 0  # files not checked because the run was interrupted
+    noqa_added: int = 0  # --add-noqa: comments written
+    baselined: list[Finding] = field(default_factory=list)  # --add-noqa: the findings they suppress
 
     @property
     def findings(self) -> list[Finding]:
@@ -234,7 +238,7 @@ class FileChecker:
                         violations += rule.check_suppressions(checked, directives, violations, judged)
                     except Exception as exc:
                         raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
-            violations = [v for v in violations if not noqa.suppressed(directives, source.position(v.start)[0], v.code)]
+            violations = [v for v in violations if not noqa.suppressed(directives, noqa.noqa_row(source, v.start), v.code)]
         violations.sort(key=lambda v: (v.start, v.code))
         return violations, contexts
 
@@ -296,17 +300,19 @@ class FileChecker:
             result.warnings.append(f"{result.display}: not fixed: its text does not encode back to the same bytes")
             return violations
 
-        def relint(text: str) -> list[tuple[str, object]]:
+        def relint(text: str) -> list[Fixable]:
             nonlocal latest
             try:
                 latest = self._lint(_with_text(source, text), result.display)[0]
             except SourceError as exc:
                 raise FixFailed(str(exc)) from exc
-            return [(v.code, v.fix) for v in latest]
+            return [(v.code, v.fix, v.start) for v in latest]
 
         latest = violations
         try:
-            outcome = fix_to_fixed_point(source.text, relint, self.options.allowed, [(v.code, v.fix) for v in violations])  # type: ignore[arg-type]
+            outcome = fix_to_fixed_point(
+                source.text, relint, self.options.allowed, [(v.code, v.fix, v.start) for v in violations]
+            )
         except FixFailed as exc:
             result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")
             return violations
@@ -349,7 +355,16 @@ class FileChecker:
     def _finding(source: SourceFile, display: str, violation: Violation) -> Finding:
         row, column = source.position(violation.start)
         end_row, end_column = source.position(violation.end)
-        return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column)
+        return Finding(
+            display,
+            violation,
+            violation.context or Context(),
+            row,
+            column,
+            end_row,
+            end_column,
+            noqa.noqa_row(source, violation.start),
+        )
 
 
 class _Scanned(bytes):
@@ -465,13 +480,22 @@ def repo_contexts(
 
 
 def run(
-    paths: Iterable[Path], settings: Settings, options: RunOptions, cwd: Path | None = None, cache_folder: Path | None = None
+    paths: Iterable[Path],
+    settings: Settings,
+    options: RunOptions,
+    cwd: Path | None = None,
+    cache_folder: Path | None = None,
+    restrict: Callable[[list[Path], list[RepoContext]], list[Path]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RunResult:
-    """Check `paths`. With `cache_folder`, results of unchanged files come from the cache (lint mode only)."""
+    """Check `paths`. With `cache_folder`, results of unchanged files come from the cache (lint mode only).
+    `restrict` picks, from the files found and their repositories' launch contexts, the ones to check
+    (`--changed-since`); `progress(done, total)` hears of every file as it is done."""
     cwd = cwd or Path.cwd()
     paths = list(paths)
     found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
     repos = repo_contexts(found, settings, cwd, paths, cache_folder)
+    files = found.files if restrict is None else restrict(found.files, repos)
     launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
     checker = FileChecker(settings, options, cwd, launches)
     cache = None if cache_folder is None or options.fixing else Cache(cache_folder, _settings_key(settings, options))
@@ -483,7 +507,9 @@ def run(
     ]
     candidates: list[tuple[Path, bytes]] = []
     stats: dict[Path, tuple[os.stat_result, bytes]] = {}
-    for path in found.files:
+    for index, path in enumerate(files):
+        if progress is not None:  # a file to parse counts as done once it is checked
+            progress(index - len(candidates), len(files))
         try:
             status = path.stat()
             launch_key = checker.launch_key(path) if cache else ""
@@ -515,7 +541,9 @@ def run(
             cache.store(path, status, raw, launch_key, [])
     interrupted = 0
     try:
-        for result in _check_all(checker, candidates, options):
+        for checked, result in enumerate(_check_all(checker, candidates, options), start=1):
+            if progress is not None:
+                progress(len(files) - len(candidates) + checked, len(files))
             results.append(result)
             if cache is not None and result.error is None and result.path in stats:
                 status, raw = stats[result.path]
@@ -533,7 +561,42 @@ def run(
     if cache is not None:
         cache.save()
     results.sort(key=lambda r: r.display)
-    return RunResult(results, len(found.files), errors, [w for repo in repos for w in repo.warnings], interrupted)
+    return RunResult(results, len(files), errors, [w for repo in repos for w in repo.warnings], interrupted)
+
+
+def add_noqa_comments(result: RunResult) -> None:
+    """`--add-noqa`: suppress every remaining finding with a comment on its line, written like a fix
+    (atomically, only if the file is unchanged since it was read, LibCST round trip first)."""
+    for file in result.files:
+        source = file.source
+        if not file.findings or source is None or file.path is None or file.error:
+            continue
+        if file.path.suffix.lower() == ".ipynb":  # its source is the cells' text, not the file's bytes
+            file.warnings.append(f"{file.display}: no noqa added: --add-noqa writes Python files only")
+            continue
+        if not source.round_trips:
+            file.warnings.append(f"{file.display}: no noqa added: its text does not encode back to the same bytes")
+            continue
+        text, added = add_noqa(source, [(f.code, f.violation.start) for f in file.findings])
+        if not added:
+            continue
+        raw = source.encode(text)
+        try:
+            verify_lossless(source.raw, raw)
+            write_atomically(file.path, raw, source.raw)
+        except NotLossless as exc:
+            file.warnings.append(f"{file.display}: no noqa added, the file would not parse ({exc})")
+            continue
+        except ChangedOnDisk:
+            file.warnings.append(f"{file.display}: no noqa added: the file changed while it was being checked")
+            continue
+        except OSError as exc:
+            file.error = f"cannot write noqa comments: {exc.strerror or exc}"
+            continue
+        result.noqa_added += added
+        result.baselined += file.findings
+        file.source = _with_text(source, text)
+        file.findings = []
 
 
 def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, cwd: Path | None = None) -> RunResult:
@@ -575,10 +638,16 @@ def _check_all(checker: FileChecker, candidates: list[tuple[Path, bytes]], optio
     # A run that writes fixes checks one file after the other, so an interrupt stops between files.
     if options.fix or jobs < 2 or len(candidates) < 2 or size < POOL_THRESHOLD_BYTES:
         return (checker.check(path, raw, prechecked=True) for path, raw in candidates)
-    from concurrent.futures import ProcessPoolExecutor  # only when there is enough work to share
+    return _check_pooled(checker, candidates, jobs)
+
+
+def _check_pooled(checker: FileChecker, candidates: list[tuple[Path, bytes]], jobs: int) -> Iterator[FileResult]:
+    from concurrent.futures import ProcessPoolExecutor, as_completed  # only when there is enough work to share
 
     ordered = sorted(candidates, key=lambda item: -len(item[1]))  # big files first, dealt out evenly
     chunks = [ordered[i :: jobs * 4] for i in range(jobs * 4)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [pool.submit(_check_batch, checker, chunk) for chunk in chunks if chunk]
-        return [result for future in futures for result in future.result()]
+        # As each batch ends, so a progress bar moves; the run sorts the results afterwards.
+        for future in as_completed(futures):
+            yield from future.result()

@@ -12,6 +12,7 @@ LAYERS = [
     {"discover"},
     {"analysis"},
     {"context"},
+    {"changes"},
     {"rules"},
     {"fixes"},
     {"cache"},

@@ -45,7 +45,7 @@ def finding_json(file: FileResult, finding: Finding, cwd: Path) -> dict[str, obj
         "end_location": {"row": finding.end_row, "column": finding.end_column},
         "fix": fix,
         "url": page_url(finding.code) if rule else None,
-        "noqa_row": finding.row,
+        "noqa_row": finding.noqa_row or finding.row,
         "context": finding.context.to_json(),
     }
 

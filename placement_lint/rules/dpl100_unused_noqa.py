@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from placement_lint.edits import Applicability, Edit
 from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix
-from placement_lint.rules.noqa import Code, Directive
+from placement_lint.rules.noqa import Code, Directive, noqa_row
 
 # The text pre-check: a directive naming one of our codes. Without one there is nothing to report,
 # so a file that no other rule would parse stays unparsed.
@@ -46,7 +46,7 @@ class UnusedNoqa(Rule):
     ) -> list[Violation]:
         fired: dict[int, set[str]] = {}
         for violation in found:
-            fired.setdefault(file.source.position(violation.start)[0], set()).add(violation.code)
+            fired.setdefault(noqa_row(file.source, violation.start), set()).add(violation.code)
         violations = []
         for directive in directives.values():
             # Like ruff: a directive that names this rule keeps itself.

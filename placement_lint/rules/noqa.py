@@ -7,7 +7,10 @@ A directive belongs to its line: it suppresses the findings that start there.
 from __future__ import annotations
 
 import ast
+import functools
+import io
 import re
+import tokenize
 from dataclasses import dataclass
 
 from placement_lint.analysis.index import index_of
@@ -76,6 +79,46 @@ def _string_spans(source: SourceFile, module: ast.Module, rows: set[int]) -> lis
             if any(first <= row <= last for row in rows):
                 spans.append(source.node_span(node))
     return spans
+
+
+# Without these, every line ends where a comment may follow: no need to tokenize.
+_MULTI_LINE_HINTS = ('"""', "'''", "\\\n", "\\\r")
+
+
+def noqa_row(source: SourceFile, offset: int) -> int:
+    """The line whose noqa comment suppresses a finding starting at `offset`."""
+    row, _ = source.position(offset)
+    if not any(hint in source.text for hint in _MULTI_LINE_HINTS):
+        return row
+    blocked = _rows_without_comment_end(source.text)
+    while row in blocked:
+        row += 1
+    return row
+
+
+@functools.lru_cache(maxsize=16)
+def _rows_without_comment_end(text: str) -> frozenset[int]:
+    """The lines whose end is inside a string, or continued by a backslash."""
+    blocked: set[int] = set()
+    commented: set[int] = set()
+    open_strings: list[int] = []  # rows where f-/t-strings (3.12+ tokenizes their parts) opened
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            name = tokenize.tok_name[token.type]
+            if name == "STRING" and token.end[0] > token.start[0]:
+                blocked.update(range(token.start[0], token.end[0]))
+            elif name.endswith("STRING_START"):
+                open_strings.append(token.start[0])
+            elif name.endswith("STRING_END") and open_strings:
+                blocked.update(range(open_strings.pop(), token.end[0]))
+            elif name == "COMMENT":
+                commented.add(token.start[0])
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return frozenset()  # the file parsed with `ast`; if tokenize disagrees, keep the finding's own line
+    for row, line in enumerate(io.StringIO(text, newline="").readlines(), start=1):
+        if line.rstrip("\r\n").endswith("\\") and row not in commented:
+            blocked.add(row)
+    return frozenset(blocked)
 
 
 def suppressed(found: dict[int, Directive], row: int, code: str) -> bool:

@@ -1,0 +1,147 @@
+"""`--changed-since REF`: the files to check when only part of a repository changed.
+
+A Python file is checked again when it changed, or when its launch context may have: a launcher
+that runs it (or runs a script that imports it) changed, a file on that chain changed, or a config
+changed that the launcher or the file names, directly or through another config (an accelerate
+YAML naming a DeepSpeed JSON). Names are matched as text, so a doubt costs a check, never a miss.
+Deleted launchers are not followed: the scripts they ran can only lose launch evidence.
+
+This is the one place placement-lint starts a process: `git`, with a fixed argument list, no shell,
+and the ref as one argument that cannot be read as an option.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from placement_lint.context.repo import RepoContext
+
+_CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".cfg", ".ini"})
+_MAX_READ = 2 * 1024 * 1024  # as for configs: anything bigger is data, not a config
+_GIT_TIMEOUT = 120
+
+
+class GitError(Exception):
+    """git is missing, the folder is not in a repository, or the ref is unknown: a usage error."""
+
+
+def validate_ref(ref: str) -> str:
+    if not ref or ref.startswith("-") or any(c in ref for c in "\0\n\r"):
+        raise GitError(f"invalid git ref {ref!r}: give a branch, tag or commit (it may not start with '-')")
+    return ref
+
+
+def changed_since(ref: str, folders: Iterable[Path]) -> set[Path]:
+    """Every file changed since `ref` in the repositories holding `folders`: what `git diff --name-only
+    REF` lists (committed, staged and unstaged changes, deletions included) plus untracked files."""
+    validate_ref(ref)
+    roots = {_toplevel(folder) for folder in folders}
+    changed: set[Path] = set()
+    for root in sorted(roots):
+        if _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", allowed=(0, 1)).returncode:
+            raise GitError(f"unknown git ref {ref!r} in {root}")
+        listed = _git(root, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", ref, "--")
+        untracked = _git(root, "ls-files", "--others", "--exclude-standard", "-z")
+        for output in (listed.stdout, untracked.stdout):
+            changed.update(root / os.fsdecode(name) for name in output.split(b"\0") if name)
+    return changed
+
+
+def _toplevel(folder: Path) -> Path:
+    completed = _git(folder, "rev-parse", "--show-toplevel", allowed=(0, 128))
+    if completed.returncode:
+        raise GitError(f"{folder} is not in a git repository (--changed-since needs one)")
+    return Path(os.fsdecode(completed.stdout.rstrip(b"\r\n"))).resolve()
+
+
+def _git(folder: Path, *args: str, allowed: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[bytes]:
+    # The repository's own config can name programs git would run (fsmonitor hooks): not for a linter.
+    command = ["git", "-c", "core.fsmonitor=false", "-C", str(folder), *args]
+    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        completed = subprocess.run(
+            command, capture_output=True, stdin=subprocess.DEVNULL, env=environment, timeout=_GIT_TIMEOUT, check=False
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed (--changed-since needs it)") from None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitError(f"cannot run git: {exc}") from None
+    if completed.returncode not in allowed:
+        message = completed.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {args[0]} failed in {folder}: {message[-1] if message else f'exit {completed.returncode}'}")
+    return completed
+
+
+def affected(files: list[Path], repos: list[RepoContext], changed: set[Path], cwd: Path) -> tuple[list[Path], int]:
+    """The files to check, and how many of them are there only for their launch context."""
+    changed = {Path(os.path.abspath(p)) for p in changed}
+    # A launcher is followed by path (below); names only for configs, which are named, not run.
+    mentions = _Mentions({os.fsencode(p.name) for p in changed if p.suffix.lower() in _CONFIG_SUFFIXES})
+    _add_config_names(mentions, repos)
+    base = cwd.resolve()
+
+    def real(display: str) -> Path:
+        return Path(os.path.abspath(base / display))
+
+    relaunched: set[Path] = set()
+    for repo in repos:
+        for path, evidence in repo.by_file.items():
+            for item in evidence:
+                if item.origin == "file":
+                    continue
+                launcher = real(item.path)
+                if launcher in changed or any(real(link) in changed for link in item.chain) or mentions(launcher):
+                    relaunched.add(path)
+                    break
+    chosen: list[Path] = []
+    context_only = 0
+    for path in files:
+        real_path = _real_folder(str(path.parent)) / path.name
+        if real_path in changed:
+            chosen.append(path)
+        elif real_path in relaunched or mentions(path):
+            chosen.append(path)
+            context_only += 1
+    return chosen, context_only
+
+
+def _add_config_names(mentions: _Mentions, repos: list[RepoContext]) -> None:
+    """A config that names a changed file changes too, for whoever names it (an accelerate YAML
+    naming a changed DeepSpeed JSON): add its name."""
+    if not mentions.names:
+        return
+    configs = {p for repo in repos for p in repo.inputs if p.suffix.lower() in _CONFIG_SUFFIXES}
+    for _ in range(3):  # configs rarely nest deeper than that
+        more = {os.fsencode(p.name) for p in configs if os.fsencode(p.name) not in mentions.names and mentions(p)}
+        if not more:
+            return
+        mentions.names |= more
+
+
+class _Mentions:
+    """Does a file's text name any of `names` (changed files' names)? Each file is read once."""
+
+    def __init__(self, names: set[bytes]) -> None:
+        self.names = names
+        self._texts: dict[Path, bytes] = {}
+
+    def __call__(self, path: Path) -> bool:
+        if not self.names:
+            return False
+        if path not in self._texts:
+            try:
+                with open(path, "rb") as handle:
+                    self._texts[path] = handle.read(_MAX_READ)
+            except OSError:
+                self._texts[path] = b""
+        text = self._texts[path]
+        return any(name in text for name in self.names)
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_folder(folder: str) -> Path:
+    return Path(os.path.realpath(folder))

@@ -1,0 +1,489 @@
+"""Migration mode: --show-fixes, the end-of-run summary, the progress bar decision, --add-noqa and
+--changed-since."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from placement_lint.context.evidence import Context
+from placement_lint.edits import Applicability, Edit, Fix
+from placement_lint.engine import FileResult, Finding, RunOptions, RunResult, run
+from placement_lint.fixes.apply import AppliedFix, fix_to_fixed_point, original_offset
+from placement_lint.fixes.noqa import add_noqa, noqa_row
+from placement_lint.report.migration import fix_list, render_summary, summarize
+from placement_lint.report.progress import MANY_FILES, ProgressBar, progress_due, progress_wanted
+from placement_lint.rules import all_rules
+from placement_lint.rules.base import Violation
+from placement_lint.settings import Settings
+from placement_lint.source import decode_source
+
+from helpers import CODES, lint_file
+
+SCRIPT = Path(sys.executable).parent / "placement-lint"
+ZERO3 = """from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
+model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")  # spread
+Trainer(model=model, args=args).train()
+"""
+DDP_FIXED = (
+    "import torch.distributed as dist\n"
+    "from transformers import AutoModelForCausalLM\n"
+    'dist.init_process_group("nccl")\n'
+    'model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="cuda:0")\n'
+)
+NAMES = {rule.code: rule.name for rule in all_rules()}
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "FORCE_COLOR"}
+    return subprocess.run(
+        [str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, env={**environment, **(env or {})}, timeout=120
+    )
+
+
+def table_row(output: str, first: str) -> list[str]:
+    """The cells of the summary table's row starting with `first` (a Markdown table when not a terminal)."""
+    for line in output.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[0] == first:
+            return cells
+    raise AssertionError(f"no row {first!r} in:\n{output}")
+
+
+# -- which line a fix is reported on ---------------------------------------------------------------
+
+
+def test_fixes_of_later_passes_are_reported_on_their_original_lines() -> None:
+    text = "a\nb\nc\n"
+    header = Fix(Applicability.SAFE, "add a header", (Edit(0, 0, "h1\nh2\n"),))
+    upper = Fix(Applicability.SAFE, "upper c", (Edit(4, 5, "C"),))
+    passes = iter([[("X3", Fix(Applicability.UNSAFE, "c to D", (Edit(10, 11, "D"),)), 10)], []])
+    # Pass 2 sees "h1\nh2\na\nb\nC\n": its finding at offset 10 is the original "c" on line 3.
+    outcome = fix_to_fixed_point(
+        text, lambda new: next(passes), {Applicability.SAFE, Applicability.UNSAFE}, [("X1", header, 0), ("X2", upper, 4)]
+    )
+    assert outcome.text == "h1\nh2\na\nb\nD\n"
+    assert [(a.code, a.row) for a in outcome.applied] == [("X1", 1), ("X2", 3), ("X3", 3)]
+    assert outcome.applied[-1].applicability is Applicability.UNSAFE
+
+
+def test_original_offset_inside_inserted_text_is_the_insertion_point() -> None:
+    edits = [Edit(2, 3, "XYZ")]  # "abcd" -> "abXYZd"
+    assert [original_offset(offset, [edits]) for offset in range(6)] == [0, 1, 2, 2, 2, 3]
+
+
+# -- --show-fixes and the summary -----------------------------------------------------------------
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "train_z3.py").write_text(ZERO3)
+    (tmp_path / "ddp.py").write_text(DDP_FIXED)
+    (tmp_path / "clean.py").write_text("print('hello')\n")
+    return tmp_path
+
+
+def test_show_fixes_lists_each_fix_then_the_summary(repo: Path) -> None:
+    result = cli("check", "--fix", "--show-fixes", "--no-cache", ".", cwd=repo)
+    assert result.returncode == 1, result.stderr
+    out = result.stdout
+    assert "Fixed 1 problem:\n- train_z3.py:\n    4  DPL001  Use device_map=None\n" in out
+    assert "files scanned        3" in out and "files with findings  2" in out and "files fixed          1" in out
+    assert table_row(out, "rule") == ["rule", "name", "found", "fixed", "remaining"]
+    assert table_row(out, "DPL001") == ["DPL001", "spread-device-map-in-distributed", "1", "1", "0"]
+    assert "Still needs a human (1):" in out and "ddp.py:4:" in out
+    assert "--fix --unsafe-fixes" in out.split("Still needs a human")[1]
+    assert out.index("Fixed 1 problem:") < out.index("files scanned") < out.index("Fixed 1 problem in 1 file, 1 remaining.")
+    assert out.rstrip().endswith("Fixed 1 problem in 1 file, 1 remaining.")
+
+
+def test_unsafe_fixes_are_marked_in_the_list(repo: Path) -> None:
+    result = cli("check", "--fix", "--unsafe-fixes", "--show-fixes", "--no-cache", ".", cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "- ddp.py:\n    4  DPL003  " in result.stdout and "(unsafe fix)\n" in result.stdout
+    assert "Still needs a human" not in result.stdout
+
+
+def test_diff_keeps_stdout_a_patch_and_lists_fixes_on_stderr(repo: Path) -> None:
+    before = (repo / "train_z3.py").read_bytes()
+    result = cli("check", "--diff", "--show-fixes", "--no-cache", ".", cwd=repo)
+    assert result.returncode == 1
+    assert result.stdout.startswith("--- a/train_z3.py\n+++ b/train_z3.py\n")
+    assert "Would fix 1 problem:\n- train_z3.py:\n    4  DPL001  Use device_map=None" in result.stderr
+    assert "files scanned" not in result.stdout + result.stderr
+    assert (repo / "train_z3.py").read_bytes() == before
+
+
+def test_machine_formats_get_neither_list_nor_summary_on_stdout(repo: Path) -> None:
+    result = cli("check", "--fix", "--show-fixes", "--output-format", "json", "--no-cache", ".", cwd=repo)
+    assert result.returncode == 1
+    assert [item["code"] for item in json.loads(result.stdout)] == ["DPL003"]
+    assert "Fixed 1 problem:" in result.stderr  # asked for: it goes where it cannot spoil the JSON
+    assert "files scanned" not in result.stdout + result.stderr
+
+
+def test_quiet_fix_prints_no_summary(repo: Path) -> None:
+    result = cli("check", "--fix", "-q", "--no-cache", ".", cwd=repo)
+    assert result.returncode == 1
+    assert "files scanned" not in result.stdout and "Fixed 1 problem" not in result.stdout
+    assert "ddp.py:4:" in result.stdout
+
+
+def test_a_clean_fix_run_prints_one_line(tmp_path: Path) -> None:
+    (tmp_path / "clean.py").write_text("print('hello')\n")
+    result = cli("check", "--fix", "--no-cache", ".", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "All checks passed!"
+
+
+def _finding(code: str, fix: Fix | None, display: str = "a.py", row: int = 1) -> Finding:
+    return Finding(display, Violation(code, "message", 0, 1, fix), Context(), row, 1, row, 2)
+
+
+def test_what_needs_a_human_is_grouped_by_rule_and_by_what_to_do() -> None:
+    unsafe = Fix(Applicability.UNSAFE, "Use None", ())
+    safe = Fix(Applicability.SAFE, "Use None", ())
+    files = [
+        FileResult("a.py", findings=[_finding("DPL003", unsafe, row=3), _finding("DPL003", None, row=9)]),
+        FileResult("b.py", findings=[_finding("DPL001", safe, "b.py", 2)], fixed=[AppliedFix("DPL001", "Use None", 7)]),
+        FileResult("c.py"),
+    ]
+    summary = summarize(RunResult(files, checked=40), RunOptions(fix=True), NAMES)
+    assert (summary.scanned, summary.with_findings, summary.fixed_files) == (40, 2, 1)
+    assert [(r.code, r.found, r.fixed, r.remaining) for r in summary.rules] == [("DPL001", 2, 1, 1), ("DPL003", 2, 0, 2)]
+    hints = {(w.code, w.hint.split(":")[0]): w.places for w in summary.needs_human}
+    assert hints == {
+        ("DPL001", "fix not applied"): ["b.py:2:1"],
+        ("DPL003", "no automatic fix"): ["a.py:9:1"],
+        ("DPL003", "unsafe fix available"): ["a.py:3:1"],
+    }
+    with_unsafe = summarize(RunResult(files, checked=40), RunOptions(fix=True, unsafe_fixes=True), NAMES)
+    assert not any("unsafe fix available" in w.hint for w in with_unsafe.needs_human)
+    text = "\n".join(render_summary(summary))
+    assert "  DPL003 (1)  no automatic fix" in text and "      a.py:9:1" in text
+    assert table_row(text, "DPL003") == ["DPL003", "fixed-device-in-distributed", "2", "0", "2"]
+    marked = "\n".join(render_summary(summary, lambda value, name: f"<{name}>{value}</>", terminal=True))
+    # On a terminal: a plain table whose columns line up however the code cells are marked up.
+    assert "<code>DPL001</>   spread-device-map-in-distributed       2       1           1" in marked
+
+
+def test_long_groups_are_cut_short() -> None:
+    files = [FileResult(f"f{i:02}.py", findings=[_finding("DPL003", None, f"f{i:02}.py")]) for i in range(25)]
+    text = "\n".join(render_summary(summarize(RunResult(files, checked=25), RunOptions(fix=True), NAMES)))
+    assert "f09.py:1:1" in text and "f10.py" not in text and "... and 15 more" in text
+
+
+def test_fix_list_is_empty_without_fixes() -> None:
+    assert fix_list(RunResult([FileResult("a.py")], checked=1), would=False) == []
+
+
+# -- the progress bar ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tty", "environ", "output_format", "quiet", "expected"),
+    [
+        (True, {}, "full", False, True),
+        (True, {}, "concise", False, True),
+        (False, {}, "full", False, False),  # piped into a log
+        (True, {"CI": "true"}, "full", False, False),
+        (True, {"GITHUB_ACTIONS": "true"}, "full", False, False),
+        (True, {"CI": "false"}, "full", False, True),
+        (True, {"TERM": "dumb"}, "full", False, False),
+        (True, {}, "json", False, False),
+        (True, {}, "sarif", False, False),  # any format not made for people
+        (True, {}, "full", True, False),
+    ],
+)
+def test_progress_only_for_a_person_watching(
+    tty: bool, environ: dict[str, str], output_format: str, quiet: bool, expected: bool
+) -> None:
+    assert progress_wanted(tty, environ, output_format, quiet) is expected
+
+
+def test_progress_only_once_the_run_is_long() -> None:
+    assert not progress_due(10, 0.2)
+    assert progress_due(MANY_FILES, 0.0)
+    assert progress_due(10, 1.5)
+
+
+def test_progress_bar_starts_only_when_due() -> None:
+    now = [0.0]
+    bar = ProgressBar(clock=lambda: now[0])
+    bar(1, 10)
+    assert not bar.shown
+    now[0] = 2.0
+    bar(2, 10)
+    assert bar.shown
+    bar.close()
+    assert not bar.shown
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_the_run_reports_every_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pooled: bool) -> None:
+    for i in range(4):
+        (tmp_path / f"train{i}.py").write_text(ZERO3)
+        (tmp_path / f"other{i}.py").write_text("x = 1\n")
+    if pooled:  # the process pool hands results back batch by batch
+        monkeypatch.setattr("placement_lint.engine.POOL_THRESHOLD_BYTES", 0)
+    seen: list[tuple[int, int]] = []
+    result = run(
+        [tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(jobs=2), tmp_path, progress=lambda d, t: seen.append((d, t))
+    )
+    assert len(result.findings) == 4
+    assert {total for _, total in seen} == {8}
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and done[-1] == 8
+
+
+# -- --add-noqa ------------------------------------------------------------------------------------
+
+
+def _without(text: str, inserted: str) -> str:
+    return text.replace(inserted, "", 1)
+
+
+def test_add_noqa_appends_after_an_existing_comment_and_silences_the_file(tmp_path: Path) -> None:
+    target = tmp_path / "train.py"
+    target.write_text(ZERO3)
+    result = cli("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Added 1 noqa comment." in result.stderr
+    after = target.read_text()
+    assert 'device_map="auto")  # spread  # noqa: DPL001\n' in after
+    assert _without(after, "  # noqa: DPL001") == ZERO3
+    again = cli("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path)
+    assert again.returncode == 0 and "Added 0 noqa comments." in again.stderr and target.read_text() == after
+
+
+@pytest.mark.parametrize(
+    ("comment", "expected"),
+    [
+        ("# noqa: E501", "# noqa: E501, DPL001"),
+        ("# noqa:E501,W291  (long line)", "# noqa:E501,W291, DPL001  (long line)"),
+        ("# NOQA: DPL003", "# NOQA: DPL003, DPL001"),
+    ],
+)
+def test_add_noqa_merges_into_the_existing_directive(tmp_path: Path, comment: str, expected: str) -> None:
+    target = tmp_path / "train.py"
+    target.write_text(ZERO3.replace("# spread", comment))
+    assert cli("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path).returncode == 0
+    assert target.read_text() == ZERO3.replace("# spread", expected)
+
+
+def test_add_noqa_keeps_crlf_and_drops_only_trailing_blanks(tmp_path: Path) -> None:
+    target = tmp_path / "train.py"
+    original = ZERO3.replace("  # spread", " \t").replace("\n", "\r\n").encode()
+    target.write_bytes(original)
+    assert cli("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path).returncode == 0
+    assert target.read_bytes() == original.replace(b'"auto") \t\r\n', b'"auto")  # noqa: DPL001\r\n')
+
+
+CONTINUED = """from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
+model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto", \\
+    torch_dtype="auto")
+Trainer(model=model, args=args).train()
+"""
+IN_STRING = '''from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
+model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto", revision="""main
+""")  # long revision
+Trainer(model=model, args=args).train()
+'''
+
+
+@pytest.mark.parametrize(("source", "noqa_line"), [(CONTINUED, 5), (IN_STRING, 5)])
+def test_noqa_goes_where_a_comment_can_be_and_suppression_looks_there(tmp_path: Path, source: str, noqa_line: int) -> None:
+    target = tmp_path / "train.py"
+    target.write_text(source)
+    [finding] = lint_file(target).findings
+    assert finding.row == 4
+    assert noqa_row(decode_source(target, source.encode()), finding.violation.start) == noqa_line
+    [item] = json.loads(cli("check", "--output-format", "json", "--no-cache", ".", cwd=tmp_path).stdout)
+    assert (item["location"]["row"], item["noqa_row"]) == (4, noqa_line)
+    assert cli("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path).returncode == 0
+    after = target.read_text()
+    ast.parse(after)
+    assert "noqa" in after.splitlines()[noqa_line - 1] and "noqa" not in after.splitlines()[3]
+    assert lint_file(target).findings == []
+    # A comment written by hand on that line suppresses it too; one on a later line does not.
+    lines = source.splitlines(keepends=True)
+    lines[noqa_line - 1] = lines[noqa_line - 1].rstrip("\n") + "  # noqa: DPL001\n"
+    target.write_text("".join(lines))
+    assert lint_file(target).findings == []
+    lines = source.splitlines(keepends=True)
+    lines[noqa_line] = lines[noqa_line].rstrip("\n") + "  # noqa: DPL001\n"
+    target.write_text("".join(lines))
+    assert len(lint_file(target).findings) == 1
+
+
+def test_several_codes_on_one_line_make_one_sorted_comment(tmp_path: Path) -> None:
+    source = decode_source(tmp_path / "x.py", b"a = 1\nb = 2  # noqa: E501\n")
+    text, added = add_noqa(source, [("DPL003", 0), ("DPL001", 2), ("DPL002", 6), ("E501", 6)])
+    assert (text, added) == ("a = 1  # noqa: DPL001, DPL003\nb = 2  # noqa: E501, DPL002\n", 2)
+
+
+def test_add_noqa_after_fix_baselines_only_what_is_left(repo: Path) -> None:
+    result = cli("check", "--fix", "--add-noqa", "--no-cache", ".", cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "device_map=None)  # spread\n" in (repo / "train_z3.py").read_text()
+    assert '"cuda:0")  # noqa: DPL003\n' in (repo / "ddp.py").read_text()
+    assert table_row(result.stdout, "DPL003") == ["DPL003", "fixed-device-in-distributed", "1", "0", "1", "0"]
+    assert "noqa" in table_row(result.stdout, "rule")
+    assert "noqa comments added  1" in result.stdout and "Still needs a human" not in result.stdout
+
+
+def test_add_noqa_and_diff_contradict(repo: Path) -> None:
+    result = cli("check", "--add-noqa", "--diff", ".", cwd=repo)
+    assert result.returncode == 2 and "--add-noqa" in result.stderr
+
+
+# -- --changed-since -------------------------------------------------------------------------------
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+LAUNCHED = """from transformers import AutoModelForCausalLM, Trainer
+
+
+def main():
+    model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
+    Trainer(model=model).train()
+
+
+main()
+"""
+IN_FILE_CONFIG = """from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+args = TrainingArguments("out", deepspeed="ds_inline.json")
+model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
+Trainer(model=model, args=args).train()
+"""
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, env={**os.environ, **GIT_ENV})
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    files = {
+        "train_a.py": ZERO3,
+        "train_b.py": ZERO3,
+        "launched.py": LAUNCHED,
+        "inline.py": IN_FILE_CONFIG,
+        "ds_inline.json": '{"zero_optimization": {"stage": 3}}',
+        "scripts/run.sh": "#!/bin/bash\naccelerate launch --config_file configs/acc.yaml launched.py\n",
+        # Names the launcher without running it: editing the launcher says nothing new about this file.
+        "scripts/other.sh": "#!/bin/bash\n# like scripts/run.sh, on one GPU\npython -m torch.distributed.run --nproc_per_node 2 other.py\n",
+        "other.py": LAUNCHED,
+        "configs/acc.yaml": "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: configs/ds.json\nnum_processes: 8\n",
+        "configs/ds.json": '{"zero_optimization": {"stage": 3}}',
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "initial")
+    return tmp_path
+
+
+def changed_files(repo: Path, *extra: str) -> tuple[int, set[str], str]:
+    result = cli("check", "--changed-since", "HEAD", "--no-cache", "--output-format", "json", *extra, ".", cwd=repo, env=GIT_ENV)
+    names = {Path(item["filename"]).name for item in json.loads(result.stdout or "[]")}
+    return result.returncode, names, result.stderr
+
+
+@needs_git
+def test_everything_is_found_without_the_option(git_repo: Path) -> None:
+    result = cli("check", "--no-cache", "--output-format", "json", ".", cwd=git_repo)
+    assert {Path(i["filename"]).name for i in json.loads(result.stdout)} == {
+        "train_a.py",
+        "train_b.py",
+        "launched.py",
+        "inline.py",
+        "other.py",
+    }
+
+
+@needs_git
+def test_only_changed_and_untracked_files_are_checked(git_repo: Path) -> None:
+    assert changed_files(git_repo)[:2] == (0, set())
+    (git_repo / "train_a.py").write_text(ZERO3 + "# edited\n")
+    (git_repo / "new.py").write_text(ZERO3)
+    code, names, stderr = changed_files(git_repo)
+    assert (code, names) == (1, {"train_a.py", "new.py"})
+    assert "Checking 2 of " in stderr
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "edit")
+    assert changed_files(git_repo)[:2] == (0, set())
+    result = cli("check", "--changed-since", "HEAD~1", "--no-cache", "--output-format", "concise", ".", cwd=git_repo)
+    assert "train_a.py:4:" in result.stdout and "new.py:4:" in result.stdout and "train_b.py" not in result.stdout
+
+
+@needs_git
+@pytest.mark.parametrize("edited", ["scripts/run.sh", "configs/acc.yaml", "configs/ds.json"])
+def test_a_changed_launcher_or_config_rechecks_what_it_launches(git_repo: Path, edited: str) -> None:
+    with open(git_repo / edited, "a") as handle:
+        handle.write("\n")
+    code, names, stderr = changed_files(git_repo)
+    assert (code, names) == (1, {"launched.py"})
+    assert "for their launch context" in stderr
+
+
+@needs_git
+def test_a_changed_config_named_in_a_file_rechecks_that_file(git_repo: Path) -> None:
+    (git_repo / "ds_inline.json").write_text('{"zero_optimization": {"stage": 3}, "train_batch_size": 8}')
+    assert changed_files(git_repo)[:2] == (1, {"inline.py"})
+
+
+@needs_git
+def test_a_changed_settings_file_rechecks_everything(git_repo: Path) -> None:
+    (git_repo / "pyproject.toml").write_text("[tool.placement-lint]\nselect = ['DPL']\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "config")
+    assert changed_files(git_repo, "--changed-since", "HEAD~1")[1] == {
+        "train_a.py",
+        "train_b.py",
+        "launched.py",
+        "inline.py",
+        "other.py",
+    }
+
+
+@needs_git
+@pytest.mark.parametrize(
+    ("ref", "message"),
+    [("no-such-branch", "unknown git ref 'no-such-branch'"), ("--output=x", "invalid git ref"), ("", "invalid git ref")],
+)
+def test_a_bad_ref_is_a_usage_error(git_repo: Path, ref: str, message: str) -> None:
+    result = cli("check", f"--changed-since={ref}", ".", cwd=git_repo, env=GIT_ENV)
+    assert result.returncode == 2 and message in result.stderr
+    assert not (git_repo / "x").exists()
+
+
+def test_outside_a_repository_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(ZERO3)
+    result = cli(
+        "check", "--changed-since", "HEAD", ".", cwd=tmp_path, env={**GIT_ENV, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)}
+    )
+    assert result.returncode == 2 and "not in a git repository" in result.stderr
