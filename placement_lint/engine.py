@@ -28,14 +28,18 @@ from placement_lint.discover import Discovered, discover, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
 from placement_lint.fixes.apply import FixFailed, fix_to_fixed_point
+from placement_lint.fixes.notebook import NotebookFixError, cell_diff
+from placement_lint.fixes.notebook import rewrite as rewrite_notebook
 from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
+from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, is_notebook, python_bytes, read_source
 from placement_lint.rules import all_rules
 from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.settings import Settings
-from placement_lint.source import SourceError, SourceFile, decode_source, line_starts_of, parse_python
+from placement_lint.source import SourceError, SourceFile, line_starts_of, parse_python
 
 _NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _POSSIBLE = Setup(Mode.POSSIBLE)
+_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
 # one-line list takes CPython's parser seconds and millions of nodes).
 MAX_PYTHON_BYTES = 4 * 1024 * 1024
@@ -70,6 +74,7 @@ class Finding:
     column: int
     end_row: int
     end_column: int
+    cell: int | None = None  # in a notebook: the cell (1-based among all cells); rows and columns are in it
 
     @property
     def code(self) -> str:
@@ -140,6 +145,11 @@ class FileChecker:
 
     def worth_parsing(self, raw: bytes, path: Path) -> bool:
         """The text pre-check: could any enabled rule fire in this file?"""
+        if is_notebook(path):
+            try:
+                raw = python_bytes(path, raw)  # the code cells, not the JSON (which escapes quotes)
+            except SourceError:
+                return True  # check() names the problem
         return any(token in raw for token in self.triggers) and self.has_context_tokens(raw, path)
 
     def has_context_tokens(self, raw: bytes, path: Path) -> bool:
@@ -163,7 +173,7 @@ class FileChecker:
     def from_cache(self, path: Path, violations: list[Violation]) -> FileResult:
         result = FileResult(self.display(path), path=path)
         try:
-            source = decode_source(path, path.read_bytes())
+            source = read_source(path, path.read_bytes())
         except (OSError, SourceError) as exc:
             result.error = str(exc)
             return result
@@ -179,7 +189,7 @@ class FileChecker:
                 raw = path.read_bytes()
             if not prechecked and not self.worth_parsing(raw, path):
                 return result
-            source = decode_source(path, raw)
+            source = read_source(path, raw)
             violations, _ = self._lint(source, result.display)
             result.dependencies = list(self._configs_read)
         except OSError as exc:
@@ -218,6 +228,12 @@ class FileChecker:
         _check_noqa_codes(source, self.known_codes)
         violations = [v for v in violations if not _suppressed(source, v)]
         violations.sort(key=lambda v: (v.start, v.code))
+        if isinstance(source, NotebookSource):
+            # "TrainingArguments(...), line 9" names a row of the joined cells: say which cell, as ruff does.
+            violations = [
+                replace(v, message=_LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), v.message))
+                for v in violations
+            ]
         return violations, contexts
 
     def context_of(self, source: SourceFile, module: ast.Module, display: str) -> FileContext:
@@ -295,6 +311,20 @@ class FileChecker:
         if outcome.text == source.text:
             return violations
         new_source = _with_text(source, outcome.text)
+        # What is written: the fixed text, or for a notebook its JSON with only the changed cells' sources.
+        data, expected, cell_changes = new_source.raw, source.raw, None
+        notebook = source.notebook if isinstance(source, NotebookSource) else None
+        if notebook is not None:
+            try:
+                rewritten = rewrite_notebook(notebook, outcome.text, outcome.passes)
+            except NotebookFixError as exc:
+                result.warnings.append(f"{result.display}: not fixed: {exc}")
+                return violations
+            data, expected, cell_changes = rewritten.raw, notebook.raw, rewritten.changes
+        if self.options.diff and cell_changes is not None:
+            result.diff = cell_diff(result.display, cell_changes)
+            result.fixed = outcome.applied
+            return violations
         if self.options.diff:
             lines = difflib.unified_diff(
                 source.text.splitlines(keepends=True),
@@ -310,7 +340,7 @@ class FileChecker:
             return violations
         try:
             verify_lossless(source.raw, new_source.raw)
-            write_atomically(path, new_source.raw, source.raw)
+            write_atomically(path, data, expected)
         except NotLossless as exc:
             result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")
             return violations
@@ -321,14 +351,14 @@ class FileChecker:
             result.error = f"cannot write fix: {exc.strerror or exc}"
             return violations
         result.fixed = outcome.applied
-        result.source = new_source
+        result.source = read_source(path, data) if notebook is not None else new_source
         return latest
 
     @staticmethod
     def _finding(source: SourceFile, display: str, violation: Violation) -> Finding:
-        row, column = source.position(violation.start)
-        end_row, end_column = source.position(violation.end)
-        return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column)
+        cell, row, column = source.location(violation.start)
+        _, end_row, end_column = source.location(violation.end)
+        return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column, cell)
 
 
 def _real(path: Path) -> Path:
@@ -353,7 +383,9 @@ def _check_noqa_codes(source: SourceFile, known: frozenset[str]) -> None:
         for code in re.split(r"[,\s]+", match.group("codes") or ""):
             if code.upper().startswith("DPL") and code.upper() not in known:
                 row, _ = source.position(match.start())
-                raise SourceError(f"line {row}: unknown rule code {code} in noqa (rules are {', '.join(sorted(known))})")
+                raise SourceError(
+                    f"{source.describe_row(row)}: unknown rule code {code} in noqa (rules are {', '.join(sorted(known))})"
+                )
 
 
 def _suppressed(source: SourceFile, violation: Violation) -> bool:
@@ -390,9 +422,9 @@ def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_
         display = checker.display(path)
         try:
             raw = path.read_bytes()
-            if not (checker.has_context_tokens(raw, path) or path in named or show_all):
+            if not (checker.has_context_tokens(python_bytes(path, raw), path) or path in named or show_all):
                 continue
-            source = decode_source(path, raw)
+            source = read_source(path, raw)
             module = parse_python(source)
             contexts = checker.context_of(source, module, display)
         except OSError as exc:
@@ -486,12 +518,13 @@ def run(
                 results.append(checker.from_cache(path, cached))
             continue
         if checker.worth_parsing(raw, path):
-            if len(raw) > MAX_PYTHON_BYTES:
+            limit = MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_PYTHON_BYTES
+            if len(raw) > limit:
                 results.append(
                     FileResult(
                         checker.display(path),
                         path=path,
-                        warnings=[f"{checker.display(path)}: skipped, larger than {MAX_PYTHON_BYTES // 1024 // 1024} MiB"],
+                        warnings=[f"{checker.display(path)}: skipped, larger than {limit // 1024 // 1024} MiB"],
                     )
                 )
                 continue

@@ -23,6 +23,7 @@ class FixFailed(Exception):
 class FixOutcome:
     text: str
     applied: list[tuple[str, str]] = field(default_factory=list)  # (code, fix message) per applied fix
+    passes: list[list[Edit]] = field(default_factory=list)  # the edits of each pass, on the text before it
     converged: bool = True
 
 
@@ -55,11 +56,13 @@ def fix_to_fixed_point(
         if not fixable:
             return outcome
         chosen = choose(fixable)
-        new_text = apply_edits(outcome.text, [edit for _, fix in chosen for edit in fix.edits])
+        edits = [edit for _, fix in chosen for edit in fix.edits]
+        new_text = apply_edits(outcome.text, edits)
         if new_text == outcome.text:
             return outcome
         findings = lint(new_text)  # raises FixFailed: the caller keeps the original
         outcome.text = new_text
+        outcome.passes.append(edits)
         outcome.applied += [(code, fix.message) for code, fix in chosen]
     outcome.converged = False
     return outcome
