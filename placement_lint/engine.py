@@ -231,7 +231,11 @@ class FileChecker:
         if isinstance(source, NotebookSource):
             # "TrainingArguments(...), line 9" names a row of the joined cells: say which cell, as ruff does.
             violations = [
-                replace(v, message=_LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), v.message))
+                replace(
+                    v,
+                    message=_LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), v.message),
+                    context=_in_cells(source, v.context, display) if v.context is not None else None,
+                )
                 for v in violations
             ]
         return violations, contexts
@@ -375,6 +379,18 @@ def _with_text(source: SourceFile, text: str) -> SourceFile:
     return replace(source, text=text, raw=source.encode(text), line_starts=line_starts_of(text))
 
 
+def _in_cells(source: NotebookSource, context: Context, display: str) -> Context:
+    """A notebook's own evidence located by cell (`train.ipynb:cell 4:2`) instead of a row of the joined cells."""
+
+    def located(evidence: Evidence) -> Evidence:
+        if evidence.origin != "file" or evidence.path != display or source.notebook is None or not source.notebook.cells:
+            return evidence
+        cell = source.notebook.cell_at(evidence.line)
+        return replace(evidence, path=f"{display}:cell {cell.number}", line=evidence.line - cell.first_row + 1)
+
+    return replace(context, evidence=tuple(located(e) for e in context.evidence))
+
+
 def _check_noqa_codes(source: SourceFile, known: frozenset[str]) -> None:
     """A `# noqa: DPL…` naming no rule is a mistake worth an error (other linters' codes are theirs)."""
     if "noqa" not in source.text and "NOQA" not in source.text:
@@ -434,6 +450,8 @@ def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_
             reports.append(FileContextReport(display, [], str(exc)))
             continue
         distinct = contexts.distinct()
+        if isinstance(source, NotebookSource):
+            distinct = [_in_cells(source, context, display) for context in distinct]
         if distinct or path in named or show_all:
             reports.append(FileContextReport(display, distinct))
     return reports
