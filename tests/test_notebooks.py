@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -108,6 +109,7 @@ def test_fix_matches_golden_keeps_outputs_and_is_idempotent(case: Path, tmp_path
     before, after = json.loads(case.read_bytes()), json.loads(fixed)
     assert without_sources(after) == without_sources(before), "outputs, metadata, counts untouched"
     assert [type(c["source"]) for c in after["cells"]] == [type(c["source"]) for c in before["cells"]]
+    assert fixed == (json.dumps(after, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode(), "as nbformat writes"
     assert all("device_map" in old and "device_map" in new for old, new in changed_lines(case.read_bytes(), fixed))
     second = lint_file(target, fix=True, unsafe_fixes=True)
     assert not second.fixed and target.read_bytes() == fixed, "a second --fix changed the notebook"
@@ -260,9 +262,11 @@ def test_json_text_outside_the_sources_is_untouched(tmp_path: Path) -> None:
     assert path.read_bytes() == raw.replace(b'\\"auto\\"', b"None")
 
 
-def test_import_added_by_a_fix_joins_the_imports_cell(tmp_path: Path) -> None:
+@pytest.mark.parametrize("as_list", [False, True])
+def test_import_added_by_a_fix_joins_the_imports_cell(tmp_path: Path, as_list: bool) -> None:
+    imports = "%%capture\nimport torch\nfrom accelerate import notebook_launcher\nfrom transformers import AutoModelForCausalLM"
     data = notebook(
-        "%%capture\nimport torch\nfrom accelerate import notebook_launcher\nfrom transformers import AutoModelForCausalLM",
+        imports.splitlines(keepends=True) if as_list else imports,
         [
             "def train():\n",
             "    model = AutoModelForCausalLM.from_pretrained('gpt2', device_map='cuda:0')\n",
@@ -273,9 +277,17 @@ def test_import_added_by_a_fix_joins_the_imports_cell(tmp_path: Path) -> None:
     path = write(tmp_path / "train.ipynb", data)
     result = lint_file(path, fix=True, unsafe_fixes=True)
     assert result.fixed and not result.warnings
-    cells = json.loads(path.read_bytes())["cells"]
-    assert cells[0]["source"].endswith("AutoModelForCausalLM\nfrom accelerate import PartialState")
+    fixed = json.loads(path.read_bytes())
+    cells = fixed["cells"]
+    assert "".join(cells[0]["source"]) == imports + "\nfrom accelerate import PartialState"
+    if as_list:  # one line per element, as nbformat splits them
+        assert cells[0]["source"][-2:] == [
+            "from transformers import AutoModelForCausalLM\n",
+            "from accelerate import PartialState",
+        ]
     assert "PartialState().local_process_index" in cells[1]["source"][1]
+    # Written as nbformat writes, so a new element must be indented as nbformat would indent it.
+    assert path.read_bytes() == (json.dumps(fixed, indent=1, ensure_ascii=False) + "\n").encode()
     assert not lint_file(path, fix=True, unsafe_fixes=True).fixed
 
 
@@ -436,3 +448,43 @@ def test_notebook_launcher_is_evidence_for_the_notebook(tmp_path: Path) -> None:
 def test_read_notebook_names_the_reason() -> None:
     with pytest.raises(SourceError, match="cell 2 is not an object"):
         read_notebook(b'{"cells": [{"cell_type": "code", "source": ""}, 3]}')
+
+
+# -- every rule fixture, as a notebook ------------------------------------------------------------
+
+RULE_CASES = sorted(p for p in (FIXTURES.parent).glob("DPL*/bad_*.py") if not p.name.endswith(".fixed.py"))
+
+
+def as_cells(text: str) -> tuple[list[str], list[str]]:
+    """A script as a notebook author splits it: a cell per block of top-level code, no final newline;
+    and the blank lines between them, to join the cells back."""
+    parts = re.split(r"(\n\n+)(?=\S)", text.rstrip("\n"))
+    return parts[0::2], parts[1::2]
+
+
+def joined(cells: list[str], separators: list[str]) -> str:
+    return "".join(cell + separator for cell, separator in zip(cells, [*separators, "\n"], strict=True))
+
+
+@pytest.mark.parametrize("case", RULE_CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_rule_fixture_finds_and_fixes_the_same_as_a_notebook(case: Path, tmp_path: Path) -> None:
+    text = case.read_text(encoding="utf-8")
+    cells, separators = as_cells(text)
+    if "\r" in text or joined(cells, separators) != text:
+        pytest.skip("the cells would not join back to the same script")
+    work = tmp_path / "work"
+    shutil.copytree(case.parent, work)
+    data = notebook(*[cell.splitlines(keepends=True) for cell in cells])
+    data["cells"].insert(1, {"cell_type": "markdown", "metadata": {}, "source": ["Notes"]})  # type: ignore[attr-defined]
+    path = write(work / (case.stem + ".ipynb"), data)
+    script = lint_file(case)
+    found = lint_file(path)
+    assert len(cells) > 1 and found.findings
+    assert [(f.code, f.violation.fix is not None) for f in found.findings] == [
+        (f.code, f.violation.fix is not None) for f in script.findings
+    ]
+    fixed = lint_file(path, fix=True, unsafe_fixes=True)
+    assert fixed.error is None and not fixed.warnings
+    golden = case.with_name(case.stem + ".fixed.py")
+    sources = ["".join(c["source"]) for c in json.loads(path.read_bytes())["cells"] if c["cell_type"] == "code"]
+    assert joined(sources, separators) == (golden.read_text(encoding="utf-8") if golden.exists() else text)
