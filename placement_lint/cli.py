@@ -43,7 +43,19 @@ def main() -> None:
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (replaces the configured set).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable.")
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the configured set.")
-@click.option("--output-format", type=click.Choice(["full", "concise", "json"]), default=None, help="How to print findings.")
+@click.option(
+    "--output-format",
+    type=click.Choice(["full", "concise", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit"]),
+    default=None,
+    help="How to print findings: for people (full, concise, grouped) or for tools and CI (the rest).",
+)
+@click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the report to this file instead of stdout (never coloured).",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings.")
 @click.option("--context", type=click.Choice(sorted(NAMED_SETUPS)), default=None, help="Assume this setup for every file.")
@@ -62,6 +74,7 @@ def check(
     ignore: tuple[str, ...],
     extend_select: tuple[str, ...],
     output_format: str | None,
+    output_file: Path | None,
     exit_zero: bool,
     statistics: bool,
     context: str | None,
@@ -110,9 +123,19 @@ def check(
         _error("interrupted before any file was checked; nothing was changed")
         sys.exit(130)
 
-    use_color = color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+    use_color = output_file is None and (color if color is not None else (sys.stdout.isatty() and "NO_COLOR" not in os.environ))
     try:
-        _print_result(result, options, output_format or "full", statistics, quiet, use_color, cwd)
+        report, styled = _report(result, options, output_format or "full", statistics, quiet, use_color, cwd)
+        if output_file is None:
+            _emit(report, styled)
+        else:
+            from placement_lint.report.output import write_report
+
+            try:
+                write_report(output_file, report + "\n" if report else "")
+            except OSError as exc:
+                _error(f"cannot write {output_file}: {exc.strerror or exc}")
+                sys.exit(EXIT_ERROR)
     except KeyboardInterrupt:
         sys.exit(130)
 
@@ -130,44 +153,38 @@ def check(
     sys.exit(EXIT_CLEAN)
 
 
-def _print_result(result, options, output_format: str, statistics: bool, quiet: bool, color: bool, cwd: Path) -> None:  # type: ignore[no-untyped-def]
+def _report(result, options, output_format: str, statistics: bool, quiet: bool, color: bool, cwd: Path) -> tuple[str, bool]:  # type: ignore[no-untyped-def]
+    """Print the run's errors and warnings on stderr; return the report for stdout or -o, and
+    whether it holds rich markup (only a human format on a colour terminal does)."""
     from placement_lint.report import text
+    from placement_lint.report.common import problems
+    from placement_lint.report.formats import FORMATS, Report
 
-    for message in result.errors:
-        _error(message)
-    for message in result.warnings:
-        _warn(message)
-    for file in result.files:
-        if file.error:
-            _error(f"{file.display}: {file.error}")
-        for warning in file.warnings:
-            _warn(warning)
+    for problem in problems(result):
+        (_error if problem.level == "error" else _warn)(problem.message)
 
     if options.diff:
-        for file in result.files:
-            if file.diff:
-                sys.stdout.write(file.diff)
         if not quiet:
             count = sum(len(f.fixed) for f in result.files)
             click.echo(f"Would fix {count} problem{'s' if count != 1 else ''}.", err=True)
-        return
-    if output_format == "json":
-        from placement_lint.report.json_format import render, render_statistics
-
-        click.echo(render_statistics(result) if statistics else render(result, cwd))
-        return
-    style = _rich_style() if color else text.plain
+        return "".join(f.diff for f in result.files if f.diff).removesuffix("\n"), False
+    chosen = FORMATS[output_format]
     if statistics:
+        if output_format == "json":
+            from placement_lint.report.json_format import render_statistics
+
+            return render_statistics(result), False
         from placement_lint.rules import all_rules
 
         lines = text.statistics(result, {rule.code: rule.name for rule in all_rules()})
-    elif output_format == "concise":
-        lines = text.concise(result, options, style)
     else:
-        lines = text.full(result, options, style)
+        body = chosen.render(Report(result, options, cwd, _rich_style() if color and chosen.human else text.plain))
+        if not chosen.human:
+            return body, False
+        lines = [body] if body else []
     if not quiet:
         lines.append(text.summary(result, options))
-    _emit(lines, color)
+    return "\n".join(lines), color
 
 
 def _rich_style():  # type: ignore[no-untyped-def]
@@ -181,15 +198,17 @@ def _rich_style():  # type: ignore[no-untyped-def]
     return style
 
 
-def _emit(lines: list[str], color: bool) -> None:
+def _emit(report: str, color: bool) -> None:
+    if not report:
+        return
     if not color:
-        click.echo("\n".join(lines))
+        click.echo(report)
         return
     from rich.console import Console
     from rich.markup import escape
 
     console = Console(highlight=False, soft_wrap=True, force_terminal=True)
-    for line in lines:
+    for line in report.split("\n"):
         console.print(line if "[/]" in line else escape(line))
 
 

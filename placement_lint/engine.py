@@ -127,7 +127,6 @@ class FileChecker:
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
-        self.triggers = tuple({token for rule in self.rules for token in rule.triggers})
         self._per_file_ignores = [
             (pathspec.GitIgnoreSpec.from_lines([pattern]), codes) for pattern, codes in settings.per_file_ignores
         ]
@@ -150,7 +149,10 @@ class FileChecker:
                 raw = python_bytes(path, raw)  # the code cells, not the JSON (which escapes quotes)
             except SourceError:
                 return True  # check() names the problem
-        return any(token in raw for token in self.triggers) and self.has_context_tokens(raw, path)
+        candidates = [rule for rule in self.rules if rule.could_fire(raw)]
+        if any(rule.could_fire_without_context(raw) for rule in candidates):
+            return True
+        return bool(candidates) and self.has_context_tokens(raw, path)
 
     def has_context_tokens(self, raw: bytes, path: Path) -> bool:
         """Could this file be distributed: an override, launch evidence, or a token of in-file evidence."""
@@ -216,15 +218,14 @@ class FileChecker:
         contexts = self._context(source, module, imports, display)
         checked = CheckedFile(source, module, imports, contexts, display)
         violations: list[Violation] = []
-        if contexts.distributed_anywhere:
-            ignored = self._ignored_codes(source.path)
-            for rule in self.rules:
-                if rule.code in ignored:
-                    continue
-                try:
-                    violations += rule.check(checked)
-                except Exception as exc:  # one broken rule must not end the run
-                    raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
+        ignored = self._ignored_codes(source.path)
+        for rule in self.rules:
+            if rule.code in ignored or not (contexts.distributed_anywhere or rule.context_free):
+                continue
+            try:
+                violations += rule.check(checked)
+            except Exception as exc:  # one broken rule must not end the run
+                raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
         _check_noqa_codes(source, self.known_codes)
         violations = [v for v in violations if not _suppressed(source, v)]
         violations.sort(key=lambda v: (v.start, v.code))

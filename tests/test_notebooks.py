@@ -195,6 +195,9 @@ def test_fixes_never_touch_masked_lines_or_cross_cells() -> None:
     at = text.index("1")
     fine = rewrite(nb, text[:at] + "None" + text[at + 1 :], [[Edit(at, at + 1, "None")]])
     assert [(c.number, c.after) for c in fine.changes] == [(2, "x = None\n!ls\ny = 2")]
+    last = text.index("y = 2")  # the cell's last line, with the line break that ends the cell
+    gone = rewrite(nb, text[:last], [[Edit(last, len(text), "")]])
+    assert [(c.number, c.after) for c in gone.changes] == [(2, "x = 1\n!ls")]
 
 
 # -- the JSON around the sources ------------------------------------------------------------------

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from placement_lint.analysis.dataflow import Candidate, Resolver
+from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver
 from placement_lint.analysis.flow import Consumer, ConsumerKind, ModelFlow
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
 from placement_lint.analysis.values import Classified, classify
@@ -76,6 +76,34 @@ class DeviceMap:
         return any(c.trains for c in self.consumers)
 
 
+@dataclass(frozen=True)
+class ModelLoad:
+    """One `X.from_pretrained(...)` of a model (not a tokenizer or config), whatever its device_map."""
+
+    loader: Loader
+    quantized: bool
+    after_distributed_state: bool
+    after_zero3_config: bool
+    order_known: bool  # False in a helper this file never calls (`model_init=`): it runs when its caller says
+    device_map_given: bool | None  # None: a `**kwargs` splat may or may not carry one
+    analysis: PlacementAnalysis = field(repr=False, compare=False)
+
+    @property
+    def call(self) -> ast.Call:
+        assert isinstance(self.loader.node, ast.Call)
+        return self.loader.node
+
+    @property
+    def consumers(self) -> tuple[Consumer, ...]:
+        return self.analysis.consumers_of(self.loader)
+
+    @property
+    def trained(self) -> bool | None:
+        if not self.consumers:
+            return None
+        return any(c.trains for c in self.consumers)
+
+
 class PlacementAnalysis:
     def __init__(self, module: ast.Module, imports: ImportTable, resolver: Resolver) -> None:
         self.module = module
@@ -108,6 +136,58 @@ class PlacementAnalysis:
                     found.append(DeviceMap(loader, candidate, classified, quantized, after_state, after_config, self))
         found.sort(key=lambda d: (d.node.lineno, d.node.col_offset))
         return found
+
+    @cached_property
+    def model_loads(self) -> list[ModelLoad]:
+        found = []
+        for call in self.resolver.index.calls_by_name.get("from_pretrained", []):
+            if not isinstance(call.func, ast.Attribute):
+                continue
+            owner = last_segment(dotted(call.func.value))
+            if not owner or _NOT_A_MODEL.search(owner):
+                continue
+            loader = Loader(call, LoaderKind.FROM_PRETRAINED, f"{owner}.from_pretrained")
+            found.append(
+                ModelLoad(
+                    loader,
+                    self._quantized(loader),
+                    self._after(loader, self._state_creations),
+                    self._after(loader, self._config_creations),
+                    self._order_known(call),
+                    self._device_map_given(call),
+                    self,
+                )
+            )
+        return found
+
+    def first_zero3_config_after(self, node: ast.AST) -> ast.Call | None:
+        """The first call that creates what makes ZeRO-3 visible to transformers, after `node`."""
+        position = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        later = [
+            call
+            for call in self.resolver.index.calls
+            if (call.lineno, call.col_offset) > position
+            and _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)
+        ]
+        return min(later, key=lambda c: (c.lineno, c.col_offset), default=None)
+
+    def _order_known(self, call: ast.Call) -> bool:
+        function = self.resolver.scope_of(call)
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return bool(self.resolver.index.calls_by_name.get(function.name))
+        return True
+
+    def _device_map_given(self, call: ast.Call) -> bool | None:
+        if keyword(call, "device_map") is not None:
+            return True
+        unknown = False
+        for splat in (k for k in call.keywords if k.arg is None):
+            values = self.resolver.key_candidates(splat.value, "device_map")
+            if values is None:
+                unknown = True
+            elif any(c.value is not ABSENT for c in values):
+                return True
+        return None if unknown else False
 
     def _loader_values(self, node: ast.AST) -> list[tuple[Loader, list[Candidate]]]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -226,19 +306,28 @@ class PlacementAnalysis:
     def _after(self, loader: Loader, creations: list[tuple[int, int]]) -> bool:
         """A TrainingArguments / TRL config / Accelerator / PartialState exists before the load (domain.md §5.1.3).
 
-        For a load inside a helper function, "before" is before the helper is first called.
+        For a load inside a helper function, "before" is before every call of the helper, followed
+        through the helpers that call it (`main()` calls `create_model()` after parsing the arguments).
         """
-        position = (loader.line, loader.node.col_offset)  # type: ignore[attr-defined]
-        function = self.resolver.scope_of(loader.node)
-        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return self._exists_before(loader.node, creations, (), 0)
+
+    def _exists_before(
+        self, node: ast.AST, creations: list[tuple[int, int]], skipped: tuple[tuple[int, int], ...], depth: int
+    ) -> bool:
+        position = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+        def counts(created: tuple[int, int]) -> bool:
+            return not any(low <= created[0] <= high for low, high in skipped)
+
+        function = self.resolver.scope_of(node)
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and depth < 4:
             if any((function.lineno, 0) <= created < position for created in creations):
                 return True
-            calls = [(c.lineno, c.col_offset) for c in self.resolver.index.calls_by_name.get(function.name, [])]
-            body = ((function.lineno, 0), (function.end_lineno or function.lineno, 1 << 30))
-            outside = [created for created in creations if not body[0] <= created <= body[1]]
+            calls = self.resolver.index.calls_by_name.get(function.name, [])
             if calls:
-                return all(any(created < call for created in outside) for call in calls)
-        return any(created < position for created in creations)
+                body = (function.lineno, function.end_lineno or function.lineno)
+                return all(self._exists_before(call, creations, (*skipped, body), depth + 1) for call in calls)
+        return any(created < position and counts(created) for created in creations)
 
 
 def _creates(name: str, names: set[str]) -> bool:

@@ -147,7 +147,11 @@ class InFileEvidence:
         elif name == "HfDeepSpeedConfig":
             stage = self._stage(call.args[0]) if call.args else None
             self._deepspeed(call, f"HfDeepSpeedConfig({self._short(call.args[0]) if call.args else ''})", stage)
-        elif qualified.startswith("deepspeed.") and name in ("initialize", "init_distributed"):
+        elif qualified.startswith("deepspeed.") and name == "initialize":
+            config = keyword(call, "config") or keyword(call, "config_params")
+            stage = self._stage(config.value) if config is not None else None
+            self._deepspeed(call, f"deepspeed.initialize({'config=' + self._short(config.value) if config else '...'})", stage)
+        elif qualified.startswith("deepspeed.") and name == "init_distributed":
             self._add(Kind.DEEPSPEED, call, f"deepspeed.{name}(...)")
         elif qualified.startswith("deepspeed.") and qualified.endswith("zero.Init"):
             self._add(Kind.ZERO3, call, "deepspeed.zero.Init(...)")

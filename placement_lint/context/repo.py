@@ -280,6 +280,10 @@ def _accelerate(launch: Launch, near: Path, configs: ConfigReader) -> Resolved:
     return Resolved(kind, stage, details)
 
 
+# Shown in the evidence, and read by rules: FSDP then loads on rank 0 and skips device_map dispatch.
+EFFICIENT_LOADING = "fsdp_cpu_ram_efficient_loading true"
+
+
 def _accelerate_config(config: dict[str, object], near: Path, configs: ConfigReader) -> tuple[Kind, int | None, str]:
     kind_name = str(config.get("distributed_type", "NO"))
     if kind_name in ("NO", "False", "None"):
@@ -295,7 +299,9 @@ def _accelerate_config(config: dict[str, object], near: Path, configs: ConfigRea
         details = "distributed_type DEEPSPEED" + (f", zero_stage {stage}" if stage is not None else "")
         return (Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED), stage, details
     if kind_name == "FSDP":
-        return Kind.FSDP, None, "distributed_type FSDP"
+        section = config.get("fsdp_config")
+        efficient = isinstance(section, dict) and str(section.get("fsdp_cpu_ram_efficient_loading")).lower() == "true"
+        return Kind.FSDP, None, "distributed_type FSDP" + (f", {EFFICIENT_LOADING}" if efficient else "")
     if _MULTI.match(kind_name) or kind_name == "MEGATRON_LM":
         return Kind.DDP, None, f"distributed_type {kind_name}"
     return Kind.POSSIBLE, None, f"distributed_type {kind_name}"
@@ -305,7 +311,8 @@ def _trl(launch: Launch, near: Path, configs: ConfigReader) -> Resolved:
     name = launch.options.get("--accelerate_config")
     if name in _NAMED_ACCELERATE_CONFIGS:
         kind, stage = _NAMED_ACCELERATE_CONFIGS[name]
-        return Resolved(kind, stage, f"--accelerate_config {name}")
+        # TRL's bundled fsdp1.yaml and fsdp2.yaml both turn efficient loading on.
+        return Resolved(kind, stage, f"--accelerate_config {name}" + (f", {EFFICIENT_LOADING}" if kind is Kind.FSDP else ""))
     if name:
         path = configs.find(name, near)
         loaded = configs.load(path) if path else None

@@ -101,9 +101,6 @@ def _cell_sources(notebook: Notebook, fixed: str, passes: Sequence[Sequence[Edit
             protected.append(span)
             own.append((span, masked.original, len(masked.placeholder)))
         placeholders.append(own)
-        if cell.synthetic_newline:
-            end = cell.start + len(cell.python)
-            protected.append(_Span(end - 1, end))
     for edits in passes:
         ordered = sorted(set(edits), key=lambda e: (e.start, e.end))
         for edit in ordered:
@@ -122,8 +119,10 @@ def _cell_sources(notebook: Notebook, fixed: str, passes: Sequence[Sequence[Edit
             relative = span.start - start
             text = text[:relative] + original + text[relative + length :]
         if cell.synthetic_newline:
+            # The line break added after the cell's last line ends the cell still, even when a fix
+            # deleted that line with it (the line before then ends the cell).
             if not text.endswith("\n"):
-                raise NotebookFixError(f"cell {cell.number}: a fix removed the end of the cell")
+                raise NotebookFixError(f"cell {cell.number}: a fix would leave the cell without its last line break")
             text = text[:-1]
         sources.append(text)
     return sources

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from placement_lint.catalogue import page_url
 from placement_lint.engine import FileResult, Finding, RunResult
 from placement_lint.rules import rule_by_code
+
+if TYPE_CHECKING:
+    from placement_lint.report.formats import Report
 
 
 def _location(source, offset: int) -> dict[str, int]:  # type: ignore[no-untyped-def]
@@ -44,6 +48,10 @@ def finding_json(file: FileResult, finding: Finding, cwd: Path) -> dict[str, obj
         "noqa_row": finding.row,
         "context": finding.context.to_json(),
     }
+
+
+def render_report(report: Report) -> str:
+    return render(report.result, report.cwd)
 
 
 def render(result: RunResult, cwd: Path) -> str:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from placement_lint.edits import Applicability
 from placement_lint.engine import Finding, RunOptions, RunResult
+
+if TYPE_CHECKING:
+    from placement_lint.report.formats import Report
 
 # A tiny style vocabulary; `style(text, name)` renders it as rich markup or leaves it plain.
 Style = Callable[[str, str], str]
@@ -16,7 +20,15 @@ def plain(text: str, _: str) -> str:
     return text
 
 
-def _marker(finding: Finding, options: RunOptions) -> str:
+def render_full(report: Report) -> str:
+    return "\n".join(full(report.result, report.options, report.style))
+
+
+def render_concise(report: Report) -> str:
+    return "\n".join(concise(report.result, report.options, report.style))
+
+
+def marker(finding: Finding, options: RunOptions) -> str:
     fix = finding.violation.fix
     if fix is None:
         return ""
@@ -33,7 +45,7 @@ def _where(finding: Finding) -> str:
 
 def concise(result: RunResult, options: RunOptions, style: Style = plain) -> list[str]:
     return [
-        f"{style(f.display, 'path')}:{_where(f)}: {style(f.code, 'code')} {_marker(f, options)}{f.violation.message}"
+        f"{style(f.display, 'path')}:{_where(f)}: {style(f.code, 'code')} {marker(f, options)}{f.violation.message}"
         for f in result.findings
     ]
 
@@ -44,7 +56,7 @@ def full(result: RunResult, options: RunOptions, style: Style = plain) -> list[s
         for finding in file.findings:
             lines.append(
                 f"{style(finding.display, 'path')}:{_where(finding)}: "
-                f"{style(finding.code, 'code')} {_marker(finding, options)}{finding.violation.message}"
+                f"{style(finding.code, 'code')} {marker(finding, options)}{finding.violation.message}"
             )
             lines += _frame(file.source.frame_source(finding.cell) if file.source else None, finding, style)
             fix = finding.violation.fix

@@ -55,6 +55,7 @@ class CheckedFile:
     contexts: FileContext
     display: str
     _resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = field(default_factory=dict)
+    _analyses: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], PlacementAnalysis] = field(default_factory=dict)
 
     @cached_property
     def bypasses_device_map_check(self) -> bool:
@@ -83,6 +84,12 @@ class CheckedFile:
             self._resolvers[key] = Resolver(self.module, setup, arguments)
         return self._resolvers[key]
 
+    def analysis_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> PlacementAnalysis:
+        key = (setup, arguments)
+        if key not in self._analyses:
+            self._analyses[key] = PlacementAnalysis(self.module, self.imports, self.resolver_for(setup, arguments))
+        return self._analyses[key]
+
     @cached_property
     def resolver(self) -> Resolver:
         """For questions about structure (parents, scopes), which do not depend on the setup."""
@@ -97,7 +104,7 @@ class CheckedFile:
         for variant in self.contexts.variants():
             if not variant.setup.distributed:
                 continue
-            analysis = PlacementAnalysis(self.module, self.imports, self.resolver_for(variant.setup, variant.arguments))
+            analysis = self.analysis_for(variant.setup, variant.arguments)
             for device_map in analysis.device_maps:
                 contexts = self.contexts.contexts_at(device_map.loader.node)
                 context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
@@ -121,6 +128,44 @@ class CheckedFile:
     def replace(self, node: ast.AST, text: str) -> Edit:
         start, end = self.source.node_span(node)
         return Edit(start, end, text)
+
+    def remove_keyword(self, call: ast.Call, argument: ast.keyword) -> Edit:
+        """Delete `name=value` and one adjoining comma. When the argument has its own line(s), the
+        whole line goes; a comment after it on that line stays (it may explain the next argument)."""
+        text = self.source.text
+        start, end = self.source.node_span(argument)
+        end = _past_closing_parens(text, start, end)
+        after = _skip_trivia(text, end)
+        if text.startswith(",", after):
+            comma = after + 1
+            line_start = text.rfind("\n", 0, start) + 1
+            rest = len(text[comma:]) - len(text[comma:].lstrip(" \t"))
+            if not text[line_start:start].strip() and text[comma + rest : comma + rest + 1] in ("\r", "\n"):
+                newline_end = comma + rest + (2 if text.startswith("\r\n", comma + rest) else 1)
+                return Edit(line_start, newline_end, "")
+            return Edit(start, comma + rest, "")
+        arguments = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))  # type: ignore[attr-defined]
+        position = next(i for i, a in enumerate(arguments) if a is argument)
+        if position == 0:
+            return Edit(start, end, "")
+        _, previous_end = self.source.node_span(arguments[position - 1])
+        return Edit(_past_closing_parens(text, previous_end, previous_end), end, "")
+
+    def remove_statement(self, statement: ast.stmt) -> Edit | None:
+        """Delete a statement that has its line(s) to itself, with its line ending; None when it shares a line."""
+        text = self.source.text
+        start, end = self.source.node_span(statement)
+        line_start = text.rfind("\n", 0, start) + 1
+        rest = text[end:]
+        after = len(rest) - len(rest.lstrip(" \t"))
+        if text[line_start:start].strip() or text[end + after : end + after + 1] not in ("\r", "\n", "#", ""):
+            return None
+        parent = self.resolver.parent(statement)
+        body = next((b for b in _bodies(parent) if statement in b), None)
+        if body is not None and len(body) == 1:
+            return Edit(start, end, "pass")  # an empty block would not parse
+        line_end = text.find("\n", end)
+        return Edit(line_start, len(text) if line_end < 0 else line_end + 1, "")
 
     def site(self, device_map: DeviceMap) -> Site:
         """Where to report a wrong value and edit it. Usually the value itself; but when it reaches the
@@ -205,16 +250,27 @@ class Rule:
     name: ClassVar[str]
     summary: ClassVar[str]
     fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
-    # Byte strings a file must contain for this rule to have anything to say (the text pre-check).
+    # The text pre-check: a file is parsed for this rule only if it holds one of these byte strings...
     triggers: ClassVar[tuple[bytes, ...]] = (b"device_map",)
+    # ...and, unless the rule is context-free, could be distributed (in-file tokens, launch or override).
+    context_free: ClassVar[bool] = False
     # Fixit-style examples: each source must (invalid) or must not (valid) produce this rule's code.
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[str, ...]] = ()
 
+    @classmethod
+    def could_fire(cls, raw: bytes) -> bool:
+        return any(token in raw for token in cls.triggers)
+
+    @classmethod
+    def could_fire_without_context(cls, raw: bytes) -> bool:
+        """For a rule with a context-free part: could that part fire in a file with no distributed evidence?"""
+        return cls.context_free and cls.could_fire(raw)
+
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         raise NotImplementedError
 
-    def violation(self, file: CheckedFile, node: ast.AST, message: str, fix: Fix | None, context: Context) -> Violation:
+    def violation(self, file: CheckedFile, node: ast.AST, message: str, fix: Fix | None, context: Context | None) -> Violation:
         start, end = file.source.node_span(node)
         return Violation(self.code, message, start, end, fix, context)
 
@@ -262,6 +318,25 @@ def wrapped_by_ddp(device_map: DeviceMap) -> bool:
     )
 
 
+def reachable_under(file: CheckedFile, node: ast.AST, setup: Setup) -> bool:
+    """False when an enclosing `if` (or conditional expression) rules this code out under `setup`:
+    `if not ddp:` in a DDP run. Unknown conditions keep the code reachable."""
+    resolver = file.resolver_for(setup)
+    child = node
+    for ancestor in file.resolver.ancestors(node):
+        if isinstance(ancestor, (ast.If, ast.IfExp, ast.While)) and child is not ancestor.test:
+            in_body = child in ancestor.body if isinstance(ancestor.body, list) else child is ancestor.body
+            truth = resolver.truth(ancestor.test)
+            if truth is not None and truth != in_body and not isinstance(ancestor, ast.While):
+                return False
+            if isinstance(ancestor, ast.While) and in_body and truth is False:
+                return False
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            break  # a function's guards are its own; callers are not followed
+        child = ancestor
+    return True
+
+
 def written(file: CheckedFile, node: ast.AST) -> str:
     """The value as the user wrote it, on one line and shortened."""
     start, end = file.source.node_span(node)
@@ -291,6 +366,34 @@ def trl_overrides(context: Context, device_map: DeviceMap) -> bool:
     if device_map.loader.kind is not LoaderKind.TRL_INIT_KWARGS or context.setup.mode not in (Mode.DDP, Mode.DEEPSPEED):
         return False
     return bool(device_map.consumers) and all(c.name in TRL_GUARDED_TRAINERS for c in device_map.consumers)
+
+
+def _skip_trivia(text: str, position: int) -> int:
+    """The next offset that is not whitespace, a line continuation or a comment."""
+    while position < len(text):
+        if text[position] in " \t\r\n\f\\":
+            position += 1
+        elif text[position] == "#":
+            line_end = text.find("\n", position)
+            position = len(text) if line_end < 0 else line_end
+        else:
+            break
+    return position
+
+
+def _past_closing_parens(text: str, start: int, end: int) -> int:
+    """ast ends `x=("auto")` before its closing parenthesis; move past the ones it opened."""
+    unmatched = text.count("(", start, end) - text.count(")", start, end)
+    while unmatched > 0:
+        after = _skip_trivia(text, end)
+        if not text.startswith(")", after):
+            break
+        end, unmatched = after + 1, unmatched - 1
+    return end
+
+
+def _bodies(node: ast.AST | None) -> list[list[ast.stmt]]:
+    return [getattr(node, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(node, name, None), list)]
 
 
 def fix(applicability: Applicability, message: str, *edits: Edit | None) -> Fix:

@@ -1,0 +1,52 @@
+"""The `--output-format` registry: each format's renderer lives in its own module, imported only
+when that format is chosen, so the command line needs no chain of cases and a light run stays light."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from placement_lint.engine import RunOptions, RunResult
+
+
+@dataclass(frozen=True)
+class Report:
+    """What every renderer gets."""
+
+    result: RunResult
+    options: RunOptions
+    cwd: Path
+    # Human formats only: `style(text, name)` renders rich markup, or nothing (see report/text.py).
+    style: Callable[[str, str], str] = lambda text, _: text
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    name: str
+    module: str  # under placement_lint.report
+    function: str
+    # Human formats may be coloured and end with the summary line; machine formats are only data,
+    # so a tool reading stdout or the output file never meets markup or prose.
+    human: bool = False
+
+    def render(self, report: Report) -> str:
+        module = importlib.import_module(f"placement_lint.report.{self.module}")
+        return getattr(module, self.function)(report)
+
+
+FORMATS: dict[str, OutputFormat] = {
+    f.name: f
+    for f in (
+        OutputFormat("full", "text", "render_full", human=True),
+        OutputFormat("concise", "text", "render_concise", human=True),
+        OutputFormat("grouped", "grouped", "render", human=True),
+        OutputFormat("json", "json_format", "render_report"),
+        OutputFormat("json-lines", "json_lines", "render"),
+        OutputFormat("sarif", "sarif", "render"),
+        OutputFormat("github", "github", "render"),
+        OutputFormat("gitlab", "gitlab", "render"),
+        OutputFormat("junit", "junit", "render"),
+    )
+}

@@ -1,0 +1,154 @@
+"""Machine format `sarif`: a SARIF 2.1.0 log for code scanning (GitHub's upload-sarif and others).
+
+Paths are relative to the repository (`%SRCROOT%`), so an alert keeps its identity across
+checkouts; each result carries a fingerprint that survives edits elsewhere in the file, its fix as
+replacements, and the launch script, config or in-file lines that made the file distributed as
+related locations. Errors and warnings about the run are tool execution notifications.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING
+
+from placement_lint import __version__
+from placement_lint.catalogue import catalogue_dir, page, page_url
+from placement_lint.context.evidence import Evidence
+from placement_lint.report.common import Located, SourceRoot, located, problems, relative_uri
+from placement_lint.rules import all_rules
+from placement_lint.rules.base import Rule
+
+if TYPE_CHECKING:
+    from placement_lint.report.formats import Report
+
+SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+ROOT_ID = "%SRCROOT%"
+# A key of our own: GitHub computes `primaryLocationLineHash` itself and warns when a tool's differs.
+FINGERPRINT_KEY = "placementLint/v1"
+_SECTION = re.compile(r"^## What it does\s*\n+(?P<body>.+?)(?:\n\s*\n|\Z)", re.MULTILINE | re.DOTALL)
+
+
+def render(report: Report) -> str:
+    root = SourceRoot(report.cwd)
+    rules = all_rules()
+    index = {rule.code: number for number, rule in enumerate(rules)}
+    run_problems = problems(report.result)
+    run: dict[str, object] = {
+        "tool": {
+            "driver": {
+                "name": "placement-lint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": catalogue_dir().as_uri(),
+                "rules": [_rule(rule) for rule in rules],
+            }
+        },
+        "invocations": [
+            {
+                "executionSuccessful": not any(p.level == "error" for p in run_problems),
+                "workingDirectory": {"uri": report.cwd.resolve().as_uri().rstrip("/") + "/"},
+                "toolExecutionNotifications": [
+                    {
+                        "level": problem.level,
+                        "message": {"text": problem.message},
+                        **({"locations": [{"physicalLocation": _artifact(root, problem.display)}]} if problem.display else {}),
+                    }
+                    for problem in run_problems
+                ],
+            }
+        ],
+        "originalUriBaseIds": {ROOT_ID: {"uri": root.root_uri()}},
+        # Our columns count characters, not SARIF's default UTF-16 code units.
+        "columnKind": "unicodeCodePoints",
+        "results": [_result(item, root, index) for item in located(report.result, root)],
+    }
+    return json.dumps({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}, indent=2, ensure_ascii=False)
+
+
+def _rule(rule: type[Rule]) -> dict[str, object]:
+    text = page(rule.code)
+    what = _SECTION.search(text) if text else None
+    entry: dict[str, object] = {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": " ".join(what.group("body").split()) if what else rule.summary},
+        "helpUri": page_url(rule.code),
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"fix": rule.fix_availability.value},
+    }
+    if text:
+        entry["help"] = {"text": text, "markdown": text}
+    return entry
+
+
+def _artifact(root: SourceRoot, display: str) -> dict[str, object]:
+    relative = root.relative(display)
+    if relative is None:
+        return {"artifactLocation": {"uri": root.absolute(display).as_uri()}}
+    return {"artifactLocation": {"uri": relative_uri(relative), "uriBaseId": ROOT_ID}}
+
+
+def _region(row: int, column: int, end_row: int, end_column: int, snippet: str | None = None) -> dict[str, object]:
+    region: dict[str, object] = {"startLine": row, "startColumn": column, "endLine": end_row, "endColumn": end_column}
+    if snippet is not None:
+        region["snippet"] = {"text": snippet}
+    return region
+
+
+def _result(item: Located, root: SourceRoot, index: dict[str, int]) -> dict[str, object]:
+    finding, file = item.finding, item.file
+    violation = finding.violation
+    snippet = file.source.text[violation.start : violation.end] if file.source is not None else None
+    location = _artifact(root, file.display)
+    result: dict[str, object] = {
+        "ruleId": finding.code,
+        **({"ruleIndex": index[finding.code]} if finding.code in index else {}),
+        "level": "error",
+        "message": {"text": violation.message},
+        "locations": [
+            {
+                "physicalLocation": {
+                    **location,
+                    "region": _region(finding.row, finding.column, finding.end_row, finding.end_column, snippet),
+                }
+            }
+        ],
+        "partialFingerprints": {FINGERPRINT_KEY: item.fingerprint},
+        "properties": {"setup": finding.context.setup.describe()},
+    }
+    related = [_related(number, evidence, finding.display, root) for number, evidence in enumerate(finding.context.deciding, 1)]
+    if related:
+        result["relatedLocations"] = related
+    if finding.context.override is not None:
+        result["properties"] = {**result["properties"], "setBy": finding.context.override.source}  # type: ignore[dict-item]
+    fix = violation.fix
+    if fix is not None and file.source is not None:
+        source = file.source
+        result["fixes"] = [
+            {
+                "description": {"text": fix.message},
+                "artifactChanges": [
+                    {
+                        **location,
+                        "replacements": [
+                            {
+                                "deletedRegion": _region(*source.position(edit.start), *source.position(edit.end)),
+                                "insertedContent": {"text": edit.content},
+                            }
+                            for edit in fix.edits
+                        ],
+                    }
+                ],
+                "properties": {"applicability": fix.applicability.value},
+            }
+        ]
+    return result
+
+
+def _related(number: int, evidence: Evidence, here: str, root: SourceRoot) -> dict[str, object]:
+    physical: dict[str, object] = _artifact(root, evidence.path)
+    if evidence.line >= 1:
+        physical["region"] = {"startLine": evidence.line}
+    return {"id": number, "physicalLocation": physical, "message": {"text": evidence.describe(here)}}

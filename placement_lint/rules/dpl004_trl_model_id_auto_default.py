@@ -1,0 +1,228 @@
+"""DPL004 trl-model-id-auto-default."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from placement_lint.analysis.dataflow import ABSENT
+from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS
+from placement_lint.analysis.names import argument, dotted, keyword, last_segment
+from placement_lint.context.evidence import Context
+from placement_lint.context.repo import EFFICIENT_LOADING
+from placement_lint.distributed import Mode
+from placement_lint.edits import Applicability, Edit
+from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix
+
+# TRL trainers that load a model id string with `device_map="auto"` unless the kwargs name one, and
+# never reset it for a distributed run (domain.md §1.4 gaps; trl/experimental/*/*_trainer.py).
+_ALWAYS_AUTO = {"OnlineDPOTrainer", "XPOTrainer", "NashMDTrainer"}
+_AUTO_WHEN_KWARGS_SET = {"CPOTrainer", "ORPOTrainer", "BCOTrainer"}
+_UNGUARDED_TEACHER = {"GKDTrainer", "MiniLLMTrainer"}
+_KNOWN = _ALWAYS_AUTO | _AUTO_WHEN_KWARGS_SET | _UNGUARDED_TEACHER | TRL_GUARDED_TRAINERS
+# Which config field each model argument's id string is loaded with.
+_KWARGS_FIELD = {"model": "model_init_kwargs", "reward_funcs": "model_init_kwargs", "ref_model": "model_init_kwargs",
+                 "teacher_model": "teacher_model_init_kwargs"}  # fmt: skip
+_ID_LIKE = re.compile(r"(name_or_path|model_id|model_name|_path|_repo|checkpoint)$", re.I)
+
+
+@dataclass(frozen=True)
+class _Kwargs:
+    """Where a trainer's init kwargs come from: a dict we can edit, a config call to add it to, or unknown."""
+
+    value: ast.expr | None  # the kwargs expression, when one is set
+    config: ast.Call | None  # the config construction, when it is in this file
+    known: bool  # False: set somewhere we cannot see (a parser, a launch argument)
+
+
+class TrlModelIdAutoDefault(Rule):
+    code = "DPL004"
+    name = "trl-model-id-auto-default"
+    summary = 'A model id string given to a TRL trainer that loads it with `device_map="auto"` in a distributed run'
+    fix_availability = FixAvailability.SOMETIMES
+    triggers = (b"Trainer",)
+    valid = (
+        # SFTTrainer resets device_map to None itself under DDP and DeepSpeed.
+        'from trl import SFTConfig, SFTTrainer\nargs = SFTConfig("out", deepspeed="ds.json")\n'
+        'SFTTrainer(model="Qwen/Qwen2.5-0.5B", args=args)\n',
+        "from trl.experimental.online_dpo import OnlineDPOConfig, OnlineDPOTrainer\n"
+        'args = OnlineDPOConfig("out", deepspeed="ds.json", model_init_kwargs={"device_map": None})\n'
+        'OnlineDPOTrainer(model="Qwen/Qwen2.5-0.5B", args=args)\n',
+    )
+    invalid = (
+        "from trl.experimental.online_dpo import OnlineDPOConfig, OnlineDPOTrainer\n"
+        'args = OnlineDPOConfig("out", deepspeed="ds.json")\nOnlineDPOTrainer(model="Qwen/Qwen2.5-0.5B", args=args)\n',
+    )
+
+    def check(self, file: CheckedFile) -> Iterator[Violation]:
+        bases = _trainer_bases(file)
+        for call in file.resolver.index.calls:
+            trainer = bases.get(last_segment(file.imports.qualify(call.func)) or "")
+            if trainer is None:
+                continue
+            for name, value in _model_arguments(call):
+                field = _KWARGS_FIELD[name]
+                if trainer in _UNGUARDED_TEACHER and name != "teacher_model":
+                    continue  # the student goes through SFT/GRPO's guarded path
+                for id_node in self._id_strings(file, value):
+                    for context in file.contexts.contexts_at(call):
+                        why = self._auto_stays(trainer, name, context)
+                        if why is None:
+                            continue
+                        kwargs = _init_kwargs(file, call, field)
+                        if not kwargs.known or self._names_device_map(file, kwargs):
+                            break
+                        if trainer in _AUTO_WHEN_KWARGS_SET and kwargs.value is None:
+                            break  # without kwargs these trainers load on the CPU
+                        yield self._violation(file, call, trainer, name, id_node, field, kwargs, context, why)
+                        break
+
+    @staticmethod
+    def _auto_stays(trainer: str, argument_name: str, context: Context) -> str | None:
+        """Why TRL keeps "auto" for this load in this setup, or None when it does not."""
+        setup = context.setup
+        if not setup.distributed or setup.single_process or context.one_gpu_per_process:
+            return None
+        if trainer in TRL_GUARDED_TRAINERS:
+            if setup.mode is not Mode.FSDP:
+                return None  # reset to None under MULTI_GPU and DEEPSPEED (TRL >= 0.27)
+            if any(EFFICIENT_LOADING in e.text for e in context.deciding):
+                return None  # rank 0 loads, transformers skips dispatch: no multi-device map reaches prepare()
+            return f"{trainer} resets it to None only under MULTI_GPU and DEEPSPEED, not FSDP"
+        if trainer in _UNGUARDED_TEACHER:
+            return f"{trainer} loads the teacher with teacher_model_init_kwargs as given"
+        return f"{trainer} (trl.experimental) never resets it for a distributed run"
+
+    @staticmethod
+    def _id_strings(file: CheckedFile, value: ast.expr) -> list[ast.expr]:
+        elements = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+        found = []
+        for element in elements:
+            candidates = file.resolver.candidates(element)
+            if any(_is_id(c.value) for c in candidates) and not any(isinstance(c.value, ast.Call) for c in candidates):
+                found.append(element)
+        return found
+
+    @staticmethod
+    def _names_device_map(file: CheckedFile, kwargs: _Kwargs) -> bool:
+        """The kwargs name a device_map (or might): then TRL uses it and DPL001 judges its value."""
+        if kwargs.value is None:
+            return False
+        values = file.resolver.key_candidates(kwargs.value, "device_map")
+        return values is None or any(c.value is not ABSENT for c in values)
+
+    def _violation(
+        self, file: CheckedFile, call: ast.Call, trainer: str, name: str, id_node: ast.expr,
+        field: str, kwargs: _Kwargs, context: Context, why: str,
+    ) -> Violation:  # fmt: skip
+        setup = context.setup
+        if setup.zero3:
+            consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
+        else:
+            consequence = (
+                "accelerate raises \"You can't train a model that has been loaded with `device_map='auto'` in any "
+                'distributed mode"'
+            )
+        message = (
+            f'{_trainer_written(call, trainer)}({name}=<model id>) loads {_shown(file, id_node)} with device_map="auto" (TRL\'s default for id '
+            f"strings since 0.26; {why}), but this script runs under {setup.describe()} "
+            f"({context.because(file.display)}): every process spreads its copy over every GPU and {consequence}; "
+            f'add "device_map": None to {field}'
+        )
+        edit = _add_none_device_map(file, kwargs, field)
+        made = fix(Applicability.SAFE, f'Add "device_map": None to {field}', edit) if edit else None
+        return self.violation(file, id_node, message, made, context)
+
+
+def _trainer_bases(file: CheckedFile) -> dict[str, str]:
+    """TRL trainer names, and this file's subclasses of them, mapped to the TRL trainer they behave as."""
+    bases = {name: name for name in _KNOWN}
+    classes = {node.name: node for node in file.resolver.index.classes}
+    for _ in range(len(classes)):
+        changed = False
+        for name, node in classes.items():
+            if name in bases:
+                continue
+            for base in node.bases:
+                found = bases.get(last_segment(dotted(base)) or "")
+                if found:
+                    bases[name] = found
+                    changed = True
+                    break
+        if not changed:
+            break
+    return bases
+
+
+def _trainer_written(call: ast.Call, trainer: str) -> str:
+    written = last_segment(dotted(call.func)) or trainer
+    return written if written == trainer else f"{written} (a {trainer})"
+
+
+def _model_arguments(call: ast.Call) -> Iterator[tuple[str, ast.expr]]:
+    for name in _KWARGS_FIELD:
+        value = argument(call, name, 0) if name == "model" else keyword(call, name) and keyword(call, name).value  # type: ignore[union-attr]
+        if value is not None:
+            yield name, value
+
+
+def _is_id(value: object) -> bool:
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str) and bool(value.value)
+    if isinstance(value, ast.Attribute):  # `model_args.model_name_or_path`, unresolved: a command-line argument
+        return bool(_ID_LIKE.search(value.attr))
+    return False
+
+
+def _shown(file: CheckedFile, node: ast.expr) -> str:
+    start, end = file.source.node_span(node)
+    text = file.source.text[start:end]
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _init_kwargs(file: CheckedFile, call: ast.Call, field: str) -> _Kwargs:
+    """The trainer's `field` (model_init_kwargs ...): on the trainer (TRL <= 0.11), on the config call,
+    or assigned to the config object (`training_args.model_init_kwargs = model_kwargs`)."""
+    on_trainer = keyword(call, field)
+    if on_trainer is not None:
+        return _Kwargs(on_trainer.value, None, True)
+    config = argument(call, "args", 1)
+    if config is None:
+        return _Kwargs(None, None, True)  # the trainer builds a default config: no kwargs
+    if any(name == field for name, _, _ in file.resolver.arguments):
+        return _Kwargs(None, None, False)  # passed on the launch's command line
+    key = dotted(config)
+    if key is not None:
+        assigned = file.resolver.bindings(f"{key}.{field}", call)
+        if assigned:
+            values = [b.value for b in assigned if isinstance(b.value, ast.expr)]
+            return _Kwargs(values[0], None, True) if len(values) == 1 else _Kwargs(None, None, False)
+    calls = [c.value for c in file.resolver.candidates(config) if isinstance(c.value, ast.Call)]
+    if len(calls) == 1:
+        found = keyword(calls[0], field)
+        return _Kwargs(found.value if found else None, calls[0], True)
+    # A config from a parser (TrlParser, HfArgumentParser): the field keeps its default, None,
+    # unless the command line sets it, which the launch arguments above would show.
+    return _Kwargs(None, None, True)
+
+
+def _add_none_device_map(file: CheckedFile, kwargs: _Kwargs, field: str) -> Edit | None:
+    value = kwargs.value
+    if isinstance(value, ast.Dict):
+        if not value.keys:
+            start, end = file.source.node_span(value)
+            return Edit(start, end, '{"device_map": None}')
+        start, _ = file.source.node_span(value)
+        return Edit(start + 1, start + 1, '"device_map": None, ')
+    if isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args:
+        _, end = file.source.node_span(value)
+        separator = ", " if value.keywords else ""
+        return Edit(end - 1, end - 1, f"{separator}device_map=None")
+    if value is None and kwargs.config is not None:
+        config = kwargs.config
+        _, end = file.source.node_span(config)
+        separator = ", " if config.args or config.keywords else ""
+        return Edit(end - 1, end - 1, f'{separator}{field}={{"device_map": None}}')
+    return None

@@ -1,0 +1,191 @@
+"""DPL006 manual-placement-before-sharded-trainer."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from placement_lint.analysis.flow import ConsumerKind
+from placement_lint.analysis.names import dotted, keyword, last_segment
+from placement_lint.analysis.placements import ModelLoad
+from placement_lint.distributed import SINGLE, Mode
+from placement_lint.edits import Applicability, Fix
+from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix
+
+_DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
+_WRAPPERS = {"get_peft_model", "prepare_model_for_kbit_training", "prepare_model_for_int8_training"}
+_SHARDING_CONSUMERS = (ConsumerKind.TRAINER, ConsumerKind.PREPARE, ConsumerKind.DEEPSPEED)
+
+
+class ManualPlacementBeforeShardedTrainer(Rule):
+    code = "DPL006"
+    name = "manual-placement-before-sharded-trainer"
+    summary = (
+        "`model.to(device)` / `model.cuda()` before a DeepSpeed/FSDP trainer places the model, or a cast of a bitsandbytes model"
+    )
+    fix_availability = FixAvailability.SOMETIMES
+    triggers = (b".to(", b".cuda(")
+    context_free = True  # casting a bitsandbytes model fails in any setup
+    valid = (
+        # Single process: the Trainer moves it again, harmlessly.
+        'from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\nmodel = AutoModelForCausalLM.from_pretrained("m")\n'
+        'model.to("cuda")\nTrainer(model=model, args=TrainingArguments("out")).train()\n',
+    )
+    invalid = (
+        'from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\nargs = TrainingArguments("out", fsdp="full_shard")\n'
+        'model = AutoModelForCausalLM.from_pretrained("m")\nmodel.to("cuda")\nTrainer(model=model, args=args).train()\n',
+    )
+
+    @classmethod
+    def could_fire_without_context(cls, raw: bytes) -> bool:
+        return cls.could_fire(raw) and any(token in raw for token in (b"load_in_", b"BitsAndBytesConfig", b"_full_eval"))
+
+    def check(self, file: CheckedFile) -> Iterator[Violation]:
+        loads = {id(load.call): load for load in file.analysis_for(SINGLE).model_loads}
+        if not loads:
+            return
+        full_eval = self._full_eval(file)
+        for method in ("to", "cuda"):
+            for call in file.resolver.index.calls_by_name.get(method, []):
+                if not isinstance(call.func, ast.Attribute):
+                    continue
+                load = self._model_of(file, call.func.value, loads, 0)
+                if load is None:
+                    continue
+                move = self._move(call)
+                if move is None:
+                    continue
+                violation = self._judge(file, call, load, move, full_eval)
+                if violation is not None:
+                    yield violation
+
+    def _judge(
+        self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None
+    ) -> Violation | None:
+        written = _text(file, call)
+        if load.quantized and (move == "dtype" or (move == "cuda" and _eight_bit(file, load))):
+            error = (
+                '"You cannot cast a bitsandbytes model in a new `dtype`"'
+                if move == "dtype"
+                else '"Calling `cuda()` is not supported for `8-bit` quantized models"'
+            )
+            message = (
+                f"{written} on a bitsandbytes-quantized model ({load.loader.name}, line {load.loader.line}): transformers "
+                f"raises {error}; the quantized weights are already placed and typed by the load: remove it"
+            )
+            return self.violation(file, call, message, self._fix(file, call), None)
+        if move == "dtype":
+            return None
+        trainers = [c for c in load.consumers if c.kind in _SHARDING_CONSUMERS and _before(call, c.node)]
+        if not trainers:
+            return None
+        consumer = trainers[0]
+        for context in file.contexts.contexts_at(call):
+            setup = context.setup
+            if setup.mode in (Mode.DEEPSPEED, Mode.FSDP) and not setup.single_process:
+                if setup.zero3 and load.after_zero3_config:
+                    break  # built under zero.Init: .to() moves only the partition placeholders
+                framework = "DeepSpeed ZeRO-3" if setup.zero3 else ("FSDP" if setup.mode is Mode.FSDP else "DeepSpeed")
+                message = (
+                    f"{written} puts a full copy of the model on this process's GPU before {consumer.name} (line "
+                    f"{consumer.node.lineno}) hands it to {framework}, but this script runs under {setup.describe()} "  # type: ignore[attr-defined]
+                    f"({context.because(file.display)}): {framework} places the model itself (the Trainer skips its own "
+                    f"move for it), so every rank holds the whole unsharded model on its GPU first (out of memory on big "
+                    f'models; on transformers 4.x with FSDP efficient loading, "Cannot copy out of meta tensor"); remove it'
+                )
+                return self.violation(file, call, message, self._fix(file, call), context)
+        if full_eval is not None and consumer.kind is ConsumerKind.TRAINER:
+            message = (
+                f"{written} puts the full-precision model on the GPU before {consumer.name} (line {consumer.node.lineno}), "  # type: ignore[attr-defined]
+                f"but {full_eval.arg}=True (line {full_eval.lineno}) asks the Trainer to cast it before placing it: the "
+                f"fp32 copy lands on the GPU first (wasted memory, out of memory on big models); remove it"
+            )
+            return self.violation(file, call, message, self._fix(file, call), None)
+        return None
+
+    def _fix(self, file: CheckedFile, call: ast.Call) -> Fix | None:
+        statement = file.resolver.parent(call)
+        owner = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+        standalone = isinstance(statement, ast.Expr)
+        rebinding = (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and owner is not None
+            and dotted(statement.targets[0]) == owner
+        )
+        if not (standalone or rebinding):
+            return None
+        edit = file.remove_statement(statement)  # type: ignore[arg-type]
+        return fix(Applicability.UNSAFE, "Remove the manual placement", edit) if edit else None
+
+    def _model_of(self, file: CheckedFile, owner: ast.expr, loads: dict[int, ModelLoad], depth: int) -> ModelLoad | None:
+        """The model load `owner` holds here: directly, or through a PEFT wrapper."""
+        if depth > 3:
+            return None
+        if isinstance(owner, ast.Call):
+            candidates = [owner]
+        else:
+            candidates = [c.value for c in file.resolver.candidates(owner) if isinstance(c.value, ast.Call)]
+        for value in candidates:
+            if id(value) in loads:
+                return loads[id(value)]
+            name = last_segment(dotted(value.func))
+            if name in _WRAPPERS and value.args:
+                found = self._model_of(file, value.args[0], loads, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    @staticmethod
+    def _move(call: ast.Call) -> str | None:
+        """ "cuda" for .cuda(), "dtype" for a cast, "device" for a move to a GPU, None for the CPU or a non-move."""
+        assert isinstance(call.func, ast.Attribute)
+        if call.func.attr == "cuda":
+            return "cuda"
+        if keyword(call, "dtype") is not None and keyword(call, "device") is None and not call.args:
+            return "dtype"
+        target = call.args[0] if call.args else (keyword(call, "device").value if keyword(call, "device") else None)  # type: ignore[union-attr]
+        if target is None:
+            return None
+        if isinstance(target, ast.Attribute) and target.attr in _DTYPES:
+            return "dtype"
+        if isinstance(target, ast.Constant):
+            if isinstance(target.value, str):
+                return None if target.value.startswith(("cpu", "meta")) else "device"
+            return "device" if isinstance(target.value, int) else None
+        return "device"
+
+    @staticmethod
+    def _full_eval(file: CheckedFile) -> ast.keyword | None:
+        for call in file.resolver.index.calls:
+            for name in ("fp16_full_eval", "bf16_full_eval"):
+                found = keyword(call, name)
+                if found is not None and isinstance(found.value, ast.Constant) and found.value.value is True:
+                    return found
+        return None
+
+
+def _before(call: ast.Call, consumer: ast.AST) -> bool:
+    return (call.lineno, call.col_offset) < (consumer.lineno, consumer.col_offset)  # type: ignore[attr-defined]
+
+
+def _eight_bit(file: CheckedFile, load: ModelLoad) -> bool:
+    found = keyword(load.call, "load_in_8bit")
+    if found is not None:
+        return isinstance(found.value, ast.Constant) and found.value.value is True
+    config = keyword(load.call, "quantization_config")
+    if config is None:
+        return False
+    for candidate in file.resolver.candidates(config.value):
+        value = candidate.value
+        if isinstance(value, ast.Call):
+            flag = keyword(value, "load_in_8bit")
+            if flag is not None and isinstance(flag.value, ast.Constant) and flag.value.value is True:
+                return True
+    return False
+
+
+def _text(file: CheckedFile, call: ast.Call) -> str:
+    start, end = file.source.node_span(call)
+    text = " ".join(file.source.text[start:end].split())
+    return text if len(text) <= 40 else text[:37] + "..."

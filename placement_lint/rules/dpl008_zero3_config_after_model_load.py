@@ -1,0 +1,58 @@
+"""DPL008 zero3-config-after-model-load."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from placement_lint.analysis.names import dotted
+from placement_lint.rules.base import CheckedFile, Rule, Violation
+
+
+class Zero3ConfigAfterModelLoad(Rule):
+    code = "DPL008"
+    name = "zero3-config-after-model-load"
+    summary = "Under DeepSpeed ZeRO-3, a model loaded before the config that makes ZeRO-3 visible to transformers"
+    triggers = (b"from_pretrained",)
+    valid = (
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        'args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})\n'
+        'model = AutoModelForCausalLM.from_pretrained("m")\nTrainer(model=model, args=args).train()\n',
+    )
+    invalid = (
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        'model = AutoModelForCausalLM.from_pretrained("m")\n'
+        'args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})\n'
+        "Trainer(model=model, args=args).train()\n",
+    )
+
+    def check(self, file: CheckedFile) -> Iterator[Violation]:
+        reported: set[int] = set()
+        for variant in file.contexts.variants():
+            if not variant.setup.zero3 or variant.override is not None:
+                continue  # an override says ZeRO-3 but not where its config is built
+            analysis = file.analysis_for(variant.setup, variant.arguments)
+            for load in analysis.model_loads:
+                if id(load.call) in reported or load.after_zero3_config or not load.order_known or load.trained is False:
+                    continue
+                if load.quantized:  # transformers never uses zero.Init for a quantized model, whatever the order
+                    continue
+                context = next(
+                    (c for c in file.contexts.contexts_at(load.call) if c.setup.zero3 and c.arguments == variant.arguments), None
+                )
+                if context is None or any(e.origin == "import" for e in context.deciding):
+                    continue  # an importer builds the config before it calls in here
+                config = analysis.first_zero3_config_after(load.call)
+                if config is None:
+                    later = "no TrainingArguments, TRL config, Accelerator or HfDeepSpeedConfig exists when it loads"
+                    advice = "create HfDeepSpeedConfig(ds_config) (or the TrainingArguments) before the load and keep a reference to it"
+                else:
+                    later = f"{dotted(config.func) or 'the config'}(...) is only created at line {config.lineno}"
+                    advice = f"create {dotted(config.func) or 'it'}(...) before the load and keep it alive"
+                reported.add(id(load.call))
+                message = (
+                    f"{load.loader.name}(...) runs before ZeRO-3 is visible to transformers ({later}), but this script "
+                    f"runs under DeepSpeed ZeRO-3 ({context.because(file.display)}): the load cannot use deepspeed.zero.Init, "
+                    f"so every rank materialises the whole model before DeepSpeed partitions it (N full copies in CPU "
+                    f"RAM, out of memory on big models), and the ZeRO-3 check on device_map is skipped; {advice}"
+                )
+                yield self.violation(file, load.call.func, message, None, context)

@@ -1,0 +1,51 @@
+"""DPL010 model-parallel-flag-hack."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from placement_lint.analysis.names import dotted
+from placement_lint.rules.base import CheckedFile, Rule, Violation, reachable_under
+
+_FLAGS = ("is_parallelizable", "model_parallel")
+
+
+class ModelParallelFlagHack(Rule):
+    code = "DPL010"
+    name = "model-parallel-flag-hack"
+    summary = "`model.is_parallelizable = True` / `model.model_parallel = True` in a script that runs as several processes"
+    triggers = (b"is_parallelizable", b"model_parallel")
+    valid = (
+        # alpaca-lora: naive model parallelism only when the run is not DDP.
+        'import os\nimport torch.distributed as dist\ndist.init_process_group("nccl")\n'
+        'ddp = int(os.environ.get("WORLD_SIZE", 1)) != 1\n'
+        "if not ddp and torch.cuda.device_count() > 1:\n    model.is_parallelizable = True\n    model.model_parallel = True\n",
+        # One process may split the model over its GPUs.
+        "model.is_parallelizable = True\nmodel.model_parallel = True\n",
+    )
+    invalid = ('import torch.distributed as dist\ndist.init_process_group("nccl")\nmodel.is_parallelizable = True\n',)
+
+    def check(self, file: CheckedFile) -> Iterator[Violation]:
+        for node in file.resolver.index.nodes:
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is True):
+                continue
+            for target in node.targets:
+                if not (isinstance(target, ast.Attribute) and target.attr in _FLAGS):
+                    continue
+                owner = dotted(target.value)
+                if owner is None or owner.split(".")[0] in ("self", "cls"):
+                    continue  # a model class setting its own flag is the library's model-parallel code
+                for context in file.contexts.contexts_at(node):
+                    setup = context.setup
+                    if not setup.distributed or setup.single_process or not reachable_under(file, node, setup):
+                        continue
+                    message = (
+                        f"{owner}.{target.attr} = True asks the Trainer for naive model parallelism (one process "
+                        f"spreading the model over its GPUs), but this script runs under {setup.describe()} "
+                        f"({context.because(file.display)}): the two contradict each other. On transformers <= 4.57 "
+                        "the Trainer then skips placing the model and turns off data parallelism; since 5.0 the flag is "
+                        "ignored. Remove it, or set it only when the run is a single process (`if not ddp:`)"
+                    )
+                    yield self.violation(file, node, message, None, context)
+                    break
