@@ -387,7 +387,7 @@ def _in_cells(source: NotebookSource, context: Context, display: str) -> Context
         if evidence.origin != "file" or evidence.path != display or source.notebook is None or not source.notebook.cells:
             return evidence
         cell = source.notebook.cell_at(evidence.line)
-        return replace(evidence, path=f"{display}:cell {cell.number}", line=evidence.line - cell.first_row + 1)
+        return replace(evidence, cell=cell.number, line=evidence.line - cell.first_row + 1)
 
     return replace(context, evidence=tuple(located(e) for e in context.evidence))
 

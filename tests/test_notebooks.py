@@ -491,3 +491,40 @@ def test_every_rule_fixture_finds_and_fixes_the_same_as_a_notebook(case: Path, t
     golden = case.with_name(case.stem + ".fixed.py")
     sources = ["".join(c["source"]) for c in json.loads(path.read_bytes())["cells"] if c["cell_type"] == "code"]
     assert joined(sources, separators) == (golden.read_text(encoding="utf-8") if golden.exists() else text)
+
+
+# -- the machine formats --------------------------------------------------------------------------
+
+
+def test_machine_formats_locate_a_notebook_finding_by_cell(tmp_path: Path) -> None:
+    """A notebook's rows are in its cells, not in the JSON file a CI viewer shows: like ruff, the
+    location formats fall back to line 1 and the text formats name the cell."""
+    import xml.etree.ElementTree as ET
+
+    from test_formats import _official_schema
+
+    (tmp_path / ".git").mkdir()
+    write(
+        tmp_path / "train.ipynb", notebook(IMPORTS, ZERO3_SETUP, "%pip install x\n" + LOADER, "Trainer(model=model, args=args)")
+    )
+
+    def output(name: str) -> str:
+        return cli("check", "--no-cache", "--output-format", name, ".", cwd=tmp_path).stdout
+
+    assert "  cell 3:2:65 DPL001 [*]" in output("grouped")
+    github = output("github")
+    assert "line=1,col=1,endLine=1,endColumn=1," in github and "::train.ipynb:cell 3:2:65: DPL001" in github
+    [issue] = json.loads(output("gitlab"))
+    assert issue["location"] == {"path": "train.ipynb", "lines": {"begin": 1, "end": 1}}
+    case = ET.fromstring(output("junit")).find(".//testcase")
+    assert case is not None and "line" not in case.attrib and case.find("failure").text.startswith("cell 3, line 2, col 65")  # type: ignore[union-attr]
+    log = json.loads(output("sarif"))
+    [result] = log["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 1 and "fixes" not in result
+    assert result["properties"]["cell"] == 3 and result["properties"]["cellLine"] == 2
+    assert result["relatedLocations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "train.ipynb", "uriBaseId": "%SRCROOT%"}
+    }
+    from jsonschema import Draft4Validator
+
+    assert [e.message for e in Draft4Validator(_official_schema()).iter_errors(log)] == []

@@ -37,7 +37,7 @@ def marker(finding: Finding, options: RunOptions) -> str:
     return ""
 
 
-def _where(finding: Finding) -> str:
+def finding_position(finding: Finding) -> str:
     """`train.py:12:5`, or in a notebook `train.ipynb:cell 3:2:15` (ruff's spelling)."""
     cell = f"cell {finding.cell}:" if finding.cell is not None else ""
     return f"{cell}{finding.row}:{finding.column}"
@@ -45,7 +45,7 @@ def _where(finding: Finding) -> str:
 
 def concise(result: RunResult, options: RunOptions, style: Style = plain) -> list[str]:
     return [
-        f"{style(f.display, 'path')}:{_where(f)}: {style(f.code, 'code')} {marker(f, options)}{f.violation.message}"
+        f"{style(f.display, 'path')}:{finding_position(f)}: {style(f.code, 'code')} {marker(f, options)}{f.violation.message}"
         for f in result.findings
     ]
 
@@ -55,7 +55,7 @@ def full(result: RunResult, options: RunOptions, style: Style = plain) -> list[s
     for file in result.files:
         for finding in file.findings:
             lines.append(
-                f"{style(finding.display, 'path')}:{_where(finding)}: "
+                f"{style(finding.display, 'path')}:{finding_position(finding)}: "
                 f"{style(finding.code, 'code')} {marker(finding, options)}{finding.violation.message}"
             )
             lines += _frame(file.source.frame_source(finding.cell) if file.source else None, finding, style)
