@@ -151,6 +151,24 @@ class CheckedFile:
         _, previous_end = self.source.node_span(arguments[position - 1])
         return Edit(_past_closing_parens(text, previous_end, previous_end), end, "")
 
+    def add_keyword(self, call: ast.Call, text: str) -> Edit:
+        """Append `text` (`name=value`) as the call's last argument, keeping any trailing comma and layout."""
+        arguments = [*call.args, *call.keywords]
+        if not arguments:
+            start, end = self.source.node_span(call)
+            opening = self.source.text.index("(", self.source.node_span(call.func)[1], end)
+            return Edit(opening + 1, opening + 1, text)
+        last = max(arguments, key=lambda a: (a.end_lineno, a.end_col_offset))  # type: ignore[attr-defined]
+        start, end = self.source.node_span(last)
+        source = self.source.text
+        end = _past_closing_parens(source, start, end)
+        line_start = source.rfind("\n", 0, start) + 1
+        indent = source[line_start:start]
+        if source.startswith(",", end) and source[end + 1 : end + 2] in ("\r", "\n") and not indent.strip():
+            # One argument per line with a trailing comma: the new argument gets its own line too.
+            return Edit(end + 1, end + 1, f"{self.source.newline}{indent}{text},")
+        return Edit(end, end, f", {text}")
+
     def remove_statement(self, statement: ast.stmt) -> Edit | None:
         """Delete a statement that has its line(s) to itself, with its line ending; None when it shares a line."""
         text = self.source.text
