@@ -19,14 +19,16 @@ from pathlib import Path
 
 import pathspec
 
+from placement_lint.notebook import SUFFIX as NOTEBOOK_SUFFIX
 from placement_lint.settings import Settings
 
 _GLOB = re.compile(r"[*?\[\]/!\\]")
+CHECKED_SUFFIXES = (".py", NOTEBOOK_SUFFIX)
 
 
 @dataclass(frozen=True)
 class Discovered:
-    files: list[Path]  # Python files to check
+    files: list[Path]  # Python files and notebooks to check
     missing: list[Path] = field(default_factory=list)
     others: list[Path] = field(default_factory=list)  # other files the walk's `also` accepted
     walked: tuple[Path, ...] = ()  # the folders walked whole (resolved)
@@ -131,7 +133,7 @@ def _relative(path: Path, base: Path) -> str | None:
 def discover(
     paths: list[Path], settings: Settings, also: Callable[[str], bool] | None = None, force_exclude: bool = False
 ) -> Discovered:
-    """Python files under `paths`; with `also`, the other files whose names it accepts as well."""
+    """Python files and notebooks under `paths`; with `also`, the other files whose names it accepts as well."""
     ignores = _Ignores(settings)
     seen: set[tuple[int, int]] = set()
     files: list[Path] = []
@@ -144,10 +146,15 @@ def discover(
         key = (status.st_dev, status.st_ino)
         if key not in seen:
             seen.add(key)
-            (files if path.name.endswith(".py") else others).append(path)
+            checked = path.name.endswith(CHECKED_SUFFIXES)
+            if checked:
+                files.append(path)
+            # A notebook is checked and may also launch scripts (`!accelerate launch train.py`).
+            if not checked or (also is not None and also(path.name)):
+                others.append(path)
 
     def wanted(name: str) -> bool:
-        return name.endswith(".py") or (also is not None and also(name))
+        return name.endswith(CHECKED_SUFFIXES) or (also is not None and also(name))
 
     for given in paths:
         absolute = Path(os.path.abspath(given))

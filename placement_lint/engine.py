@@ -9,6 +9,7 @@ import ast
 import difflib
 import functools
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,13 +29,17 @@ from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
 from placement_lint.fixes.apply import AppliedFix, Fixable, FixFailed, fix_to_fixed_point
 from placement_lint.fixes.noqa import add_noqa
+from placement_lint.fixes.notebook import NotebookFixError, cell_diff
+from placement_lint.fixes.notebook import rewrite as rewrite_notebook
 from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
+from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, is_notebook, python_bytes, read_source
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.settings import Settings
-from placement_lint.source import SourceError, SourceFile, decode_source, line_starts_of, parse_python
+from placement_lint.source import SourceError, SourceFile, line_starts_of, parse_python
 
 _POSSIBLE = Setup(Mode.POSSIBLE)
+_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
 # one-line list takes CPython's parser seconds and millions of nodes).
 MAX_PYTHON_BYTES = 4 * 1024 * 1024
@@ -72,6 +77,7 @@ class Finding:
     end_row: int
     end_column: int
     noqa_row: int = 0  # the line whose comment can suppress it (0: its first line)
+    cell: int | None = None  # in a notebook: the cell (1-based among all cells); rows and columns are in it
 
     @property
     def code(self) -> str:
@@ -147,6 +153,11 @@ class FileChecker:
 
     def worth_parsing(self, raw: bytes, path: Path) -> bool:
         """The text pre-check: could any enabled rule fire in this file?"""
+        if is_notebook(path):
+            try:
+                raw = python_bytes(path, raw)  # the code cells, not the JSON (which escapes quotes)
+            except SourceError:
+                return True  # check() names the problem
         text = _Scanned(raw)  # several rules ask for the same tokens: look each up once
         candidates = [
             rule for rule in self.rules if rule.could_fire(text) and not (rule.checks_suppressions and self.options.ignore_noqa)
@@ -176,7 +187,7 @@ class FileChecker:
     def from_cache(self, path: Path, violations: list[Violation]) -> FileResult:
         result = FileResult(self.display(path), path=path)
         try:
-            source = decode_source(path, path.read_bytes())
+            source = read_source(path, path.read_bytes())
         except (OSError, SourceError) as exc:
             result.error = str(exc)
             return result
@@ -193,7 +204,7 @@ class FileChecker:
                 raw = path.read_bytes()
             if not prechecked and not self.worth_parsing(raw, path):
                 return result
-            source = decode_source(path, raw)
+            source = read_source(path, raw)
             violations, _ = self._lint(source, result.display)
             result.dependencies = list(self._configs_read)
         except OSError as exc:
@@ -240,6 +251,16 @@ class FileChecker:
                         raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
             violations = [v for v in violations if not noqa.suppressed(directives, noqa.noqa_row(source, v.start), v.code)]
         violations.sort(key=lambda v: (v.start, v.code))
+        if isinstance(source, NotebookSource):
+            # "TrainingArguments(...), line 9" names a row of the joined cells: say which cell, as ruff does.
+            violations = [
+                replace(
+                    v,
+                    message=_LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), v.message),
+                    context=_in_cells(source, v.context, display) if v.context is not None else None,
+                )
+                for v in violations
+            ]
         return violations, contexts
 
     def context_of(self, source: SourceFile, module: ast.Module, display: str) -> FileContext:
@@ -321,6 +342,20 @@ class FileChecker:
         if outcome.text == source.text:
             return violations
         new_source = _with_text(source, outcome.text)
+        # What is written: the fixed text, or for a notebook its JSON with only the changed cells' sources.
+        data, expected, cell_changes = new_source.raw, source.raw, None
+        notebook = source.notebook if isinstance(source, NotebookSource) else None
+        if notebook is not None:
+            try:
+                rewritten = rewrite_notebook(notebook, outcome.text, outcome.passes)
+            except NotebookFixError as exc:
+                result.warnings.append(f"{result.display}: not fixed: {exc}")
+                return violations
+            data, expected, cell_changes = rewritten.raw, notebook.raw, rewritten.changes
+        if self.options.diff and cell_changes is not None:
+            result.diff = cell_diff(result.display, cell_changes)
+            result.fixed = outcome.applied
+            return violations
         if self.options.diff:
             lines = difflib.unified_diff(
                 source.text.splitlines(keepends=True),
@@ -337,7 +372,7 @@ class FileChecker:
         try:
             verify_lossless(source.raw, new_source.raw)
             if write:
-                write_atomically(path, new_source.raw, source.raw)
+                write_atomically(path, data, expected)
         except NotLossless as exc:
             result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")
             return violations
@@ -348,23 +383,16 @@ class FileChecker:
             result.error = f"cannot write fix: {exc.strerror or exc}"
             return violations
         result.fixed = outcome.applied
-        result.source = new_source
+        result.source = read_source(path, data) if notebook is not None else new_source
         return latest
 
     @staticmethod
     def _finding(source: SourceFile, display: str, violation: Violation) -> Finding:
-        row, column = source.position(violation.start)
-        end_row, end_column = source.position(violation.end)
-        return Finding(
-            display,
-            violation,
-            violation.context or Context(),
-            row,
-            column,
-            end_row,
-            end_column,
-            noqa.noqa_row(source, violation.start),
-        )
+        cell, row, column = source.location(violation.start)
+        _, end_row, end_column = source.location(violation.end)
+        noqa_offset = source.line_starts[noqa.noqa_row(source, violation.start) - 1]
+        _, noqa_row, _ = source.location(noqa_offset)
+        return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column, noqa_row, cell)
 
 
 class _Scanned(bytes):
@@ -396,6 +424,18 @@ def _with_text(source: SourceFile, text: str) -> SourceFile:
     return replace(source, text=text, raw=source.encode(text), line_starts=line_starts_of(text))
 
 
+def _in_cells(source: NotebookSource, context: Context, display: str) -> Context:
+    """A notebook's own evidence located by cell (`train.ipynb:cell 4:2`) instead of a row of the joined cells."""
+
+    def located(evidence: Evidence) -> Evidence:
+        if evidence.origin != "file" or evidence.path != display or source.notebook is None or not source.notebook.cells:
+            return evidence
+        cell = source.notebook.cell_at(evidence.line)
+        return replace(evidence, cell=cell.number, line=evidence.line - cell.first_row + 1)
+
+    return replace(context, evidence=tuple(located(e) for e in context.evidence))
+
+
 # -- what `placement-lint context` shows -------------------------------------------------------
 
 
@@ -419,9 +459,9 @@ def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_
         display = checker.display(path)
         try:
             raw = path.read_bytes()
-            if not (checker.has_context_tokens(raw, path) or path in named or show_all):
+            if not (checker.has_context_tokens(python_bytes(path, raw), path) or path in named or show_all):
                 continue
-            source = decode_source(path, raw)
+            source = read_source(path, raw)
             module = parse_python(source)
             contexts = checker.context_of(source, module, display)
         except OSError as exc:
@@ -431,6 +471,8 @@ def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_
             reports.append(FileContextReport(display, [], str(exc)))
             continue
         distinct = contexts.distinct()
+        if isinstance(source, NotebookSource):
+            distinct = [_in_cells(source, context, display) for context in distinct]
         if distinct or path in named or show_all:
             reports.append(FileContextReport(display, distinct))
     return reports
@@ -526,12 +568,13 @@ def run(
                 results.append(checker.from_cache(path, cached))
             continue
         if checker.worth_parsing(raw, path):
-            if len(raw) > MAX_PYTHON_BYTES:
+            limit = MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_PYTHON_BYTES
+            if len(raw) > limit:
                 results.append(
                     FileResult(
                         checker.display(path),
                         path=path,
-                        warnings=[f"{checker.display(path)}: skipped, larger than {MAX_PYTHON_BYTES // 1024 // 1024} MiB"],
+                        warnings=[f"{checker.display(path)}: skipped, larger than {limit // 1024 // 1024} MiB"],
                     )
                 )
                 continue

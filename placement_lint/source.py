@@ -80,6 +80,19 @@ class SourceFile:
     def line_count(self) -> int:
         return len(self.line_starts)
 
+    # Where a position is shown to the user; a notebook (notebook.py) shows its cell and the line in it.
+    def location(self, offset: int) -> tuple[int | None, int, int]:
+        """(cell, row, column) of a character offset; the cell is None outside notebooks."""
+        row, column = self.position(offset)
+        return None, row, column
+
+    def describe_row(self, row: int) -> str:
+        return f"line {row}"
+
+    def frame_source(self, cell: int | None) -> SourceFile:
+        """The text a code frame quotes, whose rows are the reported ones."""
+        return self
+
 
 def line_starts_of(text: str) -> tuple[int, ...]:
     # Python ends a line at \n, \r\n or a lone \r; ast line numbers count the same way.
@@ -111,7 +124,7 @@ def parse_python(source: SourceFile) -> ast.Module:
             warnings.simplefilter("ignore")
             return ast.parse(source.text, filename=str(source.path))
     except SyntaxError as exc:
-        where = f"line {exc.lineno}: " if exc.lineno else ""
+        where = f"{source.describe_row(exc.lineno)}: " if exc.lineno else ""
         raise SourceError(f"cannot parse: {where}{exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise SourceError(f"cannot parse: {exc}") from None

@@ -37,10 +37,11 @@ class Evidence:
     single_process: bool = False  # launch: one process (`python train.py --deepspeed ds.json`, `--num_gpus 1`)
     one_gpu: bool = False  # launch: each process sees one GPU (CUDA_VISIBLE_DEVICES=0, --gpus-per-task 1)
     bypass: bool = False  # launch: ACCELERATE_BYPASS_DEVICE_MAP=true in its environment
+    cell: int | None = None  # in a notebook: the cell, and `line` is the line in it
 
     @property
     def where(self) -> str:
-        return f"{self.path}:{self.line}"
+        return f"{self.path}:cell {self.cell}:{self.line}" if self.cell is not None else f"{self.path}:{self.line}"
 
     def describe(self, here: str) -> str:
         """For a message. Launch evidence already tells its chain; in-file evidence gets its line."""
@@ -49,7 +50,9 @@ class Evidence:
         if self.origin == "import":
             through = f" through {' and '.join(self.chain[1:-1])}" if len(self.chain) > 2 else ""
             return f"{self.chain[0]} is used by {self.chain[-1]}{through}, which is launched by {self.text}"
-        return f"{self.text}, {'line ' + str(self.line) if self.path == here else self.where}"
+        if self.path != here:
+            return f"{self.text}, {self.where}"
+        return f"{self.text}, {'' if self.cell is None else f'cell {self.cell}, '}line {self.line}"
 
     def to_json(self) -> dict[str, object]:
         text = self.text if self.origin == "file" else self.describe(self.path)

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from placement_lint.context.commands import expand
+from placement_lint.notebook import is_notebook, read_notebook
+from placement_lint.source import SourceError
 
 MAX_LAUNCHER_BYTES = 1024 * 1024
 # A launcher file is read only if it mentions one of these.
@@ -44,11 +46,18 @@ class CommandLine:
     text: str  # with known variables expanded
     cwd: Path  # the folder it runs in
     env: tuple[tuple[str, str], ...] = ()  # variables the script exported before the command
+    cell: int | None = None  # in a notebook, the cell (`line` is then the line in it)
+
+    @property
+    def where(self) -> str:
+        return f"cell {self.cell}:{self.line}" if self.cell is not None else str(self.line)
 
 
 def launcher_kind(path: Path, head: bytes) -> str | None:
     """Which extractor reads this file, or None when it cannot hold a launch command."""
     name = path.name
+    if is_notebook(name):
+        return "notebook"
     if path.suffix in _SHELL_SUFFIXES or head.startswith(
         (b"#!/bin/bash", b"#!/bin/sh", b"#!/usr/bin/env bash", b"#!/usr/bin/env sh")
     ):
@@ -85,6 +94,8 @@ def commands_in(path: Path, text: str, kind: str) -> list[CommandLine]:
         return list(_yaml(path, text))
     if kind == "markdown":
         return list(_markdown(path, text))
+    if kind == "notebook":
+        return list(_notebook(path, text))
     return []
 
 
@@ -282,3 +293,19 @@ def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
             body.append(line[len(prefix) :] if line.startswith(prefix) else inner)
         if language in _SHELL_LANGUAGES:
             yield from _shell(path, "\n".join(body), first, path.parent, {})
+
+
+def _notebook(path: Path, text: str) -> Iterator[CommandLine]:
+    """Shell escapes (`!accelerate launch train.py`, `%sx ...`), `%%bash` cells, and `%cd`, which
+    moves every later command; a `!cd` runs in its own shell and moves nothing after it."""
+    try:
+        commands = read_notebook(text.encode("utf-8", "surrogatepass")).shell_commands()
+    except SourceError:
+        return  # the notebook's own check names the problem
+    cwd = path.parent
+    for command in commands:
+        if command.kind == "cd":
+            cwd = _change_directory(path, cwd, command.text)
+            continue
+        for line in _shell(path, command.text, command.row, cwd, {}):
+            yield replace(line, cell=command.cell)

@@ -23,6 +23,7 @@ from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import Evidence, Kind
 from placement_lint.context.launch_files import LAUNCH_TOKENS, MAX_LAUNCHER_BYTES, CommandLine, commands_in, launcher_kind
 from placement_lint.discover import repository_files
+from placement_lint.notebook import MAX_NOTEBOOK_BYTES, is_notebook
 from placement_lint.settings import Settings
 
 _IMPORT_DEPTH = 3
@@ -61,6 +62,7 @@ def launcher_name(name: str) -> bool:
             ".md",
             ".markdown",
             ".rst",
+            ".ipynb",
         }
         or suffix == ""
     )
@@ -117,7 +119,7 @@ def build_repo_context(
             if target is None:
                 continue
             resolved = _resolve(launch, command, configs)
-            where = f"{display(command.source)}:{command.line}"
+            where = f"{display(command.source)}:{command.where}"
             text = f"{where} ({_short(launch.text)})"
             if resolved.details:
                 text += f", {resolved.details}"
@@ -148,7 +150,7 @@ def build_repo_context(
 
 def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
     try:
-        if path.stat().st_size > MAX_LAUNCHER_BYTES:
+        if path.stat().st_size > (MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_LAUNCHER_BYTES):
             if launcher_kind(path, b"") in ("shell", "make", "docker", "procfile"):  # a big README or YAML is just data
                 context.warnings.append(f"{path.relative_to(context.root)}: skipped, larger than {MAX_LAUNCHER_BYTES} bytes")
             return []

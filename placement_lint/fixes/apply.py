@@ -37,6 +37,7 @@ class AppliedFix:
 class FixOutcome:
     text: str
     applied: list[AppliedFix] = field(default_factory=list)
+    passes: list[list[Edit]] = field(default_factory=list)  # the edits of each pass, on the text before it
     converged: bool = True
 
 
@@ -84,7 +85,6 @@ def fix_to_fixed_point(
     """`lint` re-checks a text and returns (code, fix, start) triples; it raises FixFailed if the text does not parse."""
     outcome = FixOutcome(text)
     findings = first
-    passes: list[list[Edit]] = []
     starts = line_starts_of(text)
     for _ in range(MAX_PASSES):
         fixable = [(code, fix, start) for code, fix, start in findings if fix is not None and fix.applicability in allowed]
@@ -98,8 +98,8 @@ def fix_to_fixed_point(
         findings = lint(new_text)  # raises FixFailed: the caller keeps the original
         outcome.text = new_text
         for code, fix, start in chosen:
-            row = bisect.bisect_right(starts, original_offset(start, passes))
+            row = bisect.bisect_right(starts, original_offset(start, outcome.passes))
             outcome.applied.append(AppliedFix(code, fix.message, row, fix.applicability))
-        passes.append(edits)
+        outcome.passes.append(edits)
     outcome.converged = False
     return outcome

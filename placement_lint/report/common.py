@@ -77,9 +77,9 @@ def located(result: RunResult, root: SourceRoot) -> list[Located]:
 
 
 def _flagged_text(file: FileResult, finding: Finding) -> str:
-    source = file.source
-    if source is None:
+    if file.source is None:
         return finding.violation.message
+    source = file.source.frame_source(finding.cell)  # a notebook's rows are in the finding's cell
     rows = range(finding.row, min(finding.end_row, source.line_count) + 1)
     return " ".join(" ".join(source.line(row) for row in rows).split())
 

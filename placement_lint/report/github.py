@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from placement_lint.report.common import SourceRoot, located, problems
+from placement_lint.report.text import finding_position
 from placement_lint.rules import rule_by_code
 
 if TYPE_CHECKING:
@@ -33,15 +34,17 @@ def render(report: Report) -> str:
     for item in located(report.result, root):
         finding = item.finding
         rule = rule_by_code(finding.code)
+        # A notebook's rows are in its cells, not in the file GitHub shows: line 1, as ruff does.
+        span = (1, 1, 1, 1) if finding.cell is not None else (finding.row, finding.column, finding.end_row, finding.end_column)
         lines.append(
             command(
                 "error",
-                f"{finding.display}:{finding.row}:{finding.column}: {finding.code} {finding.violation.message}",
+                f"{finding.display}:{finding_position(finding)}: {finding.code} {finding.violation.message}",
                 file=item.path,
-                line=finding.row,
-                col=finding.column,
-                endLine=finding.end_row,
-                endColumn=finding.end_column,
+                line=span[0],
+                col=span[1],
+                endLine=span[2],
+                endColumn=span[3],
                 title=f"{finding.code} {rule.name}" if rule else finding.code,
             )
         )

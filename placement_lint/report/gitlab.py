@@ -31,7 +31,13 @@ def render(report: Report) -> str:
             "check_name": item.finding.code,
             "fingerprint": item.fingerprint,
             "severity": "major",
-            "location": {"path": item.path, "lines": {"begin": item.finding.row, "end": item.finding.end_row}},
+            # A notebook's rows are in its cells, not in the file GitLab shows: line 1, as ruff does.
+            "location": {
+                "path": item.path,
+                "lines": {"begin": 1, "end": 1}
+                if item.finding.cell is not None
+                else {"begin": item.finding.row, "end": item.finding.end_row},
+            },
         }
         for item in located(report.result, root)
     ]

@@ -17,11 +17,13 @@ def render(report: Report) -> str:
     for file in report.result.files:
         if not file.findings:
             continue
-        row_width = max(len(str(f.row)) for f in file.findings)
+        # In a notebook the row is in a cell: `cell 3:2:15`, as ruff groups them.
+        row_width = max(len(str(f.row) if f.cell is None else f"cell {f.cell}:{f.row}") for f in file.findings)
         column_width = max(len(str(f.column)) for f in file.findings)
         lines.append(f"{style(file.display, 'path')}:")
         for finding in file.findings:
-            position = f"{str(finding.row).rjust(row_width)}:{str(finding.column).ljust(column_width)}"
+            row = str(finding.row) if finding.cell is None else f"cell {finding.cell}:{finding.row}"
+            position = f"{row.rjust(row_width)}:{str(finding.column).ljust(column_width)}"
             lines.append(
                 f"  {position} {style(finding.code, 'code')} {marker(finding, report.options)}{finding.violation.message}"
             )

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def _location(source, offset: int) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    row, column = source.position(offset)
+    _, row, column = source.location(offset)  # in a notebook, the row in its cell (as ruff)
     return {"row": row, "column": column}
 
 
@@ -37,7 +37,7 @@ def finding_json(file: FileResult, finding: Finding, cwd: Path) -> dict[str, obj
         }
     rule = rule_by_code(finding.code)
     return {
-        "cell": None,
+        "cell": finding.cell,
         "code": finding.code,
         "message": violation.message,
         "filename": str((cwd / finding.display).resolve()) if not Path(finding.display).is_absolute() else finding.display,

@@ -53,16 +53,13 @@ def render(report: Report) -> str:
 
     for item in located(report.result, root):
         finding = item.finding
-        case = suite(finding.display).case(
-            f"{TOOL}.{finding.code}",
-            _classname(finding.display),
-            file=item.path,
-            line=str(finding.row),
-            column=str(finding.column),
-        )
+        # A notebook's rows are in its cells, not in the file: no line attribute, as ruff does.
+        position = {} if finding.cell is not None else {"line": str(finding.row), "column": str(finding.column)}
+        case = suite(finding.display).case(f"{TOOL}.{finding.code}", _classname(finding.display), file=item.path, **position)
         message = _xml_text(finding.violation.message)
         failure = ET.SubElement(case, "failure", message=message, type=finding.code)
-        failure.text = f"line {finding.row}, col {finding.column}, {message}"
+        cell = "" if finding.cell is None else f"cell {finding.cell}, "
+        failure.text = f"{cell}line {finding.row}, col {finding.column}, {message}"
         suites[finding.display].failures += 1
     for problem in problems(report.result):
         target = suite(problem.display or TOOL)

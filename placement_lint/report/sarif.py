@@ -111,20 +111,26 @@ def _result(item: Located, root: SourceRoot, index: dict[str, int]) -> dict[str,
             {
                 "physicalLocation": {
                     **location,
-                    "region": _region(finding.row, finding.column, finding.end_row, finding.end_column, snippet),
+                    "region": _region(finding.row, finding.column, finding.end_row, finding.end_column, snippet)
+                    if finding.cell is None
+                    else _region(1, 1, 1, 1, snippet),
                 }
             }
         ],
         "partialFingerprints": {FINGERPRINT_KEY: item.fingerprint},
         "properties": {"setup": finding.context.setup.describe()},
     }
+    if finding.cell is not None:
+        # A notebook's rows are in its cells, not in the JSON file a viewer shows: the region is
+        # line 1 (as ruff's other formats fall back), the cell and row are properties.
+        result["properties"] = {**result["properties"], "cell": finding.cell, "cellLine": finding.row}  # type: ignore[dict-item]
     related = [_related(number, evidence, finding.display, root) for number, evidence in enumerate(finding.context.deciding, 1)]
     if related:
         result["relatedLocations"] = related
     if finding.context.override is not None:
         result["properties"] = {**result["properties"], "setBy": finding.context.override.source}  # type: ignore[dict-item]
     fix = violation.fix
-    if fix is not None and file.source is not None:
+    if fix is not None and file.source is not None and finding.cell is None:  # edits in a notebook's cells, not its file
         source = file.source
         result["fixes"] = [
             {
@@ -149,6 +155,6 @@ def _result(item: Located, root: SourceRoot, index: dict[str, int]) -> dict[str,
 
 def _related(number: int, evidence: Evidence, here: str, root: SourceRoot) -> dict[str, object]:
     physical: dict[str, object] = _artifact(root, evidence.path)
-    if evidence.line >= 1:
+    if evidence.line >= 1 and evidence.cell is None:
         physical["region"] = {"startLine": evidence.line}
     return {"id": number, "physicalLocation": physical, "message": {"text": evidence.describe(here)}}

@@ -37,9 +37,15 @@ def marker(finding: Finding, options: RunOptions) -> str:
     return ""
 
 
+def finding_position(finding: Finding) -> str:
+    """`train.py:12:5`, or in a notebook `train.ipynb:cell 3:2:15` (ruff's spelling)."""
+    cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+    return f"{cell}{finding.row}:{finding.column}"
+
+
 def concise(result: RunResult, options: RunOptions, style: Style = plain) -> list[str]:
     return [
-        f"{style(f.display, 'path')}:{f.row}:{f.column}: {style(f.code, 'code')} {marker(f, options)}{f.violation.message}"
+        f"{style(f.display, 'path')}:{finding_position(f)}: {style(f.code, 'code')} {marker(f, options)}{f.violation.message}"
         for f in result.findings
     ]
 
@@ -49,10 +55,10 @@ def full(result: RunResult, options: RunOptions, style: Style = plain) -> list[s
     for file in result.files:
         for finding in file.findings:
             lines.append(
-                f"{style(finding.display, 'path')}:{finding.row}:{finding.column}: "
+                f"{style(finding.display, 'path')}:{finding_position(finding)}: "
                 f"{style(finding.code, 'code')} {marker(finding, options)}{finding.violation.message}"
             )
-            lines += _frame(file.source, finding, style)
+            lines += _frame(file.source.frame_source(finding.cell) if file.source else None, finding, style)
             fix = finding.violation.fix
             if fix is not None:
                 suffix = "" if fix.applicability is Applicability.SAFE else " (unsafe fix)"

@@ -1,0 +1,341 @@
+"""Read Jupyter notebooks: the code cells as one Python text, with a map back to each cell and line.
+
+The JSON is read with `json` and nothing in it is run. IPython syntax is not Python (`%pip install
+x`, `!torchrun ...`, `files = !ls`, `model?`, a `%%bash` cell), so each such line is masked with a
+placeholder that parses at the same indentation and keeps the line's break: every other line keeps
+its row and its columns, and the fix writer can prove that no edit touched a masked line.
+
+Cells are numbered as Jupyter and ruff number them: 1-based among all cells, markdown included.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from placement_lint.source import UTF8_BOM, SourceError, SourceFile, decode_source, line_starts_of
+
+SUFFIX = ".ipynb"
+# Outputs (plots, tables) make notebooks far bigger than their code; the code is what is parsed.
+MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
+PLACEHOLDER = "pass"
+SHELL_VALUE = "__ipython_shell__"  # what `x = !ls` binds: a name nothing defines, so never resolved
+# Cell magics whose body is Python (ruff keeps the same ones); any other cell magic masks its cell.
+PYTHON_CELL_MAGICS = frozenset({"capture", "debug", "prun", "pypy", "python", "python3", "time", "timeit"})
+SHELL_CELL_MAGICS = frozenset({"bash", "sh", "script"})
+_BREAK = re.compile(r"(\r\n|\r|\n)")
+_ASSIGN_ESCAPE = re.compile(r"^([ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*)([!%])")
+_SHELL_MAGIC = re.compile(r"^%(?:sx|system)\b\s*")
+_CD_MAGIC = re.compile(r"^%cd\b(?:\s+-[qb])*\s*")
+
+
+def is_notebook(path: Path | str) -> bool:
+    return str(path).endswith(SUFFIX)
+
+
+@dataclass(frozen=True)
+class Masked:
+    row: int  # 0-based line of its cell
+    original: str  # the line as written, without its line break
+    placeholder: str
+    pinned: bool = False  # a cell magic's first line: nothing may be inserted before it
+
+
+@dataclass(frozen=True)
+class CodeCell:
+    number: int  # 1-based among all cells
+    source: str  # as stored (a list of lines joined)
+    python: str  # masked, ending in a line break (a synthetic "\n" when the source has none)
+    synthetic_newline: bool
+    masked: tuple[Masked, ...]
+    start: int  # character offset of the cell in the joined text
+    first_row: int  # 1-based row of its first line in the joined text
+    magic: str | None  # the cell magic (`%%bash` -> "bash"), if any
+
+    @property
+    def rows(self) -> int:
+        return len(line_starts_of(self.python)) - 1
+
+
+@dataclass(frozen=True)
+class ShellCommand:
+    cell: int  # cell number
+    row: int  # 1-based line in the cell
+    text: str
+    kind: str  # "escape" (`!cmd`, `%sx cmd`), "script" (a %%bash cell's body), "cd" (`%cd path`)
+
+
+@dataclass(frozen=True)
+class Notebook:
+    raw: bytes
+    text: str  # the JSON text, decoded, without a BOM
+    bom: bool
+    data: dict = field(repr=False)  # type: ignore[type-arg]
+    cells: tuple[CodeCell, ...]  # the code cells of a Python notebook, in order
+    python: str  # the code cells, masked and joined
+
+    def cell_at(self, row: int) -> CodeCell:
+        """The code cell holding a row (1-based) of the joined text."""
+        index = bisect.bisect_right([cell.first_row for cell in self.cells], row) - 1
+        return self.cells[max(0, index)]
+
+    def shell_commands(self) -> list[ShellCommand]:
+        """What the notebook runs in a shell, in order: launch commands may hide there."""
+        found: list[ShellCommand] = []
+        for cell in self.cells:
+            if cell.magic is not None:
+                name, _, arguments = cell.magic.partition(" ")
+                if name in SHELL_CELL_MAGICS and (name != "script" or arguments.split()[:1] in (["bash"], ["sh"])):
+                    first = cell.masked[0].row  # the magic's own line
+                    body = "\n".join(_BREAK.split(cell.source)[0::2][first + 1 :])
+                    found.append(ShellCommand(cell.number, first + 2, body, "script"))
+                continue
+            masked = list(cell.masked)
+            i = 0
+            while i < len(masked):
+                line = masked[i]
+                code = line.original.strip()
+                assigned = _ASSIGN_ESCAPE.match(line.original)
+                if assigned:
+                    code = line.original[assigned.end(1) :].strip()
+                lines = [code]
+                while lines[-1].endswith("\\") and i + 1 < len(masked) and masked[i + 1].row == masked[i].row + 1:
+                    i += 1
+                    lines.append(masked[i].original)
+                text = "\n".join(lines)
+                if text.startswith("!"):
+                    found.append(ShellCommand(cell.number, line.row + 1, text.lstrip("!"), "escape"))
+                elif _SHELL_MAGIC.match(text):
+                    found.append(ShellCommand(cell.number, line.row + 1, _SHELL_MAGIC.sub("", text, count=1), "escape"))
+                elif _CD_MAGIC.match(text):
+                    found.append(ShellCommand(cell.number, line.row + 1, _CD_MAGIC.sub("", text, count=1).strip("\"'"), "cd"))
+                i += 1
+        return found
+
+
+def read_notebook(raw: bytes) -> Notebook:
+    """Parse a notebook's JSON; a file that is not a notebook raises SourceError with the reason."""
+    bom = raw.startswith(UTF8_BOM)
+    try:
+        text = raw[len(UTF8_BOM) :].decode("utf-8") if bom else raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"cannot decode notebook: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"cannot read notebook: invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise SourceError("cannot read notebook: the JSON nests too deeply") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise SourceError('cannot read notebook: no "cells" list at the top level')
+    cells: list[CodeCell] = []
+    parts: list[str] = []
+    offset, row = 0, 1
+    python_notebook = _is_python(data.get("metadata"))
+    for index, cell in enumerate(data["cells"]):
+        if not isinstance(cell, dict):
+            raise SourceError(f"cannot read notebook: cell {index + 1} is not an object")
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(line, str) for line in source):
+            source = "".join(source)
+        elif not isinstance(source, str):
+            raise SourceError(f'cannot read notebook: cell {index + 1}: "source" is neither a string nor a list of strings')
+        if cell.get("cell_type") != "code" or not python_notebook:
+            continue
+        masked_text, masked, magic = mask(source)
+        synthetic = not masked_text.endswith("\n")
+        python = masked_text + ("\n" if synthetic else "")
+        code_cell = CodeCell(index + 1, source, python, synthetic, masked, offset, row, magic)
+        cells.append(code_cell)
+        parts.append(python)
+        offset += len(python)
+        row += code_cell.rows
+    return Notebook(raw, text, bom, data, tuple(cells), "".join(parts))
+
+
+def _is_python(metadata: object) -> bool:
+    """As ruff: a notebook whose language_info names another language (R, Julia) has no Python to check."""
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("language_info"), dict):
+        return True
+    name = metadata["language_info"].get("name")
+    return not isinstance(name, str) or name.lower() == "python"
+
+
+# -- masking ------------------------------------------------------------------------------------
+
+
+def mask(source: str) -> tuple[str, tuple[Masked, ...], str | None]:
+    """`source` with its IPython lines replaced by placeholders; the masked lines; the cell magic."""
+    pieces = _BREAK.split(source)
+    contents, breaks = pieces[0::2], [*pieces[1::2], ""]
+    masked: list[Masked] = []
+    magic = None
+    first = next((i for i, line in enumerate(contents) if line.strip()), None)
+    if first is not None and contents[first].startswith("%%"):
+        magic = contents[first][2:].strip()
+        masked.append(Masked(first, contents[first], PLACEHOLDER, pinned=True))
+        if magic.split(" ", 1)[0] not in PYTHON_CELL_MAGICS:
+            # Blank lines parse as they are (and the empty text after a final line break is no line).
+            masked += [Masked(i, contents[i], PLACEHOLDER) for i in range(first + 1, len(contents)) if contents[i].strip()]
+        else:
+            masked += _mask_lines(contents, first + 1)
+    else:
+        masked = _mask_lines(contents, 0)
+    for line in masked:
+        contents[line.row] = line.placeholder
+    return "".join(c + b for c, b in zip(contents, breaks, strict=True)), tuple(masked), magic
+
+
+def _mask_lines(contents: list[str], start: int) -> list[Masked]:
+    """IPython escapes at the start of a statement (never inside brackets, strings or a continued line)."""
+    masked: list[Masked] = []
+    depth, quote, continued = 0, None, False
+    i = start
+    while i < len(contents):
+        line = contents[i]
+        if depth == 0 and quote is None and not continued:
+            replacement = _escape_placeholder(line)
+            if replacement is not None:
+                masked.append(Masked(i, line, replacement))
+                indent = line[: len(line) - len(line.lstrip())]
+                # `!accelerate launch \` goes on over the next lines: one command, all masked.
+                while contents[i].rstrip().endswith("\\") and i + 1 < len(contents) and contents[i + 1].strip():
+                    i += 1
+                    masked.append(Masked(i, contents[i], indent + PLACEHOLDER))
+                i += 1
+                continue
+        depth, quote, continued = _scan(line, depth, quote)
+        i += 1
+    return masked
+
+
+def _escape_placeholder(line: str) -> str | None:
+    stripped = line.lstrip()
+    indent = line[: len(line) - len(stripped)]
+    if stripped.startswith(("!", "%", "?")):
+        return indent + PLACEHOLDER
+    assigned = _ASSIGN_ESCAPE.match(line)
+    if assigned:
+        return assigned.group(1) + SHELL_VALUE
+    code = line[: _code_end(line)].rstrip()
+    if code.endswith("?") and code.strip():  # `model?`, `model.forward??`: never Python
+        return indent + PLACEHOLDER
+    return None
+
+
+def _code_end(line: str) -> int:
+    """Where a line's comment starts (its length if none), ignoring `#` in strings."""
+    quote = None
+    i = 0
+    while i < len(line):
+        char = line[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif line.startswith(quote, i):
+                i += len(quote) - 1
+                quote = None
+        elif char == "#":
+            return i
+        elif char in "\"'":
+            quote = line[i : i + 3] if line[i : i + 3] in ('"""', "'''") else char
+            i += len(quote) - 1
+        i += 1
+    return len(line)
+
+
+def _scan(line: str, depth: int, quote: str | None) -> tuple[int, str | None, bool]:
+    """Bracket depth and open triple-quoted string after `line`, and whether it ends in a backslash."""
+    i = 0
+    while i < len(line):
+        char = line[i]
+        if quote:
+            if char == "\\":
+                i += 2
+                continue
+            if line.startswith(quote, i):
+                i += len(quote)
+                quote = None
+                continue
+        elif char == "#":
+            break
+        elif char in "\"'":
+            quote = line[i : i + 3] if line[i : i + 3] in ('"""', "'''") else char
+            i += len(quote)
+            continue
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(0, depth - 1)
+        i += 1
+    continued = line.endswith("\\") and (quote is None or len(quote) == 1)
+    if quote is not None and len(quote) == 1 and not continued:
+        quote = None  # a one-line string left open is a syntax error, not a string going on
+    return depth, quote, continued
+
+
+# -- the notebook as a source file ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NotebookSource(SourceFile):
+    """A notebook seen as its Python: `text` and `raw` are the joined code cells, so rules, fixes
+    and the lossless check work as on a .py file; `notebook` maps them back to cells."""
+
+    notebook: Notebook | None = field(default=None, repr=False, compare=False)
+
+    def _cell_and_row(self, row: int) -> tuple[CodeCell, int]:
+        assert self.notebook is not None
+        cell = self.notebook.cell_at(row)
+        return cell, row - cell.first_row + 1
+
+    def location(self, offset: int) -> tuple[int | None, int, int]:
+        row, column = self.position(offset)
+        if self.notebook is None or not self.notebook.cells:
+            return None, row, column
+        cell, cell_row = self._cell_and_row(row)
+        return cell.number, cell_row, column
+
+    def describe_row(self, row: int) -> str:
+        if self.notebook is None or not self.notebook.cells:
+            return super().describe_row(row)
+        cell, cell_row = self._cell_and_row(row)
+        return f"cell {cell.number}, line {cell_row}"
+
+    def frame_source(self, cell: int | None) -> SourceFile:
+        """The cell as written (magics included), for a code frame with the cell's own line numbers."""
+        if self.notebook is None or cell is None:
+            return self
+        found = next((c for c in self.notebook.cells if c.number == cell), None)
+        if found is None:
+            return self
+        text = found.source
+        return SourceFile(self.path, _encode(text), text, "utf-8", False, line_starts_of(text))
+
+
+def decode_notebook(path: Path, raw: bytes) -> NotebookSource:
+    notebook = read_notebook(raw)
+    text = notebook.python
+    return NotebookSource(path, _encode(text), text, "utf-8", False, line_starts_of(text), notebook=notebook)
+
+
+def read_source(path: Path, raw: bytes) -> SourceFile:
+    """A .py file decoded, or a notebook's code cells joined: what the rules read."""
+    return decode_notebook(path, raw) if is_notebook(path) else decode_source(path, raw)
+
+
+def python_bytes(path: Path, raw: bytes) -> bytes:
+    """What the text pre-checks should look at: a notebook's joined code, a .py file's bytes."""
+    if not is_notebook(path):
+        return raw
+    return _encode(read_notebook(raw).python)
+
+
+def _encode(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # JSON can spell a lone surrogate (\ud800); Python source cannot hold one
+        raise SourceError("cannot read notebook: a code cell holds a lone surrogate") from None
