@@ -512,6 +512,10 @@ def repo_contexts(
         # When the walk covered the whole root, its launcher candidates are already known.
         covered = any(root.is_relative_to(w) for w in found.walked)
         launchers = [p for p in found.others if p.resolve().is_relative_to(root)] if covered else None
+        if not covered and repository_root(root) is None:
+            # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
+            # speak for it, or a file in a home folder would make us read the whole home folder.
+            launchers = _launchers_beside(root)
         cached = load_repo_context(cache_folder, root, launchers) if cache_folder is not None else None
         if cached is None:
             cached = build_repo_context(root, settings, display, folders, launchers)
@@ -519,6 +523,13 @@ def repo_contexts(
                 save_repo_context(cache_folder, cached)
         contexts.append(cached)
     return contexts
+
+
+def _launchers_beside(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if launcher_name(p.name) and p.is_file())
+    except OSError:
+        return []
 
 
 def run(

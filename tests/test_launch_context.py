@@ -71,3 +71,20 @@ def test_launch_reaches_a_loader_through_a_plain_helper_module(tmp_path: Path) -
     (tmp_path / "loader.py").write_text('def load():\n    return X.from_pretrained("m", device_map="auto")\n')
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
+
+
+def test_a_file_named_alone_outside_a_repository_reads_only_the_launchers_beside_it(tmp_path: Path) -> None:
+    """No .git and no pyproject.toml: the folder beside the file speaks for it, not every folder below
+    (checking ~/train.py must not read the whole home folder)."""
+    (tmp_path / "train.py").write_text(
+        'from transformers import AutoModelForCausalLM, Trainer\nm = AutoModelForCausalLM.from_pretrained("x", device_map="auto")\n'
+        "Trainer(model=m).train()\n"
+    )
+    (tmp_path / "z3.yaml").write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n")
+    nested = tmp_path / "old" / "experiments"
+    nested.mkdir(parents=True)
+    (nested / "run.sh").write_text("accelerate launch --config_file ../../z3.yaml ../../train.py\n")
+    settings = Settings(root=tmp_path, codes=CODES)
+    assert run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings == []
+    (tmp_path / "run.sh").write_text("accelerate launch --config_file z3.yaml train.py\n")
+    assert "DPL001" in {f.code for f in run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings}
