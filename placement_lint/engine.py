@@ -37,6 +37,8 @@ if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diff
     from placement_lint.fixes.apply import AppliedFix, Fixable
 
 _POSSIBLE = Setup(Mode.POSSIBLE)
+# Script arguments that library dataclasses read (TRL's ModelConfig), which no file of the repository declares.
+_LIBRARY_FIELDS = frozenset({"load_in_4bit", "load_in_8bit"})
 _LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
 # one-line list takes CPython's parser seconds and millions of nodes).
@@ -271,7 +273,7 @@ class FileChecker:
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
         external, used = self._launch_evidence(source.path)
-        fields = frozenset(resolver.field_defaults()) if external else frozenset()
+        fields = frozenset(resolver.field_defaults()) | _LIBRARY_FIELDS if external else frozenset()
         return FileContext(module, found, override, external, used, fields)
 
     def _override(self, source: SourceFile, display: str) -> Override | None:

@@ -121,7 +121,8 @@ class Resolver:
         def lookup(expr: ast.expr) -> list[ast.expr | None]:
             return [c.value if isinstance(c.value, ast.expr) else None for c in self.candidates(expr, depth=6)]
 
-        return evaluate_truth(test, self.setup, lookup)
+        passed = frozenset(name for name, value, _ in self.arguments if value.lower() not in ("false", "0", "no", "none", ""))
+        return evaluate_truth(test, self.setup, lookup, passed)
 
     # -- bindings --------------------------------------------------------------------------
 

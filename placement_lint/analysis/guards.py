@@ -33,6 +33,16 @@ class _Unknown:
 
 UNKNOWN = _Unknown()
 
+
+class _Object:
+    """Some object that is not None (a constructed instance): enough for `x is not None` and `if x:`."""
+
+    def __repr__(self) -> str:
+        return "OBJECT"
+
+
+OBJECT = _Object()
+
 WORLD_ENV = {"WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"}
 RANK_ENV = {"LOCAL_RANK", "RANK", "SLURM_PROCID", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}
 # Flags whose name says "this run is distributed" (`ddp`, `is_distributed`, `args.use_ddp`).
@@ -41,23 +51,27 @@ _DISTRIBUTED_FLAG = re.compile(r"^(is_|use_|using_)?(ddp|distributed|multi_gpu|m
 Lookup = Callable[[ast.expr], list[ast.expr | None]]
 
 
-def evaluate_truth(expr: ast.expr, setup: Setup, lookup: Lookup) -> bool | None:
-    value = _Evaluator(setup, lookup).value(expr, 0)
+def evaluate_truth(expr: ast.expr, setup: Setup, lookup: Lookup, passed: frozenset[str] = frozenset()) -> bool | None:
+    """`passed`: the script arguments the launch sets to a true value (`--load_in_4bit true`)."""
+    value = _Evaluator(setup, lookup, passed).value(expr, 0)
     return _truth(value)
 
 
 def _truth(value: object) -> bool | None:
     if value is UNKNOWN:
         return None
+    if value is OBJECT:
+        return True
     if isinstance(value, Span):
         return True if value.low > 0 else None
     return bool(value)
 
 
 class _Evaluator:
-    def __init__(self, setup: Setup, lookup: Lookup) -> None:
+    def __init__(self, setup: Setup, lookup: Lookup, passed: frozenset[str] = frozenset()) -> None:
         self.setup = setup
         self.lookup = lookup
+        self.passed = passed
         # None when the setup is only "possibly" distributed: then every distributed condition is unknown.
         self.multi: bool | None = None if setup.mode is Mode.POSSIBLE else setup.distributed and not setup.single_process
 
@@ -192,8 +206,10 @@ class _Evaluator:
             return self._pick(Span(2, float("inf")), 1)
         if func in ("get_rank", "get_local_rank"):
             return self._pick(Span(0, float("inf")), 0)
-        if func == "PartialState" or func == "Accelerator":
-            return UNKNOWN
+        if func == "get_quantization_config" and self.passed & {"load_in_4bit", "load_in_8bit"}:
+            return OBJECT  # TRL builds a BitsAndBytesConfig when the launch asks for 4/8-bit
+        if func[:1].isupper() and func not in ("PartialState", "Accelerator"):
+            return OBJECT  # `BitsAndBytesConfig(...)`: an instance, never None
         return UNKNOWN
 
     def _compare(self, expr: ast.Compare, depth: int) -> object:
@@ -227,6 +243,10 @@ _ORDER = {
 
 def _compare(op: ast.cmpop, left: object, right: object) -> object:
     if left is UNKNOWN or right is UNKNOWN:
+        return UNKNOWN
+    if left is OBJECT or right is OBJECT:
+        if isinstance(op, (ast.Is, ast.IsNot)) and None in (left, right):
+            return isinstance(op, ast.IsNot)
         return UNKNOWN
     if isinstance(op, (ast.Is, ast.IsNot)):
         if isinstance(left, Span) or isinstance(right, Span):

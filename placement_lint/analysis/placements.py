@@ -27,7 +27,7 @@ TRL_INIT_KWARGS = ("model_init_kwargs", "ref_model_init_kwargs", "teacher_model_
 # arguments objects, an explicit HfDeepSpeedConfig, an Accelerator with a DeepSpeed plugin.
 _ZERO3_CONFIG = {"TrainingArguments", "Seq2SeqTrainingArguments", "Accelerator", "HfDeepSpeedConfig"}
 # What sets this process's CUDA device (so `None` + bitsandbytes lands on the right GPU): the above and PartialState.
-_DISTRIBUTED_STATE = _ZERO3_CONFIG | {"PartialState"}
+_DISTRIBUTED_STATE = _ZERO3_CONFIG | {"PartialState", "set_device"}
 _ARGUMENT_PARSING = {"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file", "parse_json_file", "parse_dict"}
 
 
@@ -141,13 +141,15 @@ class PlacementAnalysis:
     @cached_property
     def model_loads(self) -> list[ModelLoad]:
         found = []
-        for call in self.resolver.index.calls_by_name.get("from_pretrained", []):
+        calls = self.resolver.index.calls_by_name
+        # `from_config` builds the model too (under zero.Init when ZeRO-3 is live), without weights.
+        for call in [*calls.get("from_pretrained", []), *calls.get("from_config", []), *calls.get("_from_config", [])]:
             if not isinstance(call.func, ast.Attribute):
                 continue
             owner = last_segment(dotted(call.func.value))
             if not owner or _NOT_A_MODEL.search(owner):
                 continue
-            loader = Loader(call, LoaderKind.FROM_PRETRAINED, f"{owner}.from_pretrained")
+            loader = Loader(call, LoaderKind.FROM_PRETRAINED, f"{owner}.{call.func.attr}")
             found.append(
                 ModelLoad(
                     loader,

@@ -106,7 +106,10 @@ class CheckedFile:
             if not variant.setup.distributed:
                 continue
             analysis = self.analysis_for(variant.setup, variant.arguments)
+            resolver = self.resolver_for(variant.setup, variant.arguments)
             for device_map in analysis.device_maps:
+                if not self._decided(device_map, resolver):
+                    continue
                 contexts = self.contexts.contexts_at(device_map.loader.node)
                 context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
                 key = (
@@ -117,6 +120,17 @@ class CheckedFile:
                     seen.add(key)
                     found.append((device_map, context))
         return found
+
+    def _decided(self, device_map: DeviceMap, resolver: Resolver) -> bool:
+        """The run takes this value: every condition on its way is known to hold (a flag the launch does
+        not set, `if args.use_peft:` read by argparse, leaves it undecided), and it is not the `except`
+        fallback of a `try` whose body binds the value the launch uses."""
+        if any(resolver.truth(test) is None for test, _ in device_map.candidate.guards):
+            return False
+        return not any(
+            isinstance(step, ast.AST) and any(isinstance(a, ast.ExceptHandler) for a in self.resolver.ancestors(step))
+            for step in device_map.candidate.via
+        )
 
     def placed(self, *kinds: Placement) -> list[tuple[DeviceMap, Context]]:
         """The device_maps whose value is one of `kinds`, except those TRL resets to None itself."""

@@ -23,8 +23,8 @@ _AUTO_WHEN_KWARGS_SET = {"CPOTrainer", "ORPOTrainer", "BCOTrainer"}
 _UNGUARDED_TEACHER = {"GKDTrainer", "MiniLLMTrainer"}
 _KNOWN = _ALWAYS_AUTO | _AUTO_WHEN_KWARGS_SET | _UNGUARDED_TEACHER | TRL_GUARDED_TRAINERS
 # Which config field each model argument's id string is loaded with.
-_KWARGS_FIELD = {"model": "model_init_kwargs", "reward_funcs": "model_init_kwargs", "ref_model": "model_init_kwargs",
-                 "teacher_model": "teacher_model_init_kwargs"}  # fmt: skip
+# String `reward_funcs` are loaded with a plain from_pretrained (no "auto" default), so they are not here.
+_KWARGS_FIELD = {"model": "model_init_kwargs", "ref_model": "model_init_kwargs", "teacher_model": "teacher_model_init_kwargs"}
 _ID_LIKE = re.compile(r"(name_or_path|model_id|model_name|_path|_repo|checkpoint)$", re.I)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from placement_lint.analysis.names import keyword
+from placement_lint.analysis.names import dotted, keyword
 from placement_lint.analysis.placements import ModelLoad
 from placement_lint.context.evidence import Context
 from placement_lint.distributed import Mode
@@ -56,7 +56,9 @@ class ImplicitGpu0Loader(Rule):
                 unsloth = load.loader.name.split(".")[0] in _UNSLOTH
                 if unsloth and (setup.mode is not Mode.DDP or not self._unsloth_branch_runs(file, load, variant)):
                     continue  # unsloth trains with DDP only; an opt-in `if args.use_unsloth:` the launch leaves off
-                if not unsloth and not (load.quantized and not self._state_exists(load, variant)):
+                if not unsloth and not (
+                    load.quantized and not self._state_exists(load, variant) and not self._inside_device_block(file, load)
+                ):
                     continue
                 if not reachable_under(file, load.call, setup):
                     continue
@@ -90,6 +92,17 @@ class ImplicitGpu0Loader(Rule):
     @staticmethod
     def _state_exists(load: ModelLoad, context: Context) -> bool:
         return any(e.origin == "import" for e in context.deciding) or load.after_distributed_state
+
+    @staticmethod
+    def _inside_device_block(file: CheckedFile, load: ModelLoad) -> bool:
+        """`with torch.cuda.device(local_rank):` makes that GPU current for the load."""
+        for ancestor in file.resolver.ancestors(load.call):
+            if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+                for item in ancestor.items:
+                    call = item.context_expr
+                    if isinstance(call, ast.Call) and (dotted(call.func) or "").endswith("cuda.device"):
+                        return True
+        return False
 
     def _violation(self, file: CheckedFile, load: ModelLoad, context: Context, unsloth: bool) -> Violation:
         setup = context.setup

@@ -29,9 +29,7 @@ _SHARDING_CONSUMERS = (ConsumerKind.TRAINER, ConsumerKind.PREPARE, ConsumerKind.
 class ManualPlacementBeforeShardedTrainer(Rule):
     code = "DPL006"
     name = "manual-placement-before-sharded-trainer"
-    summary = (
-        "`model.to(device)` / `model.cuda()` before a DeepSpeed/FSDP trainer places the model, or a cast of a bitsandbytes model"
-    )
+    summary = "`model.to(device)` / `model.cuda()` before ZeRO-3 or FSDP shards the model, or a cast of a bitsandbytes model"
     fix_availability = FixAvailability.SOMETIMES
     triggers = (b".to(", b".cuda(")
     context_free = True  # casting a bitsandbytes model fails in any setup
@@ -96,10 +94,11 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         consumer = trainers[0]
         for context in file.contexts.contexts_at(call):
             setup = context.setup
-            if setup.mode in (Mode.DEEPSPEED, Mode.FSDP) and not setup.single_process:
+            # ZeRO-0/1/2 engines move the whole module to the GPU themselves: there the move is only redundant.
+            if (setup.zero3 or setup.mode is Mode.FSDP) and not setup.single_process:
                 if setup.zero3 and load.after_zero3_config:
                     break  # built under zero.Init: .to() moves only the partition placeholders
-                framework = "DeepSpeed ZeRO-3" if setup.zero3 else ("FSDP" if setup.mode is Mode.FSDP else "DeepSpeed")
+                framework = "DeepSpeed ZeRO-3" if setup.zero3 else "FSDP"
                 message = (
                     f"{written} puts a full copy of the model on this process's GPU before {consumer.name} (line "
                     f"{consumer.node.lineno}) hands it to {framework}, but this script runs under {setup.describe()} "  # type: ignore[attr-defined]

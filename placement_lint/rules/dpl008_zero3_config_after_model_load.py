@@ -31,7 +31,9 @@ class Zero3ConfigAfterModelLoad(Rule):
     def could_fire(cls, raw: bytes) -> bool:
         # The file itself builds what makes ZeRO-3 visible (or hands the model to DeepSpeed): modules that
         # only load under their importer's setup are judged at the importer.
-        return b"from_pretrained" in raw and (any(t in raw for t in _ZERO3_CONFIG_TOKENS) or _trl_config_call(raw))
+        return (b"from_pretrained" in raw or b"from_config" in raw) and (
+            any(t in raw for t in _ZERO3_CONFIG_TOKENS) or _trl_config_call(raw)
+        )
 
     valid = (
         "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"

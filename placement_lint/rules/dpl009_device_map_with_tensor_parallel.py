@@ -14,7 +14,8 @@ from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violat
 
 _TENSOR_PARALLEL = ("tp_plan", "tp_size", "distributed_config")
 _TENSOR_PARALLEL_ARGUMENT = re.compile(rb"[(,\s](tp_plan|tp_size|distributed_config)\s*=[^=]")
-_ANY_LAUNCH = Setup(Mode.POSSIBLE)  # context-free: a value guarded on the world size counts either way
+# Context-free: judged for one process and for several, each on its own (a world-size condition picks one).
+_SETUPS = (Setup(Mode.SINGLE), Setup(Mode.DDP))
 
 
 class DeviceMapWithTensorParallel(Rule):
@@ -41,11 +42,12 @@ class DeviceMapWithTensorParallel(Rule):
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         for call in file.resolver.index.calls_by_name.get("from_pretrained", []):
             device_map = keyword(call, "device_map")
-            if device_map is None or not self._set(file, device_map.value):
+            if device_map is None:
                 continue
-            parallel = next((kw for kw in call.keywords if kw.arg in _TENSOR_PARALLEL and self._tensor_parallel(file, kw)), None)
-            if parallel is None:
+            found = self._together(file, call, device_map)
+            if found is None:
                 continue
+            parallel, guarded = found
             error = (
                 '"Tensor parallelism and `device_map` are mutually exclusive."'
                 if parallel.arg == "distributed_config"
@@ -55,30 +57,49 @@ class DeviceMapWithTensorParallel(Rule):
                 f"device_map={written(file, device_map.value)} together with {parallel.arg}= (line {parallel.lineno}): "
                 f"tensor parallelism places every weight itself, and transformers raises {error}; remove device_map"
             )
-            edit = fix(Applicability.SAFE, "Remove device_map", file.remove_keyword(call, device_map))
+            # A map chosen by a condition may serve the runs without tensor parallelism: removing it is a judgement.
+            applicability = Applicability.UNSAFE if guarded else Applicability.SAFE
+            edit = fix(applicability, "Remove device_map", file.remove_keyword(call, device_map))
             yield self.violation(file, device_map, message, edit, None)
 
     @staticmethod
-    def _set(file: CheckedFile, value: ast.expr) -> bool:
-        """Some path gives the argument a known non-None value."""
-        resolver = file.resolver_for(_ANY_LAUNCH)
-        return any(
-            classify(c.value, resolver.candidates).placement not in (Placement.NONE, Placement.UNKNOWN)
-            for c in resolver.candidates(value)
-        )
-
-    @staticmethod
-    def _tensor_parallel(file: CheckedFile, argument: ast.keyword) -> bool:
-        for candidate in file.resolver_for(_ANY_LAUNCH).candidates(argument.value):
-            value = candidate.value
-            if not isinstance(value, ast.expr) or (isinstance(value, ast.Constant) and value.value is None):
+    def _together(file: CheckedFile, call: ast.Call, device_map: ast.keyword) -> tuple[ast.keyword, bool] | None:
+        """A tensor-parallel argument that some run passes together with a non-None map: under one
+        setup (a world-size condition picks one or the other), on paths whose conditions agree."""
+        for setup in _SETUPS:
+            resolver = file.resolver_for(setup)
+            maps = [
+                c
+                for c in resolver.candidates(device_map.value)
+                if classify(c.value, resolver.candidates).placement not in (Placement.NONE, Placement.UNKNOWN)
+            ]
+            if not maps:
                 continue
-            if argument.arg != "distributed_config":
-                return True
-            size = _tp_size(value)
-            if size is not None and size > 1:
-                return True
+            for argument in call.keywords:
+                if argument.arg not in _TENSOR_PARALLEL:
+                    continue
+                for parallel in resolver.candidates(argument.value):
+                    if not _tensor_parallel(argument.arg, parallel.value):
+                        continue
+                    for chosen in maps:
+                        if _compatible(chosen.guards, parallel.guards):
+                            return argument, bool(chosen.guards)
+        return None
+
+
+def _tensor_parallel(name: str, value: object) -> bool:
+    if not isinstance(value, ast.expr) or (isinstance(value, ast.Constant) and value.value is None):
         return False
+    if name != "distributed_config":
+        return True
+    size = _tp_size(value)
+    return size is not None and size > 1
+
+
+def _compatible(first: tuple[tuple[ast.expr, bool], ...], second: tuple[tuple[ast.expr, bool], ...]) -> bool:
+    """No condition is taken one way on the first path and the other way on the second."""
+    taken = {ast.dump(test): outcome for test, outcome in first}
+    return all(taken.get(ast.dump(test), outcome) == outcome for test, outcome in second)
 
 
 def _tp_size(config: ast.expr) -> int | None:

@@ -44,8 +44,9 @@ class ModelParallelFlagHack(Rule):
                         f"{owner}.{target.attr} = True asks the Trainer for naive model parallelism (one process "
                         f"spreading the model over its GPUs), but this script runs under {setup.describe()} "
                         f"({context.because(file.display)}): the two contradict each other. On transformers <= 4.57 "
-                        "the Trainer then skips placing the model and turns off data parallelism; since 5.0 the flag is "
-                        "ignored. Remove it, or set it only when the run is a single process (`if not ddp:`)"
+                        "the Trainer then treats the model as split over GPUs (is_model_parallel) and skips placing it; "
+                        "since 5.0 the flag is ignored. Remove it, or set it only when the run is a single process "
+                        "(`if not ddp:`)"
                     )
                     yield self.violation(file, node, message, None, context)
                     break
