@@ -42,7 +42,9 @@ class TrlModelIdAutoDefault(Rule):
     name = "trl-model-id-auto-default"
     summary = 'A model id string given to a TRL trainer that loads it with `device_map="auto"` in a distributed run'
     fix_availability = FixAvailability.SOMETIMES
-    triggers = (b"Trainer",)
+    # A subclass from another module need not say Trainer (`from custom import MyXPO`); its file
+    # usually imports a TRL config, or names its trainers module.
+    triggers = (b"Trainer", b"trainer", b"trl")
     valid = (
         # SFTTrainer resets device_map to None itself under DDP and DeepSpeed.
         'from trl import SFTConfig, SFTTrainer\nargs = SFTConfig("out", deepspeed="ds.json")\n'
@@ -59,7 +61,7 @@ class TrlModelIdAutoDefault(Rule):
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         bases = _trainer_bases(file)
         for call in file.resolver.index.calls:
-            trainer = bases.get(last_segment(file.imports.qualify(call.func)) or "")
+            trainer = bases.get(last_segment(file.imports.qualify(call.func)) or "") or _imported_trainer(file, call.func)
             if trainer is None:
                 continue
             for name, value in _model_arguments(call):
@@ -136,8 +138,17 @@ class TrlModelIdAutoDefault(Rule):
         return self.violation(file, id_node, message, made, context)
 
 
+def _imported_trainer(file: CheckedFile, name: ast.expr) -> str | None:
+    """The TRL trainer a class imported from the repository's modules subclasses (`CustomSFT` -> SFTTrainer)."""
+    written = dotted(name)
+    if not written:
+        return None
+    return next((base for base in file.ancestors(written) if base in _KNOWN), None)
+
+
 def _trainer_bases(file: CheckedFile) -> dict[str, str]:
-    """TRL trainer names, and this file's subclasses of them, mapped to the TRL trainer they behave as."""
+    """TRL trainer names, and this file's subclasses of them (also through a class imported from the
+    repository), mapped to the TRL trainer they behave as."""
     bases = {name: name for name in _KNOWN}
     classes = {node.name: node for node in file.resolver.index.classes}
     for _ in range(len(classes)):
@@ -146,7 +157,7 @@ def _trainer_bases(file: CheckedFile) -> dict[str, str]:
             if name in bases:
                 continue
             for base in node.bases:
-                found = bases.get(last_segment(dotted(base)) or "")
+                found = bases.get(last_segment(dotted(base)) or "") or _imported_trainer(file, base)
                 if found:
                     bases[name] = found
                     changed = True
