@@ -137,6 +137,7 @@ class FileChecker:
         self.launches = launches or {}
         self._configs_read: list[Path] = []  # the configs the last file's in-file evidence looked at
         self._classes: ImportedClasses | None = None  # the last file's: the modules it read are dependencies
+        self._modules_parsed: dict[Path, object] = {}  # for the class lookups of every file this checker checks
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
@@ -278,7 +279,7 @@ class FileChecker:
         root = repository_root(source.path) or source.path.parent
         configs = ConfigReader(root)
         self._configs_read = configs.read
-        self._classes = ImportedClasses(module, source.path, root)
+        self._classes = ImportedClasses(module, source.path, root, self._modules_parsed)  # type: ignore[arg-type]
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
         external, used, consumers = self._launch_evidence(source.path)

@@ -150,12 +150,14 @@ def test_a_changed_base_class_in_another_module_rechecks_the_file_that_imports_i
     (tmp_path / ".git").mkdir()
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 4 train.py\n")
     (tmp_path / "trainers.py").write_text("from trl import SFTTrainer\n\n\nclass Custom(SFTTrainer):\n    pass\n")
-    (tmp_path / "train.py").write_text('from trainers import Custom\n\nCustom(model="Qwen/Qwen2.5-0.5B").train()\n')
+    (tmp_path / "train.py").write_text(
+        'from trl import SFTConfig\nfrom trainers import Custom\n\nCustom(model="Qwen/Qwen2.5-0.5B", args=SFTConfig("out")).train()\n'
+    )
     assert check(tmp_path) == [], "SFTTrainer resets the map itself under DDP"
     (tmp_path / "trainers.py").write_text(
         "from trl.experimental.online_dpo import OnlineDPOTrainer\n\n\nclass Custom(OnlineDPOTrainer):\n    pass\n"
     )
-    assert check(tmp_path) == [("train.py", 3, "DPL004")]
+    assert check(tmp_path) == [("train.py", 4, "DPL004")]
 
 
 def test_a_changed_base_class_refreshes_what_an_importer_tells_the_helper(tmp_path: Path) -> None:

@@ -157,13 +157,12 @@ class ModelFlow:
 
     def _loads_in(self, key: str, scope: ast.AST) -> list[ast.Name | ast.Attribute]:
         """Reads of `key` in `scope`, including functions nested in it."""
+        loads = self.index.loads_by_name.get(key, [])
         if scope is self.module:
-            return self.index.loads_by_name.get(key, [])
-        return [
-            node
-            for node in ast.walk(scope)
-            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) == key
-        ]
+            return loads
+        # Filtered from the module's index rather than walking the scope again: the same nodes, in
+        # the same (breadth-first) order, without a walk per question.
+        return [node for node in loads if any(a is scope for a in self.resolver.ancestors(node))]
 
     def _find_uses(self, key: str, assignment: ast.AST, depth: int) -> list[Consumer]:
         scope = self.resolver.scope_of(assignment)

@@ -8,9 +8,11 @@ every module read is a dependency of the file's cached result, as the configs it
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import dotted, last_segment
 from placement_lint.context.repo import IMPORT_DEPTH, module_file
 
@@ -34,18 +36,24 @@ class ImportedClasses:
     Names a base was imported under are given as imported (`class C(Base)` with `from trl import
     SFTTrainer as Base` gives "SFTTrainer")."""
 
-    def __init__(self, module: ast.Module, path: Path, root: Path) -> None:
+    def __init__(self, module: ast.Module, path: Path, root: Path, parsed: dict[Path, _Module | None] | None = None) -> None:
+        """`parsed`: modules already read, shared by the lookups of one run over a repository's files."""
+        self.module = module
         self.path = path
         self.root = root.resolve()
         self.read: list[Path] = []  # the modules looked at, for the result cache
-        self._own = _imports_of(module)
+        self._parsed = parsed if parsed is not None else {}
+        self._own: dict[str, _Binding] | None = None  # built at the first question: most files never ask
         self._modules: dict[Path, _Module | None] = {}
         self._known: dict[str, tuple[str, ...]] = {}
 
     def __call__(self, written: str) -> tuple[str, ...]:
         if written not in self._known:
             head, _, rest = written.partition(".")
-            binding = self._own.get(head)
+            if self._own is None:
+                self._own = _imports_of(index_of(self.module).nodes)  # imports inside main() count too
+            # Classes are named in CapWords: `get_peft_model(...)` is not worth reading a package for.
+            binding = self._own.get(head) if written.rpartition(".")[2][:1].isupper() else None
             located = self._locate(binding, rest, self.path, 0) if binding is not None else None
             found: list[str] = []
             if located is not None:
@@ -102,25 +110,42 @@ class ImportedClasses:
         module = None
         if len(self._modules) < _MAX_MODULES and path != self.path:
             self.read.append(path)
-            try:
-                raw = path.read_bytes()
-                if len(raw) <= _MAX_BYTES and (b"class" in raw or b"import" in raw):
-                    tree = ast.parse(raw)
-                    classes = {
-                        node.name: [d for d in map(dotted, node.bases) if d]
-                        for node in tree.body
-                        if isinstance(node, ast.ClassDef)
-                    }
-                    module = _Module(classes, _imports_of(tree))
-            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-                module = None
+            if path not in self._parsed:
+                self._parsed[path] = _parse(path)
+            module = self._parsed[path]
         self._modules[path] = module
         return module
 
 
-def _imports_of(module: ast.Module) -> dict[str, _Binding]:
+def _parse(path: Path) -> _Module | None:
+    try:
+        raw = path.read_bytes()
+        if len(raw) > _MAX_BYTES or not (b"class" in raw or b"import" in raw):
+            return None
+        tree = ast.parse(raw)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    classes = {node.name: [d for d in map(dotted, node.bases) if d] for node in tree.body if isinstance(node, ast.ClassDef)}
+    return _Module(classes, _imports_of(_top_level(tree.body)))
+
+
+def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """A module's statements outside functions and classes: `try: from .x import A` counts."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, (ast.If, ast.Try, ast.With)):
+            for name in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(statement, name, [])
+                for item in inner:
+                    if isinstance(item, ast.ExceptHandler):
+                        yield from _top_level(item.body)
+                    else:
+                        yield from _top_level([item])
+
+
+def _imports_of(nodes: Iterable[ast.AST]) -> dict[str, _Binding]:
     bindings: dict[str, _Binding] = {}
-    for node in ast.walk(module):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:

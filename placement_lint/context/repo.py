@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.flow import Consumer, ModelFlow
+from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable, dotted
 from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader, zero_stage_of
@@ -462,6 +463,7 @@ def _follow_returns(
     from placement_lint.distributed import SINGLE
 
     calls: dict[Path, dict[Path, dict[str, list[ast.Call]]]] = {}
+    modules_parsed: dict[Path, object] = {}  # shared by the importers' class lookups
     parsed: dict[Path, tuple[Resolver, ImportTable, ImportedClasses]] = {}
     pending = set(edges)
     for _ in range(IMPORT_DEPTH):
@@ -477,25 +479,40 @@ def _follow_returns(
                 continue
             if importer not in parsed:
                 resolver = Resolver(summary.module, SINGLE)
-                classes = ImportedClasses(summary.module, importer, context.root)
+                classes = ImportedClasses(summary.module, importer, context.root, modules_parsed)  # type: ignore[arg-type]
                 parsed[importer] = (resolver, ImportTable.of(summary.module, resolver.index.nodes), classes)
             resolver, imports, classes = parsed[importer]
             # A fresh flow each pass: what it finds depends on the importer's own remote consumers.
             flow = ModelFlow(summary.module, imports, resolver, context.consumers.get(importer), classes)
             where = display(importer)
             for target, by_name in wanted.items():
-                known = context.consumers.setdefault(target, {})
                 for name, nodes in by_name.items():
-                    found = [c.elsewhere(where) for call in nodes for c in flow.consumers(call)]
-                    new = tuple(c for c in dict.fromkeys(found) if c not in known.get(name, ()))
-                    if new:
-                        known[name] = known.get(name, ()) + new
-                        changed.add(target)
+                    found = tuple(dict.fromkeys(c.elsewhere(where) for call in nodes for c in flow.consumers(call)))
+                    # `from alignment import get_model` reaches alignment/__init__.py, which re-exports
+                    # model_utils.get_model: the loader is there.
+                    for module, function in _definitions(summaries, target, name, context.root):
+                        known = context.consumers.setdefault(module, {})
+                        new = tuple(c for c in found if c not in known.get(function, ()))
+                        if new:
+                            known[function] = known.get(function, ()) + new
+                            changed.add(module)
         pending = {path for path in changed if path in edges}
         if not pending:
             break
     context.consumers = {path: uses for path, uses in context.consumers.items() if uses}
     return sorted({path for _, _, classes in parsed.values() for path in classes.read})
+
+
+def _definitions(summaries: dict[Path, _ModuleSummary | None], module: Path, name: str, root: Path) -> list[tuple[Path, str]]:
+    """`module.name`, and where it is defined when `module` only re-exports it (a package's __init__.py)."""
+    found = [(module, name)]
+    for _ in range(IMPORT_DEPTH):
+        summary = summaries.get(found[-1][0])
+        origin = summary.reexport(found[-1][1], root) if summary is not None else None
+        if origin is None or origin in found:
+            break
+        found.append(origin)
+    return found
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -611,6 +628,21 @@ class _ModuleSummary:
                     found.setdefault(target, set()).add(alias.name)
         return [(target, frozenset(names)) for target, names in found.items() if names and target != self.path]
 
+    def reexport(self, name: str, root: Path) -> tuple[Path, str] | None:
+        """The repository module and name `name` is imported from here (`from .model_utils import get_model`)."""
+        for node in self.imports_:
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for alias in node.names:
+                if (alias.asname or alias.name) != name or alias.name == "*":
+                    continue
+                base = node.module or ""
+                if module_file(f"{base}.{alias.name}" if base else alias.name, node.level, self.path, root) is not None:
+                    return None  # a submodule, not a function
+                target = module_file(base, node.level, self.path, root)
+                return (target, alias.name) if target is not None else None
+        return None
+
     def calls_into(self, root: Path) -> dict[Path, dict[str, list[ast.Call]]]:
         """This module's calls of functions of the repository's modules, by module and function name:
         `load_model(...)` after `from model_utils import load_model`, `utils.load_model(...)` after
@@ -639,9 +671,7 @@ class _ModuleSummary:
         found: dict[Path, dict[str, list[ast.Call]]] = {}
         if not functions and not modules:
             return found
-        for node in ast.walk(self.module):
-            if not isinstance(node, ast.Call):
-                continue
+        for node in index_of(self.module).calls:  # the index the flow over this module uses too
             func = node.func
             if isinstance(func, ast.Name) and func.id in functions:
                 target, name = functions[func.id]

@@ -42,9 +42,7 @@ class TrlModelIdAutoDefault(Rule):
     name = "trl-model-id-auto-default"
     summary = 'A model id string given to a TRL trainer that loads it with `device_map="auto"` in a distributed run'
     fix_availability = FixAvailability.SOMETIMES
-    # A subclass from another module need not say Trainer (`from custom import MyXPO`); its file
-    # usually imports a TRL config, or names its trainers module.
-    triggers = (b"Trainer", b"trainer", b"trl")
+    triggers = (b"Trainer",)
     valid = (
         # SFTTrainer resets device_map to None itself under DDP and DeepSpeed.
         'from trl import SFTConfig, SFTTrainer\nargs = SFTConfig("out", deepspeed="ds.json")\n'
@@ -57,6 +55,11 @@ class TrlModelIdAutoDefault(Rule):
         "from trl.experimental.online_dpo import OnlineDPOConfig, OnlineDPOTrainer\n"
         'args = OnlineDPOConfig("out", deepspeed="ds.json")\nOnlineDPOTrainer(model="Qwen/Qwen2.5-0.5B", args=args)\n',
     )
+
+    @classmethod
+    def could_fire(cls, raw: bytes) -> bool:
+        # A trainer subclass from another module need not say Trainer (`MyXPO(model=..., args=XPOConfig(...))`).
+        return super().could_fire(raw) or (b"model=" in raw and b"Config" in raw)
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         bases = _trainer_bases(file)
