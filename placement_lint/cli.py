@@ -154,10 +154,11 @@ def check(
             )
         )
     restrict = _changed_files(changed_since, targets, cwd, settings, quiet) if changed_since is not None else None
-    from placement_lint.report.progress import ProgressBar, progress_wanted
+    bar = None
+    if sys.stderr.isatty():  # never a bar in a log: and no import of it either
+        from placement_lint.report.progress import ProgressBar, progress_wanted
 
-    wanted = progress_wanted(sys.stderr.isatty(), os.environ, output_format or "full", quiet)
-    bar = ProgressBar() if wanted else None
+        bar = ProgressBar() if progress_wanted(True, os.environ, output_format or "full", quiet) else None
     _interrupt_on_sigterm()
     try:
         result = run(

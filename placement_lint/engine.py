@@ -6,13 +6,13 @@ Reporting is the caller's job (`report/`); this module returns data.
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pathspec
 
@@ -28,16 +28,14 @@ from placement_lint.context.repo import Launched, RepoContext, build_repo_contex
 from placement_lint.discover import Discovered, discover, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
-from placement_lint.fixes.apply import AppliedFix, Fixable, FixFailed, fix_to_fixed_point
-from placement_lint.fixes.noqa import add_noqa
-from placement_lint.fixes.notebook import NotebookFixError, cell_diff
-from placement_lint.fixes.notebook import rewrite as rewrite_notebook
-from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, is_notebook, python_bytes, read_source
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.settings import Settings
 from placement_lint.source import SourceError, SourceFile, line_starts_of, parse_python
+
+if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diffs or adds noqa
+    from placement_lint.fixes.apply import AppliedFix, Fixable
 
 _POSSIBLE = Setup(Mode.POSSIBLE)
 _NOT_LAUNCHED = Launched((), frozenset(), {})
@@ -327,6 +325,13 @@ class FileChecker:
     def _fix(
         self, path: Path, source: SourceFile, violations: list[Violation], result: FileResult, write: bool
     ) -> list[Violation]:
+        import difflib
+
+        from placement_lint.fixes.apply import FixFailed, fix_to_fixed_point
+        from placement_lint.fixes.notebook import NotebookFixError, cell_diff
+        from placement_lint.fixes.notebook import rewrite as rewrite_notebook
+        from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
+
         if not source.round_trips:
             result.warnings.append(f"{result.display}: not fixed: its text does not encode back to the same bytes")
             return violations
@@ -631,6 +636,9 @@ def run(
 def add_noqa_comments(result: RunResult) -> None:
     """`--add-noqa`: suppress every remaining finding with a comment on its line, written like a fix
     (atomically, only if the file is unchanged since it was read, LibCST round trip first)."""
+    from placement_lint.fixes.noqa import add_noqa
+    from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
+
     for file in result.files:
         source = file.source
         if not file.findings or source is None or file.path is None or file.error:

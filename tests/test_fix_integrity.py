@@ -56,7 +56,7 @@ def test_fix_is_refused_when_the_file_changed_on_disk(tmp_path: Path, monkeypatc
         target.write_text(source + "# someone else's edit\n")
         real(target, data, expected)
 
-    monkeypatch.setattr("placement_lint.engine.write_atomically", edit_then_write)
+    monkeypatch.setattr("placement_lint.fixes.write.write_atomically", edit_then_write)
     result = lint_file(path, fix=True)
     assert any("changed while it was being checked" in w for w in result.warnings)
     assert path.read_text().endswith("# someone else's edit\n")

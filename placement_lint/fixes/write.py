@@ -76,16 +76,29 @@ def _write(path: Path, data: bytes, expected: bytes) -> None:
     target = path.resolve()  # write through a symlink, never replace the link itself
     if target.read_bytes() != expected:
         raise ChangedOnDisk(str(path))
-    mode = stat.S_IMODE(target.stat().st_mode)
+    replace_file(target, data, stat.S_IMODE(target.stat().st_mode))
+
+
+def replace_file(target: Path, data: bytes, mode: int | None) -> None:
+    """Put `data` at `target` whole or not at all: a temp file in the same folder, fsync, `os.replace`.
+
+    `mode`: the permission bits to keep; None for a new file (0666 less the umask, as `open` gives).
+    """
     handle, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".placement-lint")
     try:
         with os.fdopen(handle, "wb") as temp:
             temp.write(data)
             temp.flush()
             os.fsync(temp.fileno())
-        os.chmod(temp_name, mode)
+        os.chmod(temp_name, mode if mode is not None else 0o666 & ~_umask())
         os.replace(temp_name, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp_name)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
