@@ -20,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from placement_lint import __version__
+from placement_lint.analysis.flow import Consumer, ConsumerKind
 from placement_lint.context.evidence import Context, Evidence, Kind, Override
 from placement_lint.context.repo import RepoContext, import_lines_digest
 from placement_lint.distributed import Mode, Setup
@@ -143,6 +144,10 @@ def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None) -
         context.candidates = [Path(p) for p in data["candidates"]]
         context.inputs = [Path(p) for p in data["inputs"]]
         context.import_only = {Path(p) for p in digests}
+        context.consumers = {
+            Path(p): {name: tuple(_consumer(c) for c in items) for name, items in by_name.items()}
+            for p, by_name in data["consumers"].items()
+        }
         return context
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -156,9 +161,18 @@ def save_repo_context(folder: Path, context: RepoContext) -> None:
         "import_only": {str(p): _digest(p) for p in context.import_only},
         "by_file": {str(p): [_evidence_json(e) for e in items] for p, items in context.by_file.items()},
         "used": {str(p): sorted(names) for p, names in context.used.items()},
+        "consumers": {
+            str(p): {name: [[c.kind.value, c.name, c.where] for c in items] for name, items in by_name.items()}
+            for p, by_name in context.consumers.items()
+        },
         "warnings": context.warnings,
     }
     _write_json(_repo_file(folder, context.root), data)
+
+
+def _consumer(data: list[str]) -> Consumer:
+    kind, name, where = data
+    return Consumer(ConsumerKind(kind), name, None, where)
 
 
 def _digest(path: Path) -> str | None:

@@ -20,10 +20,11 @@ from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
 from placement_lint.cache import Cache, content_hash, load_repo_context, save_repo_context
+from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Context, Evidence, FileContext, Override
 from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
-from placement_lint.context.repo import RepoContext, build_repo_context, launcher_name
+from placement_lint.context.repo import Launched, RepoContext, build_repo_context, launcher_name
 from placement_lint.discover import Discovered, discover, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diff
 _POSSIBLE = Setup(Mode.POSSIBLE)
 # Script arguments that library dataclasses read (TRL's ModelConfig), which no file of the repository declares.
 _LIBRARY_FIELDS = frozenset({"load_in_4bit", "load_in_8bit"})
+_NOT_LAUNCHED = Launched((), frozenset(), {})
 _LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
 # one-line list takes CPython's parser seconds and millions of nodes).
@@ -124,15 +126,18 @@ class FileChecker:
         settings: Settings,
         options: RunOptions,
         cwd: Path,
-        launches: dict[Path, tuple[tuple[Evidence, ...], frozenset[str]]] | None = None,
+        launches: dict[Path, Launched] | None = None,
     ) -> None:
         self.settings = settings
         self.options = options
         self.cwd = cwd
-        # Evidence from the repository's launch scripts, per resolved file path, and what of the file
-        # runs under it ("__main__": its module-level code; other names: what importers use of it).
+        # Evidence from the repository's launch scripts, per resolved file path, what of the file runs
+        # under it ("__main__": its module-level code; other names: what importers use of it), and
+        # what importers do with what its functions return.
         self.launches = launches or {}
         self._configs_read: list[Path] = []  # the configs the last file's in-file evidence looked at
+        self._classes: ImportedClasses | None = None  # the last file's: the modules it read are dependencies
+        self._modules_parsed: dict[Path, object] = {}  # for the class lookups of every file this checker checks
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
@@ -170,19 +175,22 @@ class FileChecker:
         """Could this file be distributed: an override, launch evidence, or a token of in-file evidence."""
         if self.options.context or self.settings.context or self._configured_context(path):
             return True
-        if self._launch_evidence(path)[0]:
+        if self._launch_evidence(path).evidence:
             return True
         return IN_FILE_EVIDENCE.search(raw) is not None
 
-    def _launch_evidence(self, path: Path) -> tuple[tuple[Evidence, ...], frozenset[str]]:
+    def _launch_evidence(self, path: Path) -> Launched:
         if not self.launches:
-            return (), frozenset()
-        return self.launches.get(_real(path), ((), frozenset()))
+            return _NOT_LAUNCHED
+        return self.launches.get(_real(path), _NOT_LAUNCHED)
 
     def launch_key(self, path: Path) -> str:
-        """What the cache must see unchanged besides the file: the evidence its launchers give it."""
-        evidence, used = self._launch_evidence(path)
-        return content_hash(repr((evidence, sorted(used))).encode()) if evidence else ""
+        """What the cache must see unchanged besides the file: the evidence its launchers give it, and
+        what its importers do with what its functions return."""
+        evidence, used, consumers = self._launch_evidence(path)
+        if not evidence:
+            return ""
+        return content_hash(repr((evidence, sorted(used), sorted(consumers.items()))).encode())
 
     def from_cache(self, path: Path, violations: list[Violation]) -> FileResult:
         result = FileResult(self.display(path), path=path)
@@ -206,7 +214,7 @@ class FileChecker:
                 return result
             source = read_source(path, raw)
             violations, _ = self._lint(source, result.display)
-            result.dependencies = list(self._configs_read)
+            result.dependencies = [*self._configs_read, *(self._classes.read if self._classes else ())]
         except OSError as exc:
             result.error = f"cannot read: {exc.strerror or exc}"
             return result
@@ -229,7 +237,7 @@ class FileChecker:
         module = parse_python(source)
         imports = ImportTable.of(module, index_of(module).nodes)
         contexts = self._context(source, module, imports, display)
-        checked = CheckedFile(source, module, imports, contexts, display)
+        checked = CheckedFile(source, module, imports, contexts, display, self._classes)
         violations: list[Violation] = []
         ignored = self._ignored_codes(source.path)
         for rule in self.rules:
@@ -268,13 +276,15 @@ class FileChecker:
 
     def _context(self, source: SourceFile, module: ast.Module, imports: ImportTable, display: str) -> FileContext:
         override = self._override(source, display)
-        configs = ConfigReader(repository_root(source.path) or source.path.parent)
+        root = repository_root(source.path) or source.path.parent
+        configs = ConfigReader(root)
         self._configs_read = configs.read
+        self._classes = ImportedClasses(module, source.path, root, self._modules_parsed)  # type: ignore[arg-type]
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
-        external, used = self._launch_evidence(source.path)
+        external, used, consumers = self._launch_evidence(source.path)
         fields = frozenset(resolver.field_defaults()) | _LIBRARY_FIELDS if external else frozenset()
-        return FileContext(module, found, override, external, used, fields)
+        return FileContext(module, found, override, external, used, fields, consumers)
 
     def _override(self, source: SourceFile, display: str) -> Override | None:
         if self.options.context:
@@ -458,7 +468,7 @@ def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_
     given = list(paths)
     found = discover(given, settings, also=launcher_name)
     repos = repo_contexts(found, settings, cwd, given)
-    launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
+    launches = {path: launched for repo in repos for path, launched in repo.launches().items()}
     checker = FileChecker(settings, RunOptions(), cwd, launches)
     named = {Path(os.path.abspath(p)) for p in given if Path(p).is_file()}
     reports = []
@@ -556,7 +566,7 @@ def run(
     found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
     repos = repo_contexts(found, settings, cwd, paths, cache_folder)
     files = found.files if restrict is None else restrict(found.files, repos)
-    launches = {path: (evidence, repo.used.get(path, frozenset())) for repo in repos for path, evidence in repo.by_file.items()}
+    launches = {path: launched for repo in repos for path, launched in repo.launches().items()}
     checker = FileChecker(settings, options, cwd, launches)
     cache = None if cache_folder is None or options.fixing else Cache(cache_folder, _settings_key(settings, options))
     results: list[FileResult] = []
@@ -672,8 +682,7 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
     root = repository_root(path) or _real_folder(str(path.parent))
     # As for a file named on the command line, its folder's launchers count even if excluded.
     repo = build_repo_context(root, settings, lambda p: _display(p, cwd), (path.parent,))
-    launches = {p: (evidence, repo.used.get(p, frozenset())) for p, evidence in repo.by_file.items()}
-    result = FileChecker(settings, options, cwd, launches).check(path, raw, write=False)
+    result = FileChecker(settings, options, cwd, repo.launches()).check(path, raw, write=False)
     return RunResult([result], 1, [], list(repo.warnings))
 
 

@@ -130,3 +130,48 @@ def test_a_changed_or_new_config_rechecks(tmp_path: Path) -> None:
     assert ("b.py", 2, "DPL003") in check(tmp_path)
     (tmp_path / "z.json").write_text('{"zero_optimization": {"stage": 3}}')
     assert ("b.py", 2, "DPL002") in check(tmp_path), "a launch's config that appeared"
+
+
+def test_a_changed_use_in_an_importer_rechecks_the_helper_it_imports(tmp_path: Path) -> None:
+    """The helper's finding depends on what the launched script does with the model it returns."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 4 train.py\n")
+    (tmp_path / "model_utils.py").write_text(
+        'from transformers import AutoModelForCausalLM\n\n\ndef load_model(name):\n    return AutoModelForCausalLM.from_pretrained(name, device_map="auto")\n'
+    )
+    head = "from trl import SFTTrainer\nfrom model_utils import load_model\n\nmodel = load_model('m')\n"
+    (tmp_path / "train.py").write_text(head + "SFTTrainer(model=model).train()\n")
+    assert check(tmp_path) == [("model_utils.py", 5, "DPL001")]
+    (tmp_path / "train.py").write_text(head + "model.generate()\n")  # same import lines, another use
+    assert check(tmp_path) == [("model_utils.py", 5, "DPL007")]
+
+
+def test_a_changed_base_class_in_another_module_rechecks_the_file_that_imports_it(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 4 train.py\n")
+    (tmp_path / "trainers.py").write_text("from trl import SFTTrainer\n\n\nclass Custom(SFTTrainer):\n    pass\n")
+    (tmp_path / "train.py").write_text(
+        'from trl import SFTConfig\nfrom trainers import Custom\n\nCustom(model="Qwen/Qwen2.5-0.5B", args=SFTConfig("out")).train()\n'
+    )
+    assert check(tmp_path) == [], "SFTTrainer resets the map itself under DDP"
+    (tmp_path / "trainers.py").write_text(
+        "from trl.experimental.online_dpo import OnlineDPOTrainer\n\n\nclass Custom(OnlineDPOTrainer):\n    pass\n"
+    )
+    assert check(tmp_path) == [("train.py", 4, "DPL004")]
+
+
+def test_a_changed_base_class_refreshes_what_an_importer_tells_the_helper(tmp_path: Path) -> None:
+    """trainers.py was read whole to tell Custom a trainer: its import lines alone do not vouch for it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("accelerate launch --use_fsdp --num_processes 4 train.py\n")
+    (tmp_path / "model_utils.py").write_text(
+        "from transformers import AutoModelForCausalLM\n\n\ndef load_model(name):\n"
+        "    model = AutoModelForCausalLM.from_pretrained(name)\n    model.to('cuda')\n    return model\n"
+    )
+    (tmp_path / "trainers.py").write_text("from trl import SFTTrainer\n\n\nclass Custom(SFTTrainer):\n    pass\n")
+    (tmp_path / "train.py").write_text(
+        "from trainers import Custom\nfrom model_utils import load_model\n\nCustom(model=load_model('m'))\n"
+    )
+    assert check(tmp_path) == [("model_utils.py", 6, "DPL006")]
+    (tmp_path / "trainers.py").write_text("from trl import SFTTrainer\n\n\nclass Custom:\n    pass\n")
+    assert check(tmp_path) == []

@@ -88,3 +88,35 @@ def test_a_file_named_alone_outside_a_repository_reads_only_the_launchers_beside
     assert run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings == []
     (tmp_path / "run.sh").write_text("accelerate launch --config_file z3.yaml train.py\n")
     assert "DPL001" in {f.code for f in run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings}
+
+
+def test_an_importers_use_reaches_a_loader_through_a_helper_module(tmp_path: Path) -> None:
+    """train.py only generates with what helpers.build returns, which is what loader.load returns."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "train.py").write_text("from helpers import build\nmodel = build()\nmodel.generate()\n")
+    (tmp_path / "helpers.py").write_text("from loader import load\n\n\ndef build():\n    return load()\n")
+    (tmp_path / "loader.py").write_text('def load():\n    return X.from_pretrained("m", device_map="auto")\n')
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL007")]
+    assert "(model.generate, train.py:3)" in result.findings[0].message
+    # A second launched script that trains with it makes it DPL001, told where.
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\ntorchrun --nproc_per_node 2 sft.py\n")
+    (tmp_path / "sft.py").write_text("import helpers\nfrom trl import SFTTrainer\nSFTTrainer(model=helpers.build()).train()\n")
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
+    assert "and trains it with SFTTrainer (sft.py:3)" in result.findings[0].message
+    assert result.findings[0].violation.fix is not None
+    assert result.findings[0].violation.fix.applicability.value == "unsafe", "other importers may need the map"
+
+
+def test_a_trainer_subclass_from_another_module_counts_with_in_file_evidence(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "custom.py").write_text("from trl.experimental.xpo import XPOTrainer\n\n\nclass MyXPO(XPOTrainer):\n    pass\n")
+    (tmp_path / "train.py").write_text(
+        "from trl.experimental.xpo import XPOConfig\nfrom custom import MyXPO\n"
+        'MyXPO(model="Qwen/Qwen2.5-0.5B", args=XPOConfig("out", deepspeed="ds.json")).train()\n'
+    )
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    assert [(f.display, f.code) for f in result.findings] == [("train.py", "DPL004")]
+    assert "MyXPO (a XPOTrainer)" in result.findings[0].message

@@ -2,13 +2,16 @@
 
 We follow the value of a loader call through assignments, re-bindings by wrappers
 (`get_peft_model`, `prepare_model_for_kbit_training`), and helper functions that return it, within
-one file.
+one file. Two things from other files of the repository come in as data: what importers do with
+the values this module's top-level functions return (`remote`), and the base classes of classes
+imported from the repository's modules (`ancestors`), so a user subclass of a trainer is a trainer.
 """
 
 from __future__ import annotations
 
 import ast
 import enum
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from placement_lint.analysis.dataflow import Resolver
@@ -57,25 +60,56 @@ class ConsumerKind(enum.Enum):
 class Consumer:
     kind: ConsumerKind
     name: str  # as written: "SFTTrainer", "accelerator.prepare", "DDP"
-    node: ast.AST
+    node: ast.AST | None  # None for a consumer in another file: then `location` says where
+    location: str | None = None  # "train.py:42", for a consumer in an importer of this module
 
     @property
     def trains(self) -> bool:
         return self.kind is not ConsumerKind.INFERENCE
 
+    @property
+    def where(self) -> str:
+        """For a message: `line 42` in this file, `train.py:42` in an importer."""
+        if self.location is not None or self.node is None:
+            return self.location or "another file"
+        return f"line {self.node.lineno}"  # type: ignore[attr-defined]
+
+    def elsewhere(self, path: str) -> Consumer:
+        """This consumer as seen from a module whose function returned the model to it: located, without a node."""
+        return self if self.node is None else Consumer(self.kind, self.name, None, f"{path}:{self.node.lineno}")  # type: ignore[attr-defined]
+
+
+def no_ancestors(written: str) -> tuple[str, ...]:
+    return ()
+
 
 class ModelFlow:
-    def __init__(self, module: ast.Module, imports: ImportTable, resolver: Resolver) -> None:
+    def __init__(
+        self,
+        module: ast.Module,
+        imports: ImportTable,
+        resolver: Resolver,
+        remote: Mapping[str, tuple[Consumer, ...]] | None = None,
+        ancestors: Callable[[str], tuple[str, ...]] = no_ancestors,
+    ) -> None:
+        """`remote`: per top-level function of this module, where its importers' calls send what it
+        returns. `ancestors`: the base class names, nearest first, of a class this module imports
+        from the repository (`CustomSFT` -> ("SFTTrainer", "Trainer")), by the name as written."""
         self.module = module
         self.imports = imports
         self.resolver = resolver
         self.index = resolver.index
-        self.trainer_classes = _trainer_classes(self.index.classes)
+        self.remote = remote or {}
+        self.ancestors = ancestors
+        self.trainer_classes = _trainer_classes(self.index.classes, ancestors)
         self._uses: dict[tuple[str, int], list[Consumer]] = {}
 
     def is_trainer(self, call: ast.Call) -> bool:
         name = last_segment(self.imports.qualify(call.func))
-        return name in self.trainer_classes or name.endswith("Trainer")
+        if name in self.trainer_classes or name.endswith("Trainer"):
+            return True
+        written = dotted(call.func)
+        return bool(written) and any(base.endswith("Trainer") for base in self.ancestors(written))  # type: ignore[arg-type]
 
     def trainer_name(self, call: ast.Call) -> str:
         return last_segment(self.imports.qualify(call.func))
@@ -99,10 +133,20 @@ class ModelFlow:
                     found += self._uses_of(key, parent, depth)
             return found
         if isinstance(parent, ast.Return):
-            function = self.resolver.scope_of(parent)
-            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                return [c for call in self._calls_to(function.name) for c in self.consumers(call, depth + 1)]
+            return self._returned(parent, depth)
         return []
+
+    def _returned(self, statement: ast.Return, depth: int) -> list[Consumer]:
+        """Where the callers of the function that returns the model send it: this file's calls, and for a
+        top-level function, its importers' calls too (a helper may be called by a smoke test here and by
+        the training script that imports it)."""
+        function = self.resolver.scope_of(statement)
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return []
+        found = [c for call in self._calls_to(function.name) for c in self.consumers(call, depth + 1)]
+        if self.remote and self.resolver.parent(function) is self.module:
+            found += self.remote.get(function.name, ())
+        return found
 
     def _uses_of(self, key: str, assignment: ast.AST, depth: int) -> list[Consumer]:
         cache_key = (key, id(assignment))
@@ -113,13 +157,12 @@ class ModelFlow:
 
     def _loads_in(self, key: str, scope: ast.AST) -> list[ast.Name | ast.Attribute]:
         """Reads of `key` in `scope`, including functions nested in it."""
+        loads = self.index.loads_by_name.get(key, [])
         if scope is self.module:
-            return self.index.loads_by_name.get(key, [])
-        return [
-            node
-            for node in ast.walk(scope)
-            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and dotted(node) == key
-        ]
+            return loads
+        # Filtered from the module's index rather than walking the scope again: the same nodes, in
+        # the same (breadth-first) order, without a walk per question.
+        return [node for node in loads if any(a is scope for a in self.resolver.ancestors(node))]
 
     def _find_uses(self, key: str, assignment: ast.AST, depth: int) -> list[Consumer]:
         scope = self.resolver.scope_of(assignment)
@@ -140,10 +183,7 @@ class ModelFlow:
             elif isinstance(parent, ast.Call) and parent.func is node:
                 found.append(Consumer(ConsumerKind.INFERENCE, f"{key}(...)", parent))
             elif isinstance(parent, ast.Return):
-                function = self.resolver.scope_of(parent)
-                if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    for call in self._calls_to(function.name):
-                        found += self.consumers(call, depth + 1)
+                found += self._returned(parent, depth)
         return found
 
     def _consumer_of_argument(self, node: ast.AST, parent: ast.AST | None) -> Consumer | None:
@@ -194,8 +234,9 @@ def _wrapper_name(written: str, qualified: str) -> str | None:
     return None
 
 
-def _trainer_classes(found: list[ast.ClassDef]) -> set[str]:
-    """Classes in this file that subclass a trainer (`class SavePeftModelTrainer(Trainer)`)."""
+def _trainer_classes(found: list[ast.ClassDef], ancestors: Callable[[str], tuple[str, ...]]) -> set[str]:
+    """Classes in this file that subclass a trainer (`class SavePeftModelTrainer(Trainer)`), also
+    through a class imported from the repository (`class Mine(CustomSFT)`, CustomSFT an SFTTrainer)."""
     classes = {node.name: node for node in found}
     trainers: set[str] = set()
     changed = True
@@ -205,8 +246,13 @@ def _trainer_classes(found: list[ast.ClassDef]) -> set[str]:
             if name in trainers:
                 continue
             for base in node.bases:
-                base_name = last_segment(dotted(base))
-                if base_name in trainers or base_name.endswith("Trainer"):
+                written = dotted(base)
+                base_name = last_segment(written)
+                if (
+                    base_name in trainers
+                    or base_name.endswith("Trainer")
+                    or (written and any(a.endswith("Trainer") for a in ancestors(written)))
+                ):
                     trainers.add(name)
                     changed = True
                     break

@@ -12,11 +12,12 @@ from __future__ import annotations
 import ast
 import enum
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver
-from placement_lint.analysis.flow import Consumer, ConsumerKind, ModelFlow
+from placement_lint.analysis.flow import Consumer, ConsumerKind, ModelFlow, no_ancestors
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
 from placement_lint.analysis.values import Classified, classify
 
@@ -106,11 +107,19 @@ class ModelLoad:
 
 
 class PlacementAnalysis:
-    def __init__(self, module: ast.Module, imports: ImportTable, resolver: Resolver) -> None:
+    def __init__(
+        self,
+        module: ast.Module,
+        imports: ImportTable,
+        resolver: Resolver,
+        remote: Mapping[str, tuple[Consumer, ...]] | None = None,
+        ancestors: Callable[[str], tuple[str, ...]] = no_ancestors,
+    ) -> None:
+        """`remote` and `ancestors`: what other files of the repository tell (see `ModelFlow`)."""
         self.module = module
         self.imports = imports
         self.resolver = resolver
-        self.flow = ModelFlow(module, imports, resolver)
+        self.flow = ModelFlow(module, imports, resolver, remote, ancestors)
         self._consumers_cache: dict[int, tuple[Consumer, ...]] = {}
 
     def consumers_of(self, loader: Loader) -> tuple[Consumer, ...]:

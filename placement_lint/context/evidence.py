@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ast
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from placement_lint.analysis.callgraph import Parts
+from placement_lint.analysis.flow import Consumer
 from placement_lint.distributed import SINGLE, Mode, Setup
 
 
@@ -177,8 +179,11 @@ class FileContext:
         external: tuple[Evidence, ...] = (),
         used_names: frozenset[str] = frozenset({"__main__"}),
         field_names: frozenset[str] = frozenset(),  # the module's dataclass fields (its CLI arguments)
+        remote_consumers: Mapping[str, tuple[Consumer, ...]] | None = None,
     ) -> None:
         self.module = module
+        # Where importers send what this module's top-level functions return (RepoContext.consumers).
+        self.remote_consumers: Mapping[str, tuple[Consumer, ...]] = remote_consumers or {}
         self.override = override
         self._found = evidence
         self._used_names = used_names

@@ -3,7 +3,8 @@
 Built once per repository, before any Python file is parsed: find the files that can hold launch
 commands, parse each command, read the configs it names (accelerate YAML, DeepSpeed JSON, recipe
 YAML), resolve its target to a file of the repository, and give that file (and the repository
-modules it imports) the evidence, with the chain that led to it.
+modules it imports) the evidence, with the chain that led to it; and tell each imported module what
+its importers do with the values its functions return (a model a helper loads goes to their trainer).
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
+from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.flow import Consumer, ModelFlow
+from placement_lint.analysis.index import index_of
+from placement_lint.analysis.names import ImportTable, dotted
 from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import Evidence, Kind
@@ -26,7 +32,7 @@ from placement_lint.discover import repository_files
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES, is_notebook
 from placement_lint.settings import Settings
 
-_IMPORT_DEPTH = 3
+IMPORT_DEPTH = 3
 _NAMED_FILES = ("Makefile", "makefile", "GNUmakefile", "Procfile", "Dockerfile", "Containerfile")
 _NAMED_ACCELERATE_CONFIGS = {  # `trl ... --accelerate_config NAME` (trl/accelerate_configs/NAME.yaml)
     "single_gpu": (Kind.SINGLE, None),
@@ -76,6 +82,14 @@ class Resolved:
     single_process: bool = False
 
 
+class Launched(NamedTuple):
+    """What the repository's launches say about one file."""
+
+    evidence: tuple[Evidence, ...]
+    used: frozenset[str]  # what of the file runs under the evidence (see RepoContext.used)
+    consumers: dict[str, tuple[Consumer, ...]]  # see RepoContext.consumers
+
+
 @dataclass
 class RepoContext:
     root: Path
@@ -90,6 +104,15 @@ class RepoContext:
     inputs: list[Path] = field(default_factory=list)
     # Launched scripts read only for their import lines: a change elsewhere in them changes nothing here.
     import_only: set[Path] = field(default_factory=set)
+    # Per imported module, per top-level function: where its importers send what their calls of it
+    # return (`model = load_model(...)` then `SFTTrainer(model=model)` in train.py), located in them.
+    consumers: dict[Path, dict[str, tuple[Consumer, ...]]] = field(default_factory=dict)
+
+    def launches(self) -> dict[Path, Launched]:
+        return {
+            path: Launched(evidence, self.used.get(path, frozenset()), self.consumers.get(path, {}))
+            for path, evidence in self.by_file.items()
+        }
 
 
 def build_repo_context(
@@ -142,9 +165,11 @@ def build_repo_context(
     for target, items in launched.items():
         context.by_file[target] = tuple(items)
         context.used[target] = frozenset({"__main__"})
-    summaries = _propagate_to_imports(context, launched, display)
-    context.inputs = [*context.candidates, *configs.read, *summaries]
-    context.import_only = {path for path, summary in summaries.items() if summary is None}
+    summaries, edges = _propagate_to_imports(context, launched, display)
+    classes_read = _follow_returns(context, summaries, edges, display)
+    context.inputs = [*context.candidates, *configs.read, *summaries, *classes_read]
+    # A module read for its class bases (a trainer subclass) counts whole, not by its import lines.
+    context.import_only = {path for path, summary in summaries.items() if summary is None} - set(classes_read)
     return context
 
 
@@ -387,15 +412,17 @@ def _short(text: str) -> str:
 
 def _propagate_to_imports(
     context: RepoContext, launched: dict[Path, list[Evidence]], display: Callable[[Path], str]
-) -> dict[Path, _ModuleSummary | None]:
+) -> tuple[dict[Path, _ModuleSummary | None], dict[Path, set[Path]]]:
     """Give the modules a launched script imports the script's launch evidence, for what it uses of
-    them. Returns what it read of each Python file (None: only its import lines, nothing local)."""
+    them. Returns what it read of each Python file (None: only its import lines, nothing local), and
+    which modules each importer passed evidence to."""
     frontier = [(path, tuple(items), frozenset({"*"}), 0) for path, items in launched.items()]
     visited: set[tuple[Path, frozenset[str]]] = set()
     summaries: dict[Path, _ModuleSummary | None] = {}
+    edges: dict[Path, set[Path]] = {}
     while frontier:
         path, items, wanted, depth = frontier.pop()
-        if depth >= _IMPORT_DEPTH or (path, wanted) in visited:
+        if depth >= IMPORT_DEPTH or (path, wanted) in visited:
             continue
         visited.add((path, wanted))
         if path not in summaries:
@@ -414,10 +441,78 @@ def _propagate_to_imports(
             existing = context.by_file.get(module, ())
             context.by_file[module] = existing + tuple(e for e in inherited if e not in existing)
             context.used[module] = context.used.get(module, frozenset()) | names
+            edges.setdefault(path, set()).add(module)
             # Go on through every module: helpers.py may import loader.py. A module that imports
             # nothing of the repository costs a read and a regex, not a parse.
             frontier.append((module, inherited, names, depth + 1))
-    return summaries
+    return summaries, edges
+
+
+def _follow_returns(
+    context: RepoContext,
+    summaries: dict[Path, _ModuleSummary | None],
+    edges: dict[Path, set[Path]],
+    display: Callable[[Path], str],
+) -> list[Path]:
+    """Fill `context.consumers`: for each module an importer gave evidence to, where the importer sends
+    what its calls of the module's functions return. Through a chain too (train.py trains what
+    helpers.build returns, which is what loader.load returns): an importer's own remote consumers
+    take part, so the passes repeat, at most once per import level. Returns the modules read to tell
+    trainer subclasses (inputs of the context, like the configs)."""
+    from placement_lint.context.classes import ImportedClasses  # it imports this module
+    from placement_lint.distributed import SINGLE
+
+    calls: dict[Path, dict[Path, dict[str, list[ast.Call]]]] = {}
+    modules_parsed: dict[Path, object] = {}  # shared by the importers' class lookups
+    parsed: dict[Path, tuple[Resolver, ImportTable, ImportedClasses]] = {}
+    pending = set(edges)
+    for _ in range(IMPORT_DEPTH):
+        changed: set[Path] = set()
+        for importer in sorted(pending):
+            summary = summaries.get(importer)
+            if summary is None:
+                continue
+            if importer not in calls:
+                calls[importer] = summary.calls_into(context.root)
+            wanted = {target: calls[importer][target] for target in sorted(edges[importer]) if target in calls[importer]}
+            if not wanted:
+                continue
+            if importer not in parsed:
+                resolver = Resolver(summary.module, SINGLE)
+                classes = ImportedClasses(summary.module, importer, context.root, modules_parsed)  # type: ignore[arg-type]
+                parsed[importer] = (resolver, ImportTable.of(summary.module, resolver.index.nodes), classes)
+            resolver, imports, classes = parsed[importer]
+            # A fresh flow each pass: what it finds depends on the importer's own remote consumers.
+            flow = ModelFlow(summary.module, imports, resolver, context.consumers.get(importer), classes)
+            where = display(importer)
+            for target, by_name in wanted.items():
+                for name, nodes in by_name.items():
+                    found = tuple(dict.fromkeys(c.elsewhere(where) for call in nodes for c in flow.consumers(call)))
+                    # `from alignment import get_model` reaches alignment/__init__.py, which re-exports
+                    # model_utils.get_model: the loader is there.
+                    for module, function in _definitions(summaries, target, name, context.root):
+                        known = context.consumers.setdefault(module, {})
+                        new = tuple(c for c in found if c not in known.get(function, ()))
+                        if new:
+                            known[function] = known.get(function, ()) + new
+                            changed.add(module)
+        pending = {path for path in changed if path in edges}
+        if not pending:
+            break
+    context.consumers = {path: uses for path, uses in context.consumers.items() if uses}
+    return sorted({path for _, _, classes in parsed.values() for path in classes.read})
+
+
+def _definitions(summaries: dict[Path, _ModuleSummary | None], module: Path, name: str, root: Path) -> list[tuple[Path, str]]:
+    """`module.name`, and where it is defined when `module` only re-exports it (a package's __init__.py)."""
+    found = [(module, name)]
+    for _ in range(IMPORT_DEPTH):
+        summary = summaries.get(found[-1][0])
+        origin = summary.reexport(found[-1][1], root) if summary is not None else None
+        if origin is None or origin in found:
+            break
+        found.append(origin)
+    return found
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -454,6 +549,7 @@ class _ModuleSummary:
     """What import propagation needs of one module, from one parse and one walk."""
 
     path: Path
+    module: ast.Module
     imports_: list[ast.Import | ast.ImportFrom]
     attributes: dict[str, set[str]]  # alias head -> attribute chains read off it ("utils.model" -> {"load"})
     names_by_definition: dict[str, set[str]]  # top-level def/class -> names it reads
@@ -491,7 +587,7 @@ class _ModuleSummary:
                         attributes.setdefault(".".join(chain[:-1]), set()).add(chain[-1])
         for names in names_by_definition.values():
             all_names |= names
-        return cls(path, imports_, attributes, names_by_definition, all_names)
+        return cls(path, module, imports_, attributes, names_by_definition, all_names)
 
     def referenced(self, wanted: frozenset[str]) -> set[str]:
         if "*" in wanted:
@@ -509,7 +605,7 @@ class _ModuleSummary:
         for node in self.imports_:
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    target = _module_file(alias.name, 0, self.path, root)
+                    target = module_file(alias.name, 0, self.path, root)
                     if target is not None:
                         found.setdefault(target, set()).update(self.attributes.get(alias.asname or alias.name, set()))
                 continue
@@ -517,23 +613,78 @@ class _ModuleSummary:
             for alias in node.names:
                 local = alias.asname or alias.name
                 if alias.name == "*":
-                    target = _module_file(base, node.level, self.path, root)
+                    target = module_file(base, node.level, self.path, root)
                     if target is not None:
                         found.setdefault(target, set()).add("*")
                     continue
                 if "*" not in wanted and local not in referenced:
                     continue
-                submodule = _module_file(f"{base}.{alias.name}" if base else alias.name, node.level, self.path, root)
+                submodule = module_file(f"{base}.{alias.name}" if base else alias.name, node.level, self.path, root)
                 if submodule is not None:
                     found.setdefault(submodule, set()).update(self.attributes.get(local, set()))
                     continue
-                target = _module_file(base, node.level, self.path, root)
+                target = module_file(base, node.level, self.path, root)
                 if target is not None:
                     found.setdefault(target, set()).add(alias.name)
         return [(target, frozenset(names)) for target, names in found.items() if names and target != self.path]
 
+    def reexport(self, name: str, root: Path) -> tuple[Path, str] | None:
+        """The repository module and name `name` is imported from here (`from .model_utils import get_model`)."""
+        for node in self.imports_:
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for alias in node.names:
+                if (alias.asname or alias.name) != name or alias.name == "*":
+                    continue
+                base = node.module or ""
+                if module_file(f"{base}.{alias.name}" if base else alias.name, node.level, self.path, root) is not None:
+                    return None  # a submodule, not a function
+                target = module_file(base, node.level, self.path, root)
+                return (target, alias.name) if target is not None else None
+        return None
 
-def _module_file(name: str, level: int, importer: Path, root: Path) -> Path | None:
+    def calls_into(self, root: Path) -> dict[Path, dict[str, list[ast.Call]]]:
+        """This module's calls of functions of the repository's modules, by module and function name:
+        `load_model(...)` after `from model_utils import load_model`, `utils.load_model(...)` after
+        `import utils`."""
+        functions: dict[str, tuple[Path, str]] = {}  # local name -> (module, its function)
+        modules: dict[str, Path] = {}  # local dotted name -> module
+        for node in self.imports_:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    target = module_file(alias.name, 0, self.path, root)
+                    if target is not None:
+                        modules[alias.asname or alias.name] = target
+                continue
+            base = node.module or ""
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                local = alias.asname or alias.name
+                submodule = module_file(f"{base}.{alias.name}" if base else alias.name, node.level, self.path, root)
+                if submodule is not None:
+                    modules[local] = submodule
+                    continue
+                target = module_file(base, node.level, self.path, root)
+                if target is not None:
+                    functions[local] = (target, alias.name)
+        found: dict[Path, dict[str, list[ast.Call]]] = {}
+        if not functions and not modules:
+            return found
+        for node in index_of(self.module).calls:  # the index the flow over this module uses too
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in functions:
+                target, name = functions[func.id]
+            elif isinstance(func, ast.Attribute) and dotted(func.value) in modules:
+                target, name = modules[dotted(func.value)], func.attr  # type: ignore[index]
+            else:
+                continue
+            found.setdefault(target, {}).setdefault(name, []).append(node)
+        return found
+
+
+def module_file(name: str, level: int, importer: Path, root: Path) -> Path | None:
+    """The repository file `import name` (with `level` leading dots) in `importer` loads, if any."""
     return _module_file_from(name, level, importer.parent, root)
 
 

@@ -10,10 +10,11 @@ from functools import cached_property
 from typing import ClassVar
 
 from placement_lint.analysis.dataflow import Resolver
-from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, ConsumerKind
+from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, ConsumerKind, no_ancestors
 from placement_lint.analysis.names import ImportTable, dotted, keyword
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, PlacementAnalysis
 from placement_lint.analysis.values import Placement
+from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.evidence import Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
@@ -55,6 +56,8 @@ class CheckedFile:
     imports: ImportTable
     contexts: FileContext
     display: str
+    # The base classes of classes the file imports from the repository (None: not looked up).
+    classes: ImportedClasses | None = None
     _resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = field(default_factory=dict)
     _analyses: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], PlacementAnalysis] = field(default_factory=dict)
 
@@ -88,8 +91,14 @@ class CheckedFile:
     def analysis_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> PlacementAnalysis:
         key = (setup, arguments)
         if key not in self._analyses:
-            self._analyses[key] = PlacementAnalysis(self.module, self.imports, self.resolver_for(setup, arguments))
+            self._analyses[key] = PlacementAnalysis(
+                self.module, self.imports, self.resolver_for(setup, arguments), self.contexts.remote_consumers, self.ancestors
+            )
         return self._analyses[key]
+
+    def ancestors(self, written: str) -> tuple[str, ...]:
+        """The base class names, nearest first, of a class imported from the repository (`CustomSFT`)."""
+        return self.classes(written) if self.classes is not None else no_ancestors(written)
 
     @cached_property
     def resolver(self) -> Resolver:
@@ -391,7 +400,7 @@ def consumer_phrase(device_map: DeviceMap) -> str:
     if not trains:
         return ""
     first = trains[0]
-    return f" and trains it with {first.name} (line {first.node.lineno})"  # type: ignore[attr-defined]
+    return f" and trains it with {first.name} ({first.where})"
 
 
 def is_local(file: CheckedFile, device_map: DeviceMap) -> bool:

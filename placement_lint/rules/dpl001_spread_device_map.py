@@ -116,6 +116,8 @@ class SpreadDeviceMapInDistributed(Rule):
             bool(context.deciding or context.override)
             and device_map.trained is True
             and not any(c.kind is ConsumerKind.WRAPPER for c in device_map.consumers)
+            # A helper whose model trains in an importer may serve other importers too (an inference script).
+            and all(c.node is not None for c in device_map.consumers)
             and file.site(device_map).confined
             and not (device_map.quantized and not state_exists_at_load(device_map, context))
         )

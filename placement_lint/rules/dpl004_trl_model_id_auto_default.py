@@ -56,10 +56,15 @@ class TrlModelIdAutoDefault(Rule):
         'args = OnlineDPOConfig("out", deepspeed="ds.json")\nOnlineDPOTrainer(model="Qwen/Qwen2.5-0.5B", args=args)\n',
     )
 
+    @classmethod
+    def could_fire(cls, raw: bytes) -> bool:
+        # A trainer subclass from another module need not say Trainer (`MyXPO(model=..., args=XPOConfig(...))`).
+        return super().could_fire(raw) or (b"model=" in raw and b"Config" in raw)
+
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         bases = _trainer_bases(file)
         for call in file.resolver.index.calls:
-            trainer = bases.get(last_segment(file.imports.qualify(call.func)) or "")
+            trainer = bases.get(last_segment(file.imports.qualify(call.func)) or "") or _imported_trainer(file, call.func)
             if trainer is None:
                 continue
             for name, value in _model_arguments(call):
@@ -136,8 +141,17 @@ class TrlModelIdAutoDefault(Rule):
         return self.violation(file, id_node, message, made, context)
 
 
+def _imported_trainer(file: CheckedFile, name: ast.expr) -> str | None:
+    """The TRL trainer a class imported from the repository's modules subclasses (`CustomSFT` -> SFTTrainer)."""
+    written = dotted(name)
+    if not written:
+        return None
+    return next((base for base in file.ancestors(written) if base in _KNOWN), None)
+
+
 def _trainer_bases(file: CheckedFile) -> dict[str, str]:
-    """TRL trainer names, and this file's subclasses of them, mapped to the TRL trainer they behave as."""
+    """TRL trainer names, and this file's subclasses of them (also through a class imported from the
+    repository), mapped to the TRL trainer they behave as."""
     bases = {name: name for name in _KNOWN}
     classes = {node.name: node for node in file.resolver.index.classes}
     for _ in range(len(classes)):
@@ -146,7 +160,7 @@ def _trainer_bases(file: CheckedFile) -> dict[str, str]:
             if name in bases:
                 continue
             for base in node.bases:
-                found = bases.get(last_segment(dotted(base)) or "")
+                found = bases.get(last_segment(dotted(base)) or "") or _imported_trainer(file, base)
                 if found:
                     bases[name] = found
                     changed = True

@@ -16,6 +16,8 @@ _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double
 _WRAPPERS = {"get_peft_model", "prepare_model_for_kbit_training", "prepare_model_for_int8_training"}
 _PLACERS = (
     b"Trainer(",
+    b"trainer",  # a trainer subclass from another module: `from trainers import CustomSFT`
+    b"return",  # a helper that returns the model to an importer that trains it
     b".prepare(",
     b"prepare_model(",
     b"deepspeed.initialize",
@@ -100,8 +102,8 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                     break  # built under zero.Init: .to() moves only the partition placeholders
                 framework = "DeepSpeed ZeRO-3" if setup.zero3 else "FSDP"
                 message = (
-                    f"{written} puts a full copy of the model on this process's GPU before {consumer.name} (line "
-                    f"{consumer.node.lineno}) hands it to {framework}, but this script runs under {setup.describe()} "  # type: ignore[attr-defined]
+                    f"{written} puts a full copy of the model on this process's GPU before {consumer.name} "
+                    f"({consumer.where}) hands it to {framework}, but this script runs under {setup.describe()} "
                     f"({context.because(file.display)}): {framework} places the model itself (the Trainer skips its own "
                     f"move for it), so every rank holds the whole unsharded model on its GPU first (out of memory on big "
                     f'models; on transformers 4.x with FSDP efficient loading, "Cannot copy out of meta tensor"); remove it'
@@ -109,7 +111,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 return self.violation(file, call, message, self._fix(file, call), context)
         if full_eval is not None and consumer.kind is ConsumerKind.TRAINER:
             message = (
-                f"{written} puts the full-precision model on the GPU before {consumer.name} (line {consumer.node.lineno}), "  # type: ignore[attr-defined]
+                f"{written} puts the full-precision model on the GPU before {consumer.name} ({consumer.where}), "
                 f"but {full_eval.arg}=True (line {full_eval.lineno}) asks the Trainer to cast it before placing it: the "
                 f"fp32 copy lands on the GPU first (wasted memory, out of memory on big models); remove it"
             )
@@ -178,7 +180,11 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         return None
 
 
-def _before(call: ast.Call, consumer: ast.AST) -> bool:
+def _before(call: ast.Call, consumer: ast.AST | None) -> bool:
+    """The move comes first. A consumer in an importer (no node here) gets the model once the function
+    that loads (and moves) it has returned."""
+    if consumer is None:
+        return True
     return (call.lineno, call.col_offset) < (consumer.lineno, consumer.col_offset)  # type: ignore[attr-defined]
 
 

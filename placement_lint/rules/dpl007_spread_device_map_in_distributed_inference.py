@@ -68,7 +68,7 @@ class SpreadDeviceMapInDistributedInference(Rule):
         if device_map.loader.kind is LoaderKind.PIPELINE:
             return "a pipeline"
         first = device_map.consumers[0]
-        return f"{first.name}, line {first.node.lineno}"  # type: ignore[attr-defined]
+        return f"{first.name}, {first.where}"
 
     @staticmethod
     def _one_process_loads(file: CheckedFile, device_map: DeviceMap) -> bool:
