@@ -163,13 +163,16 @@ class FileChecker:
                 raw = python_bytes(path, raw)  # the code cells, not the JSON (which escapes quotes)
             except SourceError:
                 return True  # check() names the problem
-        text = _Scanned(raw)  # several rules ask for the same tokens: look each up once
         candidates = [
-            rule for rule in self.rules if rule.could_fire(text) and not (rule.checks_suppressions and self.options.ignore_noqa)
+            rule for rule in self.rules if rule.could_fire(raw) and not (rule.checks_suppressions and self.options.ignore_noqa)
         ]
-        if any(rule.could_fire_without_context(text) for rule in candidates):
+        if any(rule.could_fire_without_context(raw) for rule in candidates):
             return True
-        return bool(candidates) and self.has_context_tokens(raw, path)
+        if candidates and self.has_context_tokens(raw, path):
+            return True
+        return bool(self._launch_evidence(path)[0]) and any(
+            rule.could_fire_when_launched(raw) for rule in self.rules if not rule.checks_suppressions
+        )
 
     def has_context_tokens(self, raw: bytes, path: Path) -> bool:
         """Could this file be distributed: an override, launch evidence, or a token of in-file evidence."""
@@ -410,21 +413,6 @@ class FileChecker:
         noqa_offset = source.line_starts[noqa.noqa_row(source, violation.start) - 1]
         _, noqa_row, _ = source.location(noqa_offset)
         return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column, noqa_row, cell)
-
-
-class _Scanned(bytes):
-    """A file's bytes that remember which substrings the pre-check already looked for."""
-
-    def __new__(cls, raw: bytes) -> _Scanned:
-        scanned = super().__new__(cls, raw)
-        scanned._seen: dict[bytes, bool] = {}  # type: ignore[misc]
-        return scanned
-
-    def __contains__(self, token: object) -> bool:
-        seen = self._seen  # type: ignore[attr-defined]
-        if token not in seen:
-            seen[token] = bytes.__contains__(self, token)  # type: ignore[operator]
-        return seen[token]
 
 
 def _real(path: Path) -> Path:

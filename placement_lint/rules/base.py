@@ -307,6 +307,12 @@ class Rule:
         return any(token in raw for token in cls.triggers)
 
     @classmethod
+    def could_fire_when_launched(cls, raw: bytes) -> bool:
+        """Looser tokens for a file a launcher (or a launched importer) reaches: its context is known
+        without reading its text, so a wider pre-check costs nothing elsewhere."""
+        return cls.could_fire(raw)
+
+    @classmethod
     def could_fire_without_context(cls, raw: bytes) -> bool:
         """For a rule with a context-free part: could that part fire in a file with no distributed evidence?"""
         return cls.context_free and cls.could_fire(raw)
@@ -445,6 +451,16 @@ def _past_closing_parens(text: str, start: int, end: int) -> int:
 
 def _bodies(node: ast.AST | None) -> list[list[ast.stmt]]:
     return [getattr(node, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(node, name, None), list)]
+
+
+def trl_config_call(raw: bytes) -> bool:
+    """`SFTConfig(`, `GRPOConfig(`: an upper-case letter before `Config(` (model configs read `LlamaConfig(`)."""
+    at = raw.find(b"Config(")
+    while at > 0:
+        if 65 <= raw[at - 1] <= 90:
+            return True
+        at = raw.find(b"Config(", at + 1)
+    return False
 
 
 def fix(applicability: Applicability, message: str, *edits: Edit | None) -> Fix:

@@ -14,7 +14,7 @@ from placement_lint.context.evidence import Context
 from placement_lint.context.repo import EFFICIENT_LOADING
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Edit
-from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix
+from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, trl_config_call
 
 # TRL trainers that load a model id string with `device_map="auto"` unless the kwargs name one, and
 # never reset it for a distributed run (domain.md §1.4 gaps; trl/experimental/*/*_trainer.py).
@@ -59,19 +59,29 @@ class TrlModelIdAutoDefault(Rule):
     @classmethod
     def could_fire(cls, raw: bytes) -> bool:
         # A trainer subclass from another module need not say Trainer (`MyXPO(model=..., args=XPOConfig(...))`).
-        return super().could_fire(raw) or (b"model=" in raw and b"Config" in raw)
+        return super().could_fire(raw) or (b"model=" in raw and trl_config_call(raw))
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
-        bases = _trainer_bases(file)
+        bases: dict[str, str] | None = None
         for call in file.resolver.index.calls:
-            trainer = bases.get(last_segment(file.imports.qualify(call.func)) or "") or _imported_trainer(file, call.func)
+            arguments = list(_model_arguments(call))
+            if not arguments:
+                continue
+            called = last_segment(file.imports.qualify(call.func)) or ""
+            if called not in _KNOWN and not called[:1].isupper():
+                continue  # not a class: no trainer
+            # Reading the repository's modules for class bases, and resolving values, only for such calls.
+            if bases is None:
+                bases = _trainer_bases(file)
+            trainer = bases.get(called) or _imported_trainer(file, call.func)
             if trainer is None:
                 continue
-            for name, value in _model_arguments(call):
+            given = [(name, ids) for name, value in arguments if (ids := self._id_strings(file, value))]
+            for name, ids in given:
                 field = _KWARGS_FIELD[name]
                 if trainer in _UNGUARDED_TEACHER and name != "teacher_model":
                     continue  # the student goes through SFT/GRPO's guarded path
-                for id_node in self._id_strings(file, value):
+                for id_node in ids:
                     for context in file.contexts.contexts_at(call):
                         why = self._auto_stays(trainer, name, context)
                         if why is None:

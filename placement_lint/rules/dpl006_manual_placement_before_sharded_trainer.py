@@ -16,8 +16,6 @@ _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double
 _WRAPPERS = {"get_peft_model", "prepare_model_for_kbit_training", "prepare_model_for_int8_training"}
 _PLACERS = (
     b"Trainer(",
-    b"trainer",  # a trainer subclass from another module: `from trainers import CustomSFT`
-    b"return",  # a helper that returns the model to an importer that trains it
     b".prepare(",
     b"prepare_model(",
     b"deepspeed.initialize",
@@ -49,6 +47,12 @@ class ManualPlacementBeforeShardedTrainer(Rule):
     def could_fire(cls, raw: bytes) -> bool:
         """A placement, a loaded model, and something that places it (a trainer, prepare, DeepSpeed) or a bitsandbytes load."""
         return super().could_fire(raw) and b"from_pretrained" in raw and any(token in raw for token in _PLACERS)
+
+    @classmethod
+    def could_fire_when_launched(cls, raw: bytes) -> bool:
+        # A helper that returns the model to an importer that trains it, or a trainer subclass from
+        # another module (`from trainers import CustomSFT`): only the launch context can tell.
+        return super().could_fire(raw) and b"from_pretrained" in raw and (b"return" in raw or b"trainer" in raw)
 
     @classmethod
     def could_fire_without_context(cls, raw: bytes) -> bool:

@@ -5,20 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from placement_lint.analysis.names import dotted
-from placement_lint.rules.base import CheckedFile, Rule, Violation
+from placement_lint.rules.base import CheckedFile, Rule, Violation, trl_config_call
 
 # TrainingArguments, HfDeepSpeedConfig, Accelerator(), argument parsing, deepspeed.initialize; TRL configs below.
 _ZERO3_CONFIG_TOKENS = (b"TrainingArguments", b"HfDeepSpeedConfig", b"Accelerator(", b"parse_args", b"deepspeed.initialize")
-
-
-def _trl_config_call(raw: bytes) -> bool:
-    """`SFTConfig(`, `GRPOConfig(`: an upper-case letter before `Config(` (model configs read `LlamaConfig(`)."""
-    at = raw.find(b"Config(")
-    while at > 0:
-        if 65 <= raw[at - 1] <= 90:
-            return True
-        at = raw.find(b"Config(", at + 1)
-    return False
 
 
 class Zero3ConfigAfterModelLoad(Rule):
@@ -32,7 +22,7 @@ class Zero3ConfigAfterModelLoad(Rule):
         # The file itself builds what makes ZeRO-3 visible (or hands the model to DeepSpeed): modules that
         # only load under their importer's setup are judged at the importer.
         return (b"from_pretrained" in raw or b"from_config" in raw) and (
-            any(t in raw for t in _ZERO3_CONFIG_TOKENS) or _trl_config_call(raw)
+            any(t in raw for t in _ZERO3_CONFIG_TOKENS) or trl_config_call(raw)
         )
 
     valid = (
