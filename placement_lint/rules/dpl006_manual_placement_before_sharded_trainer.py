@@ -63,11 +63,15 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         if not loads:
             return
         full_eval = self._full_eval(file)
+        holders = _model_holders(file, loads)
         for method in ("to", "cuda"):
             for call in file.resolver.index.calls_by_name.get(method, []):
                 if not isinstance(call.func, ast.Attribute):
                     continue
-                load = self._model_of(file, call.func.value, loads, 0)
+                owner = call.func.value
+                if not isinstance(owner, ast.Call) and dotted(owner) not in holders:
+                    continue  # batches and tensors: only names a model is assigned to are resolved
+                load = self._model_of(file, owner, loads, 0)
                 if load is None:
                     continue
                 move = self._move(call)
@@ -182,6 +186,32 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 if found is not None and isinstance(found.value, ast.Constant) and found.value.value is True:
                     return found
         return None
+
+
+def _model_holders(file: CheckedFile, loads: dict[int, ModelLoad]) -> set[str]:
+    """Names that some statement binds to a model load or a PEFT wrapper call (the cheap filter)."""
+    names: set[str] = set()
+    for node in file.resolver.index.nodes:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+            value = node.value
+            if id(value) in loads or last_segment(dotted(value.func)) in _WRAPPERS or _loads_inside(value, loads):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for element in target.elts if isinstance(target, ast.Tuple) else [target]:
+                        key = dotted(element)
+                        if key:
+                            names.add(key)
+    return names
+
+
+def _loads_inside(call: ast.Call, loads: dict[int, ModelLoad]) -> bool:
+    """`model = AutoModel.from_pretrained(...).to(device)` and the like."""
+    current: ast.AST = call
+    while isinstance(current, ast.Call) and isinstance(current.func, ast.Attribute):
+        current = current.func.value
+        if id(current) in loads:
+            return True
+    return False
 
 
 def _before(call: ast.Call, consumer: ast.AST | None) -> bool:
