@@ -78,22 +78,40 @@ class DeviceMap:
         return any(c.trains for c in self.consumers)
 
 
-@dataclass(frozen=True)
 class ModelLoad:
-    """One `X.from_pretrained(...)` of a model (not a tokenizer or config), whatever its device_map."""
+    """One `X.from_pretrained(...)` of a model (not a tokenizer or config), whatever its device_map.
+    Each fact is worked out when a rule first asks for it: most loads are never asked most of them."""
 
-    loader: Loader
-    quantized: bool
-    after_distributed_state: bool
-    after_zero3_config: bool
-    order_known: bool  # False in a helper this file never calls (`model_init=`): it runs when its caller says
-    device_map_given: bool | None  # None: a `**kwargs` splat may or may not carry one
-    analysis: PlacementAnalysis = field(repr=False, compare=False)
+    def __init__(self, loader: Loader, analysis: PlacementAnalysis) -> None:
+        self.loader = loader
+        self.analysis = analysis
 
     @property
     def call(self) -> ast.Call:
         assert isinstance(self.loader.node, ast.Call)
         return self.loader.node
+
+    @cached_property
+    def quantized(self) -> bool:
+        return self.analysis._quantized(self.loader)
+
+    @cached_property
+    def after_distributed_state(self) -> bool:
+        return self.analysis._after(self.loader, self.analysis._state_creations)
+
+    @cached_property
+    def after_zero3_config(self) -> bool:
+        return self.analysis._after(self.loader, self.analysis._config_creations)
+
+    @cached_property
+    def order_known(self) -> bool:
+        """False in a helper this file never calls (`model_init=`): it runs when its caller says."""
+        return self.analysis._order_known(self.call)
+
+    @cached_property
+    def device_map_given(self) -> bool | None:
+        """None: a `**kwargs` splat may or may not carry one."""
+        return self.analysis._device_map_given(self.call)
 
     @property
     def consumers(self) -> tuple[Consumer, ...]:
@@ -159,17 +177,7 @@ class PlacementAnalysis:
             if not owner or _NOT_A_MODEL.search(owner):
                 continue
             loader = Loader(call, LoaderKind.FROM_PRETRAINED, f"{owner}.{call.func.attr}")
-            found.append(
-                ModelLoad(
-                    loader,
-                    self._quantized(loader),
-                    self._after(loader, self._state_creations),
-                    self._after(loader, self._config_creations),
-                    self._order_known(call),
-                    self._device_map_given(call),
-                    self,
-                )
-            )
+            found.append(ModelLoad(loader, self))
         return found
 
     def first_zero3_config_after(self, node: ast.AST) -> ast.Call | None:

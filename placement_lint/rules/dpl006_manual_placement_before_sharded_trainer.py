@@ -85,7 +85,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None
     ) -> Violation | None:
         written = _text(file, call)
-        if load.quantized and (move == "dtype" or (move == "cuda" and _eight_bit(file, load))):
+        if move in ("dtype", "cuda") and load.quantized and (move == "dtype" or _eight_bit(file, load)):
             error = (
                 '"You cannot cast a bitsandbytes model in a new `dtype`"'
                 if move == "dtype"
