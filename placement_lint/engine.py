@@ -141,6 +141,7 @@ class FileChecker:
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
+        self.anchors = tuple({token for rule in self.rules for token in rule.anchor_tokens()})
         self._per_file_ignores = [
             (pathspec.GitIgnoreSpec.from_lines([pattern]), codes) for pattern, codes in settings.per_file_ignores
         ]
@@ -163,6 +164,8 @@ class FileChecker:
                 raw = python_bytes(path, raw)  # the code cells, not the JSON (which escapes quotes)
             except SourceError:
                 return True  # check() names the problem
+        if not any(anchor in raw for anchor in self.anchors):
+            return False
         candidates = [
             rule for rule in self.rules if rule.could_fire(raw) and not (rule.checks_suppressions and self.options.ignore_noqa)
         ]

@@ -82,3 +82,23 @@ def test_precheck_changes_no_result_with_dpl100(path: Path, monkeypatch: pytest.
     monkeypatch.setattr("placement_lint.engine.FileChecker.worth_parsing", lambda self, raw, path: True)
     without = [(f.row, f.column, f.code) for f in lint_file(path, ("DPL100",)).findings]
     assert with_precheck == without
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_rule_that_could_fire_holds_one_of_its_anchors(path: Path) -> None:
+    """The engine skips a file holding none of the rules' anchors before asking any rule: an anchor
+    set that misses a token a rule's own check accepts would hide that rule's findings."""
+    from placement_lint.rules import all_rules
+
+    raw = path.read_bytes()
+    for rule in all_rules():
+        if rule.could_fire(raw) or rule.could_fire_when_launched(raw) or rule.could_fire_without_context(raw):
+            assert any(anchor in raw for anchor in rule.anchor_tokens()), rule.code
+
+
+def test_the_anchor_gate_skips_files_no_rule_could_read(tmp_path: Path) -> None:
+    plain = tmp_path / "utils.py"
+    plain.write_text("import torch\n\ndef f(x):\n    return x.to('cuda')\n")
+    from helpers import checker
+
+    assert not checker(tmp_path, ()).worth_parsing(plain.read_bytes(), plain)

@@ -296,6 +296,9 @@ class Rule:
     triggers: ClassVar[tuple[bytes, ...]] = (b"device_map",)
     # ...and, unless the rule is context-free, could be distributed (in-file tokens, launch or override).
     context_free: ClassVar[bool] = False
+    # Tokens of which a file must hold one before any of the checks above can pass (default: the
+    # triggers). The engine looks for the union of all rules' anchors once, and skips most files there.
+    anchors: ClassVar[tuple[bytes, ...] | None] = None
     # Judges the file's noqa comments: runs after every other rule, on their unsuppressed findings.
     checks_suppressions: ClassVar[bool] = False
     # Fixit-style examples: each source must (invalid) or must not (valid) produce this rule's code.
@@ -305,6 +308,10 @@ class Rule:
     @classmethod
     def could_fire(cls, raw: bytes) -> bool:
         return any(token in raw for token in cls.triggers)
+
+    @classmethod
+    def anchor_tokens(cls) -> tuple[bytes, ...]:
+        return cls.anchors if cls.anchors is not None else cls.triggers
 
     @classmethod
     def could_fire_when_launched(cls, raw: bytes) -> bool:

@@ -43,6 +43,7 @@ class TrlModelIdAutoDefault(Rule):
     summary = 'A model id string given to a TRL trainer that loads it with `device_map="auto"` in a distributed run'
     fix_availability = FixAvailability.SOMETIMES
     triggers = (b"Trainer",)
+    anchors = (b"Trainer", b"model=")
     valid = (
         # SFTTrainer resets device_map to None itself under DDP and DeepSpeed.
         'from trl import SFTConfig, SFTTrainer\nargs = SFTConfig("out", deepspeed="ds.json")\n'

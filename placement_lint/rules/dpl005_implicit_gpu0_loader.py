@@ -30,6 +30,8 @@ class ImplicitGpu0Loader(Rule):
         b"FastVisionModel",
     )
 
+    anchors = (b"from_pretrained",)
+
     @classmethod
     def could_fire(cls, raw: bytes) -> bool:
         return b"from_pretrained" in raw and super().could_fire(raw)

@@ -32,6 +32,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
     summary = "`model.to(device)` / `model.cuda()` before ZeRO-3 or FSDP shards the model, or a cast of a bitsandbytes model"
     fix_availability = FixAvailability.SOMETIMES
     triggers = (b".to(", b".cuda(")
+    anchors = (b"from_pretrained",)
     context_free = True  # casting a bitsandbytes model fails in any setup
     valid = (
         # Single process: the Trainer moves it again, harmlessly.

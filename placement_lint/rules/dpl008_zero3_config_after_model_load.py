@@ -16,6 +16,7 @@ class Zero3ConfigAfterModelLoad(Rule):
     name = "zero3-config-after-model-load"
     summary = "Under DeepSpeed ZeRO-3, a model loaded before the config that makes ZeRO-3 visible to transformers"
     triggers = (b"from_pretrained",)
+    anchors = (b"from_pretrained", b"from_config")
 
     @classmethod
     def could_fire(cls, raw: bytes) -> bool:

@@ -25,6 +25,7 @@ class DeviceMapWithTensorParallel(Rule):
     fix_availability = FixAvailability.ALWAYS
     triggers = (b"tp_plan", b"tp_size", b"distributed_config")
     context_free = True  # transformers raises whatever the launch
+    anchors = (b"device_map",)
 
     @classmethod
     def could_fire(cls, raw: bytes) -> bool:

@@ -20,6 +20,7 @@ class UnusedNoqa(Rule):
     summary = "A `# noqa: DPL...` comment, or a DPL code in one, that suppresses nothing on its line"
     fix_availability = FixAvailability.ALWAYS
     triggers = ()  # could_fire looks for a directive naming a DPL code instead
+    anchors = (b"noqa", b"NOQA", b"Noqa")
     context_free = True  # a comment that suppresses nothing does so in every setup
     checks_suppressions = True
     valid = (
