@@ -70,6 +70,17 @@ class RunOptions:
 
 
 @dataclass(frozen=True)
+class _NoqaRow:
+    """A finding's noqa line, worked out when asked (it tokenizes the file); picklable for the pool."""
+
+    source: SourceFile
+    offset: int
+
+    def row(self) -> int:
+        return self.source.location(self.source.line_starts[noqa.noqa_row(self.source, self.offset) - 1])[1]
+
+
+@dataclass(frozen=True)
 class Finding:
     display: str
     violation: Violation
@@ -78,8 +89,16 @@ class Finding:
     column: int
     end_row: int
     end_column: int
-    noqa_row: int = 0  # the line whose comment can suppress it (0: its first line)
+    # The line whose comment can suppress it (0: its first line); a function when it is worked out on
+    # demand: it tokenizes the file, which only the JSON output asks for.
+    noqa_row_of: int | _NoqaRow = 0
     cell: int | None = None  # in a notebook: the cell (1-based among all cells); rows and columns are in it
+
+    @property
+    def noqa_row(self) -> int:
+        if isinstance(self.noqa_row_of, _NoqaRow):
+            object.__setattr__(self, "noqa_row_of", self.noqa_row_of.row())
+        return self.noqa_row_of  # type: ignore[return-value]
 
     @property
     def code(self) -> str:
@@ -263,7 +282,8 @@ class FileChecker:
                         violations += rule.check_suppressions(checked, directives, violations, judged)
                     except Exception as exc:
                         raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
-            violations = [v for v in violations if not noqa.suppressed(directives, noqa.noqa_row(source, v.start), v.code)]
+            if directives:  # finding a comment's line tokenizes the file: only when there are comments to find
+                violations = [v for v in violations if not noqa.suppressed(directives, noqa.noqa_row(source, v.start), v.code)]
         violations.sort(key=lambda v: (v.start, v.code))
         if isinstance(source, NotebookSource):
             # "TrainingArguments(...), line 9" names a row of the joined cells: say which cell, as ruff does.
@@ -413,8 +433,7 @@ class FileChecker:
     def _finding(source: SourceFile, display: str, violation: Violation) -> Finding:
         cell, row, column = source.location(violation.start)
         _, end_row, end_column = source.location(violation.end)
-        noqa_offset = source.line_starts[noqa.noqa_row(source, violation.start) - 1]
-        _, noqa_row, _ = source.location(noqa_offset)
+        noqa_row = _NoqaRow(source, violation.start)
         return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column, noqa_row, cell)
 
 
