@@ -308,7 +308,7 @@ def _report(  # type: ignore[no-untyped-def]
     add_noqa: bool = False,
 ) -> tuple[str, bool]:
     """Print the run's errors and warnings on stderr; return the report for stdout or -o, and
-    whether it holds rich markup (only a human format on a colour terminal does)."""
+    whether it holds colour codes (only a human format on a colour terminal does)."""
     from placement_lint.report import migration, text
     from placement_lint.report.common import problems
     from placement_lint.report.formats import FORMATS, Report
@@ -328,6 +328,7 @@ def _report(  # type: ignore[no-untyped-def]
             click.echo(f"Would fix {count} problem{'s' if count != 1 else ''}.", err=True)
         return "".join(f.diff for f in result.files if f.diff).removesuffix("\n"), False
     chosen = FORMATS[output_format]
+    style = _ansi_style() if color else text.plain
     if statistics:
         if output_format == "json":
             from placement_lint.report.json_format import render_statistics
@@ -337,7 +338,7 @@ def _report(  # type: ignore[no-untyped-def]
 
         lines = text.statistics(result, {rule.code: rule.name for rule in all_rules()})
     else:
-        body = chosen.render(Report(result, options, cwd, _rich_style() if color and chosen.human else text.plain))
+        body = chosen.render(Report(result, options, cwd, style if chosen.human else text.plain))
         if not chosen.human:
             return body, False
         lines = [body] if body else []
@@ -348,7 +349,7 @@ def _report(  # type: ignore[no-untyped-def]
         from placement_lint.rules import all_rules
 
         summary = migration.summarize(result, options, {rule.code: rule.name for rule in all_rules()})
-        sections.append(migration.render_summary(summary, _rich_style() if color else text.plain, terminal=color))
+        sections.append(migration.render_summary(summary, style, terminal=color))
     for section in sections:
         if section:  # one blank line before each, however the findings ended
             lines += [*([""] if lines and not lines[-1].endswith("\n") and lines[-1] else []), *section, ""]
@@ -357,29 +358,26 @@ def _report(  # type: ignore[no-untyped-def]
     return "\n".join(lines), color
 
 
-def _rich_style():  # type: ignore[no-untyped-def]
-    from rich.markup import escape
-
-    styles = {"path": "bold", "code": "bold red", "help": "cyan", "gutter": "blue", "caret": "red"}
+def _ansi_style():  # type: ignore[no-untyped-def]
+    """Colour as ANSI codes around the styled pieces only: the source lines and messages around them
+    are printed as they are (a markup language would read `x[i]` in a code frame as a tag)."""
+    styles = {
+        "path": {"bold": True},
+        "code": {"bold": True, "fg": "red"},
+        "help": {"fg": "cyan"},
+        "gutter": {"fg": "blue"},
+        "caret": {"fg": "red"},
+    }
 
     def style(value: str, name: str) -> str:
-        return f"[{styles[name]}]{escape(value)}[/]"
+        return click.style(value, **styles[name])  # type: ignore[arg-type]
 
     return style
 
 
 def _emit(report: str, color: bool, err: bool = False) -> None:
-    if not report:
-        return
-    if not color:
-        click.echo(report, err=err)
-        return
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console(highlight=False, soft_wrap=True, force_terminal=True, stderr=err)
-    for line in report.split("\n"):
-        console.print(line if "[/]" in line else escape(line))
+    if report:
+        click.echo(report, err=err, color=color)
 
 
 def _interrupt_on_sigterm() -> None:

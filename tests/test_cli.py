@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import stat
@@ -318,3 +319,16 @@ def test_statistics_as_json_and_rule_argument_errors(repo: Path) -> None:
     assert stats == [{"code": "DPL001", "name": "spread-device-map-in-distributed", "count": 1, "fixable": True}]
     both = CliRunner().invoke(main, ["rule", "DPL001", "--all"])
     assert both.exit_code == 2
+
+
+def test_colour_leaves_the_source_and_message_text_as_it_is(tmp_path: Path) -> None:
+    """Brackets in a code frame (`x[i]`) are source text, not markup to interpret."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(
+        "import torch.distributed as dist\ndist.init_process_group('nccl')\nmaps = {'a': 'auto'}\n"
+        "m = X.from_pretrained('g', device_map=maps['a'])  # see [i] and [/]\nTrainer(model=m)\n"
+    )
+    coloured = cli("check", "--no-cache", "--color", ".", cwd=tmp_path).stdout
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", coloured)
+    assert plain == cli("check", "--no-cache", ".", cwd=tmp_path).stdout
+    assert "maps['a'])  # see [i] and [/]" in plain

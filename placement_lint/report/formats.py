@@ -18,7 +18,7 @@ class Report:
     result: RunResult
     options: RunOptions
     cwd: Path
-    # Human formats only: `style(text, name)` renders rich markup, or nothing (see report/text.py).
+    # Human formats only: `style(text, name)` adds colour codes, or nothing (see report/text.py).
     style: Callable[[str, str], str] = lambda text, _: text
 
 

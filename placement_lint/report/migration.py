@@ -147,7 +147,7 @@ def _rule_table(rules: list[RuleCounts], style: Style, terminal: bool) -> list[s
 
     def cells(row: list[str], styled: bool) -> list[str]:
         out = [cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
-        if styled:  # pad first: markup must not count towards a column's width
+        if styled:  # pad first: colour codes must not count towards a column's width
             out[0] = style(row[0], "code") + out[0][len(row[0]) :]
         return out
 

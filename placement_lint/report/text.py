@@ -12,7 +12,7 @@ from placement_lint.engine import Finding, RunOptions, RunResult
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report
 
-# A tiny style vocabulary; `style(text, name)` renders it as rich markup or leaves it plain.
+# A tiny style vocabulary; `style(text, name)` renders it in colour (the CLI's ANSI codes) or leaves it plain.
 Style = Callable[[str, str], str]
 
 
