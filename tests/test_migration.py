@@ -487,3 +487,9 @@ def test_outside_a_repository_is_a_usage_error(tmp_path: Path) -> None:
         "check", "--changed-since", "HEAD", ".", cwd=tmp_path, env={**GIT_ENV, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)}
     )
     assert result.returncode == 2 and "not in a git repository" in result.stderr
+
+
+def test_what_needs_a_human_points_into_a_notebook_cell() -> None:
+    finding = Finding("train.ipynb", Violation("DPL007", "message", 0, 1), Context(), 2, 15, 2, 20, cell=3)
+    summary = summarize(RunResult([FileResult("train.ipynb", findings=[finding])], checked=1), RunOptions(fix=True), NAMES)
+    assert [w.places for w in summary.needs_human] == [["train.ipynb:cell 3:2:15"]]

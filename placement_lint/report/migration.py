@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from placement_lint.edits import Applicability
 from placement_lint.engine import Finding, RunOptions, RunResult
 from placement_lint.report.formats import FORMATS
-from placement_lint.report.text import Style, plain
+from placement_lint.report.text import Style, finding_position, plain
 
 _MAX_PLACES = 10  # locations listed per group of remaining findings
 
@@ -84,7 +84,7 @@ def summarize(result: RunResult, options: RunOptions, names: dict[str, str]) -> 
     groups: dict[tuple[str, str], HumanWork] = {}
     for finding in result.findings:
         key = (finding.code, _hint(finding, options))
-        groups.setdefault(key, HumanWork(*key)).places.append(f"{finding.display}:{finding.row}:{finding.column}")
+        groups.setdefault(key, HumanWork(*key)).places.append(f"{finding.display}:{finding_position(finding)}")
     return MigrationSummary(
         scanned=result.checked,
         with_findings=len(
