@@ -21,7 +21,7 @@ from pathlib import Path
 
 from placement_lint.engine import Finding, RunOptions, RunResult, run, run_source
 from placement_lint.rules import all_rules
-from placement_lint.settings import ConfigError, Settings, check_context, find_config, load_settings, with_selection
+from placement_lint.settings import ConfigError, Settings, check_context, settings_for
 
 __all__ = ["CheckError", "Finding", "check", "check_source", "fix_source"]
 
@@ -151,11 +151,17 @@ def _settings(
     ignore: Selectors,
     extend_select: Selectors,
 ) -> Settings:
-    cwd = Path.cwd()
     try:
-        config_file = Path(config) if config is not None else find_config(Path(os.path.abspath(start)))
-        settings = load_settings(config_file, cwd, tuple(rule.code for rule in all_rules()))
-        return with_selection(settings, _selectors(select), _selectors(ignore), _selectors(extend_select), prefix="")
+        return settings_for(
+            start,
+            Path(config) if config is not None else None,
+            Path.cwd(),
+            tuple(rule.code for rule in all_rules()),
+            _selectors(select),
+            _selectors(ignore),
+            _selectors(extend_select),
+            prefix="",
+        )
     except ConfigError as exc:
         raise CheckError([str(exc)]) from None
 
@@ -170,8 +176,7 @@ def _context(value: str | None) -> str | None:
 def _selectors(value: Selectors) -> list[str]:
     if value is None:
         return []
-    values = [value] if isinstance(value, str) else list(value)
-    return [part.strip() for item in values for part in item.split(",") if part.strip()]
+    return [value] if isinstance(value, str) else list(value)
 
 
 def _findings(result: RunResult) -> list[Finding]:

@@ -25,10 +25,6 @@ def _codes() -> tuple[str, ...]:
     return tuple(rule.code for rule in all_rules())
 
 
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="placement-lint")
 def main() -> None:
@@ -113,7 +109,7 @@ def check(
 
     `-` as the only path, or --stdin-filename, reads the source from stdin."""
     from placement_lint.engine import RunOptions, run
-    from placement_lint.settings import ConfigError, find_config, load_settings, with_selection
+    from placement_lint.settings import ConfigError, settings_for
 
     cwd = Path.cwd()
     reads_stdin = stdin_filename is not None or Path("-") in paths
@@ -122,10 +118,7 @@ def check(
         sys.exit(EXIT_ERROR)
     targets = [stdin_filename or Path("-")] if reads_stdin else list(paths) or [Path(".")]
     try:
-        config_file = config_path or find_config(targets[0].resolve())
-        settings = with_selection(
-            load_settings(config_file, cwd, _codes()), _split(select), _split(ignore), _split(extend_select)
-        )
+        settings = settings_for(targets[0], config_path, cwd, _codes(), select, ignore, extend_select)
     except ConfigError as exc:
         _error(str(exc))
         sys.exit(EXIT_ERROR)
@@ -405,10 +398,10 @@ def clean(cache_dir: Path | None) -> None:
     import shutil
 
     from placement_lint.cache import cache_dir as find_cache_dir
-    from placement_lint.settings import ConfigError, find_config, load_settings
+    from placement_lint.settings import ConfigError, settings_for
 
     try:
-        settings = load_settings(find_config(Path.cwd()), Path.cwd(), _codes())
+        settings = settings_for(Path.cwd(), None, Path.cwd(), _codes())
     except ConfigError as exc:
         _error(str(exc))
         sys.exit(EXIT_ERROR)
@@ -426,12 +419,12 @@ def clean(cache_dir: Path | None) -> None:
 def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path | None, output_format: str) -> None:
     """Show the distributed setup each Python file runs under, and why (its evidence chain)."""
     from placement_lint.engine import explain_contexts
-    from placement_lint.settings import ConfigError, find_config, load_settings
+    from placement_lint.settings import ConfigError, settings_for
 
     cwd = Path.cwd()
     targets = list(paths) or [Path(".")]
     try:
-        settings = load_settings(config_path or find_config(targets[0].resolve()), cwd, _codes())
+        settings = settings_for(targets[0], config_path, cwd, _codes())
     except ConfigError as exc:
         _error(str(exc))
         sys.exit(EXIT_ERROR)

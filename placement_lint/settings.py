@@ -7,6 +7,7 @@ files), paths in it are relative to its folder, and command-line options overrid
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -155,6 +156,27 @@ def _from_table(table: dict[str, object], config_file: Path, codes: tuple[str, .
             raise ConfigError(f"{where} respect-gitignore: expected true or false")
         values["respect_gitignore"] = table["respect-gitignore"]
     return replace(settings, **values)  # type: ignore[arg-type]
+
+
+def settings_for(
+    start: Path,
+    config: Path | None,
+    cwd: Path,
+    codes: tuple[str, ...],
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    extend_select: Iterable[str] = (),
+    prefix: str = "--",
+) -> Settings:
+    """The settings for a run over `start`: the given `pyproject.toml` or the one found above the
+    resolved path, then the selections given on the command line (or to the API)."""
+    settings = load_settings(config or find_config(start.resolve()), cwd, codes)
+    return with_selection(settings, split_selectors(select), split_selectors(ignore), split_selectors(extend_select), prefix)
+
+
+def split_selectors(values: Iterable[str]) -> list[str]:
+    """`--select DPL001,DPL002 --select DPL3` -> ["DPL001", "DPL002", "DPL3"]."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
 def with_selection(
