@@ -15,6 +15,7 @@ import click
 
 from placement_lint import __version__
 from placement_lint.distributed import NAMED_SETUPS
+from placement_lint.report.formats import FORMATS
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -41,7 +42,7 @@ def main() -> None:
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the configured set.")
 @click.option(
     "--output-format",
-    type=click.Choice(["full", "concise", "grouped", "json", "json-lines", "sarif", "github", "gitlab", "junit"]),
+    type=click.Choice(list(FORMATS)),
     default=None,
     help="How to print findings: for people (full, concise, grouped) or for tools and CI (the rest).",
 )

@@ -7,8 +7,10 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from placement_lint.engine import RunOptions, RunResult
+if TYPE_CHECKING:  # the command line reads FORMATS for its choices before any run is imported
+    from placement_lint.engine import RunOptions, RunResult
 
 
 @dataclass(frozen=True)
