@@ -493,3 +493,10 @@ def test_what_needs_a_human_points_into_a_notebook_cell() -> None:
     finding = Finding("train.ipynb", Violation("DPL007", "message", 0, 1), Context(), 2, 15, 2, 20, cell=3)
     summary = summarize(RunResult([FileResult("train.ipynb", findings=[finding])], checked=1), RunOptions(fix=True), NAMES)
     assert [w.places for w in summary.needs_human] == [["train.ipynb:cell 3:2:15"]]
+
+
+def test_add_noqa_never_edits_a_noqa_inside_a_string(tmp_path: Path) -> None:
+    """`"# noqa: E501"` in a string literal is the program's text, not a comment to merge into."""
+    source = decode_source(tmp_path / "x.py", b'x = f("# noqa: E501")\ny = f("# noqa")\n')
+    text, added = add_noqa(source, [("DPL001", 0), ("DPL002", 22)])
+    assert (text, added) == ('x = f("# noqa: E501")  # noqa: DPL001\ny = f("# noqa")  # noqa: DPL002\n', 2)
