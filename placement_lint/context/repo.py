@@ -27,13 +27,19 @@ from placement_lint.analysis.names import ImportTable, dotted
 from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import Evidence, Kind
-from placement_lint.context.launch_files import LAUNCH_TOKENS, MAX_LAUNCHER_BYTES, CommandLine, commands_in, launcher_kind
+from placement_lint.context.launch_files import (
+    LAUNCH_TOKENS,
+    MAX_LAUNCHER_BYTES,
+    CommandLine,
+    commands_in,
+    launcher_kind,
+    launcher_name,
+)
 from placement_lint.discover import repository_files
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES, is_notebook
 from placement_lint.settings import Settings
 
 IMPORT_DEPTH = 3
-_NAMED_FILES = ("Makefile", "makefile", "GNUmakefile", "Procfile", "Dockerfile", "Containerfile")
 _NAMED_ACCELERATE_CONFIGS = {  # `trl ... --accelerate_config NAME` (trl/accelerate_configs/NAME.yaml)
     "single_gpu": (Kind.SINGLE, None),
     "multi_gpu": (Kind.DDP, None),
@@ -44,34 +50,6 @@ _NAMED_ACCELERATE_CONFIGS = {  # `trl ... --accelerate_config NAME` (trl/acceler
     "fsdp2": (Kind.FSDP, None),
 }
 _MULTI = re.compile(r"^MULTI_")
-
-
-def launcher_name(name: str) -> bool:
-    """Could a file of this name hold launch commands (read its head to be sure)?"""
-    if name.startswith(_NAMED_FILES) or name.endswith(".mk"):
-        return True
-    suffix = os.path.splitext(name)[1].lower()
-    return (
-        suffix
-        in {
-            ".sh",
-            ".bash",
-            ".zsh",
-            ".sbatch",
-            ".slurm",
-            ".pbs",
-            ".job",
-            ".qsub",
-            ".lsf",
-            ".yml",
-            ".yaml",
-            ".md",
-            ".markdown",
-            ".rst",
-            ".ipynb",
-        }
-        or suffix == ""
-    )
 
 
 @dataclass(frozen=True)
