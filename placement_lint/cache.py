@@ -10,11 +10,9 @@ once the last one to finish wins, and both are valid. Entries not seen for 30 da
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -25,6 +23,7 @@ from placement_lint.context.evidence import Context, Evidence, Kind, Override
 from placement_lint.context.repo import RepoContext, import_lines_digest
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
+from placement_lint.fixes.write import replace_file
 from placement_lint.rules.base import Violation
 
 CACHE_DIR_NAME = ".placement_lint_cache"
@@ -196,13 +195,9 @@ def _write_json(path: Path, data: object) -> None:
         ignore = path.parents[1] / ".gitignore"
         if not ignore.exists():
             ignore.write_text("# Automatically created by placement-lint.\n*\n", encoding="utf-8")
-        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".cache.", suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out)
-        os.replace(temp, path)
+        replace_file(path, json.dumps(data).encode("utf-8"), 0o600, durable=False)
     except OSError:
-        with contextlib.suppress(OSError, UnboundLocalError):
-            os.unlink(temp)  # a read-only tree still gets its results, just no cache
+        pass  # a read-only tree still gets its results, just no cache
 
 
 # -- JSON for findings ---------------------------------------------------------------------------

@@ -79,17 +79,19 @@ def _write(path: Path, data: bytes, expected: bytes) -> None:
     replace_file(target, data, stat.S_IMODE(target.stat().st_mode))
 
 
-def replace_file(target: Path, data: bytes, mode: int | None) -> None:
+def replace_file(target: Path, data: bytes, mode: int | None, durable: bool = True) -> None:
     """Put `data` at `target` whole or not at all: a temp file in the same folder, fsync, `os.replace`.
 
     `mode`: the permission bits to keep; None for a new file (0666 less the umask, as `open` gives).
+    `durable=False` skips the fsync, for files that can be rebuilt (the cache).
     """
     handle, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".placement-lint")
     try:
         with os.fdopen(handle, "wb") as temp:
             temp.write(data)
-            temp.flush()
-            os.fsync(temp.fileno())
+            if durable:
+                temp.flush()
+                os.fsync(temp.fileno())
         os.chmod(temp_name, mode if mode is not None else 0o666 & ~_umask())
         os.replace(temp_name, target)
     except BaseException:
