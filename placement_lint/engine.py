@@ -148,6 +148,7 @@ class FileChecker:
         launches: dict[Path, Launched] | None = None,
     ) -> None:
         self.settings = settings
+        self._root = settings.root.resolve()  # per-file patterns match paths relative to it
         self.options = options
         self.cwd = cwd
         # Evidence from the repository's launch scripts, per resolved file path, what of the file runs
@@ -327,7 +328,7 @@ class FileChecker:
 
     def _relative(self, path: Path) -> str:
         try:
-            return path.resolve().relative_to(self.settings.root.resolve()).as_posix()
+            return path.resolve().relative_to(self._root).as_posix()
         except ValueError:
             return path.name
 
@@ -586,7 +587,7 @@ def run(
         for path in found.unreadable
     ]
     candidates: list[tuple[Path, bytes]] = []
-    stats: dict[Path, tuple[os.stat_result, bytes]] = {}
+    stats: dict[Path, tuple[os.stat_result, bytes, str]] = {}
     for index, path in enumerate(files):
         if progress is not None:  # a file to parse counts as done once it is checked
             progress(index - len(candidates), len(files))
@@ -617,7 +618,7 @@ def run(
                 )
                 continue
             candidates.append((path, raw))
-            stats[path] = (status, raw)
+            stats[path] = (status, raw, launch_key)
         elif cache is not None:
             cache.store(path, status, raw, launch_key, [])
     interrupted = 0
@@ -627,15 +628,8 @@ def run(
                 progress(len(files) - len(candidates) + checked, len(files))
             results.append(result)
             if cache is not None and result.error is None and result.path in stats:
-                status, raw = stats[result.path]
-                cache.store(
-                    result.path,
-                    status,
-                    raw,
-                    checker.launch_key(result.path),
-                    [f.violation for f in result.findings],
-                    result.dependencies,
-                )
+                status, raw, launch_key = stats[result.path]
+                cache.store(result.path, status, raw, launch_key, [f.violation for f in result.findings], result.dependencies)
     except KeyboardInterrupt:
         # Every file written so far was replaced whole (atomic writes); the rest are untouched.
         interrupted = len(candidates) - sum(1 for r in results if r.path in stats)
