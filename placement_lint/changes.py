@@ -12,16 +12,16 @@ and the ref as one argument that cannot be read as an option.
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from placement_lint.context.configs import MAX_CONFIG_BYTES
 from placement_lint.context.repo import RepoContext
+from placement_lint.discover import real_path
 
 _CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".cfg", ".ini"})
-_MAX_READ = 2 * 1024 * 1024  # as for configs: anything bigger is data, not a config
 _GIT_TIMEOUT = 120
 
 
@@ -100,10 +100,10 @@ def affected(files: list[Path], repos: list[RepoContext], changed: set[Path], cw
     chosen: list[Path] = []
     context_only = 0
     for path in files:
-        real_path = _real_folder(str(path.parent)) / path.name
-        if real_path in changed:
+        resolved = real_path(path)
+        if resolved in changed:
             chosen.append(path)
-        elif real_path in relaunched or mentions(path):
+        elif resolved in relaunched or mentions(path):
             chosen.append(path)
             context_only += 1
     return chosen, context_only
@@ -135,13 +135,8 @@ class _Mentions:
         if path not in self._texts:
             try:
                 with open(path, "rb") as handle:
-                    self._texts[path] = handle.read(_MAX_READ)
+                    self._texts[path] = handle.read(MAX_CONFIG_BYTES)  # as for configs: anything bigger is data
             except OSError:
                 self._texts[path] = b""
         text = self._texts[path]
         return any(name in text for name in self.names)
-
-
-@functools.lru_cache(maxsize=4096)
-def _real_folder(folder: str) -> Path:
-    return Path(os.path.realpath(folder))

@@ -216,3 +216,13 @@ def _walk(
 def force_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool:
     """For a path that need not exist (`--stdin-filename`): would --force-exclude skip it?"""
     return _Ignores(settings).force_excluded(Path(os.path.abspath(path)), is_dir)
+
+
+def real_path(path: Path) -> Path:
+    """`path.resolve()`, resolving each folder once (launch evidence is keyed by real paths)."""
+    return _real_folder(str(path.parent)) / path.name if not path.is_symlink() else path.resolve()
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_folder(folder: str) -> Path:
+    return Path(os.path.realpath(folder))

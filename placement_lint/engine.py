@@ -25,7 +25,7 @@ from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Context, Evidence, FileContext, Override
 from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
 from placement_lint.context.repo import Launched, RepoContext, build_repo_context, launcher_name
-from placement_lint.discover import Discovered, discover, repository_root
+from placement_lint.discover import Discovered, discover, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, is_notebook, python_bytes, read_source
@@ -208,7 +208,7 @@ class FileChecker:
     def _launch_evidence(self, path: Path) -> Launched:
         if not self.launches:
             return _NOT_LAUNCHED
-        return self.launches.get(_real(path), _NOT_LAUNCHED)
+        return self.launches.get(real_path(path), _NOT_LAUNCHED)
 
     def launch_key(self, path: Path) -> str:
         """What the cache must see unchanged besides the file: the evidence its launchers give it, and
@@ -438,16 +438,6 @@ class FileChecker:
         return Finding(display, violation, violation.context or Context(), row, column, end_row, end_column, noqa_row, cell)
 
 
-def _real(path: Path) -> Path:
-    """`path.resolve()`, resolving each folder once: launch evidence is keyed by real paths."""
-    return _real_folder(str(path.parent)) / path.name if not path.is_symlink() else path.resolve()
-
-
-@functools.lru_cache(maxsize=4096)
-def _real_folder(folder: str) -> Path:
-    return Path(os.path.realpath(folder))
-
-
 def _with_text(source: SourceFile, text: str) -> SourceFile:
     return replace(source, text=text, raw=source.encode(text), line_starts=line_starts_of(text))
 
@@ -649,7 +639,7 @@ def add_noqa_comments(result: RunResult) -> None:
         source = file.source
         if not file.findings or source is None or file.path is None or file.error:
             continue
-        if file.path.suffix.lower() == ".ipynb":  # its source is the cells' text, not the file's bytes
+        if isinstance(source, NotebookSource):  # its source is the cells' text, not the file's bytes
             file.warnings.append(f"{file.display}: no noqa added: --add-noqa writes Python files only")
             continue
         if not source.round_trips:
@@ -683,7 +673,7 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
     written, not even the cache; with `options.fix` the fixed text is the result's `source`."""
     cwd = cwd or Path.cwd()
     path = Path(os.path.abspath(path))
-    root = repository_root(path) or _real_folder(str(path.parent))
+    root = repository_root(path) or real_path(path).parent
     # As for a file named on the command line, its folder's launchers count even if excluded.
     repo = build_repo_context(root, settings, lambda p: _display(p, cwd), (path.parent,))
     result = FileChecker(settings, options, cwd, repo.launches()).check(path, raw, write=False)
