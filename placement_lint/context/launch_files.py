@@ -230,9 +230,7 @@ def _dockerfile(path: Path, text: str) -> Iterator[CommandLine]:
             yield from _shell(path, rest, number, path.parent, dict(variables))
 
 
-_YAML_COMMAND_KEY = re.compile(
-    r"^\s*-?\s*(run|script|command|commands|cmd|entrypoint|before_script|after_script)\s*:", re.MULTILINE
-)
+_YAML_COMMAND_KEY = re.compile(rf"^\s*-?\s*({'|'.join(sorted(_YAML_KEYS))})\s*:", re.MULTILINE)
 
 
 def _yaml(path: Path, text: str) -> Iterator[CommandLine]:

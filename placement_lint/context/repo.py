@@ -57,7 +57,6 @@ class Resolved:
     kind: Kind
     stage: int | None
     details: str  # "distributed_type DEEPSPEED, zero_stage 3"
-    single_process: bool = False
 
 
 class Launched(NamedTuple):
@@ -134,7 +133,7 @@ def build_repo_context(
                 "launch",
                 (display(target),),
                 _arguments(launch),
-                single_process=resolved.single_process or _one_process(launch),
+                single_process=_one_process(launch),
                 one_gpu=_one_gpu(launch, env),
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
             )
