@@ -93,12 +93,12 @@ class Resolver:
 
     def __post_init__(self) -> None:
         self.index = index_of(self.module)
+        # The launch's script arguments set to a true value, and each condition's truth once asked:
+        # rules ask the same test again (guards on values, reachability, setup probes).
+        self._passed = frozenset(n for n, value, _ in self.arguments if value.lower() not in ("false", "0", "no", "none", ""))
+        self._truths: dict[int, bool | None] = {}
 
     # -- structure -------------------------------------------------------------------------
-
-    @property
-    def parents(self) -> dict[int, ast.AST]:
-        return self.index.parents
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self.index.parents.get(id(node))
@@ -118,11 +118,16 @@ class Resolver:
     # -- conditions ------------------------------------------------------------------------
 
     def truth(self, test: ast.expr) -> bool | None:
-        def lookup(expr: ast.expr) -> list[ast.expr | None]:
-            return [c.value if isinstance(c.value, ast.expr) else None for c in self.candidates(expr, depth=6)]
+        if id(test) not in self._truths:
+            self._truths[id(test)] = evaluate_truth(test, self.setup, self._lookup, self._passed)
+        return self._truths[id(test)]
 
-        passed = frozenset(name for name, value, _ in self.arguments if value.lower() not in ("false", "0", "no", "none", ""))
-        return evaluate_truth(test, self.setup, lookup, passed)
+    def _lookup(self, expr: ast.expr) -> list[ast.expr | None]:
+        """What a name in a condition can hold; an expression that resolves to nothing but itself
+        (an unbound attribute such as `args.use_peft`) is unknown, not a value to evaluate again."""
+        return [
+            c.value if isinstance(c.value, ast.expr) and c.value is not expr else None for c in self.candidates(expr, depth=6)
+        ]
 
     # -- bindings --------------------------------------------------------------------------
 

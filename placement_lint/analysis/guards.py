@@ -220,6 +220,7 @@ class _Evaluator:
             if isinstance(op, (ast.In, ast.NotIn)) and _is_environ(right_expr) and isinstance(left, str):
                 present = self._pick(True, False) if left in WORLD_ENV | RANK_ENV else UNKNOWN
                 outcome: object = present if present is UNKNOWN or isinstance(op, ast.In) else not present
+                right = self.value(right_expr, depth + 1)
             else:
                 right = self.value(right_expr, depth + 1)
                 outcome = _compare(op, left, right)
@@ -227,7 +228,7 @@ class _Evaluator:
                 return False
             if outcome is UNKNOWN:
                 result = UNKNOWN
-            left = self.value(right_expr, depth + 1)
+            left = right
         return result
 
 

@@ -63,10 +63,6 @@ class ModuleIndex:
         return found
 
     @cached_property
-    def functions(self) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-        return [node for node in self.nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-
-    @cached_property
     def classes(self) -> list[ast.ClassDef]:
         return [node for node in self.nodes if isinstance(node, ast.ClassDef)]
 
