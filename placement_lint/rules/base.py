@@ -12,7 +12,7 @@ from typing import ClassVar
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, ConsumerKind, no_ancestors
 from placement_lint.analysis.names import ImportTable, dotted, keyword
-from placement_lint.analysis.placements import DeviceMap, LoaderKind, PlacementAnalysis
+from placement_lint.analysis.placements import DeviceMap, LoaderKind, ModelLoad, PlacementAnalysis
 from placement_lint.analysis.values import Placement
 from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.evidence import Context, FileContext
@@ -357,7 +357,7 @@ class Rule:
 PER_PROCESS_MAP = '{"": PartialState().local_process_index}'
 
 
-def state_exists_at_load(device_map: DeviceMap, context: Context) -> bool:
+def state_exists_at_load(device_map: DeviceMap | ModelLoad, context: Context) -> bool:
     """Whether this process's device is set (TrainingArguments, a TRL config, Accelerator,
     PartialState, parsed arguments) when the model loads. Only the file's own order can show it is
     not: in a module that runs under its importer's setup, the importer has parsed its arguments first."""
@@ -366,7 +366,7 @@ def state_exists_at_load(device_map: DeviceMap, context: Context) -> bool:
     return device_map.after_distributed_state
 
 
-def zero3_live_at_load(device_map: DeviceMap, context: Context) -> bool:
+def zero3_live_at_load(device_map: DeviceMap | ModelLoad, context: Context) -> bool:
     """Whether a ZeRO-3 run's config is live when the model loads, so `from_pretrained` raises for any
     device_map (domain.md §5.1.3); when it is created later, the load gets no zero.Init (DPL008)."""
     if context.override is not None or any(e.origin == "import" for e in context.deciding):

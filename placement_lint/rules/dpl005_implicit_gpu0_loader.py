@@ -10,7 +10,16 @@ from placement_lint.analysis.placements import ModelLoad
 from placement_lint.context.evidence import Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Fix
-from placement_lint.rules.base import PER_PROCESS_MAP, CheckedFile, FixAvailability, Rule, Violation, fix, reachable_under
+from placement_lint.rules.base import (
+    PER_PROCESS_MAP,
+    CheckedFile,
+    FixAvailability,
+    Rule,
+    Violation,
+    fix,
+    reachable_under,
+    state_exists_at_load,
+)
 
 # unsloth's loaders default to device_map="sequential": one process fills GPU 0 first (unsloth#2457).
 _UNSLOTH = {"FastLanguageModel", "FastModel", "FastVisionModel"}
@@ -59,7 +68,7 @@ class ImplicitGpu0Loader(Rule):
                 if unsloth and (setup.mode is not Mode.DDP or not self._unsloth_branch_runs(file, load, variant)):
                     continue  # unsloth trains with DDP only; an opt-in `if args.use_unsloth:` the launch leaves off
                 if not unsloth and not (
-                    load.quantized and not self._state_exists(load, variant) and not self._inside_device_block(file, load)
+                    load.quantized and not state_exists_at_load(load, variant) and not self._inside_device_block(file, load)
                 ):
                     continue
                 if not reachable_under(file, load.call, setup):
@@ -90,10 +99,6 @@ class ImplicitGpu0Loader(Rule):
         return any(
             "unsloth" in name.lower() and value.lower() not in ("false", "0", "no") for name, value, _ in context.arguments
         )
-
-    @staticmethod
-    def _state_exists(load: ModelLoad, context: Context) -> bool:
-        return any(e.origin == "import" for e in context.deciding) or load.after_distributed_state
 
     @staticmethod
     def _inside_device_block(file: CheckedFile, load: ModelLoad) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from placement_lint.analysis.names import dotted
-from placement_lint.rules.base import CheckedFile, Rule, Violation, trl_config_call
+from placement_lint.rules.base import CheckedFile, Rule, Violation, trl_config_call, zero3_live_at_load
 
 # TrainingArguments, HfDeepSpeedConfig, Accelerator(), argument parsing, deepspeed.initialize; TRL configs below.
 _ZERO3_CONFIG_TOKENS = (b"TrainingArguments", b"HfDeepSpeedConfig", b"Accelerator(", b"parse_args", b"deepspeed.initialize")
@@ -45,15 +45,15 @@ class Zero3ConfigAfterModelLoad(Rule):
                 continue  # an override says ZeRO-3 but not where its config is built
             analysis = file.analysis_for(variant.setup, variant.arguments)
             for load in analysis.model_loads:
-                if id(load.call) in reported or load.after_zero3_config or not load.order_known or load.trained is False:
+                if id(load.call) in reported or not load.order_known or load.trained is False:
                     continue
                 if load.quantized:  # transformers never uses zero.Init for a quantized model, whatever the order
                     continue
                 context = next(
                     (c for c in file.contexts.contexts_at(load.call) if c.setup.zero3 and c.arguments == variant.arguments), None
                 )
-                if context is None or any(e.origin == "import" for e in context.deciding):
-                    continue  # an importer builds the config before it calls in here
+                if context is None or zero3_live_at_load(load, context):
+                    continue  # built after the config, or an importer builds it before it calls in here
                 config = analysis.first_zero3_config_after(load.call)
                 if config is None:
                     later = "no TrainingArguments, TRL config, Accelerator or HfDeepSpeedConfig exists when it loads"
