@@ -355,6 +355,11 @@ class Rule:
 # -- message and fix pieces the device_map rules share --------------------------------------------
 
 PER_PROCESS_MAP = '{"": PartialState().local_process_index}'
+# What the libraries raise, quoted the same way by every rule that predicts it (domain.md §1.2).
+ZERO3_LOAD_ERROR = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
+SPREAD_PREPARE_ERROR = (
+    "accelerate raises \"You can't train a model that has been loaded with `device_map='auto'` in any distributed mode\""
+)
 
 
 def state_exists_at_load(device_map: DeviceMap | ModelLoad, context: Context) -> bool:

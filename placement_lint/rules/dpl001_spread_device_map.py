@@ -15,6 +15,8 @@ from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
     PER_PROCESS_MAP,
+    SPREAD_PREPARE_ERROR,
+    ZERO3_LOAD_ERROR,
     CheckedFile,
     FixAvailability,
     Rule,
@@ -80,17 +82,14 @@ class SpreadDeviceMapInDistributed(Rule):
         setup = context.setup
         value = f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)}"
         if setup.zero3 and zero3_live_at_load(device_map, context):
-            consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
+            consequence = ZERO3_LOAD_ERROR
         elif wrapped_by_ddp(device_map):
             consequence = (
                 'PyTorch raises "DistributedDataParallel device_ids and output_device arguments only work with '
                 'single-device/multiple-device GPU modules or CPU modules"'
             )
         else:
-            consequence = (
-                "accelerate raises \"You can't train a model that has been loaded with `device_map='auto'` "
-                'in any distributed mode"'
-            )
+            consequence = SPREAD_PREPARE_ERROR
         advice = "use device_map=None"
         if self._per_rank_needed(device_map, context):
             reason = (

@@ -10,6 +10,7 @@ from placement_lint.analysis.values import Placement
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
+    ZERO3_LOAD_ERROR,
     CheckedFile,
     FixAvailability,
     Rule,
@@ -45,7 +46,7 @@ class DeviceMapUnderZero3(Rule):
             # Only a load while the ZeRO-3 config is live raises; a load before it is DPL008's concern.
             if not context.setup.zero3 or not zero3_live_at_load(device_map, context):
                 continue
-            consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
+            consequence = ZERO3_LOAD_ERROR
             message = (
                 f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} is not allowed under DeepSpeed ZeRO-3 "
                 f"({context.because(file.display)}): {consequence}; ZeRO-3 partitions and places the model itself: "

@@ -14,7 +14,16 @@ from placement_lint.context.evidence import Context
 from placement_lint.context.repo import EFFICIENT_LOADING
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Edit
-from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, trl_config_call
+from placement_lint.rules.base import (
+    SPREAD_PREPARE_ERROR,
+    ZERO3_LOAD_ERROR,
+    CheckedFile,
+    FixAvailability,
+    Rule,
+    Violation,
+    fix,
+    trl_config_call,
+)
 
 # TRL trainers that load a model id string with `device_map="auto"` unless the kwargs name one, and
 # never reset it for a distributed run (domain.md §1.4 gaps; trl/experimental/*/*_trainer.py).
@@ -135,12 +144,9 @@ class TrlModelIdAutoDefault(Rule):
     ) -> Violation:  # fmt: skip
         setup = context.setup
         if setup.zero3:
-            consequence = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
+            consequence = ZERO3_LOAD_ERROR
         else:
-            consequence = (
-                "accelerate raises \"You can't train a model that has been loaded with `device_map='auto'` in any "
-                'distributed mode"'
-            )
+            consequence = SPREAD_PREPARE_ERROR
         message = (
             f'{_trainer_written(call, trainer)}({name}=<model id>) loads {_shown(file, id_node)} with device_map="auto" (TRL\'s default for id '
             f"strings since 0.26; {why}), but this script runs under {setup.describe()} "
