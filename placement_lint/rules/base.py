@@ -406,11 +406,11 @@ def reachable_under(file: CheckedFile, node: ast.AST, setup: Setup) -> bool:
     return True
 
 
-def written(file: CheckedFile, node: ast.AST) -> str:
-    """The value as the user wrote it, on one line and shortened."""
+def written(file: CheckedFile, node: ast.AST, limit: int = 48) -> str:
+    """The code as the user wrote it, on one line and shortened to `limit` characters."""
     start, end = file.source.node_span(node)
     text = " ".join(file.source.text[start:end].split())
-    return text if len(text) <= 48 else text[:45] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def consumer_phrase(device_map: DeviceMap) -> str:

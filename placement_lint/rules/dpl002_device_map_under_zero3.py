@@ -7,7 +7,7 @@ from functools import partial
 
 from placement_lint.analysis.placements import DeviceMap
 from placement_lint.analysis.values import Placement
-from placement_lint.distributed import Mode, Setup
+from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
     ZERO3_LOAD_ERROR,
@@ -22,7 +22,6 @@ from placement_lint.rules.base import (
 )
 
 _DDP = Setup(Mode.DDP)
-_SINGLE = Setup(Mode.SINGLE)
 
 
 class DeviceMapUnderZero3(Rule):
@@ -77,7 +76,7 @@ class DeviceMapUnderZero3(Rule):
             return True
         if not device_map.candidate.guards:
             return False
-        ddp, single = file.resolver_for(_DDP), file.resolver_for(_SINGLE)
+        ddp, single = file.resolver_for(_DDP), file.resolver_for(SINGLE)
         return any(
             ddp.truth(test) is outcome and single.truth(test) is (not outcome) for test, outcome in device_map.candidate.guards
         )

@@ -5,15 +5,16 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from placement_lint.analysis.flow import ConsumerKind
+from placement_lint.analysis.flow import WRAPPERS, ConsumerKind
 from placement_lint.analysis.names import dotted, keyword, last_segment
 from placement_lint.analysis.placements import ModelLoad
 from placement_lint.distributed import SINGLE, Mode
 from placement_lint.edits import Applicability, Fix
-from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix
+from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, written
 
 _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
-_WRAPPERS = {"get_peft_model", "prepare_model_for_kbit_training", "prepare_model_for_int8_training"}
+# The PEFT wrappers that take the model as their first argument (the rest of flow.WRAPPERS load one).
+_WRAPPERS = {name for name in WRAPPERS if "." not in name}
 _PLACERS = (
     b"Trainer(",
     b".prepare(",
@@ -85,7 +86,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
     def _judge(
         self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None
     ) -> Violation | None:
-        written = _text(file, call)
+        placement = written(file, call, limit=40)
         if move in ("dtype", "cuda") and load.quantized and (move == "dtype" or _eight_bit(file, load)):
             error = (
                 '"You cannot cast a bitsandbytes model in a new `dtype`"'
@@ -93,7 +94,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 else '"Calling `cuda()` is not supported for `8-bit` quantized models"'
             )
             message = (
-                f"{written} on a bitsandbytes-quantized model ({load.loader.name}, line {load.loader.line}): transformers "
+                f"{placement} on a bitsandbytes-quantized model ({load.loader.name}, line {load.loader.line}): transformers "
                 f"raises {error}; the quantized weights are already placed and typed by the load: remove it"
             )
             return self.violation(file, call, message, self._fix(file, call), None)
@@ -111,7 +112,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                     break  # built under zero.Init: .to() moves only the partition placeholders
                 framework = "DeepSpeed ZeRO-3" if setup.zero3 else "FSDP"
                 message = (
-                    f"{written} puts a full copy of the model on this process's GPU before {consumer.name} "
+                    f"{placement} puts a full copy of the model on this process's GPU before {consumer.name} "
                     f"({consumer.where}) hands it to {framework}, but this script runs under {setup.describe()} "
                     f"({context.because(file.display)}): {framework} places the model itself (the Trainer skips its own "
                     f"move for it), so every rank holds the whole unsharded model on its GPU first (out of memory on big "
@@ -120,7 +121,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 return self.violation(file, call, message, self._fix(file, call), context)
         if full_eval is not None and consumer.kind is ConsumerKind.TRAINER:
             message = (
-                f"{written} puts the full-precision model on the GPU before {consumer.name} ({consumer.where}), "
+                f"{placement} puts the full-precision model on the GPU before {consumer.name} ({consumer.where}), "
                 f"but {full_eval.arg}=True (line {full_eval.lineno}) asks the Trainer to cast it before placing it: the "
                 f"fp32 copy lands on the GPU first (wasted memory, out of memory on big models); remove it"
             )
@@ -237,9 +238,3 @@ def _eight_bit(file: CheckedFile, load: ModelLoad) -> bool:
             if flag is not None and isinstance(flag.value, ast.Constant) and flag.value.value is True:
                 return True
     return False
-
-
-def _text(file: CheckedFile, call: ast.Call) -> str:
-    start, end = file.source.node_span(call)
-    text = " ".join(file.source.text[start:end].split())
-    return text if len(text) <= 40 else text[:37] + "..."
