@@ -60,6 +60,7 @@ class CheckedFile:
     classes: ImportedClasses | None = None
     _resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = field(default_factory=dict)
     _analyses: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], PlacementAnalysis] = field(default_factory=dict)
+    _sites: dict[tuple[int, int], Site] = field(default_factory=dict)
 
     @cached_property
     def bypasses_device_map_check(self) -> bool:
@@ -212,7 +213,14 @@ class CheckedFile:
     def site(self, device_map: DeviceMap) -> Site:
         """Where to report a wrong value and edit it. Usually the value itself; but when it reaches the
         loader through a name that other code reads too (`device = "cuda"` also used for batches),
-        the loader's `device_map=` argument, so a fix cannot change anything but this load."""
+        the loader's `device_map=` argument, so a fix cannot change anything but this load.
+        Asked by the dedupe, the message and the fix of each finding: worked out once per value."""
+        key = (id(device_map.node), id(device_map.loader.node))
+        if key not in self._sites:
+            self._sites[key] = self._site(device_map)
+        return self._sites[key]
+
+    def _site(self, device_map: DeviceMap) -> Site:
         node, loader = device_map.node, device_map.loader.node
         # `value if cond else None`: the whole conditional is the site (a fix to None leaves no `None if ... else None`),
         # unless the condition is on the distributed setup: `None if is_deepspeed_zero3_enabled() else "cuda:0"` keeps its guard.
