@@ -83,8 +83,9 @@ def _rule(rule: type[Rule]) -> dict[str, object]:
     return entry
 
 
-def _artifact(root: SourceRoot, display: str) -> dict[str, object]:
-    relative = root.relative(display)
+def _artifact(root: SourceRoot, display: str, relative: str | None = None) -> dict[str, object]:
+    """`relative`: the path under the root when the caller has it already (`Located.relative`)."""
+    relative = relative or root.relative(display)
     if relative is None:
         return {"artifactLocation": {"uri": root.absolute(display).as_uri()}}
     return {"artifactLocation": {"uri": relative_uri(relative), "uriBaseId": ROOT_ID}}
@@ -101,7 +102,7 @@ def _result(item: Located, root: SourceRoot, index: dict[str, int]) -> dict[str,
     finding, file = item.finding, item.file
     violation = finding.violation
     snippet = file.source.text[violation.start : violation.end] if file.source is not None else None
-    location = _artifact(root, file.display)
+    location = _artifact(root, file.display, item.relative)
     result: dict[str, object] = {
         "ruleId": finding.code,
         **({"ruleIndex": index[finding.code]} if finding.code in index else {}),
