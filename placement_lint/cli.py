@@ -21,9 +21,14 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _codes() -> tuple[str, ...]:
+    return tuple(_rule_names())
+
+
+def _rule_names() -> dict[str, str]:
+    """Every rule's code and name, in code order (the rule modules are imported on first use)."""
     from placement_lint.rules import all_rules
 
-    return tuple(rule.code for rule in all_rules())
+    return {rule.code: rule.name for rule in all_rules()}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -328,9 +333,7 @@ def _report(  # type: ignore[no-untyped-def]
             from placement_lint.report.json_format import render_statistics
 
             return render_statistics(result), False
-        from placement_lint.rules import all_rules
-
-        lines = text.statistics(result, {rule.code: rule.name for rule in all_rules()})
+        lines = text.statistics(result, _rule_names())
     else:
         body = chosen.render(Report(result, options, cwd, style if chosen.human else text.plain))
         if not chosen.human:
@@ -340,9 +343,7 @@ def _report(  # type: ignore[no-untyped-def]
     if show_fixes:
         sections.append(migration.fix_list(result, would=False))
     if options.fix and not quiet and (result.findings or result.baselined or any(f.fixed for f in result.files)):
-        from placement_lint.rules import all_rules
-
-        summary = migration.summarize(result, options, {rule.code: rule.name for rule in all_rules()})
+        summary = migration.summarize(result, options, _rule_names())
         sections.append(migration.render_summary(summary, style, terminal=color))
     for section in sections:
         if section:  # one blank line before each, however the findings ended
