@@ -510,11 +510,7 @@ def repo_contexts(
     given on the command line (or holding a file given there) are searched for launchers even when
     the configuration excludes them, as their Python files are checked."""
 
-    def display(path: Path) -> str:
-        try:
-            return path.relative_to(cwd.resolve()).as_posix()
-        except ValueError:
-            return str(path)
+    display = functools.partial(_display, cwd=cwd.resolve())
 
     @functools.cache
     def root_of(folder: Path) -> Path:
@@ -681,6 +677,7 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
 
 
 def _display(path: Path, cwd: Path) -> str:
+    """A resolved path as messages name it: relative to the working folder when inside it."""
     try:
         return path.relative_to(cwd.resolve()).as_posix()
     except ValueError:
