@@ -63,8 +63,12 @@ class Cache:
     def settings_key(*parts: object) -> str:
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
-    def lookup(self, path: Path, status: os.stat_result, launch_key: str, raw: bytes | None = None) -> list[Violation] | None:
-        """The cached findings, if the file and its launch context are unchanged."""
+    def knows(self, path: Path) -> bool:
+        return str(path) in self.entries
+
+    def lookup(self, path: Path, status: os.stat_result, launch_key: str, digest: str | None = None) -> list[Violation] | None:
+        """The cached findings, if the file and its launch context are unchanged; `digest`: the
+        file's content hash, which answers when its mtime or size changed."""
         entry = self.entries.get(str(path))
         if not isinstance(entry, dict) or entry.get("launch") != launch_key:
             return None
@@ -72,7 +76,7 @@ class Cache:
         if not isinstance(dependencies, dict) or any(_stamp(Path(d)) != stamp for d, stamp in dependencies.items()):
             return None  # a config the file names changed (or appeared)
         same_stat = entry.get("mtime") == status.st_mtime_ns and entry.get("size") == status.st_size
-        if not same_stat and (raw is None or entry.get("hash") != content_hash(raw)):
+        if not same_stat and (digest is None or entry.get("hash") != digest):
             return None
         if not same_stat:
             entry["mtime"], entry["size"] = status.st_mtime_ns, status.st_size
@@ -87,7 +91,7 @@ class Cache:
         self,
         path: Path,
         status: os.stat_result,
-        raw: bytes,
+        digest: str,
         launch_key: str,
         violations: list[Violation],
         dependencies: list[Path] = (),  # type: ignore[assignment]
@@ -96,7 +100,7 @@ class Cache:
             "dependencies": {str(d): _stamp(d) for d in dependencies},
             "mtime": status.st_mtime_ns,
             "size": status.st_size,
-            "hash": content_hash(raw),
+            "hash": digest,
             "launch": launch_key,
             "seen": int(time.time()),
             "findings": [_violation_json(v) for v in violations],

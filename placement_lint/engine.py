@@ -9,7 +9,7 @@ import ast
 import functools
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,6 +48,9 @@ MAX_PYTHON_BYTES = 4 * 1024 * 1024
 # Below this many bytes of files to parse, a process pool costs more than it saves (measured on
 # transformers' 5 candidate files, 0.8 MB: 1.05 s in one process, 0.84 s in two).
 POOL_THRESHOLD_BYTES = 200_000
+# Below this many bytes of files to read and pre-check, the pre-check runs in this process and only
+# the parsing may be shared (measured: ...).
+SCREEN_POOL_BYTES = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,16 @@ class FileResult:
     dependencies: list[Path] = field(default_factory=list)  # configs the file's own evidence read
 
 
+@dataclass(frozen=True)
+class Screened:
+    """What reading and pre-checking a file (and checking it, if that was due) gave."""
+
+    digest: str | None  # its content hash, for the cache
+    result: FileResult | None = None  # findings, an error or a warning; None: nothing to report
+    raw: bytes | None = None  # a rule could fire in it: the bytes still to check
+    cacheable: bool = True
+
+
 @dataclass
 class RunResult:
     files: list[FileResult]
@@ -186,16 +199,16 @@ class FileChecker:
                 return True  # check() names the problem
         if not any(anchor in raw for anchor in self.anchors):
             return False
-        candidates = [
-            rule for rule in self.rules if rule.could_fire(raw) and not (rule.checks_suppressions and self.options.ignore_noqa)
-        ]
-        if any(rule.could_fire_without_context(raw) for rule in candidates):
+        # Which rules could fire depends on the context, so the context is decided first: it is
+        # rare, and the rules' token checks are then run only in the form that can matter.
+        rules = [rule for rule in self.rules if not (rule.checks_suppressions and self.options.ignore_noqa)]
+        launched = bool(self._launch_evidence(path).evidence)
+        if launched or self.has_context_tokens(raw, path):
+            if any(rule.could_fire(raw) for rule in rules):
+                return True
+        elif any(rule.could_fire_without_context(raw) for rule in rules):
             return True
-        if candidates and self.has_context_tokens(raw, path):
-            return True
-        return bool(self._launch_evidence(path)[0]) and any(
-            rule.could_fire_when_launched(raw) for rule in self.rules if not rule.checks_suppressions
-        )
+        return launched and any(rule.could_fire_when_launched(raw) for rule in rules if not rule.checks_suppressions)
 
     def has_context_tokens(self, raw: bytes, path: Path) -> bool:
         """Could this file be distributed: an override, launch evidence, or a token of in-file evidence."""
@@ -228,6 +241,30 @@ class FileChecker:
         result.source = source
         result.findings = [self._finding(source, result.display, v) for v in violations]
         return result
+
+    def pre_check(self, path: Path, raw: bytes | None, hashing: bool) -> Screened:
+        """Read a file (unless `raw` holds it) and run the text pre-check; `hashing`: the cache needs its digest."""
+        try:
+            if raw is None:
+                with open(path, "rb") as handle:  # cheaper than Path.read_bytes, for thousands of files
+                    raw = handle.read()
+        except OSError as exc:
+            return Screened(None, FileResult(self.display(path), error=f"cannot read: {exc.strerror or exc}", path=path), cacheable=False)
+        digest = content_hash(raw) if hashing else None
+        if not self.worth_parsing(raw, path):
+            return Screened(digest)
+        limit = MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_PYTHON_BYTES
+        if len(raw) > limit:
+            warning = f"{self.display(path)}: skipped, larger than {limit // 1024 // 1024} MiB"
+            return Screened(digest, FileResult(self.display(path), path=path, warnings=[warning]), cacheable=False)
+        return Screened(digest, raw=raw)
+
+    def finish(self, path: Path, screened: Screened) -> Screened:
+        """Check a file the pre-check let through."""
+        if screened.raw is None:
+            return screened
+        result = self.check(path, screened.raw, prechecked=True)
+        return Screened(screened.digest, result, cacheable=result.error is None)
 
     def check(self, path: Path, raw: bytes | None = None, prechecked: bool = False, write: bool = True) -> FileResult:
         """Check one file; `prechecked`: the caller already ran the text pre-check on `raw`. Without
@@ -499,10 +536,6 @@ def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_
 # -- the run ---------------------------------------------------------------------------------
 
 
-def _check_batch(checker: FileChecker, batch: Sequence[tuple[Path, bytes]]) -> list[FileResult]:
-    return [checker.check(path, raw, prechecked=True) for path, raw in batch]
-
-
 def repo_contexts(
     found: Discovered, settings: Settings, cwd: Path, given: Iterable[Path] = (), cache_folder: Path | None = None
 ) -> list[RepoContext]:
@@ -572,19 +605,18 @@ def run(
         f"{checker.display(path)}: {'cannot list this folder' if path.is_dir() else 'not a regular file, not read'}"
         for path in found.unreadable
     ]
-    candidates: list[tuple[Path, bytes]] = []
-    stats: dict[Path, tuple[os.stat_result, bytes, str]] = {}
-    for index, path in enumerate(files):
-        if progress is not None:  # a file to parse counts as done once it is checked
-            progress(index - len(candidates), len(files))
+    pending: list[_Pending] = []
+    for path in files:
         try:
             status = path.stat()
             launch_key = checker.launch_key(path) if cache else ""
             cached = cache.lookup(path, status, launch_key) if cache else None
-            if cached is None:
-                with open(path, "rb") as handle:  # cheaper than Path.read_bytes, for thousands of files
+            raw = None
+            if cached is None and cache is not None and cache.knows(path):
+                # Touched but maybe unchanged (a checkout, a formatter): its bytes decide.
+                with open(path, "rb") as handle:
                     raw = handle.read()
-                cached = cache.lookup(path, status, launch_key, raw) if cache else None
+                cached = cache.lookup(path, status, launch_key, content_hash(raw))
         except OSError as exc:
             results.append(FileResult(checker.display(path), error=f"cannot read: {exc.strerror or exc}", path=path))
             continue
@@ -592,33 +624,25 @@ def run(
             if cached:
                 results.append(checker.from_cache(path, cached))
             continue
-        if checker.worth_parsing(raw, path):
-            limit = MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_PYTHON_BYTES
-            if len(raw) > limit:
-                results.append(
-                    FileResult(
-                        checker.display(path),
-                        path=path,
-                        warnings=[f"{checker.display(path)}: skipped, larger than {limit // 1024 // 1024} MiB"],
-                    )
-                )
-                continue
-            candidates.append((path, raw))
-            stats[path] = (status, raw, launch_key)
-        elif cache is not None:
-            cache.store(path, status, raw, launch_key, [])
+        pending.append(_Pending(path, status, launch_key, raw))
+    done = len(files) - len(pending)
+    if progress is not None:
+        progress(done, len(files))
     interrupted = 0
     try:
-        for checked, result in enumerate(_check_all(checker, candidates, options), start=1):
+        for item, screened in _screen_all(checker, pending, options, hashing=cache is not None):
+            done += 1
             if progress is not None:
-                progress(len(files) - len(candidates) + checked, len(files))
-            results.append(result)
-            if cache is not None and result.error is None and result.path in stats:
-                status, raw, launch_key = stats[result.path]
-                cache.store(result.path, status, raw, launch_key, [f.violation for f in result.findings], result.dependencies)
+                progress(done, len(files))
+            if screened.result is not None:
+                results.append(screened.result)
+            if cache is not None and screened.cacheable:
+                findings = screened.result.findings if screened.result else []
+                dependencies = screened.result.dependencies if screened.result else []
+                cache.store(item.path, item.status, screened.digest, item.launch_key, [f.violation for f in findings], dependencies)
     except KeyboardInterrupt:
         # Every file written so far was replaced whole (atomic writes); the rest are untouched.
-        interrupted = len(candidates) - sum(1 for r in results if r.path in stats)
+        interrupted = len(files) - done
     if cache is not None:
         cache.save()
     results.sort(key=lambda r: r.display)
@@ -696,22 +720,70 @@ def _settings_key(settings: Settings, options: RunOptions) -> str:
     )
 
 
-def _check_all(checker: FileChecker, candidates: list[tuple[Path, bytes]], options: RunOptions) -> Iterable[FileResult]:
+@dataclass(frozen=True)
+class _Pending:
+    """A file the cache could not answer for."""
+
+    path: Path
+    status: os.stat_result
+    launch_key: str
+    raw: bytes | None = None  # already read, for the cache's content check
+    screened: Screened | None = None  # already pre-checked, waiting to be parsed
+
+
+def _screen_all(
+    checker: FileChecker, pending: list[_Pending], options: RunOptions, hashing: bool
+) -> Iterator[tuple[_Pending, Screened]]:
+    """Each pending file read, pre-checked and, if a rule could fire in it, checked. Big runs share
+    all of it among processes; small ones pre-check here and share only the parsing, if that is big."""
     jobs = options.jobs or os.cpu_count() or 1
-    size = sum(len(raw) for _, raw in candidates)
     # A run that writes fixes checks one file after the other, so an interrupt stops between files.
-    if options.fix or jobs < 2 or len(candidates) < 2 or size < POOL_THRESHOLD_BYTES:
-        return (checker.check(path, raw, prechecked=True) for path, raw in candidates)
-    return _check_pooled(checker, candidates, jobs)
+    pooling = not options.fix and jobs >= 2 and len(pending) >= 2
+    if pooling and sum(item.status.st_size for item in pending) >= SCREEN_POOL_BYTES:
+        yield from _pooled(checker, pending, jobs, hashing)
+        return
+    worth: list[_Pending] = []
+    for item in pending:
+        screened = checker.pre_check(item.path, item.raw, hashing)
+        if screened.raw is None:
+            yield item, screened
+        else:
+            worth.append(replace(item, raw=None, screened=screened))
+    if pooling and len(worth) >= 2 and sum(len(item.screened.raw or b"") for item in worth if item.screened) >= POOL_THRESHOLD_BYTES:
+        yield from _pooled(checker, worth, jobs, hashing)
+        return
+    for item in worth:
+        yield item, checker.finish(item.path, item.screened)  # type: ignore[arg-type]
 
 
-def _check_pooled(checker: FileChecker, candidates: list[tuple[Path, bytes]], jobs: int) -> Iterator[FileResult]:
+_WORKER_CHECKER: FileChecker | None = None
+
+
+def _start_worker(checker: FileChecker) -> None:
+    global _WORKER_CHECKER
+    _WORKER_CHECKER = checker
+
+
+def _screen_batch(batch: list[_Pending], hashing: bool) -> list[tuple[_Pending, Screened]]:
+    checker = _WORKER_CHECKER
+    assert checker is not None, "_start_worker runs first in every worker"
+    done = []
+    for item in batch:
+        screened = checker.finish(item.path, item.screened or checker.pre_check(item.path, item.raw, hashing))
+        done.append((replace(item, raw=None, screened=None), screened))  # the bytes need not travel back
+    return done
+
+
+def _pooled(checker: FileChecker, pending: list[_Pending], jobs: int, hashing: bool) -> Iterator[tuple[_Pending, Screened]]:
     from concurrent.futures import ProcessPoolExecutor, as_completed  # only when there is enough work to share
 
-    ordered = sorted(candidates, key=lambda item: -len(item[1]))  # big files first, dealt out evenly
-    chunks = [ordered[i :: jobs * 4] for i in range(jobs * 4)]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_check_batch, checker, chunk) for chunk in chunks if chunk]
+    # Big files first, dealt out evenly; small batches, so a worker that finishes early takes more.
+    ordered = sorted(pending, key=lambda item: -item.status.st_size)
+    count = min(len(ordered), jobs * 8)
+    batches = [ordered[i::count] for i in range(count)]
+    # The checker reaches each worker once (inherited, where processes fork), not with every batch.
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(checker,)) as pool:
+        futures = [pool.submit(_screen_batch, batch, hashing) for batch in batches]
         # As each batch ends, so a progress bar moves; the run sorts the results afterwards.
         for future in as_completed(futures):
             yield from future.result()

@@ -46,6 +46,15 @@ def test_warm_run_parses_nothing_and_gives_the_same_findings(repo: Path, monkeyp
     assert check(repo) == first
 
 
+def test_a_run_that_shares_its_files_among_processes_fills_the_cache(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("placement_lint.engine.SCREEN_POOL_BYTES", 0)
+    result = run([repo], Settings(root=repo, codes=CODES), RunOptions(jobs=2), repo, repo / ".placement_lint_cache")
+    first = [(f.display, f.row, f.code) for f in result.findings]
+    assert first == [("a.py", 3, "DPL001")]
+    forbid_parsing(monkeypatch)
+    assert check(repo) == first
+
+
 def test_a_changed_file_is_checked_again(repo: Path) -> None:
     check(repo)
     (repo / "a.py").write_text(ZERO3.replace('device_map="cuda"', "device_map=None"))

