@@ -25,7 +25,7 @@ from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Context, Evidence, FileContext, Override
 from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
 from placement_lint.context.repo import Launched, RepoContext, build_repo_context, launcher_name
-from placement_lint.discover import Discovered, discover, real_path, repository_root
+from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, is_notebook, python_bytes, read_source
@@ -546,13 +546,16 @@ def repo_contexts(
     display = functools.partial(_display, cwd=cwd.resolve())
 
     @functools.cache
-    def root_of(folder: Path) -> Path:
+    def root_of(name: str) -> Path:
         # Outside any repository, the folder the user named is the root.
-        resolved = folder.resolve()
-        top = next((w for w in found.walked if resolved.is_relative_to(w)), None)
-        return repository_root(folder) or top or resolved
+        folder = Path(name)
+        repository = repository_root(folder)
+        if repository is not None:
+            return repository
+        resolved = real_folder(folder)
+        return next((w for w in found.walked if resolved.is_relative_to(w)), resolved)
 
-    roots = sorted({root_of(path.parent) for path in found.files})
+    roots = sorted({root_of(os.path.dirname(path)) for path in found.files})  # strings: thousands of files, few folders
     folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
     contexts = []
     for root in roots:

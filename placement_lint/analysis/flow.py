@@ -101,7 +101,7 @@ class ModelFlow:
         self.index = resolver.index
         self.remote = remote or {}
         self.ancestors = ancestors
-        self.trainer_classes = _trainer_classes(self.index.classes, ancestors)
+        self.trainer_classes = _TrainerClasses(self.index.classes, ancestors)
         self._uses: dict[tuple[str, int], list[Consumer]] = {}
 
     def is_trainer(self, call: ast.Call) -> bool:
@@ -234,26 +234,30 @@ def _wrapper_name(written: str, qualified: str) -> str | None:
     return None
 
 
-def _trainer_classes(found: list[ast.ClassDef], ancestors: Callable[[str], tuple[str, ...]]) -> set[str]:
+class _TrainerClasses:
     """Classes in this file that subclass a trainer (`class SavePeftModelTrainer(Trainer)`), also
-    through a class imported from the repository (`class Mine(CustomSFT)`, CustomSFT an SFTTrainer)."""
-    classes = {node.name: node for node in found}
-    trainers: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, node in classes.items():
-            if name in trainers:
-                continue
-            for base in node.bases:
-                written = dotted(base)
-                base_name = last_segment(written)
-                if (
-                    base_name in trainers
-                    or base_name.endswith("Trainer")
-                    or (written and any(a.endswith("Trainer") for a in ancestors(written)))
-                ):
-                    trainers.add(name)
-                    changed = True
-                    break
-    return trainers
+    through a class imported from the repository (`class Mine(CustomSFT)`, CustomSFT an SFTTrainer).
+    Worked out for a class when a call of it asks: following a base into another module parses it,
+    and a library file defines dozens of classes that are never called as trainers."""
+
+    def __init__(self, found: list[ast.ClassDef], ancestors: Callable[[str], tuple[str, ...]]) -> None:
+        self._classes = {node.name: node for node in found}
+        self._ancestors = ancestors
+        self._known: dict[str, bool] = {}
+
+    def __contains__(self, name: str) -> bool:
+        if name not in self._classes:
+            return False
+        if name not in self._known:
+            self._known[name] = False  # while its bases are looked at: a cycle of names is no trainer
+            self._known[name] = any(self._is_trainer_base(base) for base in self._classes[name].bases)
+        return self._known[name]
+
+    def _is_trainer_base(self, base: ast.expr) -> bool:
+        written = dotted(base)
+        base_name = last_segment(written)
+        return (
+            base_name.endswith("Trainer")
+            or base_name in self
+            or bool(written and any(a.endswith("Trainer") for a in self._ancestors(written)))
+        )
