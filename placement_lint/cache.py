@@ -20,7 +20,7 @@ from pathlib import Path
 from placement_lint import __version__
 from placement_lint.analysis.flow import Consumer, ConsumerKind
 from placement_lint.context.evidence import Context, Evidence, Kind, Override
-from placement_lint.context.repo import RepoContext, import_lines_digest
+from placement_lint.context.repo import DecodedOnRead, PathList, RepoContext, import_lines_digest
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.fixes.write import replace_file
@@ -28,7 +28,7 @@ from placement_lint.rules.base import Violation
 
 CACHE_DIR_NAME = ".placement_lint_cache"
 _STALE_SECONDS = 30 * 24 * 3600
-_FORMAT = 1
+_FORMAT = 2  # 2: per-file launch digests in the repository context
 
 
 def _fresh(entry: dict[str, object], now: int) -> bool:
@@ -118,9 +118,9 @@ class Cache:
 # -- the repository's launch context --------------------------------------------------------------
 
 
-def _stamp(path: Path) -> list[int] | None:
+def _stamp(path: Path | str) -> list[int] | None:
     try:
-        status = path.stat()
+        status = os.stat(path)
     except OSError:
         return None
     return [status.st_mtime_ns, status.st_size]
@@ -130,7 +130,8 @@ def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None) -
     """The cached launch context of `root`, if nothing it was built from changed. `candidates`: the
     launcher files a walk found now (None when no walk covered the root, as in a pre-commit run on
     a few files: then only the files it was built from are looked at, and a launcher added since the
-    last full run is seen at the next one)."""
+    last full run is seen at the next one). Per-file entries are decoded when read: a warm run over
+    thousands of launched scripts needs only their digests."""
     try:
         data = json.loads(_repo_file(folder, root).read_text(encoding="utf-8"))
         if data.get("format") != _FORMAT:
@@ -139,18 +140,18 @@ def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None) -
             return None
         digests = data.get("import_only", {})
         for path, stamp in data["inputs"].items():
-            if _stamp(Path(path)) != stamp and not _same_imports(Path(path), digests.get(path)):
+            if _stamp(path) != stamp and not _same_imports(Path(path), digests.get(path)):
                 return None
         context = RepoContext(root, warnings=list(data["warnings"]))
-        context.by_file = {Path(p): tuple(_evidence(e) for e in items) for p, items in data["by_file"].items()}
-        context.used = {Path(p): frozenset(names) for p, names in data["used"].items()}
-        context.candidates = [Path(p) for p in data["candidates"]]
-        context.inputs = [Path(p) for p in data["inputs"]]
-        context.import_only = {Path(p) for p in digests}
-        context.consumers = {
-            Path(p): {name: tuple(_consumer(c) for c in items) for name, items in by_name.items()}
-            for p, by_name in data["consumers"].items()
-        }
+        context.by_file = DecodedOnRead(data["by_file"], lambda items: tuple(_evidence(e) for e in items))
+        context.used = DecodedOnRead(data["used"], frozenset)
+        context.consumers = DecodedOnRead(
+            data["consumers"], lambda by_name: {name: tuple(_consumer(c) for c in items) for name, items in by_name.items()}
+        )
+        context.digests = dict(data["digests"])
+        context.candidates = PathList(data["candidates"])
+        context.inputs = PathList(list(data["inputs"]))
+        context.import_only = PathList(list(digests))
         return context
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -168,6 +169,7 @@ def save_repo_context(folder: Path, context: RepoContext) -> None:
             str(p): {name: [[c.kind.value, c.name, c.where] for c in items] for name, items in by_name.items()}
             for p, by_name in context.consumers.items()
         },
+        "digests": {str(p): context.digest(p) for p in context.by_file},
         "warnings": context.warnings,
     }
     _write_json(_repo_file(folder, context.root), data)

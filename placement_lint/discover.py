@@ -16,13 +16,15 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from placement_lint.notebook import SUFFIX as NOTEBOOK_SUFFIX
 from placement_lint.settings import Settings
 
-_Chain = tuple[tuple[str, pathspec.GitIgnoreSpec], ...]  # the .gitignore files that apply, nearest first
+if TYPE_CHECKING:
+    import pathspec
+
+_Chain = tuple[tuple[str, "pathspec.GitIgnoreSpec"], ...]  # the .gitignore files that apply, nearest first
 _GLOB = re.compile(r"[*?\[\]/!\\]")
 CHECKED_SUFFIXES = (".py", NOTEBOOK_SUFFIX)
 
@@ -34,6 +36,15 @@ class Discovered:
     others: list[Path] = field(default_factory=list)  # other files the walk's `also` accepted
     walked: tuple[Path, ...] = ()  # the folders walked whole (resolved)
     unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed, named non-files
+    statuses: dict[Path, os.stat_result] = field(default_factory=dict)  # of `files`, as the walk saw them
+
+
+def gitignore_spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    """Patterns with .gitignore's rules. pathspec is imported here, when there are some: a run
+    over a tree without .gitignore files or glob excludes does not pay for its import."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def repository_root(start: Path) -> Path | None:
@@ -60,7 +71,7 @@ class _Ignores:
         # Plain names (".venv", "build") are the common case: a set lookup, not a pattern match.
         self.excluded_names = {p.rstrip("/") for p in patterns if not _GLOB.search(p.rstrip("/"))}
         globs = [p for p in patterns if _GLOB.search(p.rstrip("/"))]
-        self.exclude = pathspec.GitIgnoreSpec.from_lines(globs) if globs else None
+        self.exclude = gitignore_spec(globs) if globs else None
         self.respect_gitignore = settings.respect_gitignore
         self._gitignores: dict[Path, pathspec.GitIgnoreSpec | None] = {}
         self._chains: dict[Path, list[tuple[Path, pathspec.GitIgnoreSpec]]] = {}
@@ -70,7 +81,7 @@ class _Ignores:
             spec = None
             try:
                 lines = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
-                spec = pathspec.GitIgnoreSpec.from_lines(lines)
+                spec = gitignore_spec(lines)
             except OSError:
                 pass
             self._gitignores[folder] = spec
@@ -150,6 +161,7 @@ def discover(
     missing: list[Path] = []
     walked: list[Path] = []
     unreadable: list[Path] = []
+    statuses: dict[Path, os.stat_result] = {}
 
     def add(path: Path, status: os.stat_result) -> None:
         key = (status.st_dev, status.st_ino)
@@ -159,6 +171,7 @@ def discover(
             checked = name.endswith(CHECKED_SUFFIXES)
             if checked:
                 files.append(path)
+                statuses[path] = status
             # A notebook is checked and may also launch scripts (`!accelerate launch train.py`).
             if not checked or (name.endswith(NOTEBOOK_SUFFIX) and also is not None and also(name)):
                 others.append(path)
@@ -183,7 +196,7 @@ def discover(
             _walk(absolute, ignores, add, wanted, unreadable.append)
             walked.append(absolute.resolve())
     # By their text: as fast as a string sort, where comparing Paths part by part is not.
-    return Discovered(sorted(files, key=str), missing, sorted(others, key=str), tuple(walked), unreadable)
+    return Discovered(sorted(files, key=str), missing, sorted(others, key=str), tuple(walked), unreadable, statuses)
 
 
 def repository_files(root: Path, settings: Settings, wanted: Callable[[str], bool]) -> list[Path]:
@@ -243,17 +256,26 @@ def force_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool
 
 def real_path(path: Path) -> Path:
     """`path.resolve()`, resolving each folder once (launch evidence is keyed by real paths)."""
-    return _real_folder(str(path.parent)) / path.name if not path.is_symlink() else path.resolve()
+    return Path(real_name(path))
+
+
+def real_name(path: Path) -> str:
+    """`real_path` as a string, for lookups by the thousand."""
+    name = os.fspath(path)
+    if os.path.islink(name):
+        return os.path.realpath(name)
+    folder, base = os.path.split(os.path.abspath(name))
+    return os.path.join(_real_folder(folder), base)
 
 
 def real_folder(folder: Path) -> Path:
     """`folder.resolve()`, from the folders above it already resolved: one lstat, not one per part."""
-    return _real_folder(os.path.abspath(folder))
+    return Path(_real_folder(os.path.abspath(folder)))
 
 
 @functools.lru_cache(maxsize=16384)
-def _real_folder(folder: str) -> Path:
+def _real_folder(folder: str) -> str:
     parent, name = os.path.split(folder)
     if not name or parent == folder or os.path.islink(folder):
-        return Path(os.path.realpath(folder))
-    return _real_folder(parent) / name
+        return os.path.realpath(folder)
+    return os.path.join(_real_folder(parent), name)

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pathspec
-
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
@@ -24,8 +22,8 @@ from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Context, Evidence, FileContext, Override
 from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
-from placement_lint.context.repo import Launched, RepoContext, build_repo_context, launcher_name
-from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
+from placement_lint.context.repo import NOT_LAUNCHED, Launched, Launches, RepoContext, build_repo_context, launcher_name
+from placement_lint.discover import Discovered, discover, gitignore_spec, real_folder, real_name, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, is_notebook, python_bytes, read_source
@@ -40,7 +38,6 @@ if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diff
 _POSSIBLE = Setup(Mode.POSSIBLE)
 # Script arguments that library dataclasses read (TRL's ModelConfig), which no file of the repository declares.
 _LIBRARY_FIELDS = frozenset({"load_in_4bit", "load_in_8bit"})
-_NOT_LAUNCHED = Launched((), frozenset(), {})
 _LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
 # one-line list takes CPython's parser seconds and millions of nodes).
@@ -158,7 +155,7 @@ class FileChecker:
         settings: Settings,
         options: RunOptions,
         cwd: Path,
-        launches: dict[Path, Launched] | None = None,
+        launches: Launches | None = None,
     ) -> None:
         self.settings = settings
         self._root = settings.root.resolve()  # per-file patterns match paths relative to it
@@ -167,7 +164,7 @@ class FileChecker:
         # Evidence from the repository's launch scripts, per resolved file path, what of the file runs
         # under it ("__main__": its module-level code; other names: what importers use of it), and
         # what importers do with what its functions return.
-        self.launches = launches or {}
+        self.launches = launches or Launches()
         self._configs_read: list[Path] = []  # the configs the last file's in-file evidence looked at
         self._classes: ImportedClasses | None = None  # the last file's: the modules it read are dependencies
         self._modules_parsed: dict[Path, object] = {}  # for the class lookups of every file this checker checks
@@ -176,10 +173,10 @@ class FileChecker:
         self.known_codes = frozenset(rule.code for rule in all_rules())
         self.anchors = tuple({token for rule in self.rules for token in rule.anchor_tokens()})
         self._per_file_ignores = [
-            (pathspec.GitIgnoreSpec.from_lines([pattern]), codes) for pattern, codes in settings.per_file_ignores
+            (gitignore_spec([pattern]), codes) for pattern, codes in settings.per_file_ignores
         ]
         self._per_file_context = [
-            (pathspec.GitIgnoreSpec.from_lines([pattern]), name) for pattern, name in settings.per_file_context
+            (gitignore_spec([pattern]), name) for pattern, name in settings.per_file_context
         ]
 
     # -- per file --------------------------------------------------------------------------
@@ -220,16 +217,13 @@ class FileChecker:
 
     def _launch_evidence(self, path: Path) -> Launched:
         if not self.launches:
-            return _NOT_LAUNCHED
-        return self.launches.get(real_path(path), _NOT_LAUNCHED)
+            return NOT_LAUNCHED
+        return self.launches.get(real_path(path))
 
     def launch_key(self, path: Path) -> str:
         """What the cache must see unchanged besides the file: the evidence its launchers give it, and
         what its importers do with what its functions return."""
-        evidence, used, consumers = self._launch_evidence(path)
-        if not evidence:
-            return ""
-        return content_hash(repr((evidence, sorted(used), sorted(consumers.items()))).encode())
+        return self.launches.digest(real_name(path)) if self.launches else ""
 
     def from_cache(self, path: Path, violations: list[Violation]) -> FileResult:
         result = FileResult(self.display(path), path=path)
@@ -506,8 +500,7 @@ def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_
     given = list(paths)
     found = discover(given, settings, also=launcher_name)
     repos = repo_contexts(found, settings, cwd, given)
-    launches = {path: launched for repo in repos for path, launched in repo.launches().items()}
-    checker = FileChecker(settings, RunOptions(), cwd, launches)
+    checker = FileChecker(settings, RunOptions(), cwd, Launches(repos))
     named = {Path(os.path.abspath(p)) for p in given if Path(p).is_file()}
     reports = []
     for path in found.files:
@@ -561,7 +554,7 @@ def repo_contexts(
     for root in roots:
         # When the walk covered the whole root, its launcher candidates are already known.
         covered = any(root.is_relative_to(w) for w in found.walked)
-        launchers = [p for p in found.others if p.resolve().is_relative_to(root)] if covered else None
+        launchers = [p for p in found.others if real_path(p).is_relative_to(root)] if covered else None
         if not covered and repository_root(root) is None:
             # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
             # speak for it, or a file in a home folder would make us read the whole home folder.
@@ -599,8 +592,7 @@ def run(
     found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
     repos = repo_contexts(found, settings, cwd, paths, cache_folder)
     files = found.files if restrict is None else restrict(found.files, repos)
-    launches = {path: launched for repo in repos for path, launched in repo.launches().items()}
-    checker = FileChecker(settings, options, cwd, launches)
+    checker = FileChecker(settings, options, cwd, Launches(repos))
     cache = None if cache_folder is None or options.fixing else Cache(cache_folder, _settings_key(settings, options))
     results: list[FileResult] = []
     errors = [f"{path}: no such file or directory" for path in found.missing]
@@ -611,7 +603,7 @@ def run(
     pending: list[_Pending] = []
     for path in files:
         try:
-            status = path.stat()
+            status = found.statuses.get(path) or path.stat()
             launch_key = checker.launch_key(path) if cache else ""
             cached = cache.lookup(path, status, launch_key) if cache else None
             raw = None
@@ -699,7 +691,7 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
     root = repository_root(path) or real_path(path).parent
     # As for a file named on the command line, its folder's launchers count even if excluded.
     repo = build_repo_context(root, settings, lambda p: _display(p, cwd), (path.parent,))
-    result = FileChecker(settings, options, cwd, repo.launches()).check(path, raw, write=False)
+    result = FileChecker(settings, options, cwd, Launches([repo])).check(path, raw, write=False)
     return RunResult([result], 1, [], list(repo.warnings))
 
 
