@@ -15,6 +15,7 @@ import click
 
 from placement_lint import __version__
 from placement_lint.distributed import NAMED_SETUPS
+from placement_lint.process import collect_garbage_rarely
 from placement_lint.report.formats import FORMATS
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -35,6 +36,7 @@ def _rule_names() -> dict[str, str]:
 @click.version_option(__version__, "-V", "--version", prog_name="placement-lint")
 def main() -> None:
     """Find device_map placements that break distributed training, before the GPUs are booked."""
+    collect_garbage_rarely()
 
 
 @main.command()

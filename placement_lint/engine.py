@@ -27,6 +27,7 @@ from placement_lint.discover import Discovered, discover, gitignore_spec, real_f
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.edits import Applicability
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, is_notebook, python_bytes, read_source
+from placement_lint.process import collect_garbage_rarely
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.settings import Settings
@@ -757,6 +758,7 @@ _WORKER_CHECKER: FileChecker | None = None
 def _start_worker(checker: FileChecker) -> None:
     global _WORKER_CHECKER
     _WORKER_CHECKER = checker
+    collect_garbage_rarely()
 
 
 def _screen_batch(batch: list[_Pending], hashing: bool) -> list[tuple[_Pending, Screened]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from placement_lint.analysis.flow import WRAPPERS, ConsumerKind
@@ -15,6 +16,9 @@ from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violat
 _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
 # The PEFT wrappers that take the model as their first argument (the rest of flow.WRAPPERS load one).
 _WRAPPERS = {name for name in WRAPPERS if "." not in name}
+# How a bitsandbytes load is written (PlacementAnalysis._quantized): one of these passed as a keyword
+# or a kwargs key. A mention in a docstring, an import or an annotation is none of these.
+_QUANTIZED_LOAD = re.compile(rb"""(?:load_in_[48]bit|quantization_config)(?:\s*=[^=]|["']\s*[:\]])""")
 _PLACERS = (
     b"Trainer(",
     b".prepare(",
@@ -59,7 +63,8 @@ class ManualPlacementBeforeShardedTrainer(Rule):
     @classmethod
     def could_fire_without_context(cls, raw: bytes) -> bool:
         # The rare tokens first: this runs on every file that mentions from_pretrained.
-        return any(token in raw for token in (b"load_in_", b"BitsAndBytesConfig", b"_full_eval")) and cls.could_fire(raw)
+        quantized = (b"load_in_" in raw or b"quantization_config" in raw) and _QUANTIZED_LOAD.search(raw) is not None
+        return (quantized or b"_full_eval" in raw) and cls.could_fire(raw)
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         loads = {id(load.call): load for load in file.analysis_for(SINGLE).model_loads}
