@@ -173,12 +173,8 @@ class FileChecker:
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
         self.anchors = tuple({token for rule in self.rules for token in rule.anchor_tokens()})
-        self._per_file_ignores = [
-            (gitignore_spec([pattern]), codes) for pattern, codes in settings.per_file_ignores
-        ]
-        self._per_file_context = [
-            (gitignore_spec([pattern]), name) for pattern, name in settings.per_file_context
-        ]
+        self._per_file_ignores = [(gitignore_spec([pattern]), codes) for pattern, codes in settings.per_file_ignores]
+        self._per_file_context = [(gitignore_spec([pattern]), name) for pattern, name in settings.per_file_context]
 
     # -- per file --------------------------------------------------------------------------
 
@@ -244,7 +240,9 @@ class FileChecker:
                 with open(path, "rb") as handle:  # cheaper than Path.read_bytes, for thousands of files
                     raw = handle.read()
         except OSError as exc:
-            return Screened(None, FileResult(self.display(path), error=f"cannot read: {exc.strerror or exc}", path=path), cacheable=False)
+            return Screened(
+                None, FileResult(self.display(path), error=f"cannot read: {exc.strerror or exc}", path=path), cacheable=False
+            )
         digest = content_hash(raw) if hashing else None
         if not self.worth_parsing(raw, path):
             return Screened(digest)
@@ -635,7 +633,9 @@ def run(
             if cache is not None and screened.cacheable:
                 findings = screened.result.findings if screened.result else []
                 dependencies = screened.result.dependencies if screened.result else []
-                cache.store(item.path, item.status, screened.digest, item.launch_key, [f.violation for f in findings], dependencies)
+                cache.store(
+                    item.path, item.status, screened.digest, item.launch_key, [f.violation for f in findings], dependencies
+                )
     except KeyboardInterrupt:
         # Every file written so far was replaced whole (atomic writes); the rest are untouched.
         interrupted = len(files) - done
@@ -745,7 +745,11 @@ def _screen_all(
             yield item, screened
         else:
             worth.append(replace(item, raw=None, screened=screened))
-    if pooling and len(worth) >= 2 and sum(len(item.screened.raw or b"") for item in worth if item.screened) >= POOL_THRESHOLD_BYTES:
+    if (
+        pooling
+        and len(worth) >= 2
+        and sum(len(item.screened.raw or b"") for item in worth if item.screened) >= POOL_THRESHOLD_BYTES
+    ):
         yield from _pooled(checker, worth, jobs, hashing)
         return
     for item in worth:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from placement_lint.cache import load_repo_context, save_repo_context
+from placement_lint.context.repo import DecodedOnRead, Launches, build_repo_context
 from placement_lint.engine import RunOptions, run
 from placement_lint.settings import Settings
 
@@ -102,6 +104,24 @@ def test_the_launch_context_is_cached_and_refreshed_when_a_launcher_changes(repo
     monkeypatch.setattr(engine, "build_repo_context", fail)
     with pytest.raises(AssertionError, match="rebuilt"):
         check(repo)
+
+
+def test_a_cached_launch_context_reads_as_the_built_one(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "helpers.py").write_text("def load():\n    return AutoModelForCausalLM.from_pretrained('m')\n")
+    (tmp_path / "b.py").write_text("from helpers import load\n" + LAUNCHED)
+    (tmp_path / "run.sh").write_text("accelerate launch --num_processes 2 b.py --bf16\n")
+    root = tmp_path.resolve()
+    built = build_repo_context(root, Settings(root=root, codes=CODES), str)
+    save_repo_context(tmp_path / "cache", built)
+    loaded = load_repo_context(tmp_path / "cache", root, None)
+    assert loaded is not None and isinstance(loaded.by_file, DecodedOnRead)
+    assert sorted(loaded.by_file) == sorted(built.by_file) != []
+    for path in built.by_file:
+        assert loaded.launched(path) == built.launched(path)
+        # The result cache keys a file on this digest: a loaded context must give the one a fresh build gives.
+        assert Launches([loaded]).digest(str(path)) == Launches([built]).digest(str(path)) != ""
+    assert Launches([loaded]).digest(str(root / "nowhere.py")) == ""
 
 
 def test_editing_a_launched_script_keeps_the_launch_context_unless_its_imports_change(

@@ -72,6 +72,30 @@ def test_precheck_changes_no_result(path: Path, monkeypatch: pytest.MonkeyPatch)
     assert with_precheck == without
 
 
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_pre_check_skips_a_file_with_a_finding(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole pre-check (anchors, each rule's tokens, its context-free tokens) against parsing every file."""
+    with_precheck = [(f.row, f.column, f.code) for f in lint_file(path).findings]
+    monkeypatch.setattr("placement_lint.engine.FileChecker.worth_parsing", lambda *_: True)
+    assert with_precheck == [(f.row, f.column, f.code) for f in lint_file(path).findings]
+
+
+@pytest.mark.parametrize(
+    ("source", "parsed"),
+    [
+        ("from transformers import BitsAndBytesConfig\nmodel = AutoModel.from_pretrained('m')\nmodel.to('cuda')\n", False),
+        ('"""quantization_config: see BitsAndBytesConfig"""\nmodel = AutoModel.from_pretrained("m")\nmodel.to(0)\n', False),
+        ("model = AutoModel.from_pretrained('m', quantization_config=q)\nmodel.to(torch.float16)\n", True),
+        ("kw['load_in_8bit'] = True\nmodel = AutoModel.from_pretrained('m', **kw)\nmodel.cuda()\n", True),
+        ("kw = {'load_in_4bit' : True}\nmodel = AutoModel.from_pretrained('m', **kw)\nmodel.to(torch.bfloat16)\n", True),
+    ],
+)
+def test_the_context_free_bitsandbytes_check_needs_a_quantized_load_as_written(source: str, parsed: bool) -> None:
+    from placement_lint.rules.dpl006_manual_placement_before_sharded_trainer import ManualPlacementBeforeShardedTrainer
+
+    assert ManualPlacementBeforeShardedTrainer.could_fire_without_context(source.encode()) is parsed
+
+
 NOQA_CORPUS = [p for p in CORPUS if b"noqa" in p.read_bytes().lower()]
 
 

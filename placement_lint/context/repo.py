@@ -123,8 +123,6 @@ class PathList(Sequence[Path]):
         return str(path) in self._names
 
 
-
-
 @dataclass
 class RepoContext:
     root: Path

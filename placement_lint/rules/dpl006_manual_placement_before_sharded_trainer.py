@@ -25,6 +25,7 @@ _PLACERS = (
     b"prepare_model(",
     b"deepspeed.initialize",
     b"load_in_",
+    b"quantization_config",  # a quantized load may name no BitsAndBytesConfig (TRL's get_quantization_config)
     b"BitsAndBytesConfig",
     b"_full_eval",
 )

@@ -1,0 +1,72 @@
+"""Discovery: which files a walk finds, with .gitignore files at every level and excludes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from placement_lint.discover import discover, real_path
+from placement_lint.settings import Settings
+
+from helpers import CODES
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("*.tmp.py\n/top_only.py\nbuild_*/\n")
+    for name in ["train.py", "top_only.py", "a.tmp.py", "sub/train.py", "sub/top_only.py", "sub/b.tmp.py",
+                 "sub/local.py", "sub/deeper/local.py", "sub/deeper/keep.py", "other/local.py",
+                 "build_x/gen.py", "sub/build_y/gen.py", ".venv/lib.py"]:  # fmt: skip
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+    (tmp_path / "sub" / ".gitignore").write_text("local.py\n!deeper/keep.py\n")
+    return tmp_path
+
+
+def found(repo: Path, *given: str, **settings: object) -> list[str]:
+    paths = [repo / g for g in given] if given else [repo]
+    result = discover(paths, Settings(root=repo, codes=CODES, **settings))  # type: ignore[arg-type]
+    return [p.relative_to(repo).as_posix() for p in result.files]
+
+
+def test_every_gitignore_on_the_way_down_applies(repo: Path) -> None:
+    assert found(repo) == ["other/local.py", "sub/deeper/keep.py", "sub/top_only.py", "sub/train.py", "train.py"]
+
+
+def test_a_walk_below_the_root_keeps_the_gitignore_files_above_it(repo: Path) -> None:
+    assert found(repo, "sub") == ["sub/deeper/keep.py", "sub/top_only.py", "sub/train.py"]
+    assert found(repo, "sub/deeper") == ["sub/deeper/keep.py"]
+
+
+def test_respect_gitignore_off_finds_everything_but_the_default_excludes(repo: Path) -> None:
+    assert ".venv/lib.py" not in found(repo, respect_gitignore=False)
+    assert len(found(repo, respect_gitignore=False)) == 12
+
+
+def test_glob_excludes_match_from_the_project_root(repo: Path) -> None:
+    assert found(repo, extend_exclude=("sub/deeper/",)) == ["other/local.py", "sub/top_only.py", "sub/train.py", "train.py"]
+
+
+def test_a_named_file_is_found_even_when_ignored(repo: Path) -> None:
+    assert found(repo, "a.tmp.py") == ["a.tmp.py"]
+
+
+def test_files_come_with_the_status_the_walk_saw(repo: Path) -> None:
+    result = discover([repo], Settings(root=repo, codes=CODES))
+    assert set(result.statuses) == set(result.files)
+    assert all(result.statuses[p].st_size == p.stat().st_size for p in result.files)
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_real_path_resolves_linked_folders_and_files(tmp_path: Path) -> None:
+    (tmp_path / "real" / "inner").mkdir(parents=True)
+    (tmp_path / "real" / "inner" / "train.py").write_text("x = 1\n")
+    (tmp_path / "link").symlink_to(tmp_path / "real", target_is_directory=True)
+    (tmp_path / "file_link.py").symlink_to(tmp_path / "real" / "inner" / "train.py")
+    expected = (tmp_path / "real" / "inner" / "train.py").resolve()
+    assert real_path(tmp_path / "link" / "inner" / "train.py") == expected
+    assert real_path(tmp_path / "file_link.py") == expected
