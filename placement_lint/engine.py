@@ -47,7 +47,8 @@ MAX_PYTHON_BYTES = 4 * 1024 * 1024
 # transformers' 5 candidate files, 0.8 MB: 1.05 s in one process, 0.84 s in two).
 POOL_THRESHOLD_BYTES = 200_000
 # Below this many bytes of files to read and pre-check, the pre-check runs in this process and only
-# the parsing may be shared (measured: ...).
+# the parsing may be shared. Measured: on trl's 3.6 MB sharing the pre-check too changes nothing
+# (0.24 s either way); on transformers' 53 MB it takes the run from 1.26 s to 0.84 s.
 SCREEN_POOL_BYTES = 4_000_000
 
 
