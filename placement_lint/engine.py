@@ -174,6 +174,8 @@ class FileChecker:
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
         self.anchors = tuple({token for rule in self.rules for token in rule.anchor_tokens()})
+        # The rules the pre-check asks: with --ignore-noqa, DPL100 has no comments to judge.
+        self._prechecked = [rule for rule in self.rules if not (rule.checks_suppressions and options.ignore_noqa)]
         self._per_file_ignores = [(gitignore_spec([pattern]), codes) for pattern, codes in settings.per_file_ignores]
         self._per_file_context = [(gitignore_spec([pattern]), name) for pattern, name in settings.per_file_context]
 
@@ -196,9 +198,9 @@ class FileChecker:
             return False
         # Which rules could fire depends on the context, so the context is decided first: it is
         # rare, and the rules' token checks are then run only in the form that can matter.
-        rules = [rule for rule in self.rules if not (rule.checks_suppressions and self.options.ignore_noqa)]
+        rules = self._prechecked
         launched = bool(self._launch_evidence(path).evidence)
-        if launched or self.has_context_tokens(raw, path):
+        if launched or self._context_without_launch(raw, path):
             if any(rule.could_fire(raw) for rule in rules):
                 return True
         elif any(rule.could_fire_without_context(raw) for rule in rules):
@@ -207,9 +209,10 @@ class FileChecker:
 
     def has_context_tokens(self, raw: bytes, path: Path) -> bool:
         """Could this file be distributed: an override, launch evidence, or a token of in-file evidence."""
+        return bool(self._launch_evidence(path).evidence) or self._context_without_launch(raw, path)
+
+    def _context_without_launch(self, raw: bytes, path: Path) -> bool:
         if self.options.context or self.settings.context or self._configured_context(path):
-            return True
-        if self._launch_evidence(path).evidence:
             return True
         return IN_FILE_EVIDENCE.search(raw) is not None
 
