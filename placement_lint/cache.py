@@ -143,11 +143,10 @@ def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None) -
             if _stamp(path) != stamp and not _same_imports(Path(path), digests.get(path)):
                 return None
         context = RepoContext(root, warnings=list(data["warnings"]))
-        context.by_file = DecodedOnRead(data["by_file"], lambda items: tuple(_evidence(e) for e in items))
+        # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.
+        context.by_file = DecodedOnRead(data["by_file"], _evidence_tuple)
         context.used = DecodedOnRead(data["used"], frozenset)
-        context.consumers = DecodedOnRead(
-            data["consumers"], lambda by_name: {name: tuple(_consumer(c) for c in items) for name, items in by_name.items()}
-        )
+        context.consumers = DecodedOnRead(data["consumers"], _consumers_by_name)
         context.digests = dict(data["digests"])
         context.candidates = PathList(data["candidates"])
         context.inputs = PathList(list(data["inputs"]))
@@ -173,6 +172,14 @@ def save_repo_context(folder: Path, context: RepoContext) -> None:
         "warnings": context.warnings,
     }
     _write_json(_repo_file(folder, context.root), data)
+
+
+def _evidence_tuple(items: list[dict[str, object]]) -> tuple[Evidence, ...]:
+    return tuple(_evidence(e) for e in items)
+
+
+def _consumers_by_name(by_name: dict[str, list[list[str]]]) -> dict[str, tuple[Consumer, ...]]:
+    return {name: tuple(_consumer(c) for c in items) for name, items in by_name.items()}
 
 
 def _consumer(data: list[str]) -> Consumer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,8 @@ def test_a_cached_launch_context_reads_as_the_built_one(tmp_path: Path) -> None:
         # The result cache keys a file on this digest: a loaded context must give the one a fresh build gives.
         assert Launches([loaded]).digest(str(path)) == Launches([built]).digest(str(path)) != ""
     assert Launches([loaded]).digest(str(root / "nowhere.py")) == ""
+    # Pool workers that do not fork (macOS, Windows, Python 3.14) receive the checker, contexts included, pickled.
+    assert pickle.loads(pickle.dumps(loaded)).launched(next(iter(built.by_file))) == loaded.launched(next(iter(built.by_file)))
 
 
 def test_editing_a_launched_script_keeps_the_launch_context_unless_its_imports_change(
