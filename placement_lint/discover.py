@@ -50,15 +50,15 @@ def gitignore_spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
 def repository_root(start: Path) -> Path | None:
     """The folder holding `.git` above `start`, else the nearest with a pyproject.toml; None if neither."""
     folder = start if start.is_dir() else start.parent
-    return _nearest(str(folder), ".git") or _nearest(str(folder), "pyproject.toml")
+    real = _real_folder(os.path.abspath(folder))  # a linked folder's repository is its target's
+    return _nearest(real, ".git") or _nearest(real, "pyproject.toml")
 
 
 @functools.lru_cache(maxsize=8192)
 def _nearest(folder: str, marker: str) -> Path | None:
-    """Each folder is looked at once per marker, however many files below it ask."""
-    folder = os.path.abspath(folder)
+    """Each (resolved) folder is looked at once per marker, however many files below it ask."""
     if os.path.exists(os.path.join(folder, marker)):
-        return Path(os.path.realpath(folder))
+        return Path(folder)
     parent = os.path.dirname(folder)
     return None if parent == folder else _nearest(parent, marker)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from placement_lint.discover import discover, real_path
+from placement_lint.discover import discover, real_path, repository_root
 from placement_lint.settings import Settings
 
 from helpers import CODES
@@ -70,3 +70,12 @@ def test_real_path_resolves_linked_folders_and_files(tmp_path: Path) -> None:
     expected = (tmp_path / "real" / "inner" / "train.py").resolve()
     assert real_path(tmp_path / "link" / "inner" / "train.py") == expected
     assert real_path(tmp_path / "file_link.py") == expected
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_a_linked_folder_belongs_to_the_repository_of_its_target(tmp_path: Path) -> None:
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    (tmp_path / "repo" / "sub").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "link").symlink_to(tmp_path / "repo" / "sub", target_is_directory=True)
+    assert repository_root(tmp_path / "elsewhere" / "link") == (tmp_path / "repo").resolve()
