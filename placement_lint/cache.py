@@ -126,14 +126,15 @@ def _stamp(path: Path | str) -> list[int] | None:
     return [status.st_mtime_ns, status.st_size]
 
 
-def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None) -> RepoContext | None:
-    """The cached launch context of `root`, if nothing it was built from changed. `candidates`: the
+def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None, cwd: Path) -> RepoContext | None:
+    """The cached launch context of `root` as seen from `cwd` (its evidence names paths relative to
+    it), if nothing it was built from changed. `candidates`: the
     launcher files a walk found now (None when no walk covered the root, as in a pre-commit run on
     a few files: then only the files it was built from are looked at, and a launcher added since the
     last full run is seen at the next one). Per-file entries are decoded when read: a warm run over
     thousands of launched scripts needs only their digests."""
     try:
-        data = json.loads(_repo_file(folder, root).read_text(encoding="utf-8"))
+        data = json.loads(_repo_file(folder, root, cwd).read_text(encoding="utf-8"))
         if data.get("format") != _FORMAT:
             return None
         if candidates is not None and sorted(map(str, candidates)) != data["candidates"]:
@@ -156,7 +157,7 @@ def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None) -
         return None
 
 
-def save_repo_context(folder: Path, context: RepoContext) -> None:
+def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
     data = {
         "format": _FORMAT,
         "candidates": sorted(map(str, context.candidates)),
@@ -171,7 +172,7 @@ def save_repo_context(folder: Path, context: RepoContext) -> None:
         "digests": {str(p): context.digest(p) for p in context.by_file},
         "warnings": context.warnings,
     }
-    _write_json(_repo_file(folder, context.root), data)
+    _write_json(_repo_file(folder, context.root, cwd), data)
 
 
 def _evidence_tuple(items: list[dict[str, object]]) -> tuple[Evidence, ...]:
@@ -198,8 +199,9 @@ def _same_imports(path: Path, digest: str | None) -> bool:
     return digest is not None and _digest(path) == digest
 
 
-def _repo_file(folder: Path, root: Path) -> Path:
-    return folder / __version__ / f"repo-{hashlib.sha256(str(root).encode()).hexdigest()[:20]}.json"
+def _repo_file(folder: Path, root: Path, cwd: Path) -> Path:
+    key = f"{root}\0{cwd}".encode()
+    return folder / __version__ / f"repo-{hashlib.sha256(key).hexdigest()[:20]}.json"
 
 
 def _write_json(path: Path, data: object) -> None:

@@ -539,7 +539,8 @@ def repo_contexts(
     given on the command line (or holding a file given there) are searched for launchers even when
     the configuration excludes them, as their Python files are checked."""
 
-    display = functools.partial(_display, cwd=cwd.resolve())
+    base = cwd.resolve()
+    display = functools.partial(_display, cwd=base)
 
     @functools.cache
     def root_of(name: str) -> Path:
@@ -562,11 +563,11 @@ def repo_contexts(
             # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
             # speak for it, or a file in a home folder would make us read the whole home folder.
             launchers = _launchers_beside(root)
-        cached = load_repo_context(cache_folder, root, launchers) if cache_folder is not None else None
+        cached = load_repo_context(cache_folder, root, launchers, base) if cache_folder is not None else None
         if cached is None:
             cached = build_repo_context(root, settings, display, folders, launchers)
             if cache_folder is not None:
-                save_repo_context(cache_folder, cached)
+                save_repo_context(cache_folder, cached, base)
         contexts.append(cached)
     return contexts
 

@@ -114,8 +114,8 @@ def test_a_cached_launch_context_reads_as_the_built_one(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_text("accelerate launch --num_processes 2 b.py --bf16\n")
     root = tmp_path.resolve()
     built = build_repo_context(root, Settings(root=root, codes=CODES), str)
-    save_repo_context(tmp_path / "cache", built)
-    loaded = load_repo_context(tmp_path / "cache", root, None)
+    save_repo_context(tmp_path / "cache", built, root)
+    loaded = load_repo_context(tmp_path / "cache", root, None, root)
     assert loaded is not None and isinstance(loaded.by_file, DecodedOnRead)
     assert sorted(loaded.by_file) == sorted(built.by_file) != []
     for path in built.by_file:
@@ -125,6 +125,20 @@ def test_a_cached_launch_context_reads_as_the_built_one(tmp_path: Path) -> None:
     assert Launches([loaded]).digest(str(root / "nowhere.py")) == ""
     # Pool workers that do not fork (macOS, Windows, Python 3.14) receive the checker, contexts included, pickled.
     assert pickle.loads(pickle.dumps(loaded)).launched(next(iter(built.by_file))) == loaded.launched(next(iter(built.by_file)))
+
+
+def test_a_cached_launch_context_names_paths_from_where_the_run_is(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text(LAUNCHED)
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 8 sub/b.py\n")
+    settings = Settings(root=tmp_path, codes=CODES)
+    cache = tmp_path / "cache"
+    from_root = run([tmp_path], settings, RunOptions(), tmp_path, cache).findings
+    from_sub = run([tmp_path / "sub"], settings, RunOptions(), tmp_path / "sub", cache).findings
+    assert [e.path for f in from_root for e in f.context.evidence] == ["run.sh"]
+    # Outside the working folder a launcher is named by its full path, never as if it were in `sub`.
+    assert [e.path for f in from_sub for e in f.context.evidence] == [str((tmp_path / "run.sh").resolve())]
 
 
 def test_editing_a_launched_script_keeps_the_launch_context_unless_its_imports_change(
