@@ -90,9 +90,7 @@ def affected(files: list[Path], repos: list[RepoContext], changed: set[Path], cw
     relaunched: set[Path] = set()
     for repo in repos:
         for path, evidence in repo.by_file.items():
-            for item in evidence:
-                if item.origin == "file":
-                    continue
+            for item in evidence:  # a repository's evidence is all launches and imports, never in-file
                 launcher = real(item.path)
                 if launcher in changed or any(real(link) in changed for link in item.chain) or mentions(launcher):
                     relaunched.add(path)
