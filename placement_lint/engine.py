@@ -788,8 +788,13 @@ def _pooled(checker: FileChecker, pending: list[_Pending], jobs: int, hashing: b
     count = min(len(ordered), jobs * 8)
     batches = [ordered[i::count] for i in range(count)]
     # The checker reaches each worker once (inherited, where processes fork), not with every batch.
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(checker,)) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(checker,))
+    try:
         futures = [pool.submit(_screen_batch, batch, hashing) for batch in batches]
         # As each batch ends, so a progress bar moves; the run sorts the results afterwards.
         for future in as_completed(futures):
             yield from future.result()
+    except BaseException:  # Ctrl-C, or the caller stopped reading: drop the batches not started
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()

@@ -9,13 +9,14 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from placement_lint.context.evidence import Context
 from placement_lint.edits import Applicability, Edit, Fix
-from placement_lint.engine import FileResult, Finding, RunOptions, RunResult, run
+from placement_lint.engine import FileResult, Finding, RunOptions, RunResult, Screened, _Pending, run
 from placement_lint.fixes.apply import AppliedFix, fix_to_fixed_point, original_offset
 from placement_lint.fixes.noqa import add_noqa, noqa_row
 from placement_lint.report.migration import fix_list, render_summary, summarize
@@ -245,6 +246,26 @@ def test_the_run_reports_every_file_once(tmp_path: Path, monkeypatch: pytest.Mon
     assert {total for _, total in seen} == {8}
     done = [d for d, _ in seen]
     assert done == sorted(done) and done[-1] == 8
+
+
+def _slow_batch(batch: list[_Pending], hashing: bool) -> list[tuple[_Pending, Screened]]:
+    time.sleep(1)
+    return [(batch[0], Screened(None))]
+
+
+def test_a_pooled_run_stopped_early_does_not_wait_for_the_batches_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or a caller that stops reading) must not sit through every queued batch."""
+    from placement_lint import engine
+
+    monkeypatch.setattr(engine, "_screen_batch", _slow_batch)  # forked workers inherit it
+    status = (tmp_path / "x.py").write_text("") or (tmp_path / "x.py").stat()
+    pending = [engine._Pending(tmp_path / f"f{i}.py", status, "") for i in range(16)]
+    checker = engine.FileChecker(Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    stream = engine._pooled(checker, pending, 2, False)  # 16 one-second batches on two workers: 8 s
+    next(stream)
+    started = time.monotonic()
+    stream.close()
+    assert time.monotonic() - started < 3
 
 
 # -- --add-noqa ------------------------------------------------------------------------------------
