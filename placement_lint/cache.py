@@ -73,7 +73,7 @@ class Cache:
         if not isinstance(entry, dict) or entry.get("launch") != launch_key:
             return None
         dependencies = entry.get("dependencies", {})
-        if not isinstance(dependencies, dict) or any(_stamp(Path(d)) != stamp for d, stamp in dependencies.items()):
+        if not isinstance(dependencies, dict) or any(_stamp(d) != stamp for d, stamp in dependencies.items()):
             return None  # a config the file names changed (or appeared)
         same_stat = entry.get("mtime") == status.st_mtime_ns and entry.get("size") == status.st_size
         if not same_stat and (digest is None or entry.get("hash") != digest):
@@ -148,7 +148,7 @@ def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None, c
         context.by_file = DecodedOnRead(data["by_file"], _evidence_tuple)
         context.used = DecodedOnRead(data["used"], frozenset)
         context.consumers = DecodedOnRead(data["consumers"], _consumers_by_name)
-        context.digests = dict(data["digests"])
+        context.digests = data["digests"]
         context.candidates = PathList(data["candidates"])
         context.inputs = PathList(list(data["inputs"]))
         context.import_only = PathList(list(digests))
@@ -169,7 +169,7 @@ def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
             str(p): {name: [[c.kind.value, c.name, c.where] for c in items] for name, items in by_name.items()}
             for p, by_name in context.consumers.items()
         },
-        "digests": {str(p): context.digest(p) for p in context.by_file},
+        "digests": {str(p): context.digest(str(p)) for p in context.by_file},
         "warnings": context.warnings,
     }
     _write_json(_repo_file(folder, context.root, cwd), data)

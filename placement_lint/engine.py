@@ -607,7 +607,7 @@ def run(
     pending: list[_Pending] = []
     for path in files:
         try:
-            status = found.statuses.get(path) or path.stat()
+            status = found.statuses.get(path) or path.stat()  # a Discovered built by hand has no statuses
             launch_key = checker.launch_key(path) if cache else ""
             cached = cache.lookup(path, status, launch_key) if cache else None
             raw = None

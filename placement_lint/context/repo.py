@@ -72,7 +72,8 @@ _Value = TypeVar("_Value")
 
 
 class DecodedOnRead(MutableMapping[Path, _Value]):
-    """A mapping read from JSON (keys: paths as strings) whose values are decoded when first read."""
+    """A mapping read from JSON (keys: paths as strings) whose values are decoded when first read.
+    Read-only: a context loaded from the cache is used as it is, never built further."""
 
     def __init__(self, encoded: dict[str, object], decode: Callable[[Any], _Value]) -> None:
         self._encoded = encoded
@@ -86,12 +87,10 @@ class DecodedOnRead(MutableMapping[Path, _Value]):
         return self._decoded[key]
 
     def __setitem__(self, path: Path, value: _Value) -> None:
-        self._encoded[str(path)] = None
-        self._decoded[str(path)] = value
+        raise TypeError("a launch context loaded from the cache is read-only")
 
     def __delitem__(self, path: Path) -> None:
-        del self._encoded[str(path)]
-        self._decoded.pop(str(path), None)
+        raise TypeError("a launch context loaded from the cache is read-only")
 
     def __contains__(self, path: object) -> bool:
         return str(path) in self._encoded
@@ -118,9 +117,6 @@ class PathList(Sequence[Path]):
 
     def __len__(self) -> int:
         return len(self._names)
-
-    def __contains__(self, path: object) -> bool:
-        return str(path) in self._names
 
 
 @dataclass
@@ -153,13 +149,13 @@ class RepoContext:
             return None
         return Launched(evidence, self.used.get(path, frozenset()), self.consumers.get(path, {}))
 
-    def digest(self, path: Path) -> str:
-        key = str(path)
-        if key not in self.digests:
-            evidence, used, consumers = self.launched(path) or NOT_LAUNCHED
+    def digest(self, name: str) -> str:
+        """For a resolved path as a string (warm runs ask for thousands, so no Path is made when cached)."""
+        if name not in self.digests:
+            evidence, used, consumers = self.launched(Path(name)) or NOT_LAUNCHED
             text = repr((evidence, sorted(used), sorted(consumers.items()))).encode()
-            self.digests[key] = hashlib.blake2b(text, digest_size=16).hexdigest() if evidence else ""
-        return self.digests[key]
+            self.digests[name] = hashlib.blake2b(text, digest_size=16).hexdigest() if evidence else ""
+        return self.digests[name]
 
 
 class Launches:
@@ -185,7 +181,7 @@ class Launches:
         context = self._by_name.get(name)
         if context is None:
             return ""
-        return context.digests.get(name) or context.digest(Path(name))
+        return context.digest(name)
 
 
 def build_repo_context(
