@@ -237,8 +237,9 @@ class FileChecker:
         result.findings = [self._finding(source, result.display, v) for v in violations]
         return result
 
-    def pre_check(self, path: Path, raw: bytes | None, hashing: bool) -> Screened:
-        """Read a file (unless `raw` holds it) and run the text pre-check; `hashing`: the cache needs its digest."""
+    def pre_check(self, path: Path, raw: bytes | None, hashing: bool, digest: str | None = None) -> Screened:
+        """Read a file (unless `raw` holds it) and run the text pre-check; `hashing`: the cache needs
+        its digest (`digest`, when the caller already hashed `raw`)."""
         try:
             if raw is None:
                 with open(path, "rb") as handle:  # cheaper than Path.read_bytes, for thousands of files
@@ -247,7 +248,8 @@ class FileChecker:
             return Screened(
                 None, FileResult(self.display(path), error=f"cannot read: {exc.strerror or exc}", path=path), cacheable=False
             )
-        digest = content_hash(raw) if hashing else None
+        if hashing and digest is None:
+            digest = content_hash(raw)
         if not self.worth_parsing(raw, path):
             return Screened(digest)
         limit = MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_PYTHON_BYTES
@@ -610,12 +612,13 @@ def run(
             status = found.statuses.get(path) or path.stat()  # a Discovered built by hand has no statuses
             launch_key = checker.launch_key(path) if cache else ""
             cached = cache.lookup(path, status, launch_key) if cache else None
-            raw = None
+            raw = digest = None
             if cached is None and cache is not None and cache.knows(path):
                 # Touched but maybe unchanged (a checkout, a formatter): its bytes decide.
                 with open(path, "rb") as handle:
                     raw = handle.read()
-                cached = cache.lookup(path, status, launch_key, content_hash(raw))
+                digest = content_hash(raw)
+                cached = cache.lookup(path, status, launch_key, digest)
         except OSError as exc:
             results.append(FileResult(checker.display(path), error=f"cannot read: {exc.strerror or exc}", path=path))
             continue
@@ -623,7 +626,7 @@ def run(
             if cached:
                 results.append(checker.from_cache(path, cached))
             continue
-        pending.append(_Pending(path, status, launch_key, raw))
+        pending.append(_Pending(path, status, launch_key, raw, digest))
     done = len(files) - len(pending)
     if progress is not None:
         progress(done, len(files))
@@ -728,7 +731,8 @@ class _Pending:
     path: Path
     status: os.stat_result
     launch_key: str
-    raw: bytes | None = None  # already read, for the cache's content check
+    raw: bytes | None = None  # already read, for the cache's content check...
+    digest: str | None = None  # ...which hashed it
     screened: Screened | None = None  # already pre-checked, waiting to be parsed
 
 
@@ -745,7 +749,7 @@ def _screen_all(
         return
     worth: list[_Pending] = []
     for item in pending:
-        screened = checker.pre_check(item.path, item.raw, hashing)
+        screened = checker.pre_check(item.path, item.raw, hashing, item.digest)
         if screened.raw is None:
             yield item, screened
         else:
@@ -775,7 +779,7 @@ def _screen_batch(batch: list[_Pending], hashing: bool) -> list[tuple[_Pending, 
     assert checker is not None, "_start_worker runs first in every worker"
     done = []
     for item in batch:
-        screened = checker.finish(item.path, item.screened or checker.pre_check(item.path, item.raw, hashing))
+        screened = checker.finish(item.path, item.screened or checker.pre_check(item.path, item.raw, hashing, item.digest))
         done.append((replace(item, raw=None, screened=None), screened))  # the bytes need not travel back
     return done
 
