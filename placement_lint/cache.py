@@ -28,6 +28,7 @@ from placement_lint.rules.base import Violation
 
 CACHE_DIR_NAME = ".placement_lint_cache"
 _STALE_SECONDS = 30 * 24 * 3600
+_SEEN_RESOLUTION = 24 * 3600
 _FORMAT = 2  # 2: per-file launch digests in the repository context
 
 
@@ -81,7 +82,13 @@ class Cache:
         if not same_stat:
             entry["mtime"], entry["size"] = status.st_mtime_ns, status.st_size
             self.changed = True
-        entry["seen"] = int(time.time())
+        now = int(time.time())
+        seen = entry.get("seen")
+        if not isinstance(seen, int) or now - seen > _SEEN_RESOLUTION:
+            # Often enough that an entry read every day is kept, rarely enough that a warm run
+            # over an unchanged tree rewrites the cache at most once a day.
+            entry["seen"] = now
+            self.changed = True
         try:
             return [_violation(item) for item in entry.get("findings", [])]  # type: ignore[union-attr]
         except (KeyError, TypeError, ValueError, AttributeError):

@@ -58,6 +58,26 @@ def test_a_run_that_shares_its_files_among_processes_fills_the_cache(repo: Path,
     assert check(repo) == first
 
 
+def test_an_entry_only_ever_read_is_kept_past_the_stale_limit(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file checked every day without changing stays cached, even when another run writes the cache."""
+    import time as clock
+
+    def check_one(name: str) -> list[tuple[str, int, str]]:
+        result = run([repo / name], Settings(root=repo, codes=CODES), RunOptions(), repo, repo / ".placement_lint_cache")
+        return [(f.display, f.row, f.code) for f in result.findings]
+
+    first = check_one("a.py")
+    today = clock.time()
+    for day in range(1, 61):  # two months of daily runs over a.py that change nothing
+        monkeypatch.setattr("placement_lint.cache.time.time", lambda day=day: today + day * 24 * 3600 + 1)
+        check_one("a.py")
+    # Then another run changes b.py: it writes the cache, and drops what was not seen for 30 days.
+    (repo / "b.py").write_text(LAUNCHED + "# edited\n")
+    check_one("b.py")
+    forbid_parsing(monkeypatch)
+    assert check_one("a.py") == first
+
+
 def test_a_changed_file_is_checked_again(repo: Path) -> None:
     check(repo)
     (repo / "a.py").write_text(ZERO3.replace('device_map="cuda"', "device_map=None"))
