@@ -100,6 +100,14 @@ class _Ignores:
         """The .gitignore files that apply in `folder`, as (folder, spec) with folders as strings."""
         return tuple((str(base), spec) for base, spec in self._chain(folder)) if self.respect_gitignore else ()
 
+    def chain_starts_at(self, folder: str, names: set[str]) -> bool:
+        """Where the .gitignore files above stop applying, as in `_chain`: at the project root, and
+        outside it at a repository's root (a nested repository is not ignored by its parent's)."""
+        if folder == self._root:
+            return True
+        inside = folder.startswith(self._root if self._root.endswith(os.sep) else self._root + os.sep)
+        return not inside and ".git" in names
+
     def gitignore_at(self, folder: str) -> pathspec.GitIgnoreSpec | None:
         return self._gitignore(Path(folder))
 
@@ -225,8 +233,11 @@ def _walk(
         except OSError:
             unreadable(Path(folder))
             continue
-        if ignores.respect_gitignore and any(entry.name == ".gitignore" for entry in entries):
-            spec = ignores.gitignore_at(folder)
+        if ignores.respect_gitignore:
+            names = {entry.name for entry in entries}
+            if ignores.chain_starts_at(folder, names):
+                chain = ()
+            spec = ignores.gitignore_at(folder) if ".gitignore" in names else None
             if spec is not None:
                 chain = ((folder, spec), *chain)
         for entry in entries:

@@ -79,3 +79,16 @@ def test_a_linked_folder_belongs_to_the_repository_of_its_target(tmp_path: Path)
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "link").symlink_to(tmp_path / "repo" / "sub", target_is_directory=True)
     assert repository_root(tmp_path / "elsewhere" / "link") == (tmp_path / "repo").resolve()
+
+
+def test_gitignore_files_above_the_project_root_stop_at_it(tmp_path: Path) -> None:
+    """A walk that starts above the project (its pyproject.toml) applies the outer .gitignore outside
+    the project only, as discovery did before it walked with strings."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("gen_*.py\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    for path in (tmp_path / "gen_a.py", tmp_path / "keep.py", project / "gen_b.py", project / "train.py"):
+        path.write_text("x = 1\n")
+    result = discover([tmp_path], Settings(root=project, codes=CODES))
+    assert [p.relative_to(tmp_path).as_posix() for p in result.files] == ["keep.py", "project/gen_b.py", "project/train.py"]
