@@ -127,7 +127,7 @@ def _check_text(
     settings = _settings(path, config, select, ignore, extend_select)
     options = RunOptions(fix=fix, unsafe_fixes=unsafe_fixes, context=_context(context), ignore_noqa=ignore_noqa)
     result = run_source(raw, path, settings, options)
-    findings = _findings(result)
+    findings = _findings(result, depth=2)  # check_source/fix_source -> _check_text
     file = result.files[0]
     if file.source is not None:
         return file.source.text, findings
@@ -179,9 +179,11 @@ def _selectors(value: Selectors) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _findings(result: RunResult) -> list[Finding]:
+def _findings(result: RunResult, depth: int = 1) -> list[Finding]:
+    """`depth`: how many of this module's functions stand between the caller and this one, so a
+    warning names the caller's line."""
     for message in result.warnings + [w for file in result.files for w in file.warnings]:
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        warnings.warn(message, RuntimeWarning, stacklevel=2 + depth)
     errors = result.errors + [f"{file.display}: {file.error}" for file in result.files if file.error]
     if errors:
         raise CheckError(errors, result.findings)

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import placement_lint
+import placement_lint.api
 from placement_lint.cli import main
 from placement_lint.engine import Finding
 
@@ -108,3 +109,18 @@ def test_importing_the_package_stays_light() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == ["[]", "[]"]
+
+
+@pytest.mark.parametrize("call", ["check", "check_source", "fix_source"])
+def test_a_warning_names_the_callers_line(tmp_path: Path, call: str) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "broken.yaml").write_text("distributed_type: [\n")
+    (tmp_path / "run.sh").write_text("accelerate launch --config_file configs/broken.yaml train.py\n")
+    (tmp_path / "train.py").write_text("x = 1\n")
+    with pytest.warns(RuntimeWarning, match="cannot parse config") as caught:
+        if call == "check":
+            placement_lint.api.check([tmp_path / "train.py"])
+        else:
+            getattr(placement_lint.api, call)("x = 1\n", tmp_path / "train.py")
+    assert {Path(w.filename).name for w in caught} == {Path(__file__).name}
