@@ -182,10 +182,7 @@ class FileChecker:
     # -- per file --------------------------------------------------------------------------
 
     def display(self, path: Path) -> str:
-        try:
-            return path.relative_to(self.cwd).as_posix()
-        except ValueError:
-            return str(path)
+        return _display(path, self.cwd)
 
     def worth_parsing(self, raw: bytes, path: Path) -> bool:
         """The text pre-check: could any enabled rule fire in this file?"""
@@ -364,7 +361,7 @@ class FileChecker:
 
     def _relative(self, path: Path) -> str:
         try:
-            return path.resolve().relative_to(self._root).as_posix()
+            return real_path(path).relative_to(self._root).as_posix()
         except ValueError:
             return path.name
 
@@ -699,15 +696,17 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
     path = Path(os.path.abspath(path))
     root = repository_root(path) or real_path(path).parent
     # As for a file named on the command line, its folder's launchers count even if excluded.
-    repo = build_repo_context(root, settings, lambda p: _display(p, cwd), (path.parent,))
+    base = cwd.resolve()
+    repo = build_repo_context(root, settings, lambda p: _display(p, base), (path.parent,))
     result = FileChecker(settings, options, cwd, Launches([repo])).check(path, raw, write=False)
     return RunResult([result], 1, [], list(repo.warnings))
 
 
 def _display(path: Path, cwd: Path) -> str:
-    """A resolved path as messages name it: relative to the working folder when inside it."""
+    """A path as messages name it: relative to the working folder when inside it (a resolved path
+    needs the resolved folder)."""
     try:
-        return path.relative_to(cwd.resolve()).as_posix()
+        return path.relative_to(cwd).as_posix()
     except ValueError:
         return str(path)
 
