@@ -130,7 +130,7 @@ def _check_text(
     findings = _findings(result, depth=2)  # check_source/fix_source -> _check_text
     file = result.files[0]
     if file.source is not None:
-        return file.source.text, findings
+        return file.source.file_text, findings
     return (text if isinstance(text, str) else raw.decode("utf-8", "replace")), findings
 
 

@@ -266,7 +266,7 @@ def _check_stdin(  # type: ignore[no-untyped-def]
     result = run_source(raw, path, settings, options, cwd)
     if options.fix:
         fixed = result.files[0].source
-        sys.stdout.buffer.write(fixed.raw if fixed is not None and result.files[0].error is None else raw)
+        sys.stdout.buffer.write(fixed.file_bytes if fixed is not None and result.files[0].error is None else raw)
         sys.stdout.flush()
     _output(result, options, output_format, output_file, statistics, quiet, color, cwd, err=options.fix)
     return _exit_code(result, options.diff, exit_zero)

@@ -287,6 +287,14 @@ class NotebookSource(SourceFile):
 
     notebook: Notebook | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def file_bytes(self) -> bytes:
+        return self.notebook.raw if self.notebook is not None else self.raw
+
+    @property
+    def file_text(self) -> str:
+        return self.notebook.text if self.notebook is not None else self.text
+
     def _cell_and_row(self, row: int) -> tuple[CodeCell, int]:
         assert self.notebook is not None
         cell = self.notebook.cell_at(row)

@@ -33,6 +33,15 @@ class SourceFile:
     line_starts: tuple[int, ...] = field(repr=False)
 
     @property
+    def file_bytes(self) -> bytes:
+        """What the file holds (for a notebook, its JSON, where `raw` is its Python)."""
+        return self.raw
+
+    @property
+    def file_text(self) -> str:
+        return self.text
+
+    @property
     def round_trips(self) -> bool:
         """True when the text encodes back to the original bytes, so a fix can be written safely."""
         return self.encode(self.text) == self.raw

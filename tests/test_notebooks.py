@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import placement_lint.api
 from placement_lint.edits import Edit
 from placement_lint.engine import RunOptions, run
 from placement_lint.fixes.notebook import NotebookFixError, rewrite
@@ -126,6 +127,19 @@ def test_deepspeed_notebook_is_found_and_fixed_through_the_cli(tmp_path: Path) -
     fixed = cli("check", "--no-cache", "--fix", "nb", cwd=tmp_path)
     assert fixed.returncode == 0 and "Fixed 1 problem" in fixed.stdout, fixed.stdout + fixed.stderr
     assert (tmp_path / "nb" / "train_zero3.ipynb").read_bytes() == (FIXTURES / "train_zero3.fixed.ipynb").read_bytes()
+
+
+def test_a_notebook_fixed_from_stdin_comes_back_as_the_notebook(tmp_path: Path) -> None:
+    """An editor sends the notebook's JSON and writes back what it gets: the fixed JSON, not its Python."""
+    shutil.copytree(FIXTURES, tmp_path / "nb")
+    notebook = tmp_path / "nb" / "train_zero3.ipynb"
+    fixed = subprocess.run(
+        [str(SCRIPT), "check", "--no-cache", "--fix", "--stdin-filename", str(notebook)],
+        input=notebook.read_bytes(), capture_output=True, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert fixed.stdout == (FIXTURES / "train_zero3.fixed.ipynb").read_bytes(), fixed.stderr
+    text, left = placement_lint.api.fix_source(notebook.read_text(encoding="utf-8"), notebook)
+    assert text.encode() == (FIXTURES / "train_zero3.fixed.ipynb").read_bytes() and not left
 
 
 # -- masking IPython syntax -----------------------------------------------------------------------
