@@ -289,6 +289,9 @@ class FileChecker:
         if self.options.fixing and violations and any(v.fix and v.fix.applicability in self.options.allowed for v in violations):
             violations = self._fix(path, source, violations, result, write)
         result.source = result.source or source
+        if isinstance(result.source, NotebookSource):
+            # Once, on the source the violations belong to: after --fix, the cells of the fixed notebook.
+            violations = _in_notebook(result.source, violations, result.display)
         result.findings = [self._finding(result.source, result.display, v) for v in violations]
         return result
 
@@ -319,16 +322,6 @@ class FileChecker:
             if directives:  # finding a comment's line tokenizes the file: only when there are comments to find
                 violations = [v for v in violations if not noqa.suppressed(directives, noqa.noqa_row(source, v.start), v.code)]
         violations.sort(key=lambda v: (v.start, v.code))
-        if isinstance(source, NotebookSource):
-            # "TrainingArguments(...), line 9" names a row of the joined cells: say which cell, as ruff does.
-            violations = [
-                replace(
-                    v,
-                    message=_LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), v.message),
-                    context=_in_cells(source, v.context, display) if v.context is not None else None,
-                )
-                for v in violations
-            ]
         return violations, contexts
 
     def context_of(self, source: SourceFile, module: ast.Module, display: str) -> FileContext:
@@ -473,6 +466,18 @@ class FileChecker:
 
 def _with_text(source: SourceFile, text: str) -> SourceFile:
     return replace(source, text=text, raw=source.encode(text), line_starts=line_starts_of(text))
+
+
+def _in_notebook(source: NotebookSource, violations: list[Violation], display: str) -> list[Violation]:
+    """ "TrainingArguments(...), line 9" names a row of the joined cells: say which cell, as ruff does."""
+    return [
+        replace(
+            v,
+            message=_LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), v.message),
+            context=_in_cells(source, v.context, display) if v.context is not None else None,
+        )
+        for v in violations
+    ]
 
 
 def _in_cells(source: NotebookSource, context: Context, display: str) -> Context:

@@ -20,7 +20,7 @@ import pytest
 
 import placement_lint.api
 from placement_lint.edits import Edit
-from placement_lint.engine import RunOptions, run
+from placement_lint.engine import Finding, RunOptions, run
 from placement_lint.fixes.notebook import NotebookFixError, rewrite
 from placement_lint.notebook import PLACEHOLDER, decode_notebook, mask, read_notebook
 from placement_lint.settings import Settings
@@ -506,6 +506,25 @@ def test_every_rule_fixture_finds_and_fixes_the_same_as_a_notebook(case: Path, t
     golden = case.with_name(case.stem + ".fixed.py")
     sources = ["".join(c["source"]) for c in json.loads(path.read_bytes())["cells"] if c["cell_type"] == "code"]
     assert joined(sources, separators) == (golden.read_text(encoding="utf-8") if golden.exists() else text)
+    # What the fixing run reports as left is what a new check of the written notebook finds, cells and lines included.
+    assert _shown(fixed.findings) == _shown(lint_file(path, rule).findings)
+
+
+def test_findings_left_after_a_fix_that_adds_a_line_name_the_fixed_cells(tmp_path: Path) -> None:
+    data = notebook(
+        "import torch.distributed as dist\nfrom transformers import AutoModelForCausalLM",
+        'dist.init_process_group("nccl")',
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map="cuda:0")',
+        "model.is_parallelizable = True",
+    )
+    path = write(tmp_path / "train.ipynb", data)
+    fixed = lint_file(path, fix=True, unsafe_fixes=True)  # DPL003's fix imports PartialState: cell 1 grows
+    assert [f.code for f in fixed.findings] == ["DPL010"] and "cell 2, line 1" in fixed.findings[0].message
+    assert _shown(fixed.findings) == _shown(lint_file(path).findings)
+
+
+def _shown(findings: list[Finding]) -> list[tuple[object, ...]]:
+    return [(f.code, f.cell, f.row, f.column, f.message, f.context.evidence) for f in findings]
 
 
 # -- the machine formats --------------------------------------------------------------------------
