@@ -409,6 +409,8 @@ class FileChecker:
             return violations
         if not outcome.converged:
             result.warnings.append(f"{result.display}: fixes did not converge after several passes")
+        if isinstance(source, NotebookSource):  # a fix is listed by its cell and line, as findings are
+            outcome.applied = [_in_cell(source, applied) for applied in outcome.applied]
         if outcome.text == source.text:
             return violations
         new_source = _with_text(source, outcome.text)
@@ -466,6 +468,11 @@ class FileChecker:
 
 def _with_text(source: SourceFile, text: str) -> SourceFile:
     return replace(source, text=text, raw=source.encode(text), line_starts=line_starts_of(text))
+
+
+def _in_cell(source: NotebookSource, applied: AppliedFix) -> AppliedFix:
+    cell, row, _ = source.location(applied.offset)
+    return replace(applied, cell=cell, row=row)
 
 
 def _in_notebook(source: NotebookSource, violations: list[Violation], display: str) -> list[Violation]:

@@ -523,6 +523,13 @@ def test_findings_left_after_a_fix_that_adds_a_line_name_the_fixed_cells(tmp_pat
     assert _shown(fixed.findings) == _shown(lint_file(path).findings)
 
 
+def test_show_fixes_names_a_notebook_fix_by_cell_and_line(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES, tmp_path / "nb")
+    shown = cli("check", "--no-cache", "--diff", "--show-fixes", "nb", cwd=tmp_path)
+    assert "- nb/train_zero3.ipynb:" in shown.stderr + shown.stdout
+    assert "cell 5:5  DPL001" in shown.stderr + shown.stdout  # where `check` reports it: cell 5, line 5
+
+
 def _shown(findings: list[Finding]) -> list[tuple[object, ...]]:
     return [(f.code, f.cell, f.row, f.column, f.message, f.context.evidence) for f in findings]
 

@@ -31,6 +31,8 @@ class AppliedFix:
     message: str  # the fix's message: what it did
     row: int  # 1-based line of the finding in the original text, the one `check` reported
     applicability: Applicability = Applicability.SAFE
+    offset: int = 0  # where the finding starts in the original text
+    cell: int | None = None  # in a notebook: the cell (`row` is then the line in it)
 
 
 @dataclass
@@ -98,8 +100,9 @@ def fix_to_fixed_point(
         findings = lint(new_text)  # raises FixFailed: the caller keeps the original
         outcome.text = new_text
         for code, fix, start in chosen:
-            row = bisect.bisect_right(starts, original_offset(start, outcome.passes))
-            outcome.applied.append(AppliedFix(code, fix.message, row, fix.applicability))
+            offset = original_offset(start, outcome.passes)
+            row = bisect.bisect_right(starts, offset)
+            outcome.applied.append(AppliedFix(code, fix.message, row, fix.applicability, offset))
         outcome.passes.append(edits)
     outcome.converged = False
     return outcome

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from placement_lint.edits import Applicability
 from placement_lint.engine import Finding, RunOptions, RunResult
 from placement_lint.report.formats import FORMATS
 from placement_lint.report.text import Style, finding_position, plain
+
+if TYPE_CHECKING:
+    from placement_lint.fixes.apply import AppliedFix
 
 _MAX_PLACES = 10  # locations listed per group of remaining findings
 
@@ -34,11 +38,16 @@ def fix_list(result: RunResult, would: bool) -> list[str]:
     lines = [f"{'Would fix' if would else 'Fixed'} {_plural(total, 'problem')}:"]
     for file in fixed:
         lines.append(f"- {file.display}:")
-        width = max(len(str(applied.row)) for applied in file.fixed)
-        for applied in sorted(file.fixed, key=lambda a: (a.row, a.code)):
+        width = max(len(_where(applied)) for applied in file.fixed)
+        for applied in sorted(file.fixed, key=lambda a: (a.cell or 0, a.row, a.code)):
             unsafe = " (unsafe fix)" if applied.applicability is Applicability.UNSAFE else ""
-            lines.append(f"    {str(applied.row).rjust(width)}  {applied.code}  {applied.message}{unsafe}")
+            lines.append(f"    {_where(applied).rjust(width)}  {applied.code}  {applied.message}{unsafe}")
     return lines
+
+
+def _where(applied: AppliedFix) -> str:
+    """Its line, in a notebook `cell N:line` as findings are located there."""
+    return f"cell {applied.cell}:{applied.row}" if applied.cell is not None else str(applied.row)
 
 
 @dataclass(frozen=True)
