@@ -341,10 +341,10 @@ def _report(  # type: ignore[no-untyped-def]
         if not chosen.human:
             return body, False
         lines = [body] if body else []
-    sections = []
-    if show_fixes:
+    sections = []  # for people only: with a machine format they went to stderr above, or nowhere
+    if show_fixes and human:
         sections.append(migration.fix_list(result, would=False))
-    if options.fix and not quiet and (result.findings or result.baselined or any(f.fixed for f in result.files)):
+    if human and options.fix and not quiet and (result.findings or result.baselined or any(f.fixed for f in result.files)):
         summary = migration.summarize(result, options, _rule_names())
         sections.append(migration.render_summary(summary, style, terminal=color))
     for section in sections:

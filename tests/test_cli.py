@@ -201,6 +201,12 @@ def test_statistics(repo: Path) -> None:
     assert result.stdout.splitlines()[0] == "1\tDPL001\t[*] spread-device-map-in-distributed"
 
 
+def test_statistics_with_a_machine_format_keeps_the_fix_list_and_summary_off_stdout(repo: Path) -> None:
+    result = cli("check", "--statistics", "--output-format", "github", "--fix", "--show-fixes", "-q", ".", cwd=repo)
+    assert "Fixed 1 problem" in result.stderr
+    assert "Fixed" not in result.stdout and "| rule" not in result.stdout, result.stdout
+
+
 def test_rule_command_prints_the_page_and_lists_all() -> None:
     runner = CliRunner()
     page = runner.invoke(main, ["rule", "DPL001"])
