@@ -31,7 +31,7 @@ from placement_lint.process import collect_garbage_rarely
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.settings import Settings
-from placement_lint.source import SourceError, SourceFile, line_starts_of, parse_python
+from placement_lint.source import SourceError, SourceFile, line_starts_of, parse_python, split_lines
 
 if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diffs or adds noqa
     from placement_lint.fixes.apply import AppliedFix, Fixable
@@ -430,8 +430,8 @@ class FileChecker:
             return violations
         if self.options.diff:
             lines = difflib.unified_diff(
-                source.text.splitlines(keepends=True),
-                outcome.text.splitlines(keepends=True),
+                split_lines(source.text),
+                split_lines(outcome.text),
                 fromfile=f"a/{result.display}",
                 tofile=f"b/{result.display}",
             )

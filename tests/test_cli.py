@@ -121,6 +121,21 @@ def test_diff_writes_nothing_and_exits_1(repo: Path) -> None:
     assert (repo / "train_z3.py").read_bytes() == before
 
 
+def test_diff_of_a_file_with_a_form_feed_applies_as_a_patch(repo: Path) -> None:
+    """Python breaks lines only at \\r\\n, \\r and \\n; a diff split at a form feed is malformed."""
+    (repo / "single.py").unlink()
+    (repo / "train_z3.py").write_text(ZERO3.replace("\nargs", "\n# setup\x0c\nargs"))
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    patch = cli("check", "--diff", ".", cwd=repo).stdout
+    assert "No newline at end of file" not in patch
+    fixed = cli("check", "--fix", ".", cwd=repo)
+    expected = (repo / "train_z3.py").read_bytes()
+    (repo / "train_z3.py").write_text(ZERO3.replace("\nargs", "\n# setup\x0c\nargs"))
+    applied = subprocess.run(["git", "apply", "-"], input=patch + "\n", cwd=repo, capture_output=True, text=True)
+    assert fixed.returncode == 0 and applied.returncode == 0, applied.stderr
+    assert (repo / "train_z3.py").read_bytes() == expected
+
+
 def test_select_ignore_and_prefixes(repo: Path) -> None:
     assert cli("check", "--select", "DPL002", ".", cwd=repo).returncode == 0
     assert cli("check", "--ignore", "DPL00", ".", cwd=repo).returncode == 0

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from placement_lint.edits import Edit
 from placement_lint.notebook import Notebook, read_notebook
-from placement_lint.source import UTF8_BOM, SourceError, line_starts_of
+from placement_lint.source import UTF8_BOM, SourceError, line_starts_of, split_lines
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _NON_ASCII_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u(?!00[0-7])[0-9a-fA-F]{4}")
@@ -66,8 +66,8 @@ def cell_diff(display: str, changes: Sequence[CellChange]) -> str:
     out = []
     for change in changes:
         lines = difflib.unified_diff(
-            change.before.splitlines(keepends=True),
-            change.after.splitlines(keepends=True),
+            split_lines(change.before),
+            split_lines(change.after),
             fromfile=f"a/{display}:cell {change.number}",
             tofile=f"b/{display}:cell {change.number}",
         )
