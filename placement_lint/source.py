@@ -107,7 +107,7 @@ def split_lines(text: str) -> list[str]:
     """The lines with their endings, broken where Python breaks them (`\\r\\n`, `\\r`, `\\n`), not
     at the form feeds and Unicode separators `str.splitlines` also breaks at."""
     starts = line_starts_of(text)
-    return [text[start:end] for start, end in zip(starts, (*starts[1:], len(text))) if start < end]
+    return [text[start:end] for start, end in zip(starts, (*starts[1:], len(text)), strict=True) if start < end]
 
 
 def line_starts_of(text: str) -> tuple[int, ...]:
