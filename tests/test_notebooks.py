@@ -562,6 +562,7 @@ def test_machine_formats_locate_a_notebook_finding_by_cell(tmp_path: Path) -> No
     log = json.loads(output("sarif"))
     [result] = log["runs"][0]["results"]
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 1 and "fixes" not in result
+    assert "snippet" not in result["locations"][0]["physicalLocation"]["region"]  # the text is not at the file's line 1
     assert result["properties"]["cell"] == 3 and result["properties"]["cellLine"] == 2
     assert result["relatedLocations"][0]["physicalLocation"] == {
         "artifactLocation": {"uri": "train.ipynb", "uriBaseId": "%SRCROOT%"}

@@ -114,7 +114,7 @@ def _result(item: Located, root: SourceRoot, index: dict[str, int]) -> dict[str,
                     **location,
                     "region": _region(finding.row, finding.column, finding.end_row, finding.end_column, snippet)
                     if finding.cell is None
-                    else _region(1, 1, 1, 1, snippet),
+                    else _region(1, 1, 1, 1, None),  # the snippet is in a cell, not at the file's line 1
                 }
             }
         ],
