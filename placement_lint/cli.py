@@ -322,11 +322,11 @@ def _report(  # type: ignore[no-untyped-def]
         for line in migration.fix_list(result, would=options.diff):
             click.echo(line, err=True)
     if add_noqa and not quiet:
-        click.echo(f"Added {result.noqa_added} noqa comment{'s' if result.noqa_added != 1 else ''}.", err=True)
+        click.echo(f"Added {text.plural(result.noqa_added, 'noqa comment')}.", err=True)
     if options.diff:
         if not quiet:
             count = sum(len(f.fixed) for f in result.files)
-            click.echo(f"Would fix {count} problem{'s' if count != 1 else ''}.", err=True)
+            click.echo(f"Would fix {text.plural(count, 'problem')}.", err=True)
         return "".join(f.diff for f in result.files if f.diff).removesuffix("\n"), False
     chosen = FORMATS[output_format]
     style = _ansi_style() if color else text.plain

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from placement_lint.edits import Applicability
 from placement_lint.engine import Finding, RunOptions, RunResult
 from placement_lint.report.formats import FORMATS
-from placement_lint.report.text import Style, finding_position, plain
+from placement_lint.report.text import Style, finding_position, plain, plural
 
 if TYPE_CHECKING:
     from placement_lint.fixes.apply import AppliedFix
@@ -35,7 +35,7 @@ def fix_list(result: RunResult, would: bool) -> list[str]:
     total = sum(len(file.fixed) for file in fixed)
     if not total:
         return []
-    lines = [f"{'Would fix' if would else 'Fixed'} {_plural(total, 'problem')}:"]
+    lines = [f"{'Would fix' if would else 'Fixed'} {plural(total, 'problem')}:"]
     for file in fixed:
         lines.append(f"- {file.display}:")
         width = max(len(_where(applied)) for applied in file.fixed)
@@ -165,7 +165,3 @@ def _rule_table(rules: list[RuleCounts], style: Style, terminal: bool) -> list[s
         return table + ["   ".join(cells(row, True)) for row in rows]
     markdown = [f"| {' | '.join(cells(header, False))} |", "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     return markdown + [f"| {' | '.join(cells(row, True))} |" for row in rows]
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"

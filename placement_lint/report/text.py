@@ -104,10 +104,10 @@ def summary(result: RunResult, options: RunOptions) -> str:
     files_with = len({f.display for f in findings})
     if options.fix and fixed:
         remaining = f"{len(findings)} remaining" if findings else "0 remaining"
-        return f"Fixed {_plural(fixed, 'problem')} in {_plural(len([f for f in result.files if f.fixed]), 'file')}, {remaining}."
+        return f"Fixed {plural(fixed, 'problem')} in {plural(len([f for f in result.files if f.fixed]), 'file')}, {remaining}."
     if not findings:
         failed = len(result.errors) + sum(1 for f in result.files if f.error)
-        return f"No problems found, but {_plural(failed, 'path')} could not be checked." if failed else "All checks passed!"
+        return f"No problems found, but {plural(failed, 'path')} could not be checked." if failed else "All checks passed!"
     safe = sum(1 for f in findings if f.violation.fix and f.violation.fix.applicability is Applicability.SAFE)
     unsafe = sum(1 for f in findings if f.violation.fix and f.violation.fix.applicability is Applicability.UNSAFE)
     parts = []
@@ -119,8 +119,8 @@ def summary(result: RunResult, options: RunOptions) -> str:
         if unsafe:
             parts.append(f"{unsafe} more with --unsafe-fixes")
     detail = f" ({', '.join(parts)})" if parts else ""
-    return f"Found {_plural(len(findings), 'problem')} in {_plural(files_with, 'file')}{detail}."
+    return f"Found {plural(len(findings), 'problem')} in {plural(files_with, 'file')}{detail}."
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
