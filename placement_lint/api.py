@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from placement_lint.engine import Finding, RunOptions, RunResult, run, run_source
+from placement_lint.report.common import problems
 from placement_lint.rules import all_rules
 from placement_lint.settings import ConfigError, Settings, check_context, settings_for
 
@@ -182,9 +183,11 @@ def _selectors(value: Selectors) -> list[str]:
 def _findings(result: RunResult, depth: int = 1) -> list[Finding]:
     """`depth`: how many of this module's functions stand between the caller and this one, so a
     warning names the caller's line."""
-    for message in result.warnings + [w for file in result.files for w in file.warnings]:
-        warnings.warn(message, RuntimeWarning, stacklevel=2 + depth)
-    errors = result.errors + [f"{file.display}: {file.error}" for file in result.files if file.error]
+    found = problems(result)
+    for problem in found:
+        if problem.level == "warning":
+            warnings.warn(problem.message, RuntimeWarning, stacklevel=2 + depth)
+    errors = [problem.message for problem in found if problem.level == "error"]
     if errors:
         raise CheckError(errors, result.findings)
     return result.findings

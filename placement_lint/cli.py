@@ -495,10 +495,12 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
 
 
 def _rule_json(rule) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    from placement_lint.catalogue import page_url
+
     return {
         "code": rule.code,
         "name": rule.name,
         "summary": rule.summary,
         "fix": rule.fix_availability.value,
-        "url": rule.url(),
+        "url": page_url(rule.code),  # as the findings' JSON and SARIF link it
     }

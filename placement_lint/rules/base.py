@@ -355,11 +355,6 @@ class Rule:
         fix = None if device_map.candidate.from_launch else make_fix()
         return self.violation(file, file.site(device_map).node, message, fix, context)
 
-    @classmethod
-    def url(cls) -> str:
-        """The rule's catalogue page, relative to the project root (`placement-lint rule CODE` prints it)."""
-        return f"rules/{cls.code}.md"
-
 
 # -- message and fix pieces the device_map rules share --------------------------------------------
 
