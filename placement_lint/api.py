@@ -19,9 +19,10 @@ import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
-from placement_lint.engine import Finding, RunOptions, RunResult, run, run_source
+from placement_lint.engine import run, run_source
 from placement_lint.report.common import problems
-from placement_lint.rules import all_rules
+from placement_lint.results import Finding, RunOptions, RunResult
+from placement_lint.rules import rule_codes
 from placement_lint.settings import ConfigError, Settings, check_context, settings_for
 
 __all__ = ["CheckError", "Finding", "check", "check_source", "fix_source"]
@@ -157,7 +158,7 @@ def _settings(
             start,
             Path(config) if config is not None else None,
             Path.cwd(),
-            tuple(rule.code for rule in all_rules()),
+            rule_codes(),
             _selectors(select),
             _selectors(ignore),
             _selectors(extend_select),

@@ -18,13 +18,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from placement_lint import __version__
-from placement_lint.analysis.flow import Consumer, ConsumerKind
+from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.context.evidence import Context, Evidence, Kind, Override
-from placement_lint.context.repo import DecodedOnRead, PathList, RepoContext, import_lines_digest
+from placement_lint.context.launches import DecodedOnRead, PathList, RepoContext, import_lines_digest
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
-from placement_lint.fixes.write import replace_file
-from placement_lint.rules.base import Violation
+from placement_lint.rules.violation import Violation
 
 CACHE_DIR_NAME = ".placement_lint_cache"
 _STALE_SECONDS = 30 * 24 * 3600
@@ -212,6 +211,8 @@ def _repo_file(folder: Path, root: Path, cwd: Path) -> Path:
 
 
 def _write_json(path: Path, data: object) -> None:
+    from placement_lint.fixes.write import replace_file  # tempfile and shutil: only a run that writes pays for them
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         ignore = path.parents[1] / ".gitignore"

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from placement_lint.context.configs import MAX_CONFIG_BYTES
-from placement_lint.context.repo import RepoContext
+from placement_lint.context.launches import RepoContext
 from placement_lint.discover import real_path
 
 _CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".cfg", ".ini"})

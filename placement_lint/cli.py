@@ -22,7 +22,9 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _codes() -> tuple[str, ...]:
-    return tuple(_rule_names())
+    from placement_lint.rules import rule_codes  # by module name: a run the cache answers imports no rule
+
+    return rule_codes()
 
 
 def _rule_names() -> dict[str, str]:
@@ -116,7 +118,8 @@ def check(
     """Check PATHS (default: the current folder) for device_map placements that break distributed training.
 
     `-` as the only path, or --stdin-filename, reads the source from stdin."""
-    from placement_lint.engine import RunOptions, run
+    from placement_lint.engine import run
+    from placement_lint.results import RunOptions
     from placement_lint.settings import ConfigError, settings_for
 
     cwd = Path.cwd()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from placement_lint.engine import FileChecker, FileResult, RunOptions
+from placement_lint.checker import FileChecker
+from placement_lint.results import FileResult, RunOptions
 from placement_lint.rules import all_rules
 from placement_lint.settings import Settings
 

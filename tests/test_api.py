@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import placement_lint
 import placement_lint.api
 from placement_lint.cli import main
-from placement_lint.engine import Finding
+from placement_lint.results import Finding
 
 ZERO3 = """from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
 

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from placement_lint.cache import load_repo_context, save_repo_context
-from placement_lint.context.repo import DecodedOnRead, Launches, build_repo_context
-from placement_lint.engine import RunOptions, run
+from placement_lint.context.launches import DecodedOnRead, Launches
+from placement_lint.context.repo import build_repo_context
+from placement_lint.engine import run
+from placement_lint.results import RunOptions
 from placement_lint.settings import Settings
 
 from helpers import CODES
@@ -38,7 +40,7 @@ def forbid_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*_: object) -> None:
         raise AssertionError("parsed a file the cache should have answered")
 
-    monkeypatch.setattr("placement_lint.engine.parse_python", fail)
+    monkeypatch.setattr("placement_lint.checker.parse_python", fail)
 
 
 def test_warm_run_parses_nothing_and_gives_the_same_findings(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,18 +113,17 @@ def test_no_cache_writes_nothing(repo: Path) -> None:
 
 def test_the_launch_context_is_cached_and_refreshed_when_a_launcher_changes(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     check(repo)
-    from placement_lint import engine
 
     def fail(*_: object, **__: object) -> None:
         raise AssertionError("rebuilt a launch context the cache holds")
 
-    monkeypatch.setattr(engine, "build_repo_context", fail)
+    monkeypatch.setattr("placement_lint.context.repo.build_repo_context", fail)
     check(repo)  # nothing changed: from the cache
     monkeypatch.undo()
     (repo / "run.sh").write_text("torchrun --nproc_per_node 8 b.py\n")
     assert ("b.py", 2, "DPL001") in check(repo)
     (repo / "new.sh").write_text("python a.py\n")  # a new launcher file: the walk sees it
-    monkeypatch.setattr(engine, "build_repo_context", fail)
+    monkeypatch.setattr("placement_lint.context.repo.build_repo_context", fail)
     with pytest.raises(AssertionError, match="rebuilt"):
         check(repo)
 
@@ -164,7 +165,6 @@ def test_a_cached_launch_context_names_paths_from_where_the_run_is(tmp_path: Pat
 def test_editing_a_launched_script_keeps_the_launch_context_unless_its_imports_change(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from placement_lint import engine
 
     check(repo)
     (repo / "b.py").write_text(LAUNCHED + "print('more')\n")
@@ -172,7 +172,7 @@ def test_editing_a_launched_script_keeps_the_launch_context_unless_its_imports_c
     def fail(*_: object, **__: object) -> None:
         raise AssertionError("rebuilt a launch context the cache holds")
 
-    monkeypatch.setattr(engine, "build_repo_context", fail)
+    monkeypatch.setattr("placement_lint.context.repo.build_repo_context", fail)
     check(repo)
     (repo / "helpers.py").write_text("X = 1\n")
     (repo / "b.py").write_text("import helpers\n" + LAUNCHED)
@@ -241,3 +241,28 @@ def test_a_changed_base_class_refreshes_what_an_importer_tells_the_helper(tmp_pa
     assert check(tmp_path) == [("model_utils.py", 6, "DPL006")]
     (tmp_path / "trainers.py").write_text("from trl import SFTTrainer\n\n\nclass Custom:\n    pass\n")
     assert check(tmp_path) == []
+
+
+def test_a_run_the_cache_answers_imports_no_rule_analysis_or_renderer(repo: Path) -> None:
+    """Light start-up: a pre-commit run over unchanged files pays for none of the checking layers."""
+    import json
+    import subprocess
+    import sys
+
+    heavy = ("placement_lint.checker", "placement_lint.analysis.", "placement_lint.rules.", "libcst", "rich", "yaml")
+    probe = (
+        "import atexit, json, sys\n"
+        f"atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.startswith({heavy!r}))), file=sys.stderr))\n"
+        "from placement_lint.cli import main\n"
+        "main(['check', 'a.py', 'b.py', 'clean.py'])\n"
+    )
+
+    def imported() -> list[str]:
+        done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=False)
+        assert done.returncode == 1, done.stderr  # a.py's finding, from the checker or from the cache
+        return json.loads(done.stderr.strip().splitlines()[-1])
+
+    cold = imported()
+    assert "placement_lint.checker" in cold  # the probe sees what a run that checks imports
+    allowed = {"placement_lint.analysis.consumers", "placement_lint.rules.violation"}  # the cached findings' data
+    assert [m for m in imported() if m not in allowed] == []

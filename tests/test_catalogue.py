@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from placement_lint.catalogue import page
-from placement_lint.rules import all_rules
+from placement_lint.rules import all_rules, rule_codes
 
 from helpers import lint_source
 
@@ -30,6 +30,12 @@ def examples() -> list[tuple[str, str, int, str]]:
             for number, block in enumerate(_BLOCK.findall(body), start=1):
                 found.append((rule.code, title, number, block))
     return found
+
+
+def test_each_rule_module_is_named_by_its_code() -> None:
+    """The CLI reads the codes off the module names, so a run the cache answers imports no rule."""
+    assert rule_codes() == tuple(rule.code for rule in RULES)
+    assert all(rule.__module__.rsplit(".", 1)[-1].startswith(rule.code.lower() + "_") for rule in RULES)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)

@@ -14,11 +14,11 @@ import pytest
 from test_cli import SCRIPT, ZERO3, cli
 
 from placement_lint.context.evidence import Context
-from placement_lint.engine import FileResult, Finding, RunOptions, RunResult
 from placement_lint.report.formats import FORMATS, Report
 from placement_lint.report.github import escape_data, escape_property
+from placement_lint.results import FileResult, Finding, RunOptions, RunResult
 from placement_lint.rules import all_rules
-from placement_lint.rules.base import Violation
+from placement_lint.rules.violation import Violation
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 MACHINE = sorted(name for name, f in FORMATS.items() if not f.human)

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from placement_lint.engine import RunOptions, run
+from placement_lint.engine import run
 from placement_lint.report.text import concise
+from placement_lint.results import RunOptions
 from placement_lint.settings import Settings
 
 from helpers import CODES

@@ -16,6 +16,8 @@ LAYERS = [
     {"rules"},
     {"fixes"},
     {"cache"},
+    {"results"},
+    {"checker"},
     {"engine"},
     {"report", "catalogue"},
     {"cli", "__main__", "api"},

@@ -16,13 +16,14 @@ import pytest
 
 from placement_lint.context.evidence import Context
 from placement_lint.edits import Applicability, Edit, Fix
-from placement_lint.engine import FileResult, Finding, RunOptions, RunResult, Screened, _Pending, run
+from placement_lint.engine import _Pending, run
 from placement_lint.fixes.apply import AppliedFix, fix_to_fixed_point, original_offset
 from placement_lint.fixes.noqa import add_noqa, noqa_row
 from placement_lint.report.migration import fix_list, render_summary, summarize
 from placement_lint.report.progress import MANY_FILES, ProgressBar, progress_due, progress_wanted
+from placement_lint.results import FileResult, Finding, RunOptions, RunResult, Screened
 from placement_lint.rules import all_rules
-from placement_lint.rules.base import Violation
+from placement_lint.rules.violation import Violation
 from placement_lint.settings import Settings
 from placement_lint.source import decode_source
 
@@ -256,11 +257,12 @@ def _slow_batch(batch: list[_Pending], hashing: bool) -> list[tuple[_Pending, Sc
 def test_a_pooled_run_stopped_early_does_not_wait_for_the_batches_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C (or a caller that stops reading) must not sit through every queued batch."""
     from placement_lint import engine
+    from placement_lint.checker import FileChecker
 
     monkeypatch.setattr(engine, "_screen_batch", _slow_batch)  # forked workers inherit it
     status = (tmp_path / "x.py").write_text("") or (tmp_path / "x.py").stat()
     pending = [engine._Pending(tmp_path / f"f{i}.py", status, "") for i in range(16)]
-    checker = engine.FileChecker(Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    checker = FileChecker(Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     stream = engine._pooled(checker, pending, 2, False)  # 16 one-second batches on two workers: 8 s
     next(stream)
     started = time.monotonic()

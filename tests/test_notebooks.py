@@ -20,9 +20,10 @@ import pytest
 
 import placement_lint.api
 from placement_lint.edits import Edit
-from placement_lint.engine import Finding, RunOptions, run
+from placement_lint.engine import run
 from placement_lint.fixes.notebook import NotebookFixError, rewrite
 from placement_lint.notebook import PLACEHOLDER, decode_notebook, mask, read_notebook
+from placement_lint.results import Finding, RunOptions
 from placement_lint.settings import Settings
 from placement_lint.source import SourceError
 

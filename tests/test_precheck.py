@@ -67,7 +67,7 @@ CORPUS = sorted(
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_precheck_changes_no_result(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with_precheck = [(f.row, f.column, f.code) for f in lint_file(path).findings]
-    monkeypatch.setattr("placement_lint.engine.IN_FILE_EVIDENCE", re.compile(b""))  # everything passes
+    monkeypatch.setattr("placement_lint.checker.IN_FILE_EVIDENCE", re.compile(b""))  # everything passes
     without = [(f.row, f.column, f.code) for f in lint_file(path).findings]
     assert with_precheck == without
 
@@ -76,7 +76,7 @@ def test_precheck_changes_no_result(path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_no_pre_check_skips_a_file_with_a_finding(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole pre-check (anchors, each rule's tokens, its context-free tokens) against parsing every file."""
     with_precheck = [(f.row, f.column, f.code) for f in lint_file(path).findings]
-    monkeypatch.setattr("placement_lint.engine.FileChecker.worth_parsing", lambda *_: True)
+    monkeypatch.setattr("placement_lint.checker.FileChecker.worth_parsing", lambda *_: True)
     assert with_precheck == [(f.row, f.column, f.code) for f in lint_file(path).findings]
 
 
@@ -103,7 +103,7 @@ NOQA_CORPUS = [p for p in CORPUS if b"noqa" in p.read_bytes().lower()]
 def test_precheck_changes_no_result_with_dpl100(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """DPL100 speaks about files no placement rule would parse: the pre-check must let them through."""
     with_precheck = [(f.row, f.column, f.code) for f in lint_file(path, ("DPL100",)).findings]
-    monkeypatch.setattr("placement_lint.engine.FileChecker.worth_parsing", lambda self, raw, path: True)
+    monkeypatch.setattr("placement_lint.checker.FileChecker.worth_parsing", lambda self, raw, path: True)
     without = [(f.row, f.column, f.code) for f in lint_file(path, ("DPL100",)).findings]
     assert with_precheck == without
 

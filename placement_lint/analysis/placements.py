@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver
-from placement_lint.analysis.flow import Consumer, ConsumerKind, ModelFlow, no_ancestors
+from placement_lint.analysis.flow import ModelFlow, no_ancestors
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
 from placement_lint.analysis.values import Classified, classify
 

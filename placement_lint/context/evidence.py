@@ -11,10 +11,13 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from placement_lint.analysis.callgraph import Parts
-from placement_lint.analysis.flow import Consumer
+from placement_lint.analysis.consumers import Consumer
 from placement_lint.distributed import SINGLE, Mode, Setup
+
+if TYPE_CHECKING:  # a context read back from the cache needs no call graph
+    from placement_lint.analysis.callgraph import Parts
 
 
 class Kind(enum.Enum):
@@ -193,6 +196,8 @@ class FileContext:
     @cached_property
     def parts(self) -> Parts:
         """Built only for a file that may be distributed: most files are not, and it walks the tree."""
+        from placement_lint.analysis.callgraph import Parts
+
         return Parts(self.module)
 
     @cached_property

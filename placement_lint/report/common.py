@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from placement_lint.discover import repository_root
-from placement_lint.engine import FileResult, Finding, RunResult
+from placement_lint.results import FileResult, Finding, RunResult
 
 
 class SourceRoot:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the command line reads FORMATS for its choices before any run is imported
-    from placement_lint.engine import RunOptions, RunResult
+    from placement_lint.results import RunOptions, RunResult
 
 
 @dataclass(frozen=True)

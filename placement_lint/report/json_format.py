@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement_lint.catalogue import page_url
-from placement_lint.engine import FileResult, Finding, RunResult
+from placement_lint.results import FileResult, Finding, RunResult
 from placement_lint.rules import rule_by_code
 
 if TYPE_CHECKING:

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from placement_lint.edits import Applicability
-from placement_lint.engine import Finding, RunOptions, RunResult
 from placement_lint.report.formats import FORMATS
 from placement_lint.report.text import Style, finding_position, plain, plural
+from placement_lint.results import Finding, RunOptions, RunResult
 
 if TYPE_CHECKING:
     from placement_lint.fixes.apply import AppliedFix

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from placement_lint.edits import Applicability
-from placement_lint.engine import Finding, RunOptions, RunResult
+from placement_lint.results import Finding, RunOptions, RunResult
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report

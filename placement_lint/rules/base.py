@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
 
+from placement_lint.analysis.consumers import ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
-from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, ConsumerKind, no_ancestors
+from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
 from placement_lint.analysis.names import ImportTable, dotted, keyword
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, ModelLoad, PlacementAnalysis
 from placement_lint.analysis.values import Placement
@@ -19,6 +20,7 @@ from placement_lint.context.evidence import Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.rules.noqa import Directive
+from placement_lint.rules.violation import Violation
 from placement_lint.source import SourceFile
 
 
@@ -35,16 +37,6 @@ _PROBES = (SINGLE, Setup(Mode.DDP), Setup(Mode.DEEPSPEED, 3), Setup(Mode.FSDP))
 class Site:
     node: ast.AST  # what is reported and replaced
     confined: bool  # editing it changes this load only
-
-
-@dataclass(frozen=True)
-class Violation:
-    code: str
-    message: str
-    start: int
-    end: int
-    fix: Fix | None = None
-    context: Context | None = None  # the evidence behind the finding
 
 
 @dataclass

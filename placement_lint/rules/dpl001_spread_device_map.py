@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 from functools import partial
 
-from placement_lint.analysis.flow import ConsumerKind
+from placement_lint.analysis.consumers import ConsumerKind
 from placement_lint.analysis.names import dotted, last_segment
 from placement_lint.analysis.placements import DeviceMap, LoaderKind
 from placement_lint.analysis.values import Placement

@@ -6,7 +6,8 @@ import ast
 import re
 from collections.abc import Iterator
 
-from placement_lint.analysis.flow import WRAPPERS, ConsumerKind
+from placement_lint.analysis.consumers import ConsumerKind
+from placement_lint.analysis.flow import WRAPPERS
 from placement_lint.analysis.names import dotted, keyword, last_segment
 from placement_lint.analysis.placements import ModelLoad
 from placement_lint.distributed import SINGLE, Mode

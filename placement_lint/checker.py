@@ -1,0 +1,366 @@
+"""Checking one file: the text pre-check, then parse, context, rules and fixes. Imported only by a
+run with a file the cache cannot answer for: it brings in the analyses and the rules."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.index import index_of
+from placement_lint.analysis.names import ImportTable
+from placement_lint.cache import content_hash
+from placement_lint.context.classes import ImportedClasses
+from placement_lint.context.configs import ConfigReader
+from placement_lint.context.evidence import Context, Evidence, FileContext, Override
+from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
+from placement_lint.context.launches import NOT_LAUNCHED, Launched, Launches
+from placement_lint.discover import gitignore_spec, real_path, repository_root
+from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
+from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, is_notebook, python_bytes, read_source
+from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at
+from placement_lint.rules import all_rules, noqa
+from placement_lint.rules.base import CheckedFile, Rule, Violation
+from placement_lint.settings import Settings
+from placement_lint.source import SourceError, SourceFile, line_starts_of, parse_python, split_lines
+
+if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diffs or adds noqa
+    from placement_lint.fixes.apply import AppliedFix, Fixable
+
+_POSSIBLE = Setup(Mode.POSSIBLE)
+# Script arguments that library dataclasses read (TRL's ModelConfig), which no file of the repository declares.
+_LIBRARY_FIELDS = frozenset({"load_in_4bit", "load_in_8bit"})
+_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
+# A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
+# one-line list takes CPython's parser seconds and millions of nodes).
+MAX_PYTHON_BYTES = 4 * 1024 * 1024
+
+
+class FileChecker:
+    """Everything needed to check one file; picklable, so worker processes can use it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        options: RunOptions,
+        cwd: Path,
+        launches: Launches | None = None,
+    ) -> None:
+        self.settings = settings
+        self._root = settings.root.resolve()  # per-file patterns match paths relative to it
+        self.options = options
+        self.cwd = cwd
+        # Evidence from the repository's launch scripts, per resolved file path, what of the file runs
+        # under it ("__main__": its module-level code; other names: what importers use of it), and
+        # what importers do with what its functions return.
+        self.launches = launches or Launches()
+        self._configs_read: list[Path] = []  # the configs the last file's in-file evidence looked at
+        self._classes: ImportedClasses | None = None  # the last file's: the modules it read are dependencies
+        self._modules_parsed: dict[Path, object] = {}  # for the class lookups of every file this checker checks
+        enabled = set(settings.enabled_codes())
+        self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
+        self.known_codes = frozenset(rule.code for rule in all_rules())
+        self.anchors = tuple({token for rule in self.rules for token in rule.anchor_tokens()})
+        # The rules the pre-check asks: with --ignore-noqa, DPL100 has no comments to judge.
+        self._prechecked = [rule for rule in self.rules if not (rule.checks_suppressions and options.ignore_noqa)]
+        self._per_file_ignores = [(gitignore_spec([pattern]), codes) for pattern, codes in settings.per_file_ignores]
+        self._per_file_context = [(gitignore_spec([pattern]), name) for pattern, name in settings.per_file_context]
+
+    # -- per file --------------------------------------------------------------------------
+
+    def display(self, path: Path) -> str:
+        return display_path(path, self.cwd)
+
+    def worth_parsing(self, raw: bytes, path: Path) -> bool:
+        """The text pre-check: could any enabled rule fire in this file?"""
+        if is_notebook(path):
+            try:
+                raw = python_bytes(path, raw)  # the code cells, not the JSON (which escapes quotes)
+            except SourceError:
+                return True  # check() names the problem
+        if not any(anchor in raw for anchor in self.anchors):
+            return False
+        # Which rules could fire depends on the context, so the context is decided first: it is
+        # rare, and the rules' token checks are then run only in the form that can matter.
+        rules = self._prechecked
+        launched = bool(self._launch_evidence(path).evidence)
+        if launched or self._context_without_launch(raw, path):
+            if any(rule.could_fire(raw) for rule in rules):
+                return True
+        elif any(rule.could_fire_without_context(raw) for rule in rules):
+            return True
+        return launched and any(rule.could_fire_when_launched(raw) for rule in rules if not rule.checks_suppressions)
+
+    def has_context_tokens(self, raw: bytes, path: Path) -> bool:
+        """Could this file be distributed: an override, launch evidence, or a token of in-file evidence."""
+        return bool(self._launch_evidence(path).evidence) or self._context_without_launch(raw, path)
+
+    def _context_without_launch(self, raw: bytes, path: Path) -> bool:
+        if self.options.context or self.settings.context or self._configured_context(path):
+            return True
+        return IN_FILE_EVIDENCE.search(raw) is not None
+
+    def _launch_evidence(self, path: Path) -> Launched:
+        if not self.launches:
+            return NOT_LAUNCHED
+        return self.launches.get(real_path(path))
+
+    def pre_check(self, path: Path, raw: bytes | None, hashing: bool, digest: str | None = None) -> Screened:
+        """Read a file (unless `raw` holds it) and run the text pre-check; `hashing`: the cache needs
+        its digest (`digest`, when the caller already hashed `raw`)."""
+        try:
+            if raw is None:
+                with open(path, "rb") as handle:  # cheaper than Path.read_bytes, for thousands of files
+                    raw = handle.read()
+        except OSError as exc:
+            return Screened(
+                None, FileResult(self.display(path), error=f"cannot read: {exc.strerror or exc}", path=path), cacheable=False
+            )
+        if hashing and digest is None:
+            digest = content_hash(raw)
+        if not self.worth_parsing(raw, path):
+            return Screened(digest)
+        limit = MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_PYTHON_BYTES
+        if len(raw) > limit:
+            warning = f"{self.display(path)}: skipped, larger than {limit // 1024 // 1024} MiB"
+            return Screened(digest, FileResult(self.display(path), path=path, warnings=[warning]), cacheable=False)
+        return Screened(digest, raw=raw)
+
+    def finish(self, path: Path, screened: Screened) -> Screened:
+        """Check a file the pre-check let through."""
+        if screened.raw is None:
+            return screened
+        result = self.check(path, screened.raw, prechecked=True)
+        return Screened(screened.digest, result, cacheable=result.error is None)
+
+    def check(self, path: Path, raw: bytes | None = None, prechecked: bool = False, write: bool = True) -> FileResult:
+        """Check one file; `prechecked`: the caller already ran the text pre-check on `raw`. Without
+        `write`, fixes are applied to the result's source only (stdin, the API), never to the disk."""
+        result = FileResult(self.display(path), path=path)
+        try:
+            if raw is None:
+                raw = path.read_bytes()
+            if not prechecked and not self.worth_parsing(raw, path):
+                return result
+            source = read_source(path, raw)
+            violations, _ = self._lint(source, result.display)
+            result.dependencies = [*self._configs_read, *(self._classes.read if self._classes else ())]
+        except OSError as exc:
+            result.error = f"cannot read: {exc.strerror or exc}"
+            return result
+        except (SourceError, PragmaError) as exc:
+            result.error = str(exc)
+            return result
+        except RecursionError:
+            result.error = "cannot check: the file nests too deeply"
+            return result
+        except Exception as exc:  # a bug of ours must cost one file, not the run
+            result.error = f"internal error, please report it: {type(exc).__name__}: {exc}"
+            return result
+        if self.options.fixing and violations and any(v.fix and v.fix.applicability in self.options.allowed for v in violations):
+            violations = self._fix(path, source, violations, result, write)
+        result.source = result.source or source
+        if isinstance(result.source, NotebookSource):
+            # Once, on the source the violations belong to: after --fix, the cells of the fixed notebook.
+            violations = _in_notebook(result.source, violations, result.display)
+        result.findings = [finding_at(result.source, result.display, v) for v in violations]
+        return result
+
+    def _lint(self, source: SourceFile, display: str) -> tuple[list[Violation], FileContext]:
+        module = parse_python(source)
+        imports = ImportTable.of(module, index_of(module).nodes)
+        contexts = self._context(source, module, imports, display)
+        checked = CheckedFile(source, module, imports, contexts, display, self._classes)
+        violations: list[Violation] = []
+        ignored = self._ignored_codes(source.path)
+        for rule in self.rules:
+            if rule.checks_suppressions or rule.code in ignored or not (contexts.distributed_anywhere or rule.context_free):
+                continue
+            try:
+                violations += rule.check(checked)
+            except Exception as exc:  # one broken rule must not end the run
+                raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
+        directives = noqa.directives(source, module)
+        noqa.check_known_codes(source, directives, self.known_codes)
+        if not self.options.ignore_noqa:
+            judged = frozenset(rule.code for rule in self.rules if rule.code not in ignored)
+            for rule in self.rules:
+                if rule.checks_suppressions and rule.code in judged:
+                    try:
+                        violations += rule.check_suppressions(checked, directives, violations, judged)
+                    except Exception as exc:
+                        raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
+            if directives:  # finding a comment's line tokenizes the file: only when there are comments to find
+                violations = [v for v in violations if not noqa.suppressed(directives, noqa.noqa_row(source, v.start), v.code)]
+        violations.sort(key=lambda v: (v.start, v.code))
+        return violations, contexts
+
+    def context_of(self, source: SourceFile, module: ast.Module, display: str) -> FileContext:
+        return self._context(source, module, ImportTable.of(module, index_of(module).nodes), display)
+
+    def _context(self, source: SourceFile, module: ast.Module, imports: ImportTable, display: str) -> FileContext:
+        override = self._override(source, display)
+        root = repository_root(source.path) or source.path.parent
+        configs = ConfigReader(root)
+        self._configs_read = configs.read
+        self._classes = ImportedClasses(module, source.path, root, self._modules_parsed)  # type: ignore[arg-type]
+        resolver = Resolver(module, _POSSIBLE)
+        found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
+        external, used, consumers = self._launch_evidence(source.path)
+        fields = frozenset(resolver.field_defaults()) | _LIBRARY_FIELDS if external else frozenset()
+        return FileContext(module, found, override, external, used, fields, consumers)
+
+    def _override(self, source: SourceFile, display: str) -> Override | None:
+        if self.options.context:
+            return Override(NAMED_SETUPS[self.options.context], f"--context {self.options.context}")
+        pragma = pragma_override(source.text, display)
+        if pragma is not None:
+            return pragma
+        configured = self._configured_context(source.path)
+        if configured:
+            return Override(NAMED_SETUPS[configured], f"per-file-context in {self.settings.config_file}")
+        if self.settings.context:
+            return Override(NAMED_SETUPS[self.settings.context], f"context in {self.settings.config_file}")
+        return None
+
+    def _relative(self, path: Path) -> str:
+        try:
+            return real_path(path).relative_to(self._root).as_posix()
+        except ValueError:
+            return path.name
+
+    def _configured_context(self, path: Path) -> str | None:
+        if not self._per_file_context:
+            return None
+        relative = self._relative(path)
+        for spec, name in self._per_file_context:
+            if spec.match_file(relative):
+                return name
+        return None
+
+    def _ignored_codes(self, path: Path) -> set[str]:
+        if not self._per_file_ignores:
+            return set()
+        relative = self._relative(path)
+        ignored: set[str] = set()
+        for spec, selectors in self._per_file_ignores:
+            if spec.match_file(relative):
+                ignored |= {rule.code for rule in self.rules if any(rule.code.startswith(s) or s == "ALL" for s in selectors)}
+        return ignored
+
+    def _fix(
+        self, path: Path, source: SourceFile, violations: list[Violation], result: FileResult, write: bool
+    ) -> list[Violation]:
+        import difflib
+
+        from placement_lint.fixes.apply import FixFailed, fix_to_fixed_point
+        from placement_lint.fixes.notebook import NotebookFixError, cell_diff
+        from placement_lint.fixes.notebook import rewrite as rewrite_notebook
+        from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
+
+        if not source.round_trips:
+            result.warnings.append(f"{result.display}: not fixed: its text does not encode back to the same bytes")
+            return violations
+
+        def relint(text: str) -> list[Fixable]:
+            nonlocal latest
+            try:
+                latest = self._lint(with_text(source, text), result.display)[0]
+            except SourceError as exc:
+                raise FixFailed(str(exc)) from exc
+            return [(v.code, v.fix, v.start) for v in latest]
+
+        latest = violations
+        try:
+            outcome = fix_to_fixed_point(
+                source.text, relint, self.options.allowed, [(v.code, v.fix, v.start) for v in violations]
+            )
+        except FixFailed as exc:
+            result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")
+            return violations
+        if not outcome.converged:
+            result.warnings.append(f"{result.display}: fixes did not converge after several passes")
+        if isinstance(source, NotebookSource):  # a fix is listed by its cell and line, as findings are
+            outcome.applied = [_in_cell(source, applied) for applied in outcome.applied]
+        if outcome.text == source.text:
+            return violations
+        new_source = with_text(source, outcome.text)
+        # What is written: the fixed text, or for a notebook its JSON with only the changed cells' sources.
+        data, expected, cell_changes = new_source.raw, source.raw, None
+        notebook = source.notebook if isinstance(source, NotebookSource) else None
+        if notebook is not None:
+            try:
+                rewritten = rewrite_notebook(notebook, outcome.text, outcome.passes)
+            except NotebookFixError as exc:
+                result.warnings.append(f"{result.display}: not fixed: {exc}")
+                return violations
+            data, expected, cell_changes = rewritten.raw, notebook.raw, rewritten.changes
+        if self.options.diff and cell_changes is not None:
+            result.diff = cell_diff(result.display, cell_changes)
+            result.fixed = outcome.applied
+            return violations
+        if self.options.diff:
+            lines = difflib.unified_diff(
+                split_lines(source.text),
+                split_lines(outcome.text),
+                fromfile=f"a/{result.display}",
+                tofile=f"b/{result.display}",
+            )
+            # As `diff -u` does, mark a last line without a newline instead of running into the next file.
+            result.diff = "".join(
+                line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines
+            )
+            result.fixed = outcome.applied
+            return violations
+        try:
+            verify_lossless(source.raw, new_source.raw)
+            if write:
+                write_atomically(path, data, expected)
+        except NotLossless as exc:
+            result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")
+            return violations
+        except ChangedOnDisk:
+            result.warnings.append(f"{result.display}: not fixed: the file changed while it was being checked")
+            return violations
+        except OSError as exc:
+            result.error = f"cannot write fix: {exc.strerror or exc}"
+            return violations
+        result.fixed = outcome.applied
+        result.source = read_source(path, data) if notebook is not None else new_source
+        return latest
+
+
+def with_text(source: SourceFile, text: str) -> SourceFile:
+    return replace(source, text=text, raw=source.encode(text), line_starts=line_starts_of(text))
+
+
+def _in_cell(source: NotebookSource, applied: AppliedFix) -> AppliedFix:
+    cell, row, _ = source.location(applied.offset)
+    return replace(applied, cell=cell, row=row)
+
+
+def _in_notebook(source: NotebookSource, violations: list[Violation], display: str) -> list[Violation]:
+    """ "TrainingArguments(...), line 9" names a row of the joined cells: say which cell, as ruff does."""
+    return [
+        replace(
+            v,
+            message=_LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), v.message),
+            context=in_cells(source, v.context, display) if v.context is not None else None,
+        )
+        for v in violations
+    ]
+
+
+def in_cells(source: NotebookSource, context: Context, display: str) -> Context:
+    """A notebook's own evidence located by cell (`train.ipynb:cell 4:2`) instead of a row of the joined cells."""
+
+    def located(evidence: Evidence) -> Evidence:
+        if evidence.origin != "file" or evidence.path != display or source.notebook is None or not source.notebook.cells:
+            return evidence
+        cell = source.notebook.cell_at(evidence.line)
+        return replace(evidence, cell=cell.number, line=evidence.line - cell.first_row + 1)
+
+    return replace(context, evidence=tuple(located(e) for e in context.evidence))

@@ -1,0 +1,147 @@
+"""What the repository's launches say of each file, as data: what `repo` builds, the cache stores, and
+the checker reads. Kept apart from the builder, so a run answered by the cache imports no analysis."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+from placement_lint.analysis.consumers import Consumer
+from placement_lint.context.evidence import Evidence
+
+
+class Launched(NamedTuple):
+    """What the repository's launches say about one file."""
+
+    evidence: tuple[Evidence, ...]
+    used: frozenset[str]  # what of the file runs under the evidence (see RepoContext.used)
+    consumers: dict[str, tuple[Consumer, ...]]  # see RepoContext.consumers
+
+
+NOT_LAUNCHED = Launched((), frozenset(), {})
+_Value = TypeVar("_Value")
+
+
+class DecodedOnRead(MutableMapping[Path, _Value]):
+    """A mapping read from JSON (keys: paths as strings) whose values are decoded when first read.
+    Read-only: a context loaded from the cache is used as it is, never built further."""
+
+    def __init__(self, encoded: dict[str, object], decode: Callable[[Any], _Value]) -> None:
+        self._encoded = encoded
+        self._decode = decode
+        self._decoded: dict[str, _Value] = {}
+
+    def __getitem__(self, path: Path) -> _Value:
+        key = str(path)
+        if key not in self._decoded:
+            self._decoded[key] = self._decode(self._encoded[key])  # KeyError when absent, as a dict
+        return self._decoded[key]
+
+    def __setitem__(self, path: Path, value: _Value) -> None:
+        raise TypeError("a launch context loaded from the cache is read-only")
+
+    def __delitem__(self, path: Path) -> None:
+        raise TypeError("a launch context loaded from the cache is read-only")
+
+    def __contains__(self, path: object) -> bool:
+        return str(path) in self._encoded
+
+    def __iter__(self) -> Iterator[Path]:
+        return (Path(key) for key in self._encoded)
+
+    def names(self) -> Iterable[str]:
+        """The keys as strings: making Paths of thousands of them costs more than the rest of a warm run."""
+        return self._encoded.keys()
+
+    def __len__(self) -> int:
+        return len(self._encoded)
+
+
+class PathList(Sequence[Path]):
+    """Paths read from JSON as strings, made Paths when read."""
+
+    def __init__(self, names: list[str]) -> None:
+        self._names = names
+
+    def __getitem__(self, index: int) -> Path:  # type: ignore[override]
+        return Path(self._names[index])
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+@dataclass
+class RepoContext:
+    root: Path
+    # Mappings, not only dicts: a context loaded from the cache decodes an entry when it is read.
+    by_file: MutableMapping[Path, tuple[Evidence, ...]] = field(default_factory=dict)
+    # What of each file runs under its evidence: "__main__" (launched: its module-level code) and the
+    # names importers use of it ("*": all of it).
+    used: MutableMapping[Path, frozenset[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    # What the context was built from, so a cache can tell when it is stale: the launcher candidates
+    # the walk found, and every file read (launchers, configs, Python modules whose imports it followed).
+    # (Sequences, not only lists: a context loaded from the cache makes Paths of them when read.)
+    candidates: Sequence[Path] = field(default_factory=list)
+    inputs: Sequence[Path] = field(default_factory=list)
+    # Launched scripts read only for their import lines: a change elsewhere in them changes nothing here.
+    import_only: Collection[Path] = field(default_factory=set)
+    # Per imported module, per top-level function: where its importers send what their calls of it
+    # return (`model = load_model(...)` then `SFTTrainer(model=model)` in train.py), located in them.
+    consumers: MutableMapping[Path, dict[str, tuple[Consumer, ...]]] = field(default_factory=dict)
+
+    # Per file (resolved path, as a string): a digest of what the launches say of it, which the
+    # result cache keys the file's findings on. Filled on demand, or from the cache.
+    digests: dict[str, str] = field(default_factory=dict)
+
+    def launched(self, path: Path) -> Launched | None:
+        evidence = self.by_file.get(path)
+        if evidence is None:
+            return None
+        return Launched(evidence, self.used.get(path, frozenset()), self.consumers.get(path, {}))
+
+    def digest(self, name: str) -> str:
+        """For a resolved path as a string (warm runs ask for thousands, so no Path is made when cached)."""
+        if name not in self.digests:
+            evidence, used, consumers = self.launched(Path(name)) or NOT_LAUNCHED
+            text = repr((evidence, sorted(used), sorted(consumers.items()))).encode()
+            self.digests[name] = hashlib.blake2b(text, digest_size=16).hexdigest() if evidence else ""
+        return self.digests[name]
+
+
+class Launches:
+    """What the repositories' launches say of each file, by resolved path. Asked per file: a
+    context loaded from the cache decodes only the entries of the files that are checked."""
+
+    def __init__(self, contexts: Iterable[RepoContext] = ()) -> None:
+        self._by_name: dict[str, RepoContext] = {}
+        for context in contexts:
+            by_file = context.by_file
+            names = by_file.names() if isinstance(by_file, DecodedOnRead) else map(str, by_file)
+            self._by_name.update(dict.fromkeys(names, context))
+
+    def __bool__(self) -> bool:
+        return bool(self._by_name)
+
+    def get(self, path: Path) -> Launched:
+        context = self._by_name.get(str(path))
+        return (context.launched(path) if context is not None else None) or NOT_LAUNCHED
+
+    def digest(self, name: str) -> str:
+        """For a resolved path: "" when no launch reaches the file, else a digest of what the launches say of it."""
+        context = self._by_name.get(name)
+        if context is None:
+            return ""
+        return context.digest(name)
+
+
+IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
+
+
+def import_lines_digest(raw: bytes) -> str:
+    """What a cached context needs unchanged in a script whose imports were all it looked at."""
+    return hashlib.blake2b(b"\n".join(m.group(0) for m in IMPORT_LINE.finditer(raw)), digest_size=16).hexdigest()

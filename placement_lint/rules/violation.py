@@ -1,0 +1,19 @@
+"""What a rule reports: a code, a message, a span of the source and maybe a fix. Apart from the rules,
+so the cache can read findings back without importing them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from placement_lint.context.evidence import Context
+from placement_lint.edits import Fix
+
+
+@dataclass(frozen=True)
+class Violation:
+    code: str
+    message: str
+    start: int
+    end: int
+    fix: Fix | None = None
+    context: Context | None = None  # the evidence behind the finding
