@@ -63,10 +63,12 @@ class Cache:
     def settings_key(*parts: object) -> str:
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
-    def knows(self, path: Path) -> bool:
+    def knows(self, path: str | Path) -> bool:
         return str(path) in self.entries
 
-    def lookup(self, path: Path, status: os.stat_result, launch_key: str, digest: str | None = None) -> list[Violation] | None:
+    def lookup(
+        self, path: str | Path, status: os.stat_result, launch_key: str, digest: str | None = None
+    ) -> list[Violation] | None:
         """The cached findings, if the file and its launch context are unchanged; `digest`: the
         file's content hash, which answers when its mtime or size changed."""
         entry = self.entries.get(str(path))

@@ -15,6 +15,7 @@ import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,12 +32,22 @@ CHECKED_SUFFIXES = (".py", NOTEBOOK_SUFFIX)
 
 @dataclass(frozen=True)
 class Discovered:
-    files: list[Path]  # Python files and notebooks to check
+    # The Python files and notebooks to check, as absolute paths in text: a warm run over thousands
+    # of files looks each up by name, and making a Path of each cost more than the walk itself.
+    names: list[str]
     missing: list[Path] = field(default_factory=list)
     others: list[Path] = field(default_factory=list)  # other files the walk's `also` accepted
     walked: tuple[Path, ...] = ()  # the folders walked whole (resolved)
     unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed, named non-files
-    statuses: dict[Path, os.stat_result] = field(default_factory=dict)  # of `files`, as the walk saw them
+    statuses: dict[str, os.stat_result] = field(default_factory=dict)  # of `names`, as the walk saw them
+    real_names: dict[str, str] = field(default_factory=dict)  # of `names`: resolved, as launch evidence is keyed
+
+    @cached_property
+    def files(self) -> list[Path]:
+        return [Path(name) for name in self.names]
+
+    def real_name(self, name: str) -> str:
+        return self.real_names.get(name) or real_name(name)
 
 
 def gitignore_spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
@@ -164,25 +175,27 @@ def discover(
     """Python files and notebooks under `paths`; with `also`, the other files whose names it accepts as well."""
     ignores = _Ignores(settings)
     seen: set[tuple[int, int]] = set()
-    files: list[Path] = []
+    names: list[str] = []
     others: list[Path] = []
     missing: list[Path] = []
     walked: list[Path] = []
     unreadable: list[Path] = []
-    statuses: dict[Path, os.stat_result] = {}
+    statuses: dict[str, os.stat_result] = {}
+    real_names: dict[str, str] = {}
 
-    def add(path: Path, status: os.stat_result) -> None:
+    def add(path: str, status: os.stat_result, real: str) -> None:
         key = (status.st_dev, status.st_ino)
         if key not in seen:
             seen.add(key)
-            name = path.name
+            name = os.path.basename(path)
             checked = name.endswith(CHECKED_SUFFIXES)
             if checked:
-                files.append(path)
+                names.append(path)
                 statuses[path] = status
+                real_names[path] = real
             # A notebook is checked and may also launch scripts (`!accelerate launch train.py`).
             if not checked or (name.endswith(NOTEBOOK_SUFFIX) and also is not None and also(name)):
-                others.append(path)
+                others.append(Path(path))
 
     def wanted(name: str) -> bool:
         return name.endswith(CHECKED_SUFFIXES) or (also is not None and also(name))
@@ -197,30 +210,32 @@ def discover(
         if force_exclude and ignores.force_excluded(absolute, stat.S_ISDIR(status.st_mode)):
             continue
         if stat.S_ISREG(status.st_mode):
-            add(absolute, status)  # named explicitly: always checked (unless force_exclude)
+            add(str(absolute), status, real_name(absolute))  # named explicitly: always checked (unless force_exclude)
         elif not stat.S_ISDIR(status.st_mode):
             unreadable.append(absolute)  # a FIFO or a device: never opened, so nothing can hang
         else:
             _walk(absolute, ignores, add, wanted, unreadable.append)
             walked.append(absolute.resolve())
     # By their text: as fast as a string sort, where comparing Paths part by part is not.
-    return Discovered(sorted(files, key=str), missing, sorted(others, key=str), tuple(walked), unreadable, statuses)
+    names.sort()
+    return Discovered(names, missing, sorted(others, key=str), tuple(walked), unreadable, statuses, real_names)
 
 
 def repository_files(root: Path, settings: Settings, wanted: Callable[[str], bool]) -> list[Path]:
     """Every file under `root` whose name `wanted(name)` accepts, with the same excludes as Python files."""
     found: list[Path] = []
-    _walk(root, _Ignores(settings), lambda path, _: found.append(path), wanted)
+    _walk(root, _Ignores(settings), lambda path, _, __: found.append(Path(path)), wanted)
     return found
 
 
 def _walk(
     top: Path,
     ignores: _Ignores,
-    add: Callable[[Path, os.stat_result], None],
+    add: Callable[[str, os.stat_result, str], None],
     wanted: Callable[[str], bool],
     unreadable: Callable[[Path], None] = lambda _: None,
 ) -> None:
+    """Calls `add(path, status, resolved path)` for each wanted file, paths as text."""
     # Paths stay strings until a file is wanted: a Path per directory entry was half the walk's time.
     # The top's own .gitignore joins its chain below, as every folder's does when it is listed.
     inherited = tuple(item for item in ignores.chain_of(top) if item[0] != str(top))
@@ -240,6 +255,7 @@ def _walk(
             spec = ignores.gitignore_at(folder) if ".gitignore" in names else None
             if spec is not None:
                 chain = ((folder, spec), *chain)
+        real = None  # the folder resolved, once it holds a wanted file
         for entry in entries:
             name = entry.name
             try:
@@ -253,7 +269,11 @@ def _walk(
             except OSError:
                 continue  # a dangling symlink or a file that vanished
             if stat.S_ISREG(status.st_mode) and not ignores.ignored(entry.path, name, False, chain):
-                add(Path(entry.path), status)
+                if entry.is_symlink():
+                    add(entry.path, status, os.path.realpath(entry.path))
+                else:
+                    real = real or _real_folder(folder)
+                    add(entry.path, status, os.path.join(real, name))
 
 
 def _name(entry: os.DirEntry[str]) -> str:
@@ -270,7 +290,7 @@ def real_path(path: Path) -> Path:
     return Path(real_name(path))
 
 
-def real_name(path: Path) -> str:
+def real_name(path: str | os.PathLike[str]) -> str:
     """`real_path` as a string, for lookups by the thousand."""
     name = os.fspath(path)
     if os.path.islink(name):

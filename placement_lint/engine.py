@@ -106,13 +106,14 @@ def repo_contexts(
         resolved = real_folder(folder)
         return next((w for w in found.walked if resolved.is_relative_to(w)), resolved)
 
-    roots = sorted({root_of(os.path.dirname(path)) for path in found.files})  # strings: thousands of files, few folders
+    roots = sorted({root_of(os.path.dirname(name)) for name in found.names})  # strings: thousands of files, few folders
     folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
     contexts = []
     for root in roots:
         # When the walk covered the whole root, its launcher candidates are already known.
         covered = any(root.is_relative_to(w) for w in found.walked)
-        launchers = [p for p in found.others if real_path(p).is_relative_to(root)] if covered else None
+        inside = os.path.join(str(root), "")
+        launchers = [p for p in found.others if real_name(p).startswith(inside)] if covered else None
         if not covered and repository_root(root) is None:
             # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
             # speak for it, or a file in a home folder would make us read the whole home folder.
@@ -151,7 +152,8 @@ def run(
     paths = list(paths)
     found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
     repos = repo_contexts(found, settings, cwd, paths, cache_folder)
-    files = found.files if restrict is None else restrict(found.files, repos)
+    # Names, not Paths, until a file needs one: a warm run over thousands of files makes few.
+    files = found.names if restrict is None else [str(path) for path in restrict(found.files, repos)]
     launches = Launches(repos)
     cache = None if cache_folder is None or options.fixing else Cache(cache_folder, _settings_key(settings, options))
     results: list[FileResult] = []
@@ -161,28 +163,30 @@ def run(
         for path in found.unreadable
     ]
     pending: list[_Pending] = []
-    for path in files:
+    for name in files:
         try:
-            status = found.statuses.get(path) or path.stat()  # a Discovered built by hand has no statuses
+            status = found.statuses.get(name) or os.stat(name)  # a Discovered built by hand has no statuses
             # What the cache must see unchanged besides the file: the evidence its launchers give it,
             # and what its importers do with what its functions return.
-            launch_key = launches.digest(real_name(path)) if cache and launches else ""
-            cached = cache.lookup(path, status, launch_key) if cache else None
+            launch_key = launches.digest(found.real_name(name)) if cache and launches else ""
+            cached = cache.lookup(name, status, launch_key) if cache else None
             raw = digest = None
-            if cached is None and cache is not None and cache.knows(path):
+            if cached is None and cache is not None and cache.knows(name):
                 # Touched but maybe unchanged (a checkout, a formatter): its bytes decide.
-                with open(path, "rb") as handle:
+                with open(name, "rb") as handle:
                     raw = handle.read()
                 digest = content_hash(raw)
-                cached = cache.lookup(path, status, launch_key, digest)
+                cached = cache.lookup(name, status, launch_key, digest)
         except OSError as exc:
+            path = Path(name)
             results.append(FileResult(display_path(path, cwd), error=f"cannot read: {exc.strerror or exc}", path=path))
             continue
         if cached is not None:
             if cached:
+                path = Path(name)
                 results.append(_from_cache(path, display_path(path, cwd), cached))
             continue
-        pending.append(_Pending(path, status, launch_key, raw, digest))
+        pending.append(_Pending(Path(name), status, launch_key, raw, digest))
     done = len(files) - len(pending)
     if progress is not None:
         progress(done, len(files))

@@ -57,8 +57,26 @@ def test_a_named_file_is_found_even_when_ignored(repo: Path) -> None:
 
 def test_files_come_with_the_status_the_walk_saw(repo: Path) -> None:
     result = discover([repo], Settings(root=repo, codes=CODES))
-    assert set(result.statuses) == set(result.files)
-    assert all(result.statuses[p].st_size == p.stat().st_size for p in result.files)
+    assert set(result.statuses) == set(result.names)
+    assert all(result.statuses[name].st_size == os.stat(name).st_size for name in result.names)
+    assert result.files == [Path(name) for name in result.names]
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_the_walk_gives_each_file_its_resolved_path(tmp_path: Path) -> None:
+    """Launch evidence is keyed by resolved paths: the walk resolves them without a system call per file."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "train.py").write_text("x = 1\n")
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "linked.py").symlink_to(tmp_path / "real" / "train.py")
+    (tmp_path / "project" / "own.py").write_text("x = 2\n")
+    (tmp_path / "here").symlink_to(tmp_path / "project", target_is_directory=True)
+    result = discover([tmp_path / "here"], Settings(root=tmp_path, codes=CODES))
+    assert sorted(os.path.basename(name) for name in result.names) == ["linked.py", "own.py"]
+    assert {name: result.real_name(name) for name in result.names} == {
+        name: str(Path(name).resolve()) for name in result.names
+    }
+    assert result.real_name(str(tmp_path / "here" / "own.py")) == str(tmp_path / "project" / "own.py")
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
