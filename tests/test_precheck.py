@@ -96,6 +96,23 @@ def test_the_context_free_bitsandbytes_check_needs_a_quantized_load_as_written(s
     assert ManualPlacementBeforeShardedTrainer.could_fire_without_context(source.encode()) is parsed
 
 
+@pytest.mark.parametrize(
+    ("source", "parsed"),
+    [
+        ('m = AutoModel.from_pretrained("m", device_map="auto", tp_plan="auto")\n', True),
+        ('m = AutoModel.from_pretrained("m",device_map="auto",tp_size=2)\n', True),
+        ('m = AutoModel.from_pretrained(\n    "m",\n    distributed_config = cfg,\n    device_map="cuda",\n)\n', True),
+        ('self._tp_plan = {}\nmodel.tp_size = 2\nm = AutoModel.from_pretrained("m", device_map="auto")\n', False),
+        ('if tp_plan == "auto":\n    m = AutoModel.from_pretrained("m", device_map="auto")\n', False),
+        ('tp_plan="auto"', False),  # no device_map at all
+    ],
+)
+def test_the_tensor_parallel_check_needs_a_keyword_argument(source: str, parsed: bool) -> None:
+    from placement_lint.rules.dpl009_device_map_with_tensor_parallel import DeviceMapWithTensorParallel
+
+    assert DeviceMapWithTensorParallel.could_fire(source.encode()) is parsed
+
+
 NOQA_CORPUS = [p for p in CORPUS if b"noqa" in p.read_bytes().lower()]
 
 
