@@ -52,6 +52,7 @@ class Cache:
         self.path = folder / __version__ / f"{settings_key}.json"
         self.entries: dict[str, dict[str, object]] = {}
         self.changed = False
+        self.now = int(time.time())  # once a run: a warm run looks up thousands of entries
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             if isinstance(data, dict) and data.get("format") == _FORMAT and isinstance(data.get("files"), dict):
@@ -83,12 +84,11 @@ class Cache:
         if not same_stat:
             entry["mtime"], entry["size"] = status.st_mtime_ns, status.st_size
             self.changed = True
-        now = int(time.time())
         seen = entry.get("seen")
-        if not isinstance(seen, int) or now - seen > _SEEN_RESOLUTION:
+        if not isinstance(seen, int) or self.now - seen > _SEEN_RESOLUTION:
             # Often enough that an entry read every day is kept, rarely enough that a warm run
             # over an unchanged tree rewrites the cache at most once a day.
-            entry["seen"] = now
+            entry["seen"] = self.now
             self.changed = True
         try:
             return [_violation(item) for item in entry.get("findings", [])]  # type: ignore[union-attr]
@@ -110,7 +110,7 @@ class Cache:
             "size": status.st_size,
             "hash": digest,
             "launch": launch_key,
-            "seen": int(time.time()),
+            "seen": self.now,
             "findings": [_violation_json(v) for v in violations],
         }
         self.changed = True
@@ -118,8 +118,7 @@ class Cache:
     def save(self) -> None:
         if not self.changed:
             return
-        now = int(time.time())
-        fresh = {p: e for p, e in self.entries.items() if isinstance(e, dict) and _fresh(e, now)}
+        fresh = {p: e for p, e in self.entries.items() if isinstance(e, dict) and _fresh(e, self.now)}
         _write_json(self.path, {"format": _FORMAT, "files": fresh})
 
 
