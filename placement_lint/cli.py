@@ -313,14 +313,16 @@ def _report(  # type: ignore[no-untyped-def]
 ) -> tuple[str, bool]:
     """Print the run's errors and warnings on stderr; return the report for stdout or -o, and
     whether it holds colour codes (only a human format on a colour terminal does)."""
-    from placement_lint.report import migration, text
+    from placement_lint.report import text
     from placement_lint.report.common import problems
-    from placement_lint.report.formats import FORMATS, Report
+    from placement_lint.report.formats import FORMATS, Report, is_human
 
     for problem in problems(result):
         (_error if problem.level == "error" else _warn)(problem.message)
 
-    human = migration.is_human(output_format)
+    human = is_human(output_format)
+    if show_fixes or options.fix:  # the fix list and the --fix summary: only such a run imports them
+        from placement_lint.report import migration
     if show_fixes and (options.diff or not human):  # stdout holds a patch or a machine format
         for line in migration.fix_list(result, would=options.diff):
             click.echo(line, err=True)

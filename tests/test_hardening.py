@@ -206,7 +206,9 @@ def test_a_file_that_vanishes_after_discovery_is_named(tmp_path: Path, monkeypat
 
     (tmp_path / "real.py").write_text(BAD)
     gone = tmp_path / "gone.py"
-    monkeypatch.setattr(engine, "discover", lambda *_, **__: Discovered([str(gone), str(tmp_path / "real.py")], walked=(tmp_path,)))
+    monkeypatch.setattr(
+        engine, "discover", lambda *_, **__: Discovered([str(gone), str(tmp_path / "real.py")], walked=(tmp_path,))
+    )
     result = engine.run([tmp_path], Settings(root=tmp_path, codes=CODES), engine.RunOptions(), tmp_path)
     [vanished] = [f for f in result.files if f.error]
     assert vanished.display == "gone.py" and "cannot read" in vanished.error

@@ -52,3 +52,10 @@ FORMATS: dict[str, OutputFormat] = {
         OutputFormat("junit", "junit", "render"),
     )
 }
+
+
+def is_human(output_format: str) -> bool:
+    """Is this format read by people? Every other one is read by a program, and gets neither the
+    fix list nor the summary on stdout."""
+    chosen = FORMATS.get(output_format)
+    return chosen is not None and chosen.human

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from placement_lint.edits import Applicability
-from placement_lint.report.formats import FORMATS
 from placement_lint.report.text import Style, finding_position, plain, plural
 from placement_lint.results import Finding, RunOptions, RunResult
 
@@ -19,13 +18,6 @@ if TYPE_CHECKING:
     from placement_lint.fixes.apply import AppliedFix
 
 _MAX_PLACES = 10  # locations listed per group of remaining findings
-
-
-def is_human(output_format: str) -> bool:
-    """Is this format read by people? Every other one is read by a program, and gets neither the
-    fix list nor the summary on stdout."""
-    chosen = FORMATS.get(output_format)
-    return chosen is not None and chosen.human
 
 
 def fix_list(result: RunResult, would: bool) -> list[str]:

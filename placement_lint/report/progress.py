@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from placement_lint.report.migration import is_human
+from placement_lint.report.formats import is_human
 
 MANY_FILES = 2000
 LONG_RUN_SECONDS = 1.0
