@@ -20,12 +20,12 @@ from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, Pra
 from placement_lint.context.launches import NOT_LAUNCHED, Launched, Launches
 from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
-from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, is_notebook, python_bytes, read_source
+from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, python_bytes
 from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.settings import Settings
-from placement_lint.source import SourceError, SourceFile, line_starts_of, parse_python, split_lines
+from placement_lint.source import SourceError, SourceFile, is_notebook, line_starts_of, parse_python, read_source, split_lines
 
 if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diffs or adds noqa
     from placement_lint.fixes.apply import AppliedFix, Fixable

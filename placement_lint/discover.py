@@ -19,8 +19,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.notebook import SUFFIX as NOTEBOOK_SUFFIX
 from placement_lint.settings import Settings
+from placement_lint.source import NOTEBOOK_SUFFIX
 
 if TYPE_CHECKING:
     import pathspec

@@ -18,12 +18,11 @@ from placement_lint.context.evidence import Context
 from placement_lint.context.launch_files import launcher_name
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.discover import Discovered, discover, real_folder, real_name, real_path, repository_root
-from placement_lint.notebook import NotebookSource, read_source
 from placement_lint.process import collect_garbage_rarely
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
 from placement_lint.rules.violation import Violation
 from placement_lint.settings import Settings
-from placement_lint.source import SourceError
+from placement_lint.source import SourceError, read_source
 
 if TYPE_CHECKING:
     from placement_lint.checker import FileChecker
@@ -51,7 +50,7 @@ def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_
     """The context every Python file gets, with its evidence chain, without running the rules."""
     from placement_lint.checker import FileChecker, in_cells
     from placement_lint.context.in_file import PragmaError
-    from placement_lint.notebook import python_bytes
+    from placement_lint.notebook import NotebookSource, python_bytes
     from placement_lint.source import parse_python
 
     given = list(paths)
@@ -219,6 +218,7 @@ def add_noqa_comments(result: RunResult) -> None:
     from placement_lint.checker import with_text
     from placement_lint.fixes.noqa import add_noqa
     from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
+    from placement_lint.notebook import NotebookSource
 
     for file in result.files:
         source = file.source

@@ -16,9 +16,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from placement_lint.source import UTF8_BOM, SourceError, SourceFile, decode_source, line_starts_of
+from placement_lint.source import UTF8_BOM, SourceError, SourceFile, is_notebook, line_starts_of
 
-SUFFIX = ".ipynb"
 # Outputs (plots, tables) make notebooks far bigger than their code; the code is what is parsed.
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 PLACEHOLDER = "pass"
@@ -30,10 +29,6 @@ _BREAK = re.compile(r"(\r\n|\r|\n)")
 _ASSIGN_ESCAPE = re.compile(r"^([ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*)([!%])")
 _SHELL_MAGIC = re.compile(r"^%(?:sx|system)\b\s*")
 _CD_MAGIC = re.compile(r"^%cd\b(?:\s+-[qb])*\s*")
-
-
-def is_notebook(path: Path | str) -> bool:
-    return str(path).endswith(SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -328,11 +323,6 @@ def decode_notebook(path: Path, raw: bytes) -> NotebookSource:
     notebook = read_notebook(raw)
     text = notebook.python
     return NotebookSource(path, _encode(text), text, "utf-8", False, line_starts_of(text), notebook=notebook)
-
-
-def read_source(path: Path, raw: bytes) -> SourceFile:
-    """A .py file decoded, or a notebook's code cells joined: what the rules read."""
-    return decode_notebook(path, raw) if is_notebook(path) else decode_source(path, raw)
 
 
 def python_bytes(path: Path, raw: bytes) -> bytes:

@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from placement_lint.context.commands import expand
-from placement_lint.notebook import is_notebook, read_notebook
-from placement_lint.source import SourceError
+from placement_lint.source import SourceError, is_notebook
 
 MAX_LAUNCHER_BYTES = 1024 * 1024
 # A launcher file is read only if it mentions one of these.
@@ -308,6 +307,8 @@ def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
 def _notebook(path: Path, text: str) -> Iterator[CommandLine]:
     """Shell escapes (`!accelerate launch train.py`, `%sx ...`), `%%bash` cells, and `%cd`, which
     moves every later command; a `!cd` runs in its own shell and moves nothing after it."""
+    from placement_lint.notebook import read_notebook  # a tree without notebooks never imports it
+
     try:
         commands = read_notebook(text.encode("utf-8", "surrogatepass")).shell_commands()
     except SourceError:

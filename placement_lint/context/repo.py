@@ -35,8 +35,9 @@ from placement_lint.context.launch_files import (
 )
 from placement_lint.context.launches import IMPORT_LINE, RepoContext
 from placement_lint.discover import repository_files
-from placement_lint.notebook import MAX_NOTEBOOK_BYTES, is_notebook
+from placement_lint.notebook import MAX_NOTEBOOK_BYTES
 from placement_lint.settings import Settings
+from placement_lint.source import is_notebook
 
 IMPORT_DEPTH = 3
 _NAMED_ACCELERATE_CONFIGS = {  # `trl ... --accelerate_config NAME` (trl/accelerate_configs/NAME.yaml)
