@@ -249,7 +249,10 @@ def test_a_run_the_cache_answers_imports_no_rule_analysis_or_renderer(repo: Path
     import subprocess
     import sys
 
-    heavy = ("placement_lint.checker", "placement_lint.analysis.", "placement_lint.rules.", "placement_lint.notebook", "libcst", "rich")
+    heavy = (
+        "placement_lint.checker", "placement_lint.analysis.", "placement_lint.rules.", "placement_lint.notebook",
+        "libcst", "rich", "yaml",
+    )  # fmt: skip
     probe = (
         "import atexit, json, sys\n"
         f"atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.startswith({heavy!r}))), file=sys.stderr))\n"
