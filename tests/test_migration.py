@@ -16,7 +16,7 @@ import pytest
 
 from placement_lint.context.evidence import Context
 from placement_lint.edits import Applicability, Edit, Fix
-from placement_lint.engine import _Pending, run
+from placement_lint.engine import run
 from placement_lint.fixes.apply import AppliedFix, fix_to_fixed_point, original_offset
 from placement_lint.fixes.noqa import add_noqa, noqa_row
 from placement_lint.report.migration import fix_list, render_summary, summarize
@@ -249,7 +249,7 @@ def test_the_run_reports_every_file_once(tmp_path: Path, monkeypatch: pytest.Mon
     assert done == sorted(done) and done[-1] == 8
 
 
-def _slow_batch(batch: list[_Pending], hashing: bool) -> list[tuple[_Pending, Screened]]:
+def _slow_batch(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
     time.sleep(1)
     return [(batch[0], Screened(None))]
 
