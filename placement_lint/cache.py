@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
@@ -133,13 +134,17 @@ def _stamp(path: Path | str) -> list[int] | None:
     return [status.st_mtime_ns, status.st_size]
 
 
-def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None, cwd: Path) -> RepoContext | None:
+def load_repo_context(
+    folder: Path, root: Path, candidates: list[Path] | None, cwd: Path, seen: Mapping[str, os.stat_result] | None = None
+) -> RepoContext | None:
     """The cached launch context of `root` as seen from `cwd` (its evidence names paths relative to
     it), if nothing it was built from changed. `candidates`: the
     launcher files a walk found now (None when no walk covered the root, as in a pre-commit run on
     a few files: then only the files it was built from are looked at, and a launcher added since the
     last full run is seen at the next one). Per-file entries are decoded when read: a warm run over
-    thousands of launched scripts needs only their digests."""
+    thousands of launched scripts needs only their digests. `seen`: files the walk has just looked
+    at, by path (most inputs are the launched scripts: not looked at twice)."""
+    seen = seen or {}
     try:
         data = json.loads(_repo_file(folder, root, cwd).read_text(encoding="utf-8"))
         if data.get("format") != _FORMAT:
@@ -148,7 +153,9 @@ def load_repo_context(folder: Path, root: Path, candidates: list[Path] | None, c
             return None
         digests = data.get("import_only", {})
         for path, stamp in data["inputs"].items():
-            if _stamp(path) != stamp and not _same_imports(Path(path), digests.get(path)):
+            status = seen.get(path)
+            now = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(path)
+            if now != stamp and not _same_imports(Path(path), digests.get(path)):
                 return None
         context = RepoContext(root, warnings=list(data["warnings"]))
         # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.

@@ -105,7 +105,9 @@ def repo_contexts(
         resolved = real_folder(folder)
         return next((w for w in found.walked if resolved.is_relative_to(w)), resolved)
 
-    roots = sorted({root_of(os.path.dirname(name)) for name in found.names})  # strings: thousands of files, few folders
+    roots = sorted(
+        {root_of(folder) for folder in {os.path.dirname(name) for name in found.names}}
+    )  # thousands of files, few folders
     folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
     contexts = []
     for root in roots:
@@ -117,7 +119,7 @@ def repo_contexts(
             # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
             # speak for it, or a file in a home folder would make us read the whole home folder.
             launchers = _launchers_beside(root)
-        cached = load_repo_context(cache_folder, root, launchers, base) if cache_folder is not None else None
+        cached = load_repo_context(cache_folder, root, launchers, base, found.statuses) if cache_folder is not None else None
         if cached is None:
             from placement_lint.context.repo import build_repo_context  # it parses: only when the cache cannot answer
 
