@@ -249,6 +249,34 @@ def test_the_run_reports_every_file_once(tmp_path: Path, monkeypatch: pytest.Mon
     assert done == sorted(done) and done[-1] == 8
 
 
+@pytest.mark.parametrize("threshold", ["POOL_THRESHOLD_BYTES", "SCREEN_POOL_BYTES"])
+def test_a_pool_whose_workers_spawn_gives_the_same_findings(tmp_path: Path, threshold: str) -> None:
+    """Workers that do not fork (macOS, Windows) get the checker and the pending files pickled."""
+    import subprocess
+    import sys
+
+    for i in range(3):
+        (tmp_path / f"train{i}.py").write_text(ZERO3)
+        (tmp_path / f"other{i}.py").write_text("x = 1\n")
+    probe = (
+        "import multiprocessing, sys\n"
+        "if __name__ == '__main__':\n"
+        "    multiprocessing.set_start_method('spawn')\n"
+        "    import placement_lint.engine as engine\n"
+        f"    engine.{threshold} = 0\n"
+        "    from placement_lint.cli import main\n"
+        "    main(sys.argv[1:])\n"
+    )
+    command = [sys.executable, "-c", probe, "check", "--no-cache", "--output-format", "concise", "--jobs", "2"]
+    done = subprocess.run([*command, "."], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stderr
+    assert sorted(line.split(":")[0] for line in done.stdout.splitlines() if "DPL" in line) == [
+        "train0.py",
+        "train1.py",
+        "train2.py",
+    ]
+
+
 def _slow_batch(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
     time.sleep(1)
     return [(batch[0], Screened(None))]
