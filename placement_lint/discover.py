@@ -46,7 +46,8 @@ class Discovered:
     def files(self) -> list[Path]:
         return [Path(name) for name in self.names]
 
-    def real_name(self, name: str) -> str:
+    def resolved(self, name: str) -> str:
+        """A file's resolved name, as the walk saw it (or worked out now, for a Discovered built by hand)."""
         return self.real_names.get(name) or real_name(name)
 
 

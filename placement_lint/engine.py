@@ -105,9 +105,8 @@ def repo_contexts(
         resolved = real_folder(folder)
         return next((w for w in found.walked if resolved.is_relative_to(w)), resolved)
 
-    roots = sorted(
-        {root_of(folder) for folder in {os.path.dirname(name) for name in found.names}}
-    )  # thousands of files, few folders
+    folders_with_files = {os.path.dirname(name) for name in found.names}  # thousands of files, few folders
+    roots = sorted({root_of(folder) for folder in folders_with_files})
     folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
     contexts = []
     for root in roots:
@@ -169,7 +168,7 @@ def run(
             status = found.statuses.get(name) or os.stat(name)  # a Discovered built by hand has no statuses
             # What the cache must see unchanged besides the file: the evidence its launchers give it,
             # and what its importers do with what its functions return.
-            launch_key = launches.digest(found.real_name(name)) if cache and launches else ""
+            launch_key = launches.digest(found.resolved(name)) if cache and launches else ""
             cached = cache.lookup(name, status, launch_key) if cache else None
             raw = digest = None
             if cached is None and cache is not None and cache.knows(name):

@@ -73,8 +73,8 @@ def test_the_walk_gives_each_file_its_resolved_path(tmp_path: Path) -> None:
     (tmp_path / "here").symlink_to(tmp_path / "project", target_is_directory=True)
     result = discover([tmp_path / "here"], Settings(root=tmp_path, codes=CODES))
     assert sorted(os.path.basename(name) for name in result.names) == ["linked.py", "own.py"]
-    assert {name: result.real_name(name) for name in result.names} == {name: str(Path(name).resolve()) for name in result.names}
-    assert result.real_name(str(tmp_path / "here" / "own.py")) == str(tmp_path / "project" / "own.py")
+    assert {name: result.resolved(name) for name in result.names} == {name: str(Path(name).resolve()) for name in result.names}
+    assert result.resolved(str(tmp_path / "here" / "own.py")) == str(tmp_path / "project" / "own.py")
 
 
 @pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
