@@ -135,16 +135,16 @@ def _stamp(path: Path | str) -> list[int] | None:
 
 
 def load_repo_context(
-    folder: Path, root: Path, candidates: list[Path] | None, cwd: Path, seen: Mapping[str, os.stat_result] | None = None
+    folder: Path, root: Path, candidates: list[Path] | None, cwd: Path, statuses: Mapping[str, os.stat_result] | None = None
 ) -> RepoContext | None:
     """The cached launch context of `root` as seen from `cwd` (its evidence names paths relative to
     it), if nothing it was built from changed. `candidates`: the
     launcher files a walk found now (None when no walk covered the root, as in a pre-commit run on
     a few files: then only the files it was built from are looked at, and a launcher added since the
     last full run is seen at the next one). Per-file entries are decoded when read: a warm run over
-    thousands of launched scripts needs only their digests. `seen`: files the walk has just looked
+    thousands of launched scripts needs only their digests. `statuses`: files the walk has just looked
     at, by path (most inputs are the launched scripts: not looked at twice)."""
-    seen = seen or {}
+    statuses = statuses or {}
     try:
         data = json.loads(_repo_file(folder, root, cwd).read_text(encoding="utf-8"))
         if data.get("format") != _FORMAT:
@@ -153,7 +153,7 @@ def load_repo_context(
             return None
         digests = data.get("import_only", {})
         for path, stamp in data["inputs"].items():
-            status = seen.get(path)
+            status = statuses.get(path)
             now = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(path)
             if now != stamp and not _same_imports(Path(path), digests.get(path)):
                 return None
