@@ -33,11 +33,7 @@ class DeviceMapWithTensorParallel(Rule):
     @classmethod
     def could_fire(cls, raw: bytes) -> bool:
         # Model code names `_tp_plan` everywhere; only a load that also passes device_map matters.
-        return b"device_map" in raw and any(
-            name in raw
-            and any(match.start() > 0 and raw[match.start() - 1] in _BEFORE_ARGUMENT for match in pattern.finditer(raw))
-            for name, pattern in _ARGUMENTS
-        )
+        return b"device_map" in raw and any(name in raw and _passed(pattern, raw) for name, pattern in _ARGUMENTS)
 
     valid = (
         'model = AutoModelForCausalLM.from_pretrained("m", tp_plan="auto")\n',
@@ -128,3 +124,8 @@ def _tp_size(config: ast.expr) -> int | None:
     if isinstance(size, ast.Constant) and isinstance(size.value, int):
         return size.value
     return None
+
+
+def _passed(pattern: re.Pattern[bytes], raw: bytes) -> bool:
+    """Does the name `pattern` finds stand as a keyword argument (after `(`, `,` or a space) somewhere?"""
+    return any(match.start() > 0 and raw[match.start() - 1] in _BEFORE_ARGUMENT for match in pattern.finditer(raw))
