@@ -40,7 +40,8 @@ class Discovered:
     walked: tuple[Path, ...] = ()  # the folders walked whole (resolved)
     unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed, named non-files
     statuses: dict[str, os.stat_result] = field(default_factory=dict)  # of `names`, as the walk saw them
-    real_names: dict[str, str] = field(default_factory=dict)  # of `names`: resolved, as launch evidence is keyed
+    real_names: dict[str, str] = field(default_factory=dict)  # of `names` and `others`: resolved, as launch evidence is keyed
+    folders: frozenset[str] = frozenset()  # the folders that hold `names`: thousands of files, few folders
 
     @cached_property
     def files(self) -> list[Path]:
@@ -183,17 +184,18 @@ def discover(
     unreadable: list[Path] = []
     statuses: dict[str, os.stat_result] = {}
     real_names: dict[str, str] = {}
+    folders: set[str] = set()
 
-    def add(path: str, status: os.stat_result, real: str) -> None:
+    def add(path: str, name: str, folder: str, status: os.stat_result, real: str) -> None:
         key = (status.st_dev, status.st_ino)
         if key not in seen:
             seen.add(key)
-            name = os.path.basename(path)
+            real_names[path] = real
             checked = name.endswith(CHECKED_SUFFIXES)
             if checked:
                 names.append(path)
                 statuses[path] = status
-                real_names[path] = real
+                folders.add(folder)
             # A notebook is checked and may also launch scripts (`!accelerate launch train.py`).
             if not checked or (name.endswith(NOTEBOOK_SUFFIX) and also is not None and also(name)):
                 others.append(Path(path))
@@ -211,7 +213,7 @@ def discover(
         if force_exclude and ignores.force_excluded(absolute, stat.S_ISDIR(status.st_mode)):
             continue
         if stat.S_ISREG(status.st_mode):
-            add(str(absolute), status, real_name(absolute))  # named explicitly: always checked (unless force_exclude)
+            add(str(absolute), absolute.name, str(absolute.parent), status, real_name(absolute))  # named explicitly: always checked (unless force_exclude)
         elif not stat.S_ISDIR(status.st_mode):
             unreadable.append(absolute)  # a FIFO or a device: never opened, so nothing can hang
         else:
@@ -219,24 +221,26 @@ def discover(
             walked.append(absolute.resolve())
     # By their text: as fast as a string sort, where comparing Paths part by part is not.
     names.sort()
-    return Discovered(names, missing, sorted(others, key=str), tuple(walked), unreadable, statuses, real_names)
+    return Discovered(
+        names, missing, sorted(others, key=str), tuple(walked), unreadable, statuses, real_names, frozenset(folders)
+    )
 
 
 def repository_files(root: Path, settings: Settings, wanted: Callable[[str], bool]) -> list[Path]:
     """Every file under `root` whose name `wanted(name)` accepts, with the same excludes as Python files."""
     found: list[Path] = []
-    _walk(root, _Ignores(settings), lambda path, _, __: found.append(Path(path)), wanted)
+    _walk(root, _Ignores(settings), lambda path, *_: found.append(Path(path)), wanted)
     return found
 
 
 def _walk(
     top: Path,
     ignores: _Ignores,
-    add: Callable[[str, os.stat_result, str], None],
+    add: Callable[[str, str, str, os.stat_result, str], None],
     wanted: Callable[[str], bool],
     unreadable: Callable[[Path], None] = lambda _: None,
 ) -> None:
-    """Calls `add(path, status, resolved path)` for each wanted file, paths as text."""
+    """Calls `add(path, name, folder, status, resolved path)` for each wanted file, paths as text."""
     # Paths stay strings until a file is wanted: a Path per directory entry was half the walk's time.
     # The top's own .gitignore joins its chain below, as every folder's does when it is listed.
     inherited = tuple(item for item in ignores.chain_of(top) if item[0] != str(top))
@@ -256,7 +260,7 @@ def _walk(
             spec = ignores.gitignore_at(folder) if ".gitignore" in names else None
             if spec is not None:
                 chain = ((folder, spec), *chain)
-        real = None  # the folder resolved, once it holds a wanted file
+        real = None  # the folder resolved, once it holds a wanted file; "" when that is the folder itself
         for entry in entries:
             name = entry.name
             try:
@@ -270,11 +274,15 @@ def _walk(
             except OSError:
                 continue  # a dangling symlink or a file that vanished
             if stat.S_ISREG(status.st_mode) and not ignores.ignored(entry.path, name, False, chain):
+                path = entry.path
                 if entry.is_symlink():
-                    add(entry.path, status, os.path.realpath(entry.path))
-                else:
-                    real = real or _real_folder(folder)
-                    add(entry.path, status, os.path.join(real, name))
+                    add(path, name, folder, status, os.path.realpath(path))
+                    continue
+                if real is None:
+                    resolved = _real_folder(folder)
+                    real = "" if resolved == folder else resolved
+                # Most folders are their own resolved path: their files' names need no second string.
+                add(path, name, folder, status, os.path.join(real, name) if real else path)
 
 
 def _name(entry: os.DirEntry[str]) -> str:

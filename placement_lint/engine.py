@@ -17,7 +17,7 @@ from placement_lint.cache import Cache, content_hash, load_repo_context, save_re
 from placement_lint.context.evidence import Context
 from placement_lint.context.launch_files import launcher_name
 from placement_lint.context.launches import Launches, RepoContext
-from placement_lint.discover import Discovered, discover, real_folder, real_name, real_path, repository_root
+from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
 from placement_lint.process import collect_garbage_rarely
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
 from placement_lint.rules.violation import Violation
@@ -105,7 +105,7 @@ def repo_contexts(
         resolved = real_folder(folder)
         return next((w for w in found.walked if resolved.is_relative_to(w)), resolved)
 
-    folders_with_files = {os.path.dirname(name) for name in found.names}  # thousands of files, few folders
+    folders_with_files = found.folders or {os.path.dirname(name) for name in found.names}  # or a Discovered built by hand
     roots = sorted({root_of(folder) for folder in folders_with_files})
     folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
     contexts = []
@@ -113,7 +113,7 @@ def repo_contexts(
         # When the walk covered the whole root, its launcher candidates are already known.
         covered = any(root.is_relative_to(w) for w in found.walked)
         inside = os.path.join(str(root), "")
-        launchers = [p for p in found.others if real_name(p).startswith(inside)] if covered else None
+        launchers = [p for p in found.others if found.resolved(str(p)).startswith(inside)] if covered else None
         if not covered and repository_root(root) is None:
             # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
             # speak for it, or a file in a home folder would make us read the whole home folder.
