@@ -213,7 +213,8 @@ def discover(
         if force_exclude and ignores.force_excluded(absolute, stat.S_ISDIR(status.st_mode)):
             continue
         if stat.S_ISREG(status.st_mode):
-            add(str(absolute), absolute.name, str(absolute.parent), status, real_name(absolute))  # named explicitly: always checked (unless force_exclude)
+            # Named explicitly: always checked (unless force_exclude).
+            add(str(absolute), absolute.name, str(absolute.parent), status, real_name(absolute))
         elif not stat.S_ISDIR(status.st_mode):
             unreadable.append(absolute)  # a FIFO or a device: never opened, so nothing can hang
         else:
