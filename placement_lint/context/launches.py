@@ -4,6 +4,7 @@ the checker reads. Kept apart from the builder, so a run answered by the cache i
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -26,19 +27,40 @@ NOT_LAUNCHED = Launched((), frozenset(), {})
 _Value = TypeVar("_Value")
 
 
+class Encoded:
+    """A JSON section kept as bytes until first read: a warm run over thousands of launched scripts
+    needs their digests, not what the launches say of each (most of a context's bytes)."""
+
+    def __init__(self, text: bytes) -> None:
+        self._text: bytes | None = text
+        self._parsed: dict[str, dict[str, object]] = {}
+
+    def section(self, name: str) -> dict[str, object]:
+        if self._text is not None:
+            self._parsed = json.loads(self._text)
+            self._text = None
+        return self._parsed[name]
+
+
 class DecodedOnRead(MutableMapping[Path, _Value]):
     """A mapping read from JSON (keys: paths as strings) whose values are decoded when first read.
-    Read-only: a context loaded from the cache is used as it is, never built further."""
+    Read-only: a context loaded from the cache is used as it is, never built further. The JSON is
+    `section` of `encoded`, parsed on the first read of a value; `names`, when given, are its keys."""
 
-    def __init__(self, encoded: dict[str, object], decode: Callable[[Any], _Value]) -> None:
+    def __init__(
+        self, encoded: Encoded, section: str, decode: Callable[[Any], _Value], names: Collection[str] | None = None
+    ) -> None:
         self._encoded = encoded
+        self._section = section
         self._decode = decode
+        self._names = names
         self._decoded: dict[str, _Value] = {}
 
     def __getitem__(self, path: Path) -> _Value:
         key = str(path)
         if key not in self._decoded:
-            self._decoded[key] = self._decode(self._encoded[key])  # KeyError when absent, as a dict
+            encoded = self._encoded.section(self._section)
+            self._decoded[key] = self._decode(encoded[key])  # KeyError when absent, as a dict
         return self._decoded[key]
 
     def __setitem__(self, path: Path, value: _Value) -> None:
@@ -48,17 +70,17 @@ class DecodedOnRead(MutableMapping[Path, _Value]):
         raise TypeError("a launch context loaded from the cache is read-only")
 
     def __contains__(self, path: object) -> bool:
-        return str(path) in self._encoded
+        return str(path) in self.names()
 
     def __iter__(self) -> Iterator[Path]:
-        return (Path(key) for key in self._encoded)
+        return (Path(key) for key in self.names())
 
-    def names(self) -> Iterable[str]:
+    def names(self) -> Collection[str]:
         """The keys as strings: making Paths of thousands of them costs more than the rest of a warm run."""
-        return self._encoded.keys()
+        return self._names if self._names is not None else self._encoded.section(self._section).keys()
 
     def __len__(self) -> int:
-        return len(self._encoded)
+        return len(self.names())
 
 
 class PathList(Sequence[Path]):
