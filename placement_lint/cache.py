@@ -137,7 +137,7 @@ def _stamp(path: Path | str) -> list[int] | None:
 
 
 def load_repo_context(
-    folder: Path, root: Path, candidates: list[Path] | None, cwd: Path, statuses: Mapping[str, os.stat_result] | None = None
+    folder: Path, root: Path, candidates: list[str] | None, cwd: Path, statuses: Mapping[str, os.stat_result] | None = None
 ) -> RepoContext | None:
     """The cached launch context of `root` as seen from `cwd` (its evidence names paths relative to
     it), if nothing it was built from changed. `candidates`: the
@@ -154,7 +154,7 @@ def load_repo_context(
         data = json.loads(index)
         if data.get("format") != _FORMAT:
             return None
-        if candidates is not None and sorted(map(str, candidates)) != data["candidates"]:
+        if candidates is not None and sorted(candidates) != data["candidates"]:
             return None
         digests = data.get("import_only", {})
         for path, stamp in data["inputs"].items():

@@ -36,7 +36,7 @@ class Discovered:
     # of files looks each up by name, and making a Path of each cost more than the walk itself.
     names: list[str]
     missing: list[Path] = field(default_factory=list)
-    others: list[Path] = field(default_factory=list)  # other files the walk's `also` accepted
+    others: list[str] = field(default_factory=list)  # other files the walk's `also` accepted, as `names`
     walked: tuple[Path, ...] = ()  # the folders walked whole (resolved)
     unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed, named non-files
     statuses: dict[str, os.stat_result] = field(default_factory=dict)  # of `names`, as the walk saw them
@@ -178,7 +178,7 @@ def discover(
     ignores = _Ignores(settings)
     seen: set[tuple[int, int]] = set()
     names: list[str] = []
-    others: list[Path] = []
+    others: list[str] = []
     missing: list[Path] = []
     walked: list[Path] = []
     unreadable: list[Path] = []
@@ -198,7 +198,7 @@ def discover(
                 folders.add(folder)
             # A notebook is checked and may also launch scripts (`!accelerate launch train.py`).
             if not checked or (name.endswith(NOTEBOOK_SUFFIX) and also is not None and also(name)):
-                others.append(Path(path))
+                others.append(path)
 
     def wanted(name: str) -> bool:
         return name.endswith(CHECKED_SUFFIXES) or (also is not None and also(name))
@@ -222,9 +222,7 @@ def discover(
             walked.append(absolute.resolve())
     # By their text: as fast as a string sort, where comparing Paths part by part is not.
     names.sort()
-    return Discovered(
-        names, missing, sorted(others, key=str), tuple(walked), unreadable, statuses, real_names, frozenset(folders)
-    )
+    return Discovered(names, missing, sorted(others), tuple(walked), unreadable, statuses, real_names, frozenset(folders))
 
 
 def repository_files(root: Path, settings: Settings, wanted: Callable[[str], bool]) -> list[Path]:

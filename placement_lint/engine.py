@@ -113,7 +113,7 @@ def repo_contexts(
         # When the walk covered the whole root, its launcher candidates are already known.
         covered = any(root.is_relative_to(w) for w in found.walked)
         inside = os.path.join(str(root), "")
-        launchers = [p for p in found.others if found.resolved(str(p)).startswith(inside)] if covered else None
+        launchers = [name for name in found.others if found.resolved(name).startswith(inside)] if covered else None
         if not covered and repository_root(root) is None:
             # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
             # speak for it, or a file in a home folder would make us read the whole home folder.
@@ -122,16 +122,17 @@ def repo_contexts(
         if cached is None:
             from placement_lint.context.repo import build_repo_context  # it parses: only when the cache cannot answer
 
-            cached = build_repo_context(root, settings, display, folders, launchers)
+            candidates = None if launchers is None else [Path(name) for name in launchers]
+            cached = build_repo_context(root, settings, display, folders, candidates)
             if cache_folder is not None:
                 save_repo_context(cache_folder, cached, base)
         contexts.append(cached)
     return contexts
 
 
-def _launchers_beside(folder: Path) -> list[Path]:
+def _launchers_beside(folder: Path) -> list[str]:
     try:
-        return sorted(p for p in folder.iterdir() if launcher_name(p.name) and p.is_file())
+        return sorted(str(p) for p in folder.iterdir() if launcher_name(p.name) and p.is_file())
     except OSError:
         return []
 
