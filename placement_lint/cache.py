@@ -15,17 +15,16 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from placement_lint import __version__
-from placement_lint.analysis.consumers import Consumer, ConsumerKind
-from placement_lint.context.evidence import Context, Evidence, Kind, Override
 from placement_lint.context.launches import DecodedOnRead, Encoded, PathList, RepoContext, import_lines_digest
-from placement_lint.distributed import Mode, Setup
-from placement_lint.edits import Applicability, Edit, Fix
-from placement_lint.rules.violation import Violation
+
+if TYPE_CHECKING:
+    from placement_lint.analysis.consumers import Consumer
+    from placement_lint.context.evidence import Evidence
+    from placement_lint.rules.violation import Violation
 
 CACHE_DIR_NAME = ".placement_lint_cache"
 _STALE_SECONDS = 30 * 24 * 3600
@@ -97,7 +96,7 @@ class Cache:
             entry[_SEEN] = self.now
             self.changed = True
         try:
-            return [_violation(item) for item in entry[_FINDINGS]]
+            return _violations(entry[_FINDINGS])
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
 
@@ -113,7 +112,7 @@ class Cache:
         entry: list[Any] = [None] * 7
         entry[_MTIME], entry[_SIZE], entry[_HASH] = status.st_mtime_ns, status.st_size, digest
         entry[_LAUNCH], entry[_SEEN] = launch_key, self.now
-        entry[_FINDINGS] = [_violation_json(v) for v in violations]
+        entry[_FINDINGS] = _violations_json(violations)
         entry[_DEPENDENCIES] = {str(d): _stamp(d) for d in dependencies}
         self.entries[str(path)] = entry
         self.changed = True
@@ -166,9 +165,9 @@ def load_repo_context(
         # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.
         encoded = Encoded(details)
         context.digests = data["digests"]  # one per file the launches reach: the keys of by_file
-        context.by_file = DecodedOnRead(encoded, "by_file", _evidence_tuple, context.digests)
+        context.by_file = DecodedOnRead(encoded, "by_file", _evidence_from_json, context.digests)
         context.used = DecodedOnRead(encoded, "used", frozenset)
-        context.consumers = DecodedOnRead(encoded, "consumers", _consumers_by_name)
+        context.consumers = DecodedOnRead(encoded, "consumers", _consumers_from_json)
         context.candidates = PathList(data["candidates"])
         context.inputs = PathList(list(data["inputs"]))
         context.import_only = PathList(list(digests))
@@ -178,6 +177,8 @@ def load_repo_context(
 
 
 def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
+    from placement_lint.cache_json import consumers_json, evidence_json
+
     index = {
         "format": _FORMAT,
         "candidates": sorted(map(str, context.candidates)),
@@ -187,28 +188,12 @@ def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
         "warnings": context.warnings,
     }
     details = {
-        "by_file": {str(p): [_evidence_json(e) for e in items] for p, items in context.by_file.items()},
+        "by_file": {str(p): [evidence_json(e) for e in items] for p, items in context.by_file.items()},
         "used": {str(p): sorted(names) for p, names in context.used.items()},
-        "consumers": {
-            str(p): {name: [[c.kind.value, c.name, c.where] for c in items] for name, items in by_name.items()}
-            for p, by_name in context.consumers.items()
-        },
+        "consumers": {str(p): consumers_json(by_name) for p, by_name in context.consumers.items()},
     }
     # json.dumps escapes every newline inside strings, so the first newline ends the index.
     _write(_repo_file(folder, context.root, cwd), json.dumps(index).encode() + b"\n" + json.dumps(details).encode())
-
-
-def _evidence_tuple(items: list[dict[str, object]]) -> tuple[Evidence, ...]:
-    return tuple(_evidence(e) for e in items)
-
-
-def _consumers_by_name(by_name: dict[str, list[list[str]]]) -> dict[str, tuple[Consumer, ...]]:
-    return {name: tuple(_consumer(c) for c in items) for name, items in by_name.items()}
-
-
-def _consumer(data: list[str]) -> Consumer:
-    kind, name, where = data
-    return Consumer(ConsumerKind(kind), name, None, where)
 
 
 def _digest(path: Path) -> str | None:
@@ -244,72 +229,34 @@ def _write(path: Path, content: bytes) -> None:
         pass  # a read-only tree still gets its results, just no cache
 
 
-# -- JSON for findings ---------------------------------------------------------------------------
+# What findings and launch evidence are made of is imported only when a run has some to read or write:
+# a warm run over clean files decodes none. Decoders are module functions, not lambdas: a context
+# travels to pool workers that do not fork.
 
 
-def _violation_json(violation: Violation) -> dict[str, object]:
-    return {
-        "code": violation.code,
-        "message": violation.message,
-        "start": violation.start,
-        "end": violation.end,
-        "fix": None
-        if violation.fix is None
-        else {
-            "applicability": violation.fix.applicability.value,
-            "message": violation.fix.message,
-            "edits": [asdict(edit) for edit in violation.fix.edits],
-        },
-        "context": None if violation.context is None else _context_json(violation.context),
-    }
+def _violations(items: list[dict[str, object]]) -> list[Violation]:
+    if not items:
+        return []
+    from placement_lint.cache_json import violation_from_json
+
+    return [violation_from_json(item) for item in items]
 
 
-def _violation(data: dict[str, object]) -> Violation:
-    fix = data["fix"]
-    return Violation(
-        str(data["code"]),
-        str(data["message"]),
-        int(data["start"]),  # type: ignore[call-overload]
-        int(data["end"]),  # type: ignore[call-overload]
-        None
-        if fix is None
-        else Fix(
-            Applicability(fix["applicability"]),  # type: ignore[index]
-            fix["message"],  # type: ignore[index]
-            tuple(Edit(**edit) for edit in fix["edits"]),  # type: ignore[index]
-        ),
-        None if data["context"] is None else _context(data["context"]),  # type: ignore[arg-type]
-    )
+def _violations_json(violations: list[Violation]) -> list[dict[str, object]]:
+    if not violations:
+        return []
+    from placement_lint.cache_json import violation_json
+
+    return [violation_json(v) for v in violations]
 
 
-def _evidence_json(evidence: Evidence) -> dict[str, object]:
-    return {**asdict(evidence), "kind": evidence.kind.value}
+def _evidence_from_json(items: list[dict[str, object]]) -> tuple[Evidence, ...]:
+    from placement_lint.cache_json import evidence_from_json
+
+    return tuple(evidence_from_json(e) for e in items)
 
 
-def _evidence(e: dict[str, object]) -> Evidence:
-    return Evidence(
-        **{
-            **e,
-            "kind": Kind(e["kind"]),
-            "chain": tuple(e["chain"]),  # type: ignore[arg-type]
-            "arguments": tuple(tuple(a) for a in e["arguments"]),  # type: ignore[attr-defined]
-        }
-    )
+def _consumers_from_json(by_name: dict[str, list[list[str]]]) -> dict[str, tuple[Consumer, ...]]:
+    from placement_lint.cache_json import consumers_from_json
 
-
-def _context_json(context: Context) -> dict[str, object]:
-    override = context.override
-    return {
-        "evidence": [_evidence_json(e) for e in context.evidence],
-        "override": None
-        if override is None
-        else {"mode": override.setup.mode.value, "stage": override.setup.zero_stage, "source": override.source},
-        "arguments": [list(a) for a in context.arguments],
-    }
-
-
-def _context(data: dict[str, object]) -> Context:
-    evidence = tuple(_evidence(e) for e in data["evidence"])  # type: ignore[attr-defined]
-    raw = data["override"]
-    override = None if raw is None else Override(Setup(Mode(raw["mode"]), raw["stage"], raw.get("single", False)), raw["source"])  # type: ignore[index,union-attr]
-    return Context(evidence, override, tuple(tuple(a) for a in data["arguments"]))  # type: ignore[attr-defined,misc]
+    return consumers_from_json(by_name)

@@ -24,6 +24,11 @@ class Fix:
     message: str
     edits: tuple[Edit, ...]
 
+    @property
+    def safe(self) -> bool:
+        """Applied by --fix; else only with --unsafe-fixes."""
+        return self.applicability is Applicability.SAFE
+
     def overlaps(self, other: Fix) -> bool:
         for a in self.edits:
             for b in other.edits:

@@ -14,18 +14,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement_lint.cache import Cache, content_hash, load_repo_context, save_repo_context
-from placement_lint.context.evidence import Context
-from placement_lint.context.launch_files import launcher_name
+from placement_lint.context.launcher_names import launcher_name
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
 from placement_lint.process import collect_garbage_rarely
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
-from placement_lint.rules.violation import Violation
 from placement_lint.settings import Settings
 from placement_lint.source import SourceError, read_source
 
 if TYPE_CHECKING:
     from placement_lint.checker import FileChecker
+    from placement_lint.context.evidence import Context
+    from placement_lint.rules.violation import Violation
 
 # Below this many bytes of files to parse, a process pool costs more than it saves (measured on
 # transformers' 5 candidate files, 0.8 MB: 1.05 s in one process, 0.84 s in two).

@@ -7,13 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.context.evidence import Context
-from placement_lint.edits import Applicability
-from placement_lint.rules.violation import Violation
-from placement_lint.source import SourceFile
-
-if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diffs or adds noqa
-    from placement_lint.fixes.apply import AppliedFix
+if TYPE_CHECKING:
+    from placement_lint.context.evidence import Context
+    from placement_lint.edits import Applicability
+    from placement_lint.fixes.apply import AppliedFix  # imported only by a run that fixes, diffs or adds noqa
+    from placement_lint.rules.violation import Violation
+    from placement_lint.source import SourceFile
 
 
 @dataclass(frozen=True)
@@ -28,6 +27,8 @@ class RunOptions:
 
     @property
     def allowed(self) -> set[Applicability]:
+        from placement_lint.edits import Applicability  # asked only of a run with fixes to show or apply
+
         return {Applicability.SAFE, Applicability.UNSAFE} if self.unsafe_fixes else {Applicability.SAFE}
 
     @property
@@ -117,6 +118,8 @@ class RunResult:
 
 def finding_at(source: SourceFile, display: str, violation: Violation) -> Finding:
     """A violation located in its file: rows and columns (in a notebook, in its cell)."""
+    from placement_lint.context.evidence import Context  # a run with nothing to report never needs it
+
     cell, row, column = source.location(violation.start)
     _, end_row, end_column = source.location(violation.end)
     noqa_row = _NoqaRow(source, violation.start)

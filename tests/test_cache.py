@@ -243,29 +243,44 @@ def test_a_changed_base_class_refreshes_what_an_importer_tells_the_helper(tmp_pa
     assert check(tmp_path) == []
 
 
-def test_a_run_the_cache_answers_imports_no_rule_analysis_or_renderer(repo: Path) -> None:
-    """Light start-up: a pre-commit run over unchanged files pays for none of the checking layers."""
+def _imported_by_a_check(repo: Path, files: list[str], prefixes: tuple[str, ...], exit_code: int) -> list[str]:
+    """The modules a `placement-lint check` of `files` imports whose names start with one of `prefixes`."""
     import json
     import subprocess
     import sys
 
+    probe = (
+        "import atexit, json, sys\n"
+        f"atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))), file=sys.stderr))\n"
+        "from placement_lint.cli import main\n"
+        f"main(['check', *{files!r}])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=False)
+    assert done.returncode == exit_code, done.stderr
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def test_a_run_the_cache_answers_imports_no_rule_analysis_or_renderer(repo: Path) -> None:
+    """Light start-up: a pre-commit run over unchanged files pays for none of the checking layers."""
     heavy = (
         "placement_lint.checker", "placement_lint.analysis.", "placement_lint.rules.", "placement_lint.notebook",
         "libcst", "rich", "yaml",
     )  # fmt: skip
-    probe = (
-        "import atexit, json, sys\n"
-        f"atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.startswith({heavy!r}))), file=sys.stderr))\n"
-        "from placement_lint.cli import main\n"
-        "main(['check', 'a.py', 'b.py', 'clean.py'])\n"
-    )
-
-    def imported() -> list[str]:
-        done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=False)
-        assert done.returncode == 1, done.stderr  # a.py's finding, from the checker or from the cache
-        return json.loads(done.stderr.strip().splitlines()[-1])
-
-    cold = imported()
+    files = ["a.py", "b.py", "clean.py"]
+    cold = _imported_by_a_check(repo, files, heavy, exit_code=1)  # a.py's finding, from the checker or from the cache
     assert "placement_lint.checker" in cold  # the probe sees what a run that checks imports
     allowed = {"placement_lint.analysis.consumers", "placement_lint.rules.violation"}  # the cached findings' data
-    assert [m for m in imported() if m not in allowed] == []
+    assert [m for m in _imported_by_a_check(repo, files, heavy, exit_code=1) if m not in allowed] == []
+
+
+def test_a_run_the_cache_answers_for_clean_files_decodes_no_finding_or_evidence(repo: Path) -> None:
+    """With nothing to report, a warm run imports neither what findings and launch evidence are made
+    of nor the launch readers: b.py is launched, but its cached digest is all the run needs."""
+    data = (
+        "placement_lint.cache_json", "placement_lint.context.evidence", "placement_lint.edits",
+        "placement_lint.rules.violation", "placement_lint.analysis.", "placement_lint.context.launch_files",
+        "placement_lint.context.commands",
+    )  # fmt: skip
+    (repo / "a.py").unlink()
+    assert "placement_lint.context.evidence" in _imported_by_a_check(repo, ["."], data, exit_code=0)
+    assert _imported_by_a_check(repo, ["."], data, exit_code=0) == []

@@ -126,7 +126,8 @@ def test_a_trainer_subclass_from_another_module_counts_with_in_file_evidence(tmp
 @pytest.mark.parametrize("name", ["train.dockerfile", "RUN.SH", "jobs/train.SBATCH", "Makefile", "ci.yml"])
 def test_every_launcher_the_walk_keeps_is_one_an_extractor_reads(name: str) -> None:
     """The walk's name check and the extractor's choice agree (they once disagreed on case and .dockerfile)."""
-    from placement_lint.context.launch_files import launcher_kind, launcher_name
+    from placement_lint.context.launch_files import launcher_kind
+    from placement_lint.context.launcher_names import launcher_name
 
     path = Path(name)
     assert launcher_name(path.name) and launcher_kind(path, b"") is not None

@@ -15,7 +15,7 @@ LAYERS = [
     {"changes"},
     {"rules"},
     {"fixes"},
-    {"cache"},
+    {"cache", "cache_json"},
     {"results"},
     {"checker"},
     {"engine"},

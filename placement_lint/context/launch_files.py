@@ -7,13 +7,13 @@ Each command comes with the line it starts on and the folder it runs in (after a
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from placement_lint.context.commands import expand
+from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, SHELL_SUFFIXES
 from placement_lint.source import SourceError, is_notebook
 
 MAX_LAUNCHER_BYTES = 1024 * 1024
@@ -29,12 +29,6 @@ LAUNCH_TOKENS = (
     b"python",
     b"trl ",
 )
-_SHELL_SUFFIXES = {".sh", ".bash", ".zsh", ".sbatch", ".slurm", ".pbs", ".job", ".qsub", ".lsf"}
-_MAKE_NAMES = ("Makefile", "makefile", "GNUmakefile")
-_DOCKER_NAMES = ("Dockerfile", "Containerfile")
-_MARKDOWN_SUFFIXES = (".md", ".markdown", ".rst")
-# Suffixes whose files `launcher_kind` may read; a name without a suffix may be a shebang script.
-_LAUNCHER_SUFFIXES = _SHELL_SUFFIXES | {".mk", ".dockerfile", ".yml", ".yaml", *_MARKDOWN_SUFFIXES, ".ipynb"}
 _YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "before_script", "after_script"}
 _FENCE_OPEN = re.compile(r"^(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)")
 _QUOTE_OR_INDENT = re.compile(r"^[ \t>]*")
@@ -58,32 +52,25 @@ class CommandLine:
         return f"cell {self.cell}:{self.line}" if self.cell is not None else str(self.line)
 
 
-def launcher_name(name: str) -> bool:
-    """Could a file of this name hold launch commands? The discovery walk asks this of every file,
-    before `launcher_kind` reads its head to be sure; both read the same tables."""
-    suffix = os.path.splitext(name)[1].lower()
-    return suffix == "" or suffix in _LAUNCHER_SUFFIXES or name.startswith((*_MAKE_NAMES, *_DOCKER_NAMES, "Procfile"))
-
-
 def launcher_kind(path: Path, head: bytes) -> str | None:
     """Which extractor reads this file, or None when it cannot hold a launch command."""
     name = path.name
     suffix = path.suffix.lower()
     if is_notebook(name):
         return "notebook"
-    if suffix in _SHELL_SUFFIXES or head.startswith((b"#!/bin/bash", b"#!/bin/sh", b"#!/usr/bin/env bash", b"#!/usr/bin/env sh")):
+    if suffix in SHELL_SUFFIXES or head.startswith((b"#!/bin/bash", b"#!/bin/sh", b"#!/usr/bin/env bash", b"#!/usr/bin/env sh")):
         return "shell"
     if b"#SBATCH" in head or b"#PBS" in head:
         return "shell"
-    if name in _MAKE_NAMES or suffix == ".mk":
+    if name in MAKE_NAMES or suffix == ".mk":
         return "make"
-    if name.startswith(_DOCKER_NAMES) or suffix == ".dockerfile":
+    if name.startswith(DOCKER_NAMES) or suffix == ".dockerfile":
         return "docker"
     if name == "Procfile":
         return "procfile"
     if suffix in (".yml", ".yaml"):
         return "yaml"
-    if suffix in _MARKDOWN_SUFFIXES and (name.upper().startswith("README") or "docs" in path.parts):
+    if suffix in MARKDOWN_SUFFIXES and (name.upper().startswith("README") or "docs" in path.parts):
         return "markdown"
     return None
 

@@ -9,10 +9,11 @@ import re
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from placement_lint.analysis.consumers import Consumer
-from placement_lint.context.evidence import Evidence
+if TYPE_CHECKING:  # a run the cache answers decodes no evidence unless a file is checked again
+    from placement_lint.analysis.consumers import Consumer
+    from placement_lint.context.evidence import Evidence
 
 
 class Launched(NamedTuple):

@@ -31,8 +31,8 @@ from placement_lint.context.launch_files import (
     CommandLine,
     commands_in,
     launcher_kind,
-    launcher_name,
 )
+from placement_lint.context.launcher_names import launcher_name
 from placement_lint.context.launches import IMPORT_LINE, RepoContext
 from placement_lint.discover import repository_files
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES

@@ -6,11 +6,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from placement_lint.edits import Applicability
-from placement_lint.results import Finding, RunOptions, RunResult
-
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report
+    from placement_lint.results import Finding, RunOptions, RunResult
 
 # A tiny style vocabulary; `style(text, name)` renders it in colour (the CLI's ANSI codes) or leaves it plain.
 Style = Callable[[str, str], str]
@@ -32,7 +30,7 @@ def marker(finding: Finding, options: RunOptions) -> str:
     fix = finding.violation.fix
     if fix is None:
         return ""
-    if fix.applicability is Applicability.SAFE or options.unsafe_fixes:
+    if fix.safe or options.unsafe_fixes:
         return "[*] "
     return ""
 
@@ -61,7 +59,7 @@ def full(result: RunResult, options: RunOptions, style: Style = plain) -> list[s
             lines += _frame(file.source.frame_source(finding.cell) if file.source else None, finding, style)
             fix = finding.violation.fix
             if fix is not None:
-                suffix = "" if fix.applicability is Applicability.SAFE else " (unsafe fix)"
+                suffix = "" if fix.safe else " (unsafe fix)"
                 lines.append(f"  {style('= help', 'help')}: {fix.message}{suffix}")
             lines.append("")
     return lines
@@ -108,8 +106,8 @@ def summary(result: RunResult, options: RunOptions) -> str:
     if not findings:
         failed = len(result.errors) + sum(1 for f in result.files if f.error)
         return f"No problems found, but {plural(failed, 'path')} could not be checked." if failed else "All checks passed!"
-    safe = sum(1 for f in findings if f.violation.fix and f.violation.fix.applicability is Applicability.SAFE)
-    unsafe = sum(1 for f in findings if f.violation.fix and f.violation.fix.applicability is Applicability.UNSAFE)
+    safe = sum(1 for f in findings if f.violation.fix and f.violation.fix.safe)
+    unsafe = sum(1 for f in findings if f.violation.fix and not f.violation.fix.safe)
     parts = []
     if options.unsafe_fixes and (safe + unsafe):
         parts.append(f"{safe + unsafe} fixable with --fix --unsafe-fixes")

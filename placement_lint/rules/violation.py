@@ -4,9 +4,11 @@ so the cache can read findings back without importing them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from placement_lint.context.evidence import Context
-from placement_lint.edits import Fix
+if TYPE_CHECKING:
+    from placement_lint.context.evidence import Context
+    from placement_lint.edits import Fix
 
 
 @dataclass(frozen=True)
