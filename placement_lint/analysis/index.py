@@ -12,6 +12,10 @@ from functools import cached_property
 from placement_lint.analysis.names import dotted, last_segment
 
 _ATTRIBUTE = "_placement_lint_index"
+# Fields left out of the index: the context and operator nodes (a Load, an Add) are singletons CPython
+# shares between every node that has one, so they have no one parent; they were a third of the nodes.
+_UNINDEXED = frozenset({"ctx", "op", "ops"})
+_INDEXED_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}  # per node class, filled as classes are met
 
 
 class ModuleIndex:
@@ -21,14 +25,14 @@ class ModuleIndex:
         # parents walked the tree twice, through generators (a third of the time on large files).
         nodes: list[ast.AST] = [module]
         parents: dict[int, ast.AST] = {}
-        append, AST = nodes.append, ast.AST
-        index = 0
-        while index < len(nodes):
-            node = nodes[index]
-            index += 1
-            for name in node._fields:
+        append, AST, indexed = nodes.append, ast.AST, _INDEXED_FIELDS
+        for node in nodes:  # the list grows as the walk goes: a list iterator reads to its current end
+            fields = indexed.get(type(node))
+            if fields is None:
+                fields = indexed[type(node)] = tuple(f for f in node._fields if f not in _UNINDEXED)
+            for name in fields:
                 value = getattr(node, name, None)
-                if isinstance(value, list):
+                if type(value) is list:
                     for item in value:
                         if isinstance(item, AST):
                             parents[id(item)] = node
