@@ -10,13 +10,19 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import ModuleType
 
 from placement_lint.distributed import NAMED_SETUPS
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+
+def _toml() -> ModuleType:
+    """The TOML reader, imported when a pyproject.toml may hold our settings: most do not."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    return tomllib
+
 
 DEFAULT_EXCLUDE = (
     ".git",
@@ -94,14 +100,15 @@ def find_config(start: Path) -> Path | None:
                 text = pyproject.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
+            if "placement-lint" not in text:
+                continue  # no table of ours can be there
+            tomllib = _toml()
             try:
                 data = tomllib.loads(text)
             except tomllib.TOMLDecodeError as exc:
                 # Like ruff: a pyproject.toml that may hold our settings but does not parse is an error,
                 # not a reason to fall back to another configuration.
-                if "placement-lint" in text:
-                    raise ConfigError(f"{pyproject}: invalid TOML: {exc}") from None
-                continue
+                raise ConfigError(f"{pyproject}: invalid TOML: {exc}") from None
             if "placement-lint" in data.get("tool", {}):
                 return pyproject
     return None
@@ -110,6 +117,7 @@ def find_config(start: Path) -> Path | None:
 def load_settings(config_file: Path | None, cwd: Path, codes: tuple[str, ...]) -> Settings:
     if config_file is None:
         return Settings(root=cwd, codes=codes)
+    tomllib = _toml()
     try:
         data = tomllib.loads(config_file.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -275,12 +275,14 @@ def test_a_run_the_cache_answers_imports_no_rule_analysis_or_renderer(repo: Path
 
 def test_a_run_the_cache_answers_for_clean_files_decodes_no_finding_or_evidence(repo: Path) -> None:
     """With nothing to report, a warm run imports neither what findings and launch evidence are made
-    of nor the launch readers: b.py is launched, but its cached digest is all the run needs."""
+    of nor the launch readers: b.py is launched, but its cached digest is all the run needs. Nor
+    does it parse a pyproject.toml that does not mention placement-lint."""
     data = (
         "placement_lint.cache_json", "placement_lint.context.evidence", "placement_lint.edits",
         "placement_lint.rules.violation", "placement_lint.analysis.", "placement_lint.context.launch_files",
-        "placement_lint.context.commands",
+        "placement_lint.context.commands", "tomllib", "tomli",
     )  # fmt: skip
     (repo / "a.py").unlink()
+    (repo / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")  # another tool's settings: not parsed
     assert "placement_lint.context.evidence" in _imported_by_a_check(repo, ["."], data, exit_code=0)
     assert _imported_by_a_check(repo, ["."], data, exit_code=0) == []
