@@ -102,7 +102,7 @@ class Cache:
 
     def store(
         self,
-        path: Path,
+        path: str | Path,
         status: os.stat_result,
         digest: str,
         launch_key: str,

@@ -187,7 +187,7 @@ def run(
                 path = Path(name)
                 results.append(_from_cache(path, display_path(path, cwd), cached))
             continue
-        pending.append(_Pending(Path(name), status, launch_key, raw, digest))
+        pending.append(_Pending(name, status, launch_key, raw, digest))
     done = len(files) - len(pending)
     if progress is not None:
         progress(done, len(files))
@@ -203,7 +203,7 @@ def run(
                 findings = screened.result.findings if screened.result else []
                 dependencies = screened.result.dependencies if screened.result else []
                 cache.store(
-                    item.path, item.status, screened.digest, item.launch_key, [f.violation for f in findings], dependencies
+                    item.name, item.status, screened.digest, item.launch_key, [f.violation for f in findings], dependencies
                 )
     except KeyboardInterrupt:
         # Every file written so far was replaced whole (atomic writes); the rest are untouched.
@@ -300,12 +300,16 @@ def _settings_key(settings: Settings, options: RunOptions) -> str:
 class _Pending:
     """A file the cache could not answer for."""
 
-    path: Path
+    name: str  # its Path is made where it is checked: in a pool worker, not while the run deals out files
     status: os.stat_result
     launch_key: str
     raw: bytes | None = None  # already read, for the cache's content check...
     digest: str | None = None  # ...which hashed it
     screened: Screened | None = None  # already pre-checked, waiting to be parsed
+
+    @property
+    def path(self) -> Path:
+        return Path(self.name)
 
 
 def _screen_all(
@@ -363,9 +367,8 @@ def _screen_batch(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
     done: list[tuple[int, Screened | str | None]] = []
     for index in batch:
         item = _WORKER_PENDING[index]
-        screened = checker.finish(
-            item.path, item.screened or checker.pre_check(item.path, item.raw, _WORKER_HASHING, item.digest)
-        )
+        path = item.path
+        screened = checker.finish(path, item.screened or checker.pre_check(path, item.raw, _WORKER_HASHING, item.digest))
         trivial = screened.result is None and screened.raw is None and screened.cacheable
         done.append((index, screened.digest if trivial else screened))
     return done

@@ -289,7 +289,7 @@ def test_a_pooled_run_stopped_early_does_not_wait_for_the_batches_left(tmp_path:
 
     monkeypatch.setattr(engine, "_screen_batch", _slow_batch)  # forked workers inherit it
     status = (tmp_path / "x.py").write_text("") or (tmp_path / "x.py").stat()
-    pending = [engine._Pending(tmp_path / f"f{i}.py", status, "") for i in range(16)]
+    pending = [engine._Pending(str(tmp_path / f"f{i}.py"), status, "") for i in range(16)]
     checker = FileChecker(Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     stream = engine._pooled(checker, pending, 2, False)  # 16 one-second batches on two workers: 8 s
     next(stream)
