@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import time
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +40,14 @@ _MTIME, _SIZE, _HASH, _LAUNCH, _SEEN, _FINDINGS, _DEPENDENCIES = range(7)
 
 def _fresh(entry: object, now: int) -> bool:
     # A damaged entry is dropped, not trusted.
-    return isinstance(entry, list) and len(entry) == 7 and isinstance(entry[_SEEN], int) and now - entry[_SEEN] < _STALE_SECONDS
+    return (
+        isinstance(entry, list)
+        and len(entry) == 7
+        and isinstance(entry[_SEEN], int)
+        and isinstance(entry[_FINDINGS], list)
+        and isinstance(entry[_DEPENDENCIES], dict)
+        and now - entry[_SEEN] < _STALE_SECONDS
+    )
 
 
 def cache_dir(root: Path, explicit: Path | None) -> Path:
@@ -81,8 +89,7 @@ class Cache:
         entry = self.entries.get(str(path))
         if entry is None or not _fresh(entry, self.now) or entry[_LAUNCH] != launch_key:
             return None
-        dependencies = entry[_DEPENDENCIES]
-        if not isinstance(dependencies, dict) or any(_stamp(d) != stamp for d, stamp in dependencies.items()):
+        if any(_stamp(d) != stamp for d, stamp in entry[_DEPENDENCIES].items()):
             return None  # a config the file names changed (or appeared)
         same_stat = entry[_MTIME] == status.st_mtime_ns and entry[_SIZE] == status.st_size
         if not same_stat and (digest is None or entry[_HASH] != digest):
@@ -151,8 +158,8 @@ def load_repo_context(
         # what the launches say of each file, parsed only when a file has to be checked again.
         index, _, details = _repo_file(folder, root, cwd).read_bytes().partition(b"\n")
         data = json.loads(index)
-        if data.get("format") != _FORMAT:
-            return None
+        if data.get("format") != _FORMAT or data["details"] != _checksum(details):
+            return None  # another version's, or cut short (the cache is not written durably)
         if candidates is not None and sorted(candidates) != data["candidates"]:
             return None
         digests = data.get("import_only", {})
@@ -165,7 +172,7 @@ def load_repo_context(
         # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.
         encoded = Encoded(details)
         context.digests = data["digests"]  # one per file the launches reach: the keys of by_file
-        context.by_file = DecodedOnRead(encoded, "by_file", _evidence_from_json, context.digests)
+        context.by_file = DecodedOnRead(encoded, "by_file", _evidence_from_json, frozenset(context.digests))
         context.used = DecodedOnRead(encoded, "used", frozenset)
         context.consumers = DecodedOnRead(encoded, "consumers", _consumers_from_json)
         context.candidates = PathList(data["candidates"])
@@ -192,8 +199,16 @@ def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
         "used": {str(p): sorted(names) for p, names in context.used.items()},
         "consumers": {str(p): consumers_json(by_name) for p, by_name in context.consumers.items()},
     }
+    encoded = json.dumps(details).encode()
+    index["details"] = _checksum(encoded)
     # json.dumps escapes every newline inside strings, so the first newline ends the index.
-    _write(_repo_file(folder, context.root, cwd), json.dumps(index).encode() + b"\n" + json.dumps(details).encode())
+    _write(_repo_file(folder, context.root, cwd), json.dumps(index).encode() + b"\n" + encoded)
+
+
+def _checksum(details: bytes) -> list[int]:
+    """Tells a details line cut short or damaged from the one written, before a run relies on it: it is
+    parsed only later, when a file is checked again, where a damaged one could no longer be rebuilt."""
+    return [len(details), zlib.adler32(details)]
 
 
 def _digest(path: Path) -> str | None:

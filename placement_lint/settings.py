@@ -100,8 +100,8 @@ def find_config(start: Path) -> Path | None:
                 text = pyproject.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 continue
-            if "placement-lint" not in text:
-                continue  # no table of ours can be there
+            if "placement-lint" not in text and "\\u" not in text and "\\U" not in text:
+                continue  # no table of ours can be there (unless its name is spelled with escapes)
             tomllib = _toml()
             try:
                 data = tomllib.loads(text)

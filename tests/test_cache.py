@@ -106,6 +106,35 @@ def test_a_damaged_cache_is_ignored(repo: Path) -> None:
     assert check(repo) == first
 
 
+def test_a_damaged_entry_is_checked_again(repo: Path) -> None:
+    import json
+
+    from placement_lint.cache import _FINDINGS
+
+    first = check(repo)
+    (results,) = [p for p in (repo / ".placement_lint_cache").rglob("*.json") if not p.name.startswith("repo-")]
+    data = json.loads(results.read_text())
+    for entry in data["files"].values():
+        entry[_FINDINGS] = None  # not a list: not to be read as "no findings"
+    results.write_text(json.dumps(data))
+    assert check(repo) == first
+
+
+@pytest.mark.parametrize("damage", ["cut short", "a byte changed"])
+def test_a_launch_context_whose_details_are_damaged_is_rebuilt(repo: Path, damage: str) -> None:
+    """The details line is parsed only when a launched file is checked again, too late to rebuild the
+    context: damage (a write cut short, as the cache is not written durably) is found when it is loaded."""
+    (repo / "run.sh").write_text("torchrun --nproc_per_node 8 b.py\n")
+    first = check(repo)
+    assert ("b.py", 2, "DPL001") in first
+    (context_file,) = (repo / ".placement_lint_cache").rglob("repo-*.json")
+    raw = context_file.read_bytes()
+    details_start = raw.index(b"\n") + 1
+    context_file.write_bytes(raw[: details_start + 20] if damage == "cut short" else raw[:-2] + b"X" + raw[-1:])
+    (repo / "b.py").write_text(LAUNCHED + "# edited: checked again, so its launch evidence is read\n")
+    assert check(repo) == first
+
+
 def test_no_cache_writes_nothing(repo: Path) -> None:
     run([repo], Settings(root=repo, codes=CODES), RunOptions(), repo, None)
     assert not (repo / ".placement_lint_cache").exists()

@@ -170,6 +170,15 @@ def test_context_override_from_config_and_cli(tmp_path: Path) -> None:
     assert result.returncode == 1 and "runs under FSDP (set by per-file-context" in result.stdout
 
 
+def test_a_pyproject_is_read_only_when_it_may_hold_our_table(repo: Path) -> None:
+    """A pyproject.toml that does not mention placement-lint is not parsed, even if invalid; one whose
+    table name is spelled with escapes is still ours."""
+    (repo / "pyproject.toml").write_text("[tool.ruff\n")
+    assert cli("check", ".", cwd=repo).returncode == 1  # train_z3.py's finding, no config error
+    (repo / "pyproject.toml").write_text('[tool."placement\\u002dlint"]\nignore = ["DPL001"]\n')
+    assert cli("check", ".", cwd=repo).returncode == 0
+
+
 @pytest.mark.parametrize(
     ("config", "message"),
     [
