@@ -14,7 +14,7 @@ from pathlib import Path
 
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import dotted, last_segment
-from placement_lint.context.repo import IMPORT_DEPTH, module_file
+from placement_lint.context.modules import IMPORT_DEPTH, module_file
 
 # What a local name is bound to by an import: (module, relative level, name imported from it; None
 # when the name is the module itself, `import trainers` / `import a.b as ab`).

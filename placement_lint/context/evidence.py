@@ -70,6 +70,8 @@ class Override:
     source: str  # "--context", "pragma at train.py:3", "pyproject.toml per-file-context"
 
 
+# Shown in a launch's evidence, and read by rules: FSDP then loads on rank 0 and skips device_map dispatch.
+EFFICIENT_LOADING = "fsdp_cpu_ram_efficient_loading true"
 _STRENGTH = (Kind.ZERO3, Kind.DEEPSPEED, Kind.FSDP, Kind.DDP)
 _DISTRIBUTED_KINDS = frozenset(_STRENGTH)
 _RANK = {Mode.DEEPSPEED: 0, Mode.FSDP: 1, Mode.DDP: 2, Mode.POSSIBLE: 3, Mode.SINGLE: 4}

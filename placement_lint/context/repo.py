@@ -24,7 +24,7 @@ from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable, dotted
 from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader, zero_stage_of
-from placement_lint.context.evidence import Evidence, Kind
+from placement_lint.context.evidence import EFFICIENT_LOADING, Evidence, Kind
 from placement_lint.context.launch_files import (
     LAUNCH_TOKENS,
     MAX_LAUNCHER_BYTES,
@@ -34,12 +34,12 @@ from placement_lint.context.launch_files import (
 )
 from placement_lint.context.launcher_names import launcher_name
 from placement_lint.context.launches import IMPORT_LINE, RepoContext
+from placement_lint.context.modules import IMPORT_DEPTH, module_file
 from placement_lint.discover import repository_files
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES
 from placement_lint.settings import Settings
 from placement_lint.source import is_notebook
 
-IMPORT_DEPTH = 3
 _NAMED_ACCELERATE_CONFIGS = {  # `trl ... --accelerate_config NAME` (trl/accelerate_configs/NAME.yaml)
     "single_gpu": (Kind.SINGLE, None),
     "multi_gpu": (Kind.DDP, None),
@@ -247,10 +247,6 @@ def _accelerate(launch: Launch, near: Path, configs: ConfigReader) -> Resolved:
             why = f"config {config_name} not found in the repository" if config_name else "no config file"
             return Resolved(Kind.POSSIBLE, None, f"{why}: one process per GPU on a multi-GPU host")
     return Resolved(kind, stage, details)
-
-
-# Shown in the evidence, and read by rules: FSDP then loads on rank 0 and skips device_map dispatch.
-EFFICIENT_LOADING = "fsdp_cpu_ram_efficient_loading true"
 
 
 def _accelerate_config(config: dict[str, object], near: Path, configs: ConfigReader) -> tuple[Kind, int | None, str]:
@@ -619,26 +615,3 @@ class _ModuleSummary:
                 continue
             found.setdefault(target, {}).setdefault(name, []).append(node)
         return found
-
-
-def module_file(name: str, level: int, importer: Path, root: Path) -> Path | None:
-    """The repository file `import name` (with `level` leading dots) in `importer` loads, if any."""
-    return _module_file_from(name, level, importer.parent, root)
-
-
-@functools.lru_cache(maxsize=8192)
-def _module_file_from(name: str, level: int, folder: Path, root: Path) -> Path | None:
-    if not name and not level:
-        return None
-    relative = Path(*name.split(".")) if name else Path()
-    if level:
-        bases = [folder.parents[level - 2] if level > 1 else folder] if len(folder.parents) >= level - 1 else []
-    else:
-        bases = [folder, root, root / "src"]
-    for base in bases:
-        for candidate in (base / relative.with_suffix(".py") if name else None, base / relative / "__init__.py"):
-            if candidate is not None and candidate.is_file():
-                resolved = candidate.resolve()
-                if resolved.is_relative_to(root):
-                    return resolved
-    return None

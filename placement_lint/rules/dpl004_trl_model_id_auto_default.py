@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from placement_lint.analysis.dataflow import ABSENT
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS
 from placement_lint.analysis.names import argument, dotted, keyword, last_segment
-from placement_lint.context.evidence import Context
-from placement_lint.context.repo import EFFICIENT_LOADING
+from placement_lint.context.evidence import EFFICIENT_LOADING, Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Edit
 from placement_lint.rules.base import (
