@@ -51,8 +51,10 @@ class ImportTable:
     def qualify(self, expr: ast.AST) -> str | None:
         """`tf.AutoModel` -> `transformers.AutoModel` when `import transformers as tf`."""
         name = dotted(expr)
-        if name is None:
-            return None
+        return None if name is None else self.qualify_dotted(name)
+
+    def qualify_dotted(self, name: str) -> str:
+        """`qualify` for a name already written out (`dotted`)."""
         head, _, rest = name.partition(".")
         target = self.aliases.get(head)
         if target is None:

@@ -66,6 +66,15 @@ IN_FILE_EVIDENCE = _AnyOf(
 )
 
 
+# The last name of every callee `_call` looks at, and the callees `is_env_read` knows as written.
+_ENV_READERS = ("environ.get", "getenv")
+_EVIDENCE_CALLEES = frozenset(
+    {
+        "HfDeepSpeedConfig", "initialize", "init_distributed", "Init", "DeepSpeedPlugin", "FullyShardedDataParallelPlugin",
+        "FullyShardedDataParallel", "fully_shard", "FSDP", "Accelerator", "init_process_group", "DistributedDataParallel",
+        "DDP", "spawn", "notebook_launcher", "PartialState", "get", "getenv",
+    }
+)  # fmt: skip
 _PRAGMA = re.compile(r"#\s*placement-lint:\s*context\s*=\s*([A-Za-z0-9_-]+)")
 _ARGUMENT_CLASSES = {"TrainingArguments", "Seq2SeqTrainingArguments"}
 _NOT_TRL_CONFIGS = {"AutoConfig", "PretrainedConfig", "GenerationConfig", "BitsAndBytesConfig", "LoraConfig", "PeftConfig"}
@@ -135,6 +144,8 @@ class InFileEvidence:
         self.display = display
         self.configs = configs
         self.items: list[tuple[Evidence, ast.AST]] = []
+        # Per callee as written: its qualified name, or None when no evidence starts with such a call.
+        self._callees: dict[str, str | None] = {}
 
     def collect(self) -> list[tuple[Evidence, ast.AST]]:
         for node in self.resolver.index.nodes:
@@ -147,8 +158,23 @@ class InFileEvidence:
     def _add(self, kind: Kind, node: ast.AST, text: str, zero_stage: int | None = None) -> None:
         self.items.append((Evidence(kind, self.display, node.lineno, text, zero_stage), node))  # type: ignore[attr-defined]
 
+    def _callee(self, written: str) -> str | None:
+        """The qualified name of a callee that may start evidence (most callees of a big file cannot)."""
+        if written not in self._callees:
+            qualified = self.imports.qualify_dotted(written)
+            relevant = (
+                last_segment(qualified) in _EVIDENCE_CALLEES
+                or is_training_arguments(qualified)
+                or written.endswith(_ENV_READERS)  # is_env_read looks at the callee as written
+            )
+            self._callees[written] = qualified if relevant else None
+        return self._callees[written]
+
     def _call(self, call: ast.Call) -> None:
-        qualified = self.imports.qualify(call.func) or ""
+        written = dotted(call.func)
+        qualified = self._callee(written) if written is not None else None
+        if qualified is None:
+            return
         name = last_segment(qualified)
         if is_training_arguments(qualified):
             self._training_arguments(call, name)
