@@ -10,7 +10,6 @@ once the last one to finish wins, and both are valid. Entries not seen for 30 da
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -30,7 +29,9 @@ if TYPE_CHECKING:
 CACHE_DIR_NAME = ".placement_lint_cache"
 _STALE_SECONDS = 30 * 24 * 3600
 _SEEN_RESOLUTION = 24 * 3600
-_FORMAT = 3  # 2: per-file launch digests in the repository context; 3: its details on a second line
+# 2: per-file launch digests in the repository context; 3: its details on a second line; 4: files named
+# by a CRC of the key they hold, which they are checked against
+_FORMAT = 4
 
 
 # A file's entry is a list, not an object, as it is stored: 30% less JSON to parse on every warm run.
@@ -58,25 +59,39 @@ def cache_dir(root: Path, explicit: Path | None) -> Path:
 
 
 def content_hash(raw: bytes) -> str:
+    import hashlib  # only a run with a file to hash pays for loading OpenSSL (3% of a warm run)
+
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def _file_name(key: str) -> str:
+    """A cache file's name for `key`. Not a cryptographic hash, which would cost a warm run the load of
+    OpenSSL: the file holds its key, and a file whose key differs is not this one (only less cached)."""
+    return f"{zlib.crc32(key.encode('utf-8', 'surrogatepass')):08x}"
 
 
 class Cache:
     def __init__(self, folder: Path, settings_key: str) -> None:
-        self.path = folder / __version__ / f"{settings_key}.json"
+        self.path = folder / __version__ / f"{_file_name(settings_key)}.json"
+        self.settings_key = settings_key
         self.entries: dict[str, list[Any]] = {}
         self.changed = False
         self.now = int(time.time())  # once a run: a warm run looks up thousands of entries
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and data.get("format") == _FORMAT and isinstance(data.get("files"), dict):
+            if (
+                isinstance(data, dict)
+                and data.get("format") == _FORMAT
+                and data.get("settings") == settings_key
+                and isinstance(data.get("files"), dict)
+            ):
                 self.entries = data["files"]
         except (OSError, ValueError):
             pass  # no cache yet, or a damaged one: start afresh
 
     @staticmethod
     def settings_key(*parts: object) -> str:
-        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
+        return json.dumps(parts, sort_keys=True, default=str)
 
     def knows(self, path: str | Path) -> bool:
         return str(path) in self.entries
@@ -128,7 +143,7 @@ class Cache:
         if not self.changed:
             return
         fresh = {p: e for p, e in self.entries.items() if _fresh(e, self.now)}
-        _write_json(self.path, {"format": _FORMAT, "files": fresh})
+        _write_json(self.path, {"format": _FORMAT, "settings": self.settings_key, "files": fresh})
 
 
 # -- the repository's launch context --------------------------------------------------------------
@@ -158,7 +173,7 @@ def load_repo_context(
         # what the launches say of each file, parsed only when a file has to be checked again.
         index, _, details = _repo_file(folder, root, cwd).read_bytes().partition(b"\n")
         data = json.loads(index)
-        if data.get("format") != _FORMAT or data["details"] != _checksum(details):
+        if data.get("format") != _FORMAT or data["key"] != _repo_key(root, cwd) or data["details"] != _checksum(details):
             return None  # another version's, or cut short (the cache is not written durably)
         if candidates is not None and sorted(candidates) != data["candidates"]:
             return None
@@ -188,6 +203,7 @@ def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
 
     index = {
         "format": _FORMAT,
+        "key": _repo_key(context.root, cwd),
         "candidates": sorted(map(str, context.candidates)),
         "inputs": {str(p): _stamp(p) for p in context.inputs},
         "import_only": {str(p): _digest(p) for p in context.import_only},
@@ -222,9 +238,12 @@ def _same_imports(path: Path, digest: str | None) -> bool:
     return digest is not None and _digest(path) == digest
 
 
+def _repo_key(root: Path, cwd: Path) -> str:
+    return f"{root}\0{cwd}"
+
+
 def _repo_file(folder: Path, root: Path, cwd: Path) -> Path:
-    key = f"{root}\0{cwd}".encode()
-    return folder / __version__ / f"repo-{hashlib.sha256(key).hexdigest()[:20]}.json"
+    return folder / __version__ / f"repo-{_file_name(_repo_key(root, cwd))}.json"
 
 
 def _write_json(path: Path, data: object) -> None:

@@ -135,6 +135,22 @@ def test_a_launch_context_whose_details_are_damaged_is_rebuilt(repo: Path, damag
     assert check(repo) == first
 
 
+def test_settings_whose_cache_files_share_a_name_never_read_each_others(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cache files are named by a CRC of their key, and hold the key: a clash costs a re-check, never a wrong answer."""
+    monkeypatch.setattr("placement_lint.cache._file_name", lambda key: "clash")
+
+    def findings(codes: tuple[str, ...]) -> list[tuple[str, int, str]]:
+        result = run([repo], Settings(root=repo, codes=codes), RunOptions(), repo, repo / ".placement_lint_cache")
+        return [(f.display, f.row, f.code) for f in result.findings]
+
+    everything = findings(CODES)
+    assert everything == [("a.py", 3, "DPL001")]
+    without_dpl001 = tuple(code for code in CODES if code != "DPL001")
+    for _ in range(2):  # each run replaces the other's file
+        assert findings(without_dpl001) == []
+        assert findings(CODES) == everything
+
+
 def test_no_cache_writes_nothing(repo: Path) -> None:
     run([repo], Settings(root=repo, codes=CODES), RunOptions(), repo, None)
     assert not (repo / ".placement_lint_cache").exists()
@@ -305,11 +321,11 @@ def test_a_run_the_cache_answers_imports_no_rule_analysis_or_renderer(repo: Path
 def test_a_run_the_cache_answers_for_clean_files_decodes_no_finding_or_evidence(repo: Path) -> None:
     """With nothing to report, a warm run imports neither what findings and launch evidence are made
     of nor the launch readers: b.py is launched, but its cached digest is all the run needs. Nor
-    does it parse a pyproject.toml that does not mention placement-lint."""
+    does it parse a pyproject.toml that does not mention placement-lint, or load OpenSSL's hashes."""
     data = (
         "placement_lint.cache_json", "placement_lint.context.evidence", "placement_lint.edits",
         "placement_lint.rules.violation", "placement_lint.analysis.", "placement_lint.context.launch_files",
-        "placement_lint.context.commands", "tomllib", "tomli",
+        "placement_lint.context.commands", "tomllib", "tomli", "hashlib", "_hashlib",
     )  # fmt: skip
     (repo / "a.py").unlink()
     (repo / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")  # another tool's settings: not parsed

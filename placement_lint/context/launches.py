@@ -3,7 +3,6 @@ the checker reads. Kept apart from the builder, so a run answered by the cache i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
@@ -132,7 +131,7 @@ class RepoContext:
         if name not in self.digests:
             evidence, used, consumers = self.launched(Path(name)) or NOT_LAUNCHED
             text = repr((evidence, sorted(used), sorted(consumers.items()))).encode()
-            self.digests[name] = hashlib.blake2b(text, digest_size=16).hexdigest() if evidence else ""
+            self.digests[name] = _blake2b(text) if evidence else ""
         return self.digests[name]
 
 
@@ -167,4 +166,10 @@ IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import
 
 def import_lines_digest(raw: bytes) -> str:
     """What a cached context needs unchanged in a script whose imports were all it looked at."""
-    return hashlib.blake2b(b"\n".join(m.group(0) for m in IMPORT_LINE.finditer(raw)), digest_size=16).hexdigest()
+    return _blake2b(b"\n".join(m.group(0) for m in IMPORT_LINE.finditer(raw)))
+
+
+def _blake2b(data: bytes) -> str:
+    import hashlib  # a context loaded from the cache holds its digests: a warm run does not load OpenSSL
+
+    return hashlib.blake2b(data, digest_size=16).hexdigest()

@@ -3,7 +3,6 @@ errors and warnings as data, so each format can carry them where it has a place 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -62,6 +61,8 @@ def located(result: RunResult, root: SourceRoot) -> list[Located]:
     """Every finding in report order, each with a fingerprint that survives edits elsewhere in the
     file: it hashes the rule, the path and the flagged lines' text (whitespace collapsed), never a
     line number, plus how many identical findings came before it in the file."""
+    import hashlib  # loads OpenSSL: only the formats that fingerprint findings pay for it
+
     items: list[Located] = []
     for file in result.files:
         relative = root.relative(file.display)
