@@ -427,7 +427,7 @@ def clean(cache_dir: Path | None) -> None:
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
 def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path | None, output_format: str) -> None:
     """Show the distributed setup each Python file runs under, and why (its evidence chain)."""
-    from placement_lint.engine import explain_contexts
+    from placement_lint.explain import explain_contexts
     from placement_lint.settings import ConfigError, settings_for
 
     cwd = Path.cwd()

@@ -9,9 +9,8 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from placement_lint.cache import Cache, content_hash, load_repo_context, save_repo_context
 from placement_lint.context.launcher_names import launcher_name
@@ -24,7 +23,6 @@ from placement_lint.source import SourceError, read_source
 
 if TYPE_CHECKING:
     from placement_lint.checker import FileChecker
-    from placement_lint.context.evidence import Context
     from placement_lint.rules.violation import Violation
 
 # Below this many bytes of files to parse, a process pool costs more than it saves (measured on
@@ -34,52 +32,6 @@ POOL_THRESHOLD_BYTES = 200_000
 # the parsing may be shared. Measured: on trl's 3.6 MB sharing the pre-check too changes nothing
 # (0.24 s either way); on transformers' 53 MB it takes the run from 1.26 s to 0.84 s.
 SCREEN_POOL_BYTES = 4_000_000
-
-
-# -- what `placement-lint context` shows -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FileContextReport:
-    display: str
-    contexts: list[Context]  # one per distinct setup among the file's parts, strongest evidence first
-    error: str | None = None
-
-
-def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_all: bool = False) -> list[FileContextReport]:
-    """The context every Python file gets, with its evidence chain, without running the rules."""
-    from placement_lint.checker import FileChecker, in_cells
-    from placement_lint.context.in_file import PragmaError
-    from placement_lint.notebook import NotebookSource, python_bytes
-    from placement_lint.source import parse_python
-
-    given = list(paths)
-    found = discover(given, settings, also=launcher_name)
-    repos = repo_contexts(found, settings, cwd, given)
-    checker = FileChecker(settings, RunOptions(), cwd, Launches(repos))
-    named = {Path(os.path.abspath(p)) for p in given if Path(p).is_file()}
-    reports = []
-    for path in found.files:
-        display = checker.display(path)
-        try:
-            raw = path.read_bytes()
-            if not (checker.has_context_tokens(python_bytes(path, raw), path) or path in named or show_all):
-                continue
-            source = read_source(path, raw)
-            module = parse_python(source)
-            contexts = checker.context_of(source, module, display)
-        except OSError as exc:
-            reports.append(FileContextReport(display, [], f"cannot read: {exc.strerror or exc}"))
-            continue
-        except (SourceError, PragmaError) as exc:
-            reports.append(FileContextReport(display, [], str(exc)))
-            continue
-        distinct = contexts.distinct()
-        if isinstance(source, NotebookSource):
-            distinct = [in_cells(source, context, display) for context in distinct]
-        if distinct or path in named or show_all:
-            reports.append(FileContextReport(display, distinct))
-    return reports
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -296,8 +248,7 @@ def _settings_key(settings: Settings, options: RunOptions) -> str:
     )
 
 
-@dataclass(frozen=True)
-class _Pending:
+class _Pending(NamedTuple):
     """A file the cache could not answer for."""
 
     name: str  # its Path is made where it is checked: in a pool worker, not while the run deals out files
@@ -334,7 +285,7 @@ def _screen_all(
         if screened.raw is None:
             yield item, screened
         else:
-            worth.append(replace(item, raw=None, screened=screened))
+            worth.append(item._replace(raw=None, screened=screened))
     if (
         pooling
         and len(worth) >= 2

@@ -19,6 +19,7 @@ LAYERS = [
     {"results"},
     {"checker"},
     {"engine"},
+    {"explain"},
     {"report", "catalogue"},
     {"cli", "__main__", "api"},
 ]

@@ -1,0 +1,64 @@
+"""What `placement-lint context` shows: the context every Python file gets, with its evidence
+chain, without running the rules. Apart from the run (`engine`), which a check imports."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from placement_lint.context.launcher_names import launcher_name
+from placement_lint.context.launches import Launches
+from placement_lint.discover import discover
+from placement_lint.engine import repo_contexts
+from placement_lint.results import RunOptions
+from placement_lint.settings import Settings
+from placement_lint.source import SourceError, read_source
+
+if TYPE_CHECKING:
+    from placement_lint.context.evidence import Context
+
+
+@dataclass(frozen=True)
+class FileContextReport:
+    display: str
+    contexts: list[Context]  # one per distinct setup among the file's parts, strongest evidence first
+    error: str | None = None
+
+
+def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_all: bool = False) -> list[FileContextReport]:
+    """The context every Python file gets, with its evidence chain, without running the rules."""
+    from placement_lint.checker import FileChecker, in_cells
+    from placement_lint.context.in_file import PragmaError
+    from placement_lint.notebook import NotebookSource, python_bytes
+    from placement_lint.source import parse_python
+
+    given = list(paths)
+    found = discover(given, settings, also=launcher_name)
+    repos = repo_contexts(found, settings, cwd, given)
+    checker = FileChecker(settings, RunOptions(), cwd, Launches(repos))
+    named = {Path(os.path.abspath(p)) for p in given if Path(p).is_file()}
+    reports = []
+    for path in found.files:
+        display = checker.display(path)
+        try:
+            raw = path.read_bytes()
+            if not (checker.has_context_tokens(python_bytes(path, raw), path) or path in named or show_all):
+                continue
+            source = read_source(path, raw)
+            module = parse_python(source)
+            contexts = checker.context_of(source, module, display)
+        except OSError as exc:
+            reports.append(FileContextReport(display, [], f"cannot read: {exc.strerror or exc}"))
+            continue
+        except (SourceError, PragmaError) as exc:
+            reports.append(FileContextReport(display, [], str(exc)))
+            continue
+        distinct = contexts.distinct()
+        if isinstance(source, NotebookSource):
+            distinct = [in_cells(source, context, display) for context in distinct]
+        if distinct or path in named or show_all:
+            reports.append(FileContextReport(display, distinct))
+    return reports
