@@ -40,7 +40,7 @@ class Discovered:
     others: list[str] = field(default_factory=list)  # other files the walk's `also` accepted, as `names`
     walked: tuple[Path, ...] = ()  # the folders walked whole (resolved)
     unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed, named non-files
-    statuses: dict[str, os.stat_result] = field(default_factory=dict)  # of `names`, as the walk saw them
+    statuses: dict[str, os.stat_result] = field(default_factory=dict)  # of `names` and `others`, as the walk saw them
     real_names: dict[str, str] = field(default_factory=dict)  # of `names` and `others`: resolved, as launch evidence is keyed
     folders: frozenset[str] = frozenset()  # the folders that hold `names`: thousands of files, few folders
 
@@ -192,10 +192,10 @@ def discover(
         if key not in seen:
             seen.add(key)
             real_names[path] = real
+            statuses[path] = status
             checked = name.endswith(CHECKED_SUFFIXES)
             if checked:
                 names.append(path)
-                statuses[path] = status
                 folders.add(folder)
             # A notebook is checked and may also launch scripts (`!accelerate launch train.py`).
             if not checked or (name.endswith(NOTEBOOK_SUFFIX) and also is not None and also(name)):
