@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from placement_lint.cache import Cache, content_hash, load_repo_context, save_repo_context
-from placement_lint.context.launcher_names import launcher_name
+from placement_lint.context.launcher_names import launcher_candidates, launcher_name
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
 from placement_lint.process import collect_garbage_rarely
@@ -72,10 +72,14 @@ def repo_contexts(
             launchers = _launchers_beside(root)
         cached = load_repo_context(cache_folder, root, launchers, base, found.statuses) if cache_folder is not None else None
         if cached is None:
-            from placement_lint.context.repo import build_repo_context  # it parses: only when the cache cannot answer
+            found_launchers = None if launchers is None else [Path(name) for name in launchers]
+            candidates = launcher_candidates(root.resolve(), settings, folders, found_launchers)
+            if candidates:
+                from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 
-            candidates = None if launchers is None else [Path(name) for name in launchers]
-            cached = build_repo_context(root, settings, display, folders, candidates)
+                cached = build_repo_context(root, settings, display, (), candidates)
+            else:
+                cached = RepoContext(root.resolve())  # nothing to read: no launch reaches any file
             if cache_folder is not None:
                 save_repo_context(cache_folder, cached, base)
         contexts.append(cached)

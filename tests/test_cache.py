@@ -318,6 +318,16 @@ def test_a_run_the_cache_answers_imports_no_rule_analysis_or_renderer(repo: Path
     assert [m for m in _imported_by_a_check(repo, files, heavy, exit_code=1) if m not in allowed] == []
 
 
+def test_a_repository_with_no_launcher_never_imports_the_launch_readers(tmp_path: Path) -> None:
+    """Without a file that may launch training, the launch context is empty: nothing to read or parse."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(ZERO3.replace('"cuda"', '"auto"'))
+    readers = ("placement_lint.context.repo", "placement_lint.context.launch_files", "placement_lint.context.commands", "yaml")
+    assert _imported_by_a_check(tmp_path, ["--no-cache", "."], readers, exit_code=1) == []
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    assert "placement_lint.context.repo" in _imported_by_a_check(tmp_path, ["--no-cache", "."], readers, exit_code=1)
+
+
 def test_a_run_the_cache_answers_for_clean_files_decodes_no_finding_or_evidence(repo: Path) -> None:
     """With nothing to report, a warm run imports neither what findings and launch evidence are made
     of nor the launch readers: b.py is launched, but its cached digest is all the run needs. Nor

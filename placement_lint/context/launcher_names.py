@@ -1,9 +1,14 @@
-"""Which files can launch training, by name: what the discovery walk asks of every file it meets.
-Apart from `launch_files`, which reads them, so a run the cache answers does not import the readers."""
+"""Which files can launch training: by name, what the discovery walk asks of every file it meets,
+and the candidates a repository's launch context reads. Apart from `launch_files` and `repo`, which
+read them, so a run the cache answers, or a repository with no candidate, does not import the readers."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+from placement_lint.discover import repository_files
+from placement_lint.settings import Settings
 
 SHELL_SUFFIXES = {".sh", ".bash", ".zsh", ".sbatch", ".slurm", ".pbs", ".job", ".qsub", ".lsf"}
 MAKE_NAMES = ("Makefile", "makefile", "GNUmakefile")
@@ -18,3 +23,15 @@ def launcher_name(name: str) -> bool:
     before `launcher_kind` reads its head to be sure; both read the same tables."""
     suffix = os.path.splitext(name)[1].lower()
     return suffix == "" or suffix in _LAUNCHER_SUFFIXES or name.startswith((*MAKE_NAMES, *DOCKER_NAMES, "Procfile"))
+
+
+def launcher_candidates(root: Path, settings: Settings, also: tuple[Path, ...], launchers: list[Path] | None) -> list[Path]:
+    """The files the launch context of `root` (resolved) reads: `launchers`, when a walk already found
+    them, else those under `root`; and those under the folders in `also` inside it, which count even
+    where the configuration excludes them (they were named on the command line)."""
+    files = dict.fromkeys(launchers if launchers is not None else repository_files(root, settings, launcher_name))
+    for folder in also:
+        resolved = folder.resolve()
+        if resolved.is_relative_to(root) and resolved != root:
+            files.update(dict.fromkeys(repository_files(resolved, settings, launcher_name)))
+    return list(files)

@@ -32,10 +32,9 @@ from placement_lint.context.launch_files import (
     commands_in,
     launcher_kind,
 )
-from placement_lint.context.launcher_names import launcher_name
+from placement_lint.context.launcher_names import launcher_candidates
 from placement_lint.context.launches import IMPORT_LINE, RepoContext
 from placement_lint.context.modules import IMPORT_DEPTH, module_file
-from placement_lint.discover import repository_files
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES
 from placement_lint.settings import Settings
 from placement_lint.source import is_notebook
@@ -72,12 +71,8 @@ def build_repo_context(
     context = RepoContext(root)
     configs = ConfigReader(root)
     launched: dict[Path, list[Evidence]] = {}
-    files = dict.fromkeys(launchers if launchers is not None else repository_files(root, settings, launcher_name))
-    for folder in also:
-        if folder.resolve().is_relative_to(root) and folder.resolve() != root:
-            files.update(dict.fromkeys(repository_files(folder.resolve(), settings, launcher_name)))
-    context.candidates = list(files)
-    for path in files:
+    context.candidates = launcher_candidates(root, settings, also, launchers)
+    for path in context.candidates:
         for command in _commands(path, context):
             launch = parse_command(command.text)
             if launch is None:
