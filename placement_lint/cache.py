@@ -1,7 +1,8 @@
 """The result cache, like ruff's: unchanged files are not read, parsed or checked again.
 
-`.placement_lint_cache/<version>/<settings hash>.json` (or `--cache-dir`, or PLACEMENT_LINT_CACHE_DIR)
-maps each checked file to its (mtime, size), content hash, launch-context key and findings. A file
+`.placement_lint_cache/<version>/<CRC of the settings>.json` (or `--cache-dir`, or PLACEMENT_LINT_CACHE_DIR)
+holds the settings it is for and maps each checked file to its (mtime, size), content hash,
+launch-context key and findings. A file
 is trusted unchanged when its mtime and size match, as ruff does; else its bytes are hashed. The
 launch-context key makes a changed launcher or config re-check the files it launches. JSON, never
 pickle: a cache planted in a repository must not run code. Written atomically; with two runs at
