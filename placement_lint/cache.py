@@ -59,12 +59,6 @@ def cache_dir(root: Path, explicit: Path | None) -> Path:
     return Path(from_env) if from_env else root / CACHE_DIR_NAME
 
 
-def content_hash(raw: bytes) -> str:
-    import hashlib  # only a run with a file to hash pays for loading OpenSSL (3% of a warm run)
-
-    return hashlib.blake2b(raw, digest_size=16).hexdigest()
-
-
 def _file_name(key: str) -> str:
     """A cache file's name for `key`. Not a cryptographic hash, which would cost a warm run the load of
     OpenSSL: the file holds its key, and a file whose key differs is not this one (only less cached)."""

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
-from placement_lint.cache import content_hash
 from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Context, Evidence, FileContext, Override
@@ -25,7 +24,16 @@ from placement_lint.results import FileResult, RunOptions, Screened, display_pat
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.settings import Settings
-from placement_lint.source import SourceError, SourceFile, is_notebook, line_starts_of, parse_python, read_source, split_lines
+from placement_lint.source import (
+    SourceError,
+    SourceFile,
+    content_hash,
+    is_notebook,
+    line_starts_of,
+    parse_python,
+    read_source,
+    split_lines,
+)
 
 if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diffs or adds noqa
     from placement_lint.fixes.apply import AppliedFix, Fixable

@@ -106,6 +106,13 @@ def is_notebook(path: Path | str) -> bool:
     return str(path).endswith(NOTEBOOK_SUFFIX)
 
 
+def content_hash(data: bytes) -> str:
+    """The digest the caches compare: of a file's bytes, of its import lines, of what the launches say of it."""
+    import hashlib  # loads OpenSSL (3% of a warm run): only a run with something to hash pays for it
+
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def read_source(path: Path, raw: bytes) -> SourceFile:
     """A .py file decoded, or a notebook's code cells joined: what the rules read."""
     if is_notebook(path):

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from placement_lint.source import content_hash
+
 if TYPE_CHECKING:  # a run the cache answers decodes no evidence unless a file is checked again
     from placement_lint.analysis.consumers import Consumer
     from placement_lint.context.evidence import Evidence
@@ -131,7 +133,7 @@ class RepoContext:
         if name not in self.digests:
             evidence, used, consumers = self.launched(Path(name)) or NOT_LAUNCHED
             text = repr((evidence, sorted(used), sorted(consumers.items()))).encode()
-            self.digests[name] = _blake2b(text) if evidence else ""
+            self.digests[name] = content_hash(text) if evidence else ""
         return self.digests[name]
 
 
@@ -166,10 +168,4 @@ IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import
 
 def import_lines_digest(raw: bytes) -> str:
     """What a cached context needs unchanged in a script whose imports were all it looked at."""
-    return _blake2b(b"\n".join(m.group(0) for m in IMPORT_LINE.finditer(raw)))
-
-
-def _blake2b(data: bytes) -> str:
-    import hashlib  # a context loaded from the cache holds its digests: a warm run does not load OpenSSL
-
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return content_hash(b"\n".join(m.group(0) for m in IMPORT_LINE.finditer(raw)))
