@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from placement_lint.source import SourceFile
 
 
-# Records that are never changed after they are made are named tuples: creating a dataclass class
-# costs a warm run about 1% of its time, and this module is imported by every run.
+# Records that are never changed after they are made are named tuples: creating a dataclass costs a
+# warm run about 1% of its time, and every run imports this module.
 
 
 class RunOptions(NamedTuple):

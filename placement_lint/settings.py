@@ -108,7 +108,9 @@ def find_config(start: Path) -> Path | None:
             except tomllib.TOMLDecodeError as exc:
                 # Like ruff: a pyproject.toml that may hold our settings but does not parse is an error,
                 # not a reason to fall back to another configuration.
-                raise ConfigError(f"{pyproject}: invalid TOML: {exc}") from None
+                if "placement-lint" in text:
+                    raise ConfigError(f"{pyproject}: invalid TOML: {exc}") from None
+                continue
             if "placement-lint" in data.get("tool", {}):
                 return pyproject
     return None

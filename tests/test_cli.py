@@ -177,6 +177,8 @@ def test_a_pyproject_is_read_only_when_it_may_hold_our_table(repo: Path) -> None
     assert cli("check", ".", cwd=repo).returncode == 1  # train_z3.py's finding, no config error
     (repo / "pyproject.toml").write_text('[tool."placement\\u002dlint"]\nignore = ["DPL001"]\n')
     assert cli("check", ".", cwd=repo).returncode == 0
+    (repo / "pyproject.toml").write_text('[tool.ruff\nx = "\\u00e9"\n')  # another tool's, invalid: still not ours
+    assert cli("check", ".", cwd=repo).returncode == 1
 
 
 @pytest.mark.parametrize(
