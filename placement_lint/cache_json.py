@@ -3,8 +3,6 @@ say of a file. Apart from `cache`, which imports it only when there is some to r
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.context.evidence import Context, Evidence, Kind, Override
 from placement_lint.distributed import Mode, Setup
@@ -23,7 +21,7 @@ def violation_json(violation: Violation) -> dict[str, object]:
         else {
             "applicability": violation.fix.applicability.value,
             "message": violation.fix.message,
-            "edits": [asdict(edit) for edit in violation.fix.edits],
+            "edits": [edit._asdict() for edit in violation.fix.edits],
         },
         "context": None if violation.context is None else _context_json(violation.context),
     }
@@ -48,7 +46,7 @@ def violation_from_json(data: dict[str, object]) -> Violation:
 
 
 def evidence_json(evidence: Evidence) -> dict[str, object]:
-    return {**asdict(evidence), "kind": evidence.kind.value}
+    return {**evidence._asdict(), "kind": evidence.kind.value}
 
 
 def evidence_from_json(e: dict[str, object]) -> Evidence:

@@ -353,8 +353,7 @@ def _in_cell(source: NotebookSource, applied: AppliedFix) -> AppliedFix:
 def _in_notebook(source: NotebookSource, violations: list[Violation], display: str) -> list[Violation]:
     """ "TrainingArguments(...), line 9" names a row of the joined cells: say which cell, as ruff does."""
     return [
-        replace(
-            v,
+        v._replace(
             message=_LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), v.message),
             context=in_cells(source, v.context, display) if v.context is not None else None,
         )
@@ -369,6 +368,6 @@ def in_cells(source: NotebookSource, context: Context, display: str) -> Context:
         if evidence.origin != "file" or evidence.path != display or source.notebook is None or not source.notebook.cells:
             return evidence
         cell = source.notebook.cell_at(evidence.line)
-        return replace(evidence, cell=cell.number, line=evidence.line - cell.first_row + 1)
+        return evidence._replace(cell=cell.number, line=evidence.line - cell.first_row + 1)
 
     return replace(context, evidence=tuple(located(e) for e in context.evidence))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class Mode(enum.Enum):
@@ -14,8 +14,7 @@ class Mode(enum.Enum):
     FSDP = "fsdp"
 
 
-@dataclass(frozen=True)
-class Setup:
+class Setup(NamedTuple):
     mode: Mode
     zero_stage: int | None = None  # DeepSpeed only; None when no config shows it
     single_process: bool = False  # distributed machinery in one process (`python train.py --deepspeed ds.json`)

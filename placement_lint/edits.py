@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class Applicability(enum.Enum):
@@ -11,15 +11,13 @@ class Applicability(enum.Enum):
     UNSAFE = "unsafe"  # applied only with --unsafe-fixes: may change behaviour the user relies on
 
 
-@dataclass(frozen=True, order=True)
-class Edit:
+class Edit(NamedTuple):
     start: int  # character offsets into the decoded text
     end: int
     content: str
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(NamedTuple):
     applicability: Applicability
     message: str
     edits: tuple[Edit, ...]

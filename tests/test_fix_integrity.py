@@ -79,12 +79,12 @@ def test_a_fix_that_would_break_the_file_is_reverted(tmp_path: Path, monkeypatch
     path = tmp_path / "train.py"
     source = "import torch.distributed as dist\ndist.init_process_group('nccl')\nm = X.from_pretrained('g', device_map='auto')\nTrainer(model=m)\n"
     path.write_text(source)
-    original = Fix.__init__
+    original = Fix.__new__
 
-    def broken(self, applicability, message, edits):  # type: ignore[no-untyped-def]
-        original(self, applicability, message, tuple(Edit(e.start, e.end, "None(((") for e in edits))
+    def broken(cls, applicability, message, edits):  # type: ignore[no-untyped-def]
+        return original(cls, applicability, message, tuple(Edit(e.start, e.end, "None(((") for e in edits))
 
-    monkeypatch.setattr(Fix, "__init__", broken)
+    monkeypatch.setattr(Fix, "__new__", staticmethod(broken))
     result = lint_file(path, fix=True)
     assert any("would not parse" in w for w in result.warnings)
     assert path.read_text() == source

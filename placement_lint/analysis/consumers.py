@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class ConsumerKind(enum.Enum):
@@ -16,8 +16,7 @@ class ConsumerKind(enum.Enum):
     INFERENCE = "inference"
 
 
-@dataclass(frozen=True)
-class Consumer:
+class Consumer(NamedTuple):
     kind: ConsumerKind
     name: str  # as written: "SFTTrainer", "accelerator.prepare", "DDP"
     node: ast.AST | None  # None for a consumer in another file: then `location` says where

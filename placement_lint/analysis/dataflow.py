@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from placement_lint.analysis.guards import evaluate_truth
 from placement_lint.analysis.index import index_of
@@ -31,15 +32,13 @@ ABSENT = _Absent()
 Value = ast.expr | _Absent | None  # None: cannot be resolved
 
 
-@dataclass(frozen=True)
-class Binding:
+class Binding(NamedTuple):
     value: Value
     statement: ast.AST
     guards: tuple[Guard, ...] = ()
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     """One value an expression can take, with the path of conditions and bindings that led to it."""
 
     value: Value
@@ -51,8 +50,7 @@ class Candidate:
         return next((step for step in self.via if isinstance(step, LaunchArgument)), None)
 
 
-@dataclass(frozen=True)
-class LaunchArgument:
+class LaunchArgument(NamedTuple):
     """A step in a candidate's path: the value came from a launch's command line, not the file."""
 
     name: str

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver
@@ -40,8 +41,7 @@ class LoaderKind(enum.Enum):
     TRL_INIT_KWARGS = "trl-init-kwargs"  # a trainer loads a model id string with these kwargs
 
 
-@dataclass(frozen=True)
-class Loader:
+class Loader(NamedTuple):
     node: ast.AST  # the call (or, for `args.model_init_kwargs = {...}`, the assignment)
     kind: LoaderKind
     name: str  # for messages: "AutoModelForCausalLM.from_pretrained", "SFTConfig(model_init_kwargs=...)"

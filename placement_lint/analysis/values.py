@@ -10,7 +10,7 @@ import ast
 import enum
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from placement_lint.analysis.dataflow import ABSENT, Candidate, Value
 from placement_lint.analysis.guards import RANK_ENV, is_env_read
@@ -35,8 +35,7 @@ _SPREADING_CALLS = {"infer_auto_device_map"}
 _PER_PROCESS_ATTRS = {"local_process_index", "process_index", "local_rank", "device"}
 
 
-@dataclass(frozen=True)
-class Classified:
+class Classified(NamedTuple):
     placement: Placement
     device: object = None  # the fixed device (0, "cuda:1"), for messages
 

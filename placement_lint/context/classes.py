@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import dotted, last_segment
@@ -24,8 +24,7 @@ _MAX_MODULES = 16  # read for one file
 _MAX_STEPS = 32  # classes followed for one name (a deep hierarchy, or a cycle through re-exports)
 
 
-@dataclass(frozen=True)
-class _Module:
+class _Module(NamedTuple):
     classes: dict[str, list[str]]  # top-level class -> its bases as written
     imports: dict[str, _Binding]
 

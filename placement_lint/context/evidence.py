@@ -11,7 +11,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from placement_lint.analysis.consumers import Consumer
 from placement_lint.distributed import SINGLE, Mode, Setup
@@ -29,8 +29,7 @@ class Kind(enum.Enum):
     SINGLE = "SINGLE"  # a launch that runs the file in one process
 
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(NamedTuple):
     kind: Kind
     path: str
     line: int
@@ -64,8 +63,7 @@ class Evidence:
         return {"kind": self.kind.value, "where": self.where, "text": text, "origin": self.origin}
 
 
-@dataclass(frozen=True)
-class Override:
+class Override(NamedTuple):
     setup: Setup
     source: str  # "--context", "pragma at train.py:3", "pyproject.toml per-file-context"
 

@@ -10,7 +10,6 @@ its importers do with the values its functions return (a model a helper loads go
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 import os
 import re
@@ -367,7 +366,7 @@ def _propagate_to_imports(
             continue
         for module, names in summary.imports(wanted, context.root):
             inherited = tuple(
-                dataclasses.replace(e, origin="import", chain=(display(module), *e.chain))
+                e._replace(origin="import", chain=(display(module), *e.chain))
                 for e in items
                 if e.kind is not Kind.SINGLE
             )

@@ -7,7 +7,7 @@ import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from placement_lint.analysis.consumers import ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
@@ -33,8 +33,7 @@ class FixAvailability(enum.Enum):
 _PROBES = (SINGLE, Setup(Mode.DDP), Setup(Mode.DEEPSPEED, 3), Setup(Mode.FSDP))
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(NamedTuple):
     node: ast.AST  # what is reported and replaced
     confined: bool  # editing it changes this load only
 

@@ -11,7 +11,7 @@ import functools
 import io
 import re
 import tokenize
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from placement_lint.analysis.index import index_of
 from placement_lint.source import SourceError, SourceFile
@@ -25,8 +25,7 @@ _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
 _MENTION = re.compile(r"noqa", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Code:
+class Code(NamedTuple):
     text: str  # as written
     start: int  # character offsets into the file's text
     end: int
@@ -36,8 +35,7 @@ class Code:
         return self.text.upper()
 
 
-@dataclass(frozen=True)
-class Directive:
+class Directive(NamedTuple):
     row: int
     start: int  # the `#` that opens it
     end: int  # after `noqa`, or after its last code

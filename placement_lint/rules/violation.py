@@ -3,16 +3,14 @@ so the cache can read findings back without importing them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from placement_lint.context.evidence import Context
     from placement_lint.edits import Fix
 
 
-@dataclass(frozen=True)
-class Violation:
+class Violation(NamedTuple):
     code: str
     message: str
     start: int
