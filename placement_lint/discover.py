@@ -15,7 +15,6 @@ import os
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,18 +30,34 @@ _GLOB = re.compile(r"[*?\[\]/!\\]")
 CHECKED_SUFFIXES = (".py", NOTEBOOK_SUFFIX)
 
 
-@dataclass(frozen=True)
 class Discovered:
-    # The Python files and notebooks to check, as absolute paths in text: a warm run over thousands
-    # of files looks each up by name, and making a Path of each cost more than the walk itself.
-    names: list[str]
-    missing: list[Path] = field(default_factory=list)
-    others: list[str] = field(default_factory=list)  # other files the walk's `also` accepted, as `names`
-    walked: tuple[Path, ...] = ()  # the folders walked whole (resolved)
-    unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed, named non-files
-    statuses: dict[str, os.stat_result] = field(default_factory=dict)  # of `names` and `others`, as the walk saw them
-    real_names: dict[str, str] = field(default_factory=dict)  # of `names` and `others`: resolved, as launch evidence is keyed
-    folders: frozenset[str] = frozenset()  # the folders that hold `names`: thousands of files, few folders
+    """What the walk found (a plain class: creating a dataclass costs every run about 1 ms)."""
+
+    def __init__(
+        self,
+        names: list[str],
+        missing: list[Path] | None = None,
+        others: list[str] | None = None,
+        walked: tuple[Path, ...] = (),
+        unreadable: list[Path] | None = None,
+        statuses: dict[str, os.stat_result] | None = None,
+        real_names: dict[str, str] | None = None,
+        folders: frozenset[str] = frozenset(),
+    ) -> None:
+        # The Python files and notebooks to check, as absolute paths in text: a warm run over thousands
+        # of files looks each up by name, and making a Path of each cost more than the walk itself.
+        self.names = names
+        self.missing: list[Path] = missing if missing is not None else []
+        # Other files the walk's `also` accepted, as `names`.
+        self.others: list[str] = others if others is not None else []
+        self.walked = walked  # the folders walked whole (resolved)
+        # Folders that could not be listed, and named paths that are not files.
+        self.unreadable: list[Path] = unreadable if unreadable is not None else []
+        # Of `names` and `others`: their stat results as the walk saw them, and their resolved names
+        # (as launch evidence is keyed).
+        self.statuses: dict[str, os.stat_result] = statuses if statuses is not None else {}
+        self.real_names: dict[str, str] = real_names if real_names is not None else {}
+        self.folders = folders  # the folders that hold `names`: thousands of files, few folders
 
     @cached_property
     def files(self) -> list[Path]:

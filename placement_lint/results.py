@@ -3,7 +3,6 @@ every layer above the checker shares; light, so a run the cache answers imports 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -15,8 +14,9 @@ if TYPE_CHECKING:
     from placement_lint.source import SourceFile
 
 
-# Records that are never changed after they are made are named tuples: creating a dataclass costs a
-# warm run about 1% of its time, and every run imports this module.
+# Records that are never changed after they are made are named tuples, the others plain classes:
+# creating a dataclass costs about 1 ms (each generated method is an exec), and every run imports this
+# module.
 
 
 class RunOptions(NamedTuple):
@@ -51,25 +51,40 @@ class _NoqaRow(NamedTuple):
         return self.source.location(self.source.line_starts[noqa_row(self.source, self.offset) - 1])[1]
 
 
-@dataclass(frozen=True)
 class Finding:
-    display: str
-    violation: Violation
-    context: Context
-    row: int
-    column: int
-    end_row: int
-    end_column: int
-    # The line whose comment can suppress it (0: its first line); a function when it is worked out on
-    # demand: it tokenizes the file, which only the JSON output asks for.
-    noqa_row_of: int | _NoqaRow = 0
-    cell: int | None = None  # in a notebook: the cell (1-based among all cells); rows and columns are in it
+    """A violation located in its file, as the reports show it."""
+
+    __slots__ = ("display", "violation", "context", "row", "column", "end_row", "end_column", "noqa_row_of", "cell")
+
+    def __init__(
+        self,
+        display: str,
+        violation: Violation,
+        context: Context,
+        row: int,
+        column: int,
+        end_row: int,
+        end_column: int,
+        noqa_row_of: int | _NoqaRow = 0,
+        cell: int | None = None,
+    ) -> None:
+        self.display = display
+        self.violation = violation
+        self.context = context
+        self.row = row
+        self.column = column
+        self.end_row = end_row
+        self.end_column = end_column
+        # The line whose comment can suppress it (0: its first line); worked out when first asked:
+        # it tokenizes the file, which only the JSON output needs.
+        self.noqa_row_of = noqa_row_of
+        self.cell = cell  # in a notebook: the cell (1-based among all cells); rows and columns are in it
 
     @property
     def noqa_row(self) -> int:
         if isinstance(self.noqa_row_of, _NoqaRow):
-            object.__setattr__(self, "noqa_row_of", self.noqa_row_of.row())
-        return self.noqa_row_of  # type: ignore[return-value]
+            self.noqa_row_of = self.noqa_row_of.row()
+        return self.noqa_row_of
 
     @property
     def code(self) -> str:
@@ -80,17 +95,32 @@ class Finding:
         return self.violation.message
 
 
-@dataclass
 class FileResult:
-    display: str
-    findings: list[Finding] = field(default_factory=list)
-    error: str | None = None
-    fixed: list[AppliedFix] = field(default_factory=list)  # with --fix: written; with --diff: would be
-    diff: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    source: SourceFile | None = None
-    path: Path | None = None
-    dependencies: list[Path] = field(default_factory=list)  # configs the file's own evidence read
+    """What checking one file gave: its findings, or why it could not be checked."""
+
+    __slots__ = ("display", "findings", "error", "fixed", "diff", "warnings", "source", "path", "dependencies")
+
+    def __init__(
+        self,
+        display: str,
+        findings: list[Finding] | None = None,
+        error: str | None = None,
+        fixed: list[AppliedFix] | None = None,
+        diff: str | None = None,
+        warnings: list[str] | None = None,
+        source: SourceFile | None = None,
+        path: Path | None = None,
+        dependencies: list[Path] | None = None,
+    ) -> None:
+        self.display = display
+        self.findings: list[Finding] = findings if findings is not None else []
+        self.error = error
+        self.fixed: list[AppliedFix] = fixed if fixed is not None else []  # with --fix: written; with --diff: would be
+        self.diff = diff
+        self.warnings: list[str] = warnings if warnings is not None else []
+        self.source = source
+        self.path = path
+        self.dependencies: list[Path] = dependencies if dependencies is not None else []  # configs its evidence read
 
 
 class Screened(NamedTuple):
@@ -102,15 +132,26 @@ class Screened(NamedTuple):
     cacheable: bool = True
 
 
-@dataclass
 class RunResult:
-    files: list[FileResult]
-    checked: int
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    interrupted: int = 0  # files not checked because the run was interrupted
-    noqa_added: int = 0  # --add-noqa: comments written
-    baselined: list[Finding] = field(default_factory=list)  # --add-noqa: the findings they suppress
+    """What a run gives: every file's result, and the run's own errors and warnings."""
+
+    __slots__ = ("files", "checked", "errors", "warnings", "interrupted", "noqa_added", "baselined")
+
+    def __init__(
+        self,
+        files: list[FileResult],
+        checked: int,
+        errors: list[str] | None = None,
+        warnings: list[str] | None = None,
+        interrupted: int = 0,
+    ) -> None:
+        self.files = files
+        self.checked = checked
+        self.errors: list[str] = errors if errors is not None else []
+        self.warnings: list[str] = warnings if warnings is not None else []
+        self.interrupted = interrupted  # files not checked because the run was interrupted
+        self.noqa_added = 0  # --add-noqa: comments written
+        self.baselined: list[Finding] = []  # --add-noqa: the findings they suppress
 
     @property
     def findings(self) -> list[Finding]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 from placement_lint.distributed import NAMED_SETUPS
 
@@ -66,8 +66,7 @@ class ConfigError(Exception):
 DEFAULT_SELECT = ("DPL0",)
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     root: Path
     config_file: Path | None = None
     select: tuple[str, ...] = DEFAULT_SELECT
@@ -79,7 +78,7 @@ class Settings:
     context: str | None = None
     per_file_context: tuple[tuple[str, str], ...] = ()
     respect_gitignore: bool = True
-    codes: tuple[str, ...] = field(default=(), compare=False)  # every rule code, for validation
+    codes: tuple[str, ...] = ()  # every rule code, for validation
 
     def enabled_codes(self) -> tuple[str, ...]:
         chosen = {code for code in self.codes if _selected(code, self.select + self.extend_select)}
@@ -165,7 +164,7 @@ def _from_table(table: dict[str, object], config_file: Path, codes: tuple[str, .
         if not isinstance(table["respect-gitignore"], bool):
             raise ConfigError(f"{where} respect-gitignore: expected true or false")
         values["respect_gitignore"] = table["respect-gitignore"]
-    return replace(settings, **values)  # type: ignore[arg-type]
+    return settings._replace(**values)  # type: ignore[arg-type]
 
 
 def settings_for(
@@ -196,12 +195,12 @@ def with_selection(
     replaces the configured set, `ignore` and `extend_select` add to theirs."""
     codes = settings.codes
     if select:
-        settings = replace(settings, select=tuple(check_selectors(select, codes, f"{prefix}select")))
+        settings = settings._replace(select=tuple(check_selectors(select, codes, f"{prefix}select")))
     if ignore:
-        settings = replace(settings, ignore=settings.ignore + tuple(check_selectors(ignore, codes, f"{prefix}ignore")))
+        settings = settings._replace(ignore=settings.ignore + tuple(check_selectors(ignore, codes, f"{prefix}ignore")))
     if extend_select:
         added = tuple(check_selectors(extend_select, codes, f"{prefix}extend-select"))
-        settings = replace(settings, extend_select=settings.extend_select + added)
+        settings = settings._replace(extend_select=settings.extend_select + added)
     return settings
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -98,29 +97,42 @@ class PathList(Sequence[Path]):
         return len(self._names)
 
 
-@dataclass
 class RepoContext:
-    root: Path
-    # Mappings, not only dicts: a context loaded from the cache decodes an entry when it is read.
-    by_file: MutableMapping[Path, tuple[Evidence, ...]] = field(default_factory=dict)
-    # What of each file runs under its evidence: "__main__" (launched: its module-level code) and the
-    # names importers use of it ("*": all of it).
-    used: MutableMapping[Path, frozenset[str]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    # What the context was built from, so a cache can tell when it is stale: the launcher candidates
-    # the walk found, and every file read (launchers, configs, Python modules whose imports it followed).
-    # (Sequences, not only lists: a context loaded from the cache makes Paths of them when read.)
-    candidates: Sequence[Path] = field(default_factory=list)
-    inputs: Sequence[Path] = field(default_factory=list)
-    # Launched scripts read only for their import lines: a change elsewhere in them changes nothing here.
-    import_only: Collection[Path] = field(default_factory=set)
-    # Per imported module, per top-level function: where its importers send what their calls of it
-    # return (`model = load_model(...)` then `SFTTrainer(model=model)` in train.py), located in them.
-    consumers: MutableMapping[Path, dict[str, tuple[Consumer, ...]]] = field(default_factory=dict)
+    """What a repository's launchers say of its files (a plain class: creating a dataclass costs
+    every run about 1 ms)."""
 
-    # Per file (resolved path, as a string): a digest of what the launches say of it, which the
-    # result cache keys the file's findings on. Filled on demand, or from the cache.
-    digests: dict[str, str] = field(default_factory=dict)
+    def __init__(
+        self,
+        root: Path,
+        by_file: MutableMapping[Path, tuple[Evidence, ...]] | None = None,
+        used: MutableMapping[Path, frozenset[str]] | None = None,
+        warnings: list[str] | None = None,
+        candidates: Sequence[Path] | None = None,
+        inputs: Sequence[Path] | None = None,
+        import_only: Collection[Path] | None = None,
+        consumers: MutableMapping[Path, dict[str, tuple[Consumer, ...]]] | None = None,
+        digests: dict[str, str] | None = None,
+    ) -> None:
+        self.root = root
+        # Mappings, not only dicts: a context loaded from the cache decodes an entry when it is read.
+        self.by_file: MutableMapping[Path, tuple[Evidence, ...]] = by_file if by_file is not None else {}
+        # What of each file runs under its evidence: "__main__" (launched: its module-level code) and the
+        # names importers use of it ("*": all of it).
+        self.used: MutableMapping[Path, frozenset[str]] = used if used is not None else {}
+        self.warnings: list[str] = warnings if warnings is not None else []
+        # What the context was built from, so a cache can tell when it is stale: the launcher candidates
+        # the walk found, and every file read (launchers, configs, Python modules whose imports it followed).
+        # (Sequences, not only lists: a context loaded from the cache makes Paths of them when read.)
+        self.candidates: Sequence[Path] = candidates if candidates is not None else []
+        self.inputs: Sequence[Path] = inputs if inputs is not None else []
+        # Launched scripts read only for their import lines: a change elsewhere in them changes nothing here.
+        self.import_only: Collection[Path] = import_only if import_only is not None else set()
+        # Per imported module, per top-level function: where its importers send what their calls of it
+        # return (`model = load_model(...)` then `SFTTrainer(model=model)` in train.py), located in them.
+        self.consumers: MutableMapping[Path, dict[str, tuple[Consumer, ...]]] = consumers if consumers is not None else {}
+        # Per file (resolved path, as a string): a digest of what the launches say of it, which the
+        # result cache keys the file's findings on. Filled on demand, or from the cache.
+        self.digests: dict[str, str] = digests if digests is not None else {}
 
     def launched(self, path: Path) -> Launched | None:
         evidence = self.by_file.get(path)

@@ -366,9 +366,7 @@ def _propagate_to_imports(
             continue
         for module, names in summary.imports(wanted, context.root):
             inherited = tuple(
-                e._replace(origin="import", chain=(display(module), *e.chain))
-                for e in items
-                if e.kind is not Kind.SINGLE
+                e._replace(origin="import", chain=(display(module), *e.chain)) for e in items if e.kind is not Kind.SINGLE
             )
             if not inherited:
                 continue
