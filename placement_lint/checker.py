@@ -29,7 +29,6 @@ from placement_lint.source import (
     SourceFile,
     content_hash,
     is_notebook,
-    line_starts_of,
     parse_python,
     read_source,
     split_lines,
@@ -276,7 +275,7 @@ class FileChecker:
         def relint(text: str) -> list[Fixable]:
             nonlocal latest
             try:
-                latest = self._lint(with_text(source, text), result.display)[0]
+                latest = self._lint(source.with_text(text), result.display)[0]
             except SourceError as exc:
                 raise FixFailed(str(exc)) from exc
             return [(v.code, v.fix, v.start) for v in latest]
@@ -295,7 +294,7 @@ class FileChecker:
             outcome.applied = [_in_cell(source, applied) for applied in outcome.applied]
         if outcome.text == source.text:
             return violations
-        new_source = with_text(source, outcome.text)
+        new_source = source.with_text(outcome.text)
         # What is written: the fixed text, or for a notebook its JSON with only the changed cells' sources.
         data, expected, cell_changes = new_source.raw, source.raw, None
         notebook = source.notebook if isinstance(source, NotebookSource) else None
@@ -339,10 +338,6 @@ class FileChecker:
         result.fixed = outcome.applied
         result.source = read_source(path, data) if notebook is not None else new_source
         return latest
-
-
-def with_text(source: SourceFile, text: str) -> SourceFile:
-    return replace(source, text=text, raw=source.encode(text), line_starts=line_starts_of(text))
 
 
 def _in_cell(source: NotebookSource, applied: AppliedFix) -> AppliedFix:

@@ -173,7 +173,6 @@ def run(
 def add_noqa_comments(result: RunResult) -> None:
     """`--add-noqa`: suppress every remaining finding with a comment on its line, written like a fix
     (atomically, only if the file is unchanged since it was read, LibCST round trip first)."""
-    from placement_lint.checker import with_text
     from placement_lint.fixes.noqa import add_noqa
     from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
     from placement_lint.notebook import NotebookSource
@@ -206,7 +205,7 @@ def add_noqa_comments(result: RunResult) -> None:
             continue
         result.noqa_added += added
         result.baselined += file.findings
-        file.source = with_text(source, text)
+        file.source = source.with_text(text)
         file.findings = []
 
 

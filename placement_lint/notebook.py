@@ -13,8 +13,8 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from placement_lint.source import UTF8_BOM, SourceError, SourceFile, is_notebook, line_starts_of
 
@@ -31,16 +31,14 @@ _SHELL_MAGIC = re.compile(r"^%(?:sx|system)\b\s*")
 _CD_MAGIC = re.compile(r"^%cd\b(?:\s+-[qb])*\s*")
 
 
-@dataclass(frozen=True)
-class Masked:
+class Masked(NamedTuple):
     row: int  # 0-based line of its cell
     original: str  # the line as written, without its line break
     placeholder: str
     pinned: bool = False  # a cell magic's first line: nothing may be inserted before it
 
 
-@dataclass(frozen=True)
-class CodeCell:
+class CodeCell(NamedTuple):
     number: int  # 1-based among all cells
     source: str  # as stored (a list of lines joined)
     python: str  # masked, ending in a line break (a synthetic "\n" when the source has none)
@@ -55,20 +53,18 @@ class CodeCell:
         return len(line_starts_of(self.python)) - 1
 
 
-@dataclass(frozen=True)
-class ShellCommand:
+class ShellCommand(NamedTuple):
     cell: int  # cell number
     row: int  # 1-based line in the cell
     text: str
     kind: str  # "escape" (`!cmd`, `%sx cmd`), "script" (a %%bash cell's body), "cd" (`%cd path`)
 
 
-@dataclass(frozen=True)
-class Notebook:
+class Notebook(NamedTuple):
     raw: bytes
     text: str  # the JSON text, decoded, without a BOM
     bom: bool
-    data: dict = field(repr=False)  # type: ignore[type-arg]
+    data: dict  # type: ignore[type-arg]
     cells: tuple[CodeCell, ...]  # the code cells of a Python notebook, in order
     python: str  # the code cells, masked and joined
 
@@ -275,12 +271,24 @@ def _scan(line: str, depth: int, quote: str | None) -> tuple[int, str | None, bo
 # -- the notebook as a source file ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class NotebookSource(SourceFile):
     """A notebook seen as its Python: `text` and `raw` are the joined code cells, so rules, fixes
     and the lossless check work as on a .py file; `notebook` maps them back to cells."""
 
-    notebook: Notebook | None = field(default=None, repr=False, compare=False)
+    __slots__ = ("notebook",)
+
+    def __init__(
+        self,
+        path: Path,
+        raw: bytes,
+        text: str,
+        encoding: str,
+        bom: bool,
+        line_starts: tuple[int, ...],
+        notebook: Notebook | None = None,
+    ) -> None:
+        super().__init__(path, raw, text, encoding, bom, line_starts)
+        self.notebook = notebook
 
     @property
     def file_bytes(self) -> bytes:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from placement_lint.analysis.guards import evaluate_truth
@@ -80,16 +79,14 @@ def key_of(base: str, key: str) -> str:
     return f"{base}[{key}]"
 
 
-@dataclass
 class Resolver:
-    module: ast.Module
-    setup: Setup
-    # Values a launch passes on the command line for dataclass fields: (field, value, where).
-    arguments: tuple[tuple[str, str, str], ...] = ()
-    _states: dict[tuple[int, int], State] = field(default_factory=dict)
-    _field_defaults: dict[str, list[ast.expr | None]] | None = None
-
-    def __post_init__(self) -> None:
+    def __init__(self, module: ast.Module, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> None:
+        self.module = module
+        self.setup = setup
+        # Values a launch passes on the command line for dataclass fields: (field, value, where).
+        self.arguments = arguments
+        self._states: dict[tuple[int, int], State] = {}
+        self._field_defaults: dict[str, list[ast.expr | None]] | None = None
         self.index = index_of(self.module)
         # The launch's script arguments set to a true value, and each condition's truth once asked:
         # rules ask the same test again (guards on values, reachability, setup probes).

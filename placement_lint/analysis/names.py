@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 
 
 def dotted(expr: ast.AST) -> str | None:
@@ -25,11 +24,11 @@ def dotted(expr: ast.AST) -> str | None:
     return None
 
 
-@dataclass
 class ImportTable:
     """Local name -> qualified name, from every import in the module (any nesting level)."""
 
-    aliases: dict[str, str] = field(default_factory=dict)
+    def __init__(self, aliases: dict[str, str] | None = None) -> None:
+        self.aliases: dict[str, str] = aliases if aliases is not None else {}
 
     @classmethod
     def of(cls, module: ast.Module, nodes: list[ast.AST] | None = None) -> ImportTable:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar, NamedTuple
 
@@ -38,20 +37,28 @@ class Site(NamedTuple):
     confined: bool  # editing it changes this load only
 
 
-@dataclass
 class CheckedFile:
     """One parsed file and its context: what every rule reads. Analyses are computed once, on demand."""
 
-    source: SourceFile
-    module: ast.Module
-    imports: ImportTable
-    contexts: FileContext
-    display: str
-    # The base classes of classes the file imports from the repository (None: not looked up).
-    classes: ImportedClasses | None = None
-    _resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = field(default_factory=dict)
-    _analyses: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], PlacementAnalysis] = field(default_factory=dict)
-    _sites: dict[tuple[int, int], Site] = field(default_factory=dict)
+    def __init__(
+        self,
+        source: SourceFile,
+        module: ast.Module,
+        imports: ImportTable,
+        contexts: FileContext,
+        display: str,
+        classes: ImportedClasses | None = None,
+    ) -> None:
+        self.source = source
+        self.module = module
+        self.imports = imports
+        self.contexts = contexts
+        self.display = display
+        # The base classes of classes the file imports from the repository (None: not looked up).
+        self.classes = classes
+        self._resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = {}
+        self._analyses: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], PlacementAnalysis] = {}
+        self._sites: dict[tuple[int, int], Site] = {}
 
     @cached_property
     def bypasses_device_map_check(self) -> bool:
