@@ -1,3 +1,3 @@
-from placement_lint.cli import main
+from placement_lint.cli import console
 
-main()
+console()

@@ -41,6 +41,24 @@ def main() -> None:
     collect_garbage_rarely()
 
 
+def console() -> None:
+    """The `placement-lint` command and `python -m placement_lint`: `main`, then leave without
+    tearing the interpreter down. Freeing every object a run made costs 15-20 ms, a quarter of a
+    warm run over trl; mypy leaves the same way. The output is flushed first. An interrupt, a
+    crash or `sys.exit("message")` leaves as usual, as does `main` called from Python."""
+    try:
+        main()
+    except SystemExit as done:
+        if done.code is not None and (not isinstance(done.code, int) or done.code == 130):
+            raise  # a message to print, or pool workers that may still be stopping
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:
+            raise done from None
+        os._exit(done.code or 0)
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path, readable=False))
 @click.option("--fix", is_flag=True, help="Apply safe fixes.")

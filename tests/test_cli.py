@@ -50,6 +50,22 @@ def test_version() -> None:
     assert result.returncode == 0 and __version__ in result.stdout
 
 
+@pytest.mark.parametrize("command", [[str(SCRIPT)], [sys.executable, "-m", "placement_lint"]])
+def test_the_command_leaves_its_whole_output_and_exit_code(tmp_path: Path, command: list[str]) -> None:
+    """The command leaves without tearing the interpreter down: what it wrote must still arrive
+    whole through a pipe (here far more than a pipe's buffer), with the run's exit code."""
+    for number in range(150):
+        (tmp_path / f"train_{number}.py").write_text(ZERO3)
+    done = subprocess.run([*command, "check", "--no-cache", "--output-format", "json", "."], cwd=tmp_path, capture_output=True)
+    assert len(done.stdout) > 100_000
+    assert [item["code"] for item in json.loads(done.stdout)] == ["DPL001"] * 150
+    assert done.returncode == 1
+    clean = subprocess.run([*command, "check", "--no-cache", "--exit-zero", "."], cwd=tmp_path, capture_output=True, text=True)
+    assert clean.returncode == 0 and "Found 150 problems in 150 files" in clean.stdout
+    missing = subprocess.run([*command, "check", "nowhere.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert missing.returncode == 2 and "nowhere.py" in missing.stderr
+
+
 def test_findings_exit_1_with_frame_and_summary(repo: Path) -> None:
     result = cli("check", ".", cwd=repo)
     assert result.returncode == 1
