@@ -6,8 +6,10 @@ import gc
 
 
 def collect_garbage_rarely() -> None:
-    """A check allocates hundreds of thousands of short-lived AST nodes and almost no reference
-    cycles; CPython's default (a collection every 700 allocations) spent a quarter of the checking
-    time on trl's trainers scanning them. Called only by processes the tool owns: the API leaves
-    its caller's collector alone."""
-    gc.set_threshold(100_000, 50, 100)
+    """A check allocates hundreds of thousands of short-lived AST nodes and few reference cycles;
+    CPython's default (a collection every 700 allocations) spent a quarter of the checking time on
+    trl's trainers scanning them. Every 300,000: against 100,000, 3% fewer instructions on trl
+    and 10% less time on the monorepo's cold run, for 96 MiB of peak memory there instead of 77
+    (every 1,000,000: 190 MiB). Called only by processes the tool owns: the API leaves its caller's
+    collector alone."""
+    gc.set_threshold(300_000, 50, 100)
