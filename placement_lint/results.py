@@ -80,6 +80,20 @@ class Finding:
         self.noqa_row_of = noqa_row_of
         self.cell = cell  # in a notebook: the cell (1-based among all cells); rows and columns are in it
 
+    # A value, as the API promises (`placement_lint.Finding`): equal when it says the same of the same
+    # place. The noqa line is left out: it is worked out from the rest.
+    def _value(self) -> tuple[object, ...]:
+        return (self.display, self.violation, self.context, self.row, self.column, self.end_row, self.end_column, self.cell)
+
+    def __eq__(self, other: object) -> bool:
+        return self._value() == other._value() if isinstance(other, Finding) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._value())
+
+    def __repr__(self) -> str:
+        return f"Finding({self.display!r}, {self.code}, row={self.row}, column={self.column}, message={self.message!r})"
+
     @property
     def noqa_row(self) -> int:
         if isinstance(self.noqa_row_of, _NoqaRow):

@@ -35,6 +35,15 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def test_findings_are_values(project: Path) -> None:
+    """Two checks of the same tree give equal findings, which can be compared, hashed and printed."""
+    first, second = placement_lint.check(["."]), placement_lint.check(["."])
+    assert first and first == second and first is not second
+    assert len({*first, *second}) == len(first)
+    assert "DPL001" in repr(first[0]) and "train.py" in repr(first[0])
+    assert first[0] != placement_lint.check_source(ZERO3, "elsewhere/train.py")[0]
+
+
 def test_check_returns_the_findings_the_cli_prints(project: Path) -> None:
     findings = placement_lint.check(["."])
     assert all(isinstance(f, Finding) for f in findings)
