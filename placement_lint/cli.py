@@ -52,9 +52,10 @@ def console() -> None:
         if done.code is not None and (not isinstance(done.code, int) or done.code == 130):
             raise  # a message to print, or pool workers that may still be stopping
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except OSError:
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None:  # None when the stream was closed (`>&-`) or never open (pythonw)
+                    stream.flush()
+        except (OSError, ValueError):
             raise done from None
         os._exit(done.code or 0)
 

@@ -66,6 +66,13 @@ def test_the_command_leaves_its_whole_output_and_exit_code(tmp_path: Path, comma
     assert missing.returncode == 2 and "nowhere.py" in missing.stderr
 
 
+def test_the_command_runs_with_stdout_closed(repo: Path) -> None:
+    """A job runner may close stdout: the report goes to -o, and the run still exits with its own code."""
+    done = subprocess.run(f"'{SCRIPT}' check --no-cache --exit-zero -o report.txt . >&-", shell=True, cwd=repo, check=False)
+    assert done.returncode == 0
+    assert "train_z3.py:4:65: DPL001" in (repo / "report.txt").read_text()
+
+
 def test_findings_exit_1_with_frame_and_summary(repo: Path) -> None:
     result = cli("check", ".", cwd=repo)
     assert result.returncode == 1
