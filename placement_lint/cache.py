@@ -68,7 +68,7 @@ def _file_name(key: str) -> str:
 class Cache:
     def __init__(self, folder: Path, settings_key: str) -> None:
         self.path = folder / __version__ / f"{_file_name(settings_key)}.json"
-        self.settings_key = settings_key
+        self.key = settings_key  # stored in the file, which answers only for it
         self.entries: dict[str, list[Any]] = {}
         self.changed = False
         self.now = int(time.time())  # once a run: a warm run looks up thousands of entries
@@ -77,7 +77,7 @@ class Cache:
             if (
                 isinstance(data, dict)
                 and data.get("format") == _FORMAT
-                and data.get("settings") == settings_key
+                and data.get("settings") == self.key
                 and isinstance(data.get("files"), dict)
             ):
                 self.entries = data["files"]
@@ -138,7 +138,7 @@ class Cache:
         if not self.changed:
             return
         fresh = {p: e for p, e in self.entries.items() if _fresh(e, self.now)}
-        _write_json(self.path, {"format": _FORMAT, "settings": self.settings_key, "files": fresh})
+        _write_json(self.path, {"format": _FORMAT, "settings": self.key, "files": fresh})
 
 
 # -- the repository's launch context --------------------------------------------------------------
