@@ -45,6 +45,8 @@ OBJECT = _Object()
 
 WORLD_ENV = {"WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"}
 RANK_ENV = {"LOCAL_RANK", "RANK", "SLURM_PROCID", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}
+# The callees, as written, that read an environment variable: `os.environ.get("X")`, `os.getenv("X")`.
+ENV_READERS = ("environ.get", "getenv")
 # Flags whose name says "this run is distributed" (`ddp`, `is_distributed`, `args.use_ddp`).
 _DISTRIBUTED_FLAG = re.compile(r"^(is_|use_|using_)?(ddp|distributed|multi_gpu|multigpu)(_enabled|_training|_run)?$")
 
@@ -314,7 +316,7 @@ def _env_read(expr: ast.expr) -> str | None:
     if isinstance(expr, ast.Call) and expr.args:
         name = dotted(expr.func) or ""
         key = expr.args[0]
-        if (name.endswith("environ.get") or name.endswith("getenv")) and isinstance(key, ast.Constant):
+        if name.endswith(ENV_READERS) and isinstance(key, ast.Constant):
             return key.value if isinstance(key.value, str) else None
     return None
 

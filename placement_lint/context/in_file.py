@@ -8,7 +8,7 @@ import re
 import tokenize
 
 from placement_lint.analysis.dataflow import Resolver
-from placement_lint.analysis.guards import RANK_ENV, WORLD_ENV, is_env_read
+from placement_lint.analysis.guards import ENV_READERS, RANK_ENV, WORLD_ENV, is_env_read
 from placement_lint.analysis.names import ImportTable, dotted, keyword, last_segment
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import Evidence, Kind, Override
@@ -66,13 +66,12 @@ IN_FILE_EVIDENCE = _AnyOf(
 )
 
 
-# The last name of every callee `_call` looks at, and the callees `is_env_read` knows as written.
-_ENV_READERS = ("environ.get", "getenv")
+# The last name of every callee `_call` looks at (environment reads are known by ENV_READERS).
 _EVIDENCE_CALLEES = frozenset(
     {
         "HfDeepSpeedConfig", "initialize", "init_distributed", "Init", "DeepSpeedPlugin", "FullyShardedDataParallelPlugin",
         "FullyShardedDataParallel", "fully_shard", "FSDP", "Accelerator", "init_process_group", "DistributedDataParallel",
-        "DDP", "spawn", "notebook_launcher", "PartialState", "get", "getenv",
+        "DDP", "spawn", "notebook_launcher", "PartialState",
     }
 )  # fmt: skip
 _PRAGMA = re.compile(r"#\s*placement-lint:\s*context\s*=\s*([A-Za-z0-9_-]+)")
@@ -165,7 +164,7 @@ class InFileEvidence:
             relevant = (
                 last_segment(qualified) in _EVIDENCE_CALLEES
                 or is_training_arguments(qualified)
-                or written.endswith(_ENV_READERS)  # is_env_read looks at the callee as written
+                or written.endswith(ENV_READERS)  # is_env_read looks at the callee as written
             )
             self._callees[written] = qualified if relevant else None
         return self._callees[written]
