@@ -60,6 +60,8 @@ class DecodedOnRead(MutableMapping[Path, _Value]):
     def __getitem__(self, path: Path) -> _Value:
         key = str(path)
         if key not in self._decoded:
+            if self._names is not None and key not in self._names:
+                raise KeyError(path)  # as a dict would, without parsing the section to find out
             encoded = self._encoded.section(self._section)
             self._decoded[key] = self._decode(encoded[key])  # KeyError when absent, as a dict
         return self._decoded[key]
@@ -101,38 +103,27 @@ class RepoContext:
     """What a repository's launchers say of its files (a plain class: creating a dataclass costs
     every run about 1 ms)."""
 
-    def __init__(
-        self,
-        root: Path,
-        by_file: MutableMapping[Path, tuple[Evidence, ...]] | None = None,
-        used: MutableMapping[Path, frozenset[str]] | None = None,
-        warnings: list[str] | None = None,
-        candidates: Sequence[Path] | None = None,
-        inputs: Sequence[Path] | None = None,
-        import_only: Collection[Path] | None = None,
-        consumers: MutableMapping[Path, dict[str, tuple[Consumer, ...]]] | None = None,
-        digests: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, root: Path, warnings: list[str] | None = None) -> None:
         self.root = root
         # Mappings, not only dicts: a context loaded from the cache decodes an entry when it is read.
-        self.by_file: MutableMapping[Path, tuple[Evidence, ...]] = by_file if by_file is not None else {}
+        self.by_file: MutableMapping[Path, tuple[Evidence, ...]] = {}
         # What of each file runs under its evidence: "__main__" (launched: its module-level code) and the
         # names importers use of it ("*": all of it).
-        self.used: MutableMapping[Path, frozenset[str]] = used if used is not None else {}
+        self.used: MutableMapping[Path, frozenset[str]] = {}
         self.warnings: list[str] = warnings if warnings is not None else []
         # What the context was built from, so a cache can tell when it is stale: the launcher candidates
         # the walk found, and every file read (launchers, configs, Python modules whose imports it followed).
         # (Sequences, not only lists: a context loaded from the cache makes Paths of them when read.)
-        self.candidates: Sequence[Path] = candidates if candidates is not None else []
-        self.inputs: Sequence[Path] = inputs if inputs is not None else []
+        self.candidates: Sequence[Path] = []
+        self.inputs: Sequence[Path] = []
         # Launched scripts read only for their import lines: a change elsewhere in them changes nothing here.
-        self.import_only: Collection[Path] = import_only if import_only is not None else set()
+        self.import_only: Collection[Path] = set()
         # Per imported module, per top-level function: where its importers send what their calls of it
         # return (`model = load_model(...)` then `SFTTrainer(model=model)` in train.py), located in them.
-        self.consumers: MutableMapping[Path, dict[str, tuple[Consumer, ...]]] = consumers if consumers is not None else {}
+        self.consumers: MutableMapping[Path, dict[str, tuple[Consumer, ...]]] = {}
         # Per file (resolved path, as a string): a digest of what the launches say of it, which the
         # result cache keys the file's findings on. Filled on demand, or from the cache.
-        self.digests: dict[str, str] = digests if digests is not None else {}
+        self.digests: dict[str, str] = {}
 
     def launched(self, path: Path) -> Launched | None:
         evidence = self.by_file.get(path)
