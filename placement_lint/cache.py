@@ -89,7 +89,8 @@ class Cache:
         return json.dumps(parts, sort_keys=True, default=str)
 
     def knows(self, path: str | Path) -> bool:
-        return str(path) in self.entries
+        """An entry that could answer once the file's bytes are hashed (a damaged or stale one cannot)."""
+        return _fresh(self.entries.get(str(path)), self.now)
 
     def lookup(
         self, path: str | Path, status: os.stat_result, launch_key: str, digest: str | None = None
