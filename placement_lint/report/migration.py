@@ -103,7 +103,7 @@ def _hint(finding: Finding, options: RunOptions) -> str:
     fix = finding.violation.fix
     if fix is None:
         return f"no automatic fix: edit by hand (placement-lint rule {finding.code})"
-    if fix.applicability is Applicability.UNSAFE and not options.unsafe_fixes:
+    if not fix.safe and not options.unsafe_fixes:
         return "unsafe fix available: review it with --diff --unsafe-fixes, apply with --fix --unsafe-fixes"
     return "fix not applied: see the warnings above"
 
