@@ -156,6 +156,117 @@ def make_monorepo(scripts: int) -> Path:
     return target
 
 
+# -- a monorepo whose launches are written in docs, CI files and notebooks, through a package -----------
+
+_PACKAGE_LOADER = '''"""Model loading for project {project}."""
+import torch
+from transformers import AutoModelForCausalLM
+
+
+def load_model(name):
+    return AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.bfloat16, device_map={dm})
+'''
+_PACKAGE_SCRIPT = '''"""Project {project}, entry point {number}."""
+from transformers import HfArgumentParser, Trainer, TrainingArguments
+
+from p{project:04d}.modeling import load_model
+from p{project:04d}.data import read_jsonl
+
+
+def main():
+    (training_args,) = HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()
+    model = load_model("org/model-{number}")
+    Trainer(model=model, args=training_args, train_dataset=read_jsonl("data/{number}.jsonl")).train()
+
+
+if __name__ == "__main__":
+    main()
+'''
+_README = """# Project {project}
+
+Install, then train on every GPU of the node:
+
+```console
+$ pip install -e .
+$ accelerate launch --config_file configs/{config} -m p{project:04d}.train_{first} --output_dir out
+```
+
+Or with the variables our cluster scripts use:
+
+```bash
+NPROC=8
+torchrun --nproc_per_node $NPROC -m p{project:04d}.train_{second} \\
+    --output_dir out
+```
+
+A quick single-GPU smoke test:
+
+```text
+python -m p{project:04d}.train_{third} --max_steps 2
+```
+"""
+_RST = """Usage
+=====
+
+.. code-block:: bash
+
+   deepspeed --num_gpus 8 -m p{project:04d}.train_{number} --deepspeed configs/ds_z2.json
+
+Evaluation runs in one process::
+
+   python -m p{project:04d}.evaluate --checkpoint out
+"""
+_WORKFLOW = """name: nightly
+on: [workflow_dispatch]
+jobs:
+  train:
+    runs-on: [self-hosted, gpu]
+    steps:
+      - uses: actions/checkout@v4
+      - run: accelerate launch --config_file configs/{config} -m p{project:04d}.train_{number}
+"""
+_NOTEBOOK = '''{{"cells": [{{"cell_type": "code", "metadata": {{}}, "outputs": [], "execution_count": null,
+ "source": ["!accelerate launch --config_file configs/{config} -m p{project:04d}.train_{number}\\n"]}}],
+ "metadata": {{}}, "nbformat": 4, "nbformat_minor": 5}}
+'''
+
+
+def make_docs_monorepo(files: int) -> Path:
+    """About `files` files: per project a package of entry points that import one loader module, and
+    their launches written only in Markdown, reStructuredText, a CI workflow and a notebook."""
+    target = WORK / f"docs-monorepo-{files}"
+    if target.is_dir():
+        return target
+    rng = random.Random(1)
+    (target / ".git").mkdir(parents=True)
+    per_project = 40  # files per project, docs included
+    scripts = per_project - 12
+    for project in range(max(1, files // per_project)):
+        folder = target / "projects" / f"p{project:04d}"
+        package = folder / f"p{project:04d}"
+        for sub in ("configs", "docs", ".github/workflows", "notebooks", package.name):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+        for name, text in _CONFIGS.items():
+            (folder / "configs" / name).write_text(text)
+        (folder / "configs" / "ds_z2.json").write_text('{"zero_optimization": {"stage": 2}}\n')
+        (package / "__init__.py").write_text("")
+        (package / "modeling.py").write_text(_PACKAGE_LOADER.format(project=project, dm=rng.choice(_MAPS)))
+        (package / "data.py").write_text(_PLAIN.format(project=project))
+        (package / "evaluate.py").write_text(_PLAIN.format(project=project))
+        for number in range(scripts):
+            (package / f"train_{number}.py").write_text(_PACKAGE_SCRIPT.format(project=project, number=number))
+        numbers = rng.sample(range(scripts), 6)
+        config = rng.choice(list(_CONFIGS))
+        (folder / "README.md").write_text(
+            _README.format(project=project, config=config, first=numbers[0], second=numbers[1], third=numbers[2])
+        )
+        (folder / "docs" / "usage.rst").write_text(_RST.format(project=project, number=numbers[3]))
+        (folder / ".github" / "workflows" / "nightly.yml").write_text(_WORKFLOW.format(project=project, config=config, number=numbers[4]))
+        (folder / "notebooks" / "train.ipynb").write_text(_NOTEBOOK.format(project=project, config=config, number=numbers[5]))
+        (folder / "pyproject.toml").write_text(f'[project]\nname = "p{project:04d}"\nversion = "0.1"\n')
+    return target
+
+
 # -- runs ----------------------------------------------------------------------------------------
 
 
@@ -198,12 +309,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--scripts", type=int, default=10_000)
+    parser.add_argument("--docs-files", type=int, default=10_000, help="files in the monorepo whose launches are in docs")
     args = parser.parse_args()
     compile_bytecode()
     placement = [str(BIN / "placement-lint"), "check", "--quiet", "--exit-zero"]
     rows = []
     corpora = {name: fetch_corpus(name, version) for name, version in WHEELS.items()}
     monorepo = make_monorepo(args.scripts)
+    docs_monorepo = make_docs_monorepo(args.docs_files)
     for name, path in corpora.items():
         rows.append(compare(f"{name} {WHEELS[name]}, cold", path, [*placement, "--no-cache"], args.runs))
     trl = corpora["trl"]
@@ -212,6 +325,9 @@ def main() -> None:
     subprocess.run([*placement, "--cache-dir", str(cache), "."], cwd=trl, stdout=subprocess.DEVNULL, check=False)
     rows.append(compare(f"trl {WHEELS['trl']}, warm cache", trl, [*placement, "--cache-dir", str(cache)], args.runs))
     rows.append(compare(f"monorepo of {args.scripts} scripts, cold", monorepo, [*placement, "--no-cache"], args.runs))
+    rows.append(
+        compare(f"monorepo of {args.docs_files} files, launches in docs, cold", docs_monorepo, [*placement, "--no-cache"], args.runs)
+    )
     mono_cache = WORK / "cache-monorepo"
     shutil.rmtree(mono_cache, ignore_errors=True)
     subprocess.run([*placement, "--cache-dir", str(mono_cache), "."], cwd=monorepo, stdout=subprocess.DEVNULL, check=False)
