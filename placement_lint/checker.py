@@ -23,6 +23,7 @@ from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, python_b
 from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
+from placement_lint.scan import Present, TokenScanner
 from placement_lint.settings import Settings
 from placement_lint.source import (
     SourceError,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diff
     from placement_lint.fixes.apply import AppliedFix, Fixable
 
 _POSSIBLE = Setup(Mode.POSSIBLE)
+_IN_FILE_LITERALS = IN_FILE_EVIDENCE.literals()
 # Script arguments that library dataclasses read (TRL's ModelConfig), which no file of the repository declares.
 _LIBRARY_FIELDS = frozenset({"load_in_4bit", "load_in_8bit"})
 _LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
@@ -71,6 +73,7 @@ class FileChecker:
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
         self.anchors = tuple({token for rule in self.rules for token in rule.anchor_tokens()})
+        self._scanner: TokenScanner | None = None  # built on first use, in the process that uses it
         # The rules the pre-check asks: with --ignore-noqa, DPL100 has no comments to judge.
         self._prechecked = [rule for rule in self.rules if not (rule.checks_suppressions and options.ignore_noqa)]
         self._per_file_ignores = [(gitignore_spec([pattern]), codes) for pattern, codes in settings.per_file_ignores]
@@ -81,6 +84,19 @@ class FileChecker:
     def display(self, path: Path) -> str:
         return display_path(path, self.cwd)
 
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_scanner": None}  # the compiled automaton does not pickle; each worker builds its own
+
+    @property
+    def scanner(self) -> TokenScanner:
+        """One pass over a file answers every token question the pre-check asks (placement_lint/scan.py)."""
+        if self._scanner is None:
+            tokens = [*self.anchors, *_IN_FILE_LITERALS]
+            for rule in self._prechecked:
+                tokens += [*rule.triggers, *rule.pre_check_tokens]
+            self._scanner = TokenScanner(sorted(set(tokens)))
+        return self._scanner
+
     def worth_parsing(self, raw: bytes, path: Path) -> bool:
         """The text pre-check: could any enabled rule fire in this file?"""
         if is_notebook(path):
@@ -88,8 +104,11 @@ class FileChecker:
                 raw = python_bytes(path, raw)  # the code cells, not the JSON (which escapes quotes)
             except SourceError:
                 return True  # check() names the problem
-        if not any(anchor in raw for anchor in self.anchors):
+        scanner = self.scanner
+        found = scanner.found(raw)
+        if not any(scanner.holds(raw, found, anchor) for anchor in self.anchors):
             return False
+        raw = Present(raw, found, scanner)  # the checks below ask the scan, not the bytes again
         # Which rules could fire depends on the context, so the context is decided first: it is
         # rare, and the rules' token checks are then run only in the form that can matter.
         rules = self._prechecked

@@ -7,7 +7,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "placement_lint"
 LAYERS = [
-    {"__init__", "distributed", "edits", "source", "notebook", "process"},
+    {"__init__", "distributed", "edits", "source", "notebook", "process", "scan"},
     {"settings"},
     {"discover"},
     {"analysis"},

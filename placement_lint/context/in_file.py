@@ -27,6 +27,9 @@ class _AnyOf:
     def __init__(self, *patterns: tuple[bytes, bytes]) -> None:
         self.patterns = [(literal, re.compile(pattern)) for literal, pattern in patterns]
 
+    def literals(self) -> list[bytes]:
+        return [literal for literal, _ in self.patterns]
+
     def search(self, data: bytes) -> re.Match[bytes] | None:
         absent: set[bytes] = set()
         for literal, pattern in self.patterns:

@@ -305,6 +305,9 @@ class Rule:
     # Tokens of which a file must hold one before any of the checks above can pass (default: the
     # triggers). The engine looks for the union of all rules' anchors once, and skips most files there.
     anchors: ClassVar[tuple[bytes, ...] | None] = None
+    # Every other byte string the `could_fire*` methods look for: the pre-check's one pass finds them
+    # all (one it does not know is searched for alone: right, but slower; a test lists them).
+    pre_check_tokens: ClassVar[tuple[bytes, ...]] = ()
     # Judges the file's noqa comments: runs after every other rule, on their unsuppressed findings.
     checks_suppressions: ClassVar[bool] = False
     # Fixit-style examples: each source must (invalid) or must not (valid) produce this rule's code.

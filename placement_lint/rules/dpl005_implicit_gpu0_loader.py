@@ -40,6 +40,7 @@ class ImplicitGpu0Loader(Rule):
     )
 
     anchors = (b"from_pretrained",)
+    pre_check_tokens = (b"from_pretrained",)
 
     @classmethod
     def could_fire(cls, raw: bytes) -> bool:

@@ -40,6 +40,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
     fix_availability = FixAvailability.SOMETIMES
     triggers = (b".to(", b".cuda(")
     anchors = (b"from_pretrained",)
+    pre_check_tokens = (b"from_pretrained", *_PLACERS, b"return", b"trainer", b"load_in_", b"quantization_config", b"_full_eval")
     context_free = True  # casting a bitsandbytes model fails in any setup
     valid = (
         # Single process: the Trainer moves it again, harmlessly.

@@ -17,6 +17,7 @@ class Zero3ConfigAfterModelLoad(Rule):
     summary = "Under DeepSpeed ZeRO-3, a model loaded before the config that makes ZeRO-3 visible to transformers"
     triggers = (b"from_pretrained",)
     anchors = (b"from_pretrained", b"from_config")
+    pre_check_tokens = (b"from_pretrained", b"from_config", *_ZERO3_CONFIG_TOKENS)
 
     @classmethod
     def could_fire(cls, raw: bytes) -> bool:

@@ -29,6 +29,7 @@ class DeviceMapWithTensorParallel(Rule):
     triggers = (b"tp_plan", b"tp_size", b"distributed_config")
     context_free = True  # transformers raises whatever the launch
     anchors = (b"device_map",)
+    pre_check_tokens = (b"device_map", *(name for name, _ in _ARGUMENTS))
 
     @classmethod
     def could_fire(cls, raw: bytes) -> bool:

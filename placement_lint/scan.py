@@ -1,0 +1,85 @@
+"""The text pre-check's single pass: which of a fixed set of byte strings a file holds.
+
+The pre-check asks a file's bytes about some forty strings (loader names, rule triggers, the literals
+of in-file evidence). Asked one by one with `bytes in`, that is forty passes over every file; a
+compiled Aho-Corasick automaton (ahocorasick-rs, leftmost-first) answers them all in one pass. Without
+the wheel, every question is a `bytes in` search again: the same answers, only slower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+try:  # a compiled wheel for Linux, macOS and Windows; optional, so a platform without one still works
+    import ahocorasick_rs as _ahocorasick
+except ImportError:  # pragma: no cover - exercised by the fallback test, which hides the module
+    _ahocorasick = None
+
+
+# Words that fill every Python file: the automaton would report each of their thousands of occurrences
+# (46,000 `return`s in transformers) to answer a question asked of a handful of files. Those few ask
+# the bytes instead.
+TOO_COMMON = frozenset({b"return", b".to("})
+
+
+def _can_hide(reported: bytes, token: bytes) -> bool:
+    """Can a reported match of `reported` hide an occurrence of `token`? A leftmost-first scan reports,
+    at each position, the first pattern that matches there and then resumes after it; an occurrence it
+    does not report starts inside a reported match (one starting after it would have been reported at
+    its own start instead). So `token` starts at some offset of `reported`: it lies within, or it
+    begins with the rest of it."""
+    return reported != token and any(
+        reported.startswith(token, offset) or token.startswith(reported[offset:]) for offset in range(len(reported))
+    )
+
+
+class TokenScanner:
+    """Built once per run from every string the pre-check may ask about."""
+
+    def __init__(self, tokens: Iterable[bytes], compiled: bool = True) -> None:
+        self.tokens = tuple(dict.fromkeys(token for token in tokens if token and token not in TOO_COMMON))
+        self._automaton = None
+        if compiled and _ahocorasick is not None and self.tokens:
+            self._automaton = _ahocorasick.BytesAhoCorasick(list(self.tokens), matchkind=_ahocorasick.MatchKind.LeftmostFirst)
+        # A leftmost-first scan reports matches that do not overlap: a token it did not report can still
+        # be in the file where it overlaps a reported one. Only then is the file searched for it again.
+        self._hidden_by = {token: frozenset(other for other in self.tokens if _can_hide(other, token)) for token in self.tokens}
+
+    @property
+    def compiled(self) -> bool:
+        return self._automaton is not None
+
+    def found(self, raw: bytes) -> frozenset[bytes] | None:
+        """The scan's tokens in `raw` (None without the compiled automaton: nothing is known yet)."""
+        if self._automaton is None:
+            return None
+        tokens = self.tokens
+        return frozenset(tokens[index] for index, _, _ in self._automaton.find_matches_as_indexes(raw))
+
+    def holds(self, raw: bytes, found: frozenset[bytes] | None, token: bytes) -> bool:
+        """`token in raw`, from `found` (what `self.found(raw)` gave) where that settles it."""
+        search = bytes.__contains__  # the bytes' own search, for a Present too
+        if found is None:
+            return search(raw, token)
+        if token in found:
+            return True
+        hidden_by = self._hidden_by.get(token)
+        if hidden_by is None:  # not a token of the scan: ask the bytes
+            return search(raw, token)
+        return not hidden_by.isdisjoint(found) and search(raw, token)
+
+
+class Present(bytes):
+    """A file's bytes whose `token in present` is answered from the scan where it can be: the rules'
+    token checks and the in-file evidence read it as the bytes they always read (regexes included)."""
+
+    def __new__(cls, raw: bytes, found: frozenset[bytes] | None, scanner: TokenScanner) -> Present:
+        present = super().__new__(cls, raw)
+        present._found = found
+        present._scanner = scanner
+        return present
+
+    def __contains__(self, token: object) -> bool:
+        if not isinstance(token, bytes):
+            return super().__contains__(token)  # type: ignore[operator]
+        return self._scanner.holds(self, self._found, token)

@@ -1,0 +1,105 @@
+"""The pre-check's one pass (placement_lint/scan.py) gives the answers `bytes in` gives, with the
+compiled automaton and without it, and knows every token the pre-check asks about."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placement_lint.checker import FileChecker
+from placement_lint.results import RunOptions
+from placement_lint.scan import TOO_COMMON, Present, TokenScanner, _can_hide
+from placement_lint.settings import Settings
+
+from helpers import CODES
+
+ROOT = Path(__file__).parent.parent
+# Every fixture and example, and a real tree of library code (libcst's own source, installed beside us).
+FILES = sorted(
+    path
+    for folder in (ROOT / "tests" / "fixtures", ROOT / "examples", Path(importlib.util.find_spec("libcst").origin).parent)
+    for path in folder.rglob("*")
+    if path.suffix in (".py", ".ipynb")
+)
+COMPILED = TokenScanner([b"x"]).compiled
+
+def _text(min_size: int, max_size: int, alphabet: str) -> st.SearchStrategy[bytes]:
+    return st.text(alphabet, min_size=min_size, max_size=max_size).map(str.encode)
+
+
+_tokens = st.lists(_text(1, 4, "ab("), min_size=1, max_size=8, unique=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tokens=_tokens, raw=_text(0, 40, "ab(c"), asked=_text(1, 4, "ab("))
+def test_every_answer_is_the_bytes_answer(tokens: list[bytes], raw: bytes, asked: bytes) -> None:
+    """Overlapping tokens included: a leftmost-first scan hides `ab` inside a reported `(ab`."""
+    for compiled in (True, False):
+        scanner = TokenScanner(tokens, compiled=compiled)
+        present = Present(raw, scanner.found(raw), scanner)
+        for token in [*tokens, asked]:
+            assert (token in present) == (token in raw), (compiled, tokens, raw, token)
+        assert present == raw and present.find(b"a") == raw.find(b"a")
+
+
+def test_which_matches_can_hide_a_token() -> None:
+    assert _can_hide(b"deepspeed.initialize", b"deepspeed"), "both start at the same position"
+    assert _can_hide(b"deepspeed", b"speed"), "within"
+    assert _can_hide(b"fsdp_config", b"config="), "starts inside, ends after"
+    assert not _can_hide(b"speed", b"xspeed"), "a token starting before the match would have been reported first"
+    assert not _can_hide(b"fsdp", b"device_map")
+
+
+@pytest.mark.skipif(not COMPILED, reason="ahocorasick-rs is not installed here")
+def test_the_compiled_scan_hides_an_overlapped_token_and_the_answer_stays_exact() -> None:
+    scanner = TokenScanner([b"deepspeed.initialize", b"deepspeed"])
+    raw = b"deepspeed.initialize(model)"
+    found = scanner.found(raw)
+    assert found == {b"deepspeed.initialize"}, "leftmost-first reports the first pattern at a position"
+    assert b"deepspeed" in Present(raw, found, scanner)
+
+
+class _Recording(Present):
+    asked: set[bytes] = set()
+
+    def __contains__(self, token: object) -> bool:
+        _Recording.asked.add(token)  # type: ignore[arg-type]
+        return super().__contains__(token)
+
+
+def _checker(tmp_path: Path, compiled: bool = True) -> FileChecker:
+    checker = FileChecker(Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    checker._scanner = TokenScanner(checker.scanner.tokens, compiled=compiled)
+    return checker
+
+
+def test_the_scan_knows_every_token_the_pre_check_asks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token the pre-check asks that the scan does not know costs a pass of its own: list it in the
+    rule's `pre_check_tokens` (or the in-file evidence literals)."""
+    monkeypatch.setattr("placement_lint.checker.Present", _Recording)
+    checker = _checker(tmp_path)
+    checker.options = RunOptions(context="ddp")  # every rule's context check runs too
+    for path in FILES:
+        checker.worth_parsing(path.read_bytes(), path)
+    assert _Recording.asked, "the pre-check asked the scan"
+    assert _Recording.asked - set(checker.scanner.tokens) - TOO_COMMON == set()
+
+
+def test_the_fallback_and_the_compiled_scan_pass_the_same_files(tmp_path: Path) -> None:
+    compiled, fallback = _checker(tmp_path), _checker(tmp_path, compiled=False)
+    assert not fallback.scanner.compiled
+    passed = [path for path in FILES if compiled.worth_parsing(path.read_bytes(), path)]
+    assert passed == [path for path in FILES if fallback.worth_parsing(path.read_bytes(), path)]
+    assert len(passed) > 50, "the fixtures pass the pre-check"
+
+
+def test_a_checker_pickles_without_its_automaton(tmp_path: Path) -> None:
+    import pickle
+
+    checker = _checker(tmp_path)
+    copy = pickle.loads(pickle.dumps(checker))
+    assert copy._scanner is None and copy.scanner.tokens == checker.scanner.tokens
