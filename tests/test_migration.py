@@ -264,6 +264,7 @@ def test_a_pool_whose_workers_spawn_gives_the_same_findings(tmp_path: Path, thre
         "    multiprocessing.set_start_method('spawn')\n"
         "    import placement_lint.engine as engine\n"
         f"    engine.{threshold} = 0\n"
+        "    engine._CAN_FORK = False\n"
         "    from placement_lint.cli import main\n"
         "    main(sys.argv[1:])\n"
     )
@@ -275,6 +276,29 @@ def test_a_pool_whose_workers_spawn_gives_the_same_findings(tmp_path: Path, thre
         "train1.py",
         "train2.py",
     ]
+
+
+def test_a_forked_worker_that_dies_has_its_share_checked_by_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from placement_lint import engine
+
+    if not engine._CAN_FORK:
+        pytest.skip("this platform's workers do not fork")
+    for i in range(4):
+        (tmp_path / f"train{i}.py").write_text(ZERO3)
+    parent = os.getpid()
+    real = engine._screen_batch
+
+    def dies_in_the_child(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
+        if os.getpid() != parent:
+            os._exit(3)
+        return real(batch)
+
+    monkeypatch.setattr(engine, "_screen_batch", dies_in_the_child)
+    monkeypatch.setattr(engine, "SCREEN_POOL_BYTES", 0)
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(jobs=2), tmp_path)
+    assert sorted(f.display for f in result.findings) == [f"train{i}.py" for i in range(4)]
 
 
 def _slow_batch(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
