@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placement_lint import __version__
-from placement_lint.context.launches import DecodedOnRead, Encoded, PathList, RepoContext, import_lines_digest
+from placement_lint.context.launches import DecodedOnRead, Encoded, PathList, RepoContext, decode_json, import_lines_digest
 
 if TYPE_CHECKING:
     from placement_lint.analysis.consumers import Consumer
@@ -73,7 +73,7 @@ class Cache:
         self.changed = False
         self.now = int(time.time())  # once a run: a warm run looks up thousands of entries
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = decode_json(self.path.read_bytes())
             if (
                 isinstance(data, dict)
                 and data.get("format") == _FORMAT
@@ -168,7 +168,7 @@ def load_repo_context(
         # Line 1: what tells whether the context is current, and each launched file's digest. Line 2:
         # what the launches say of each file, parsed only when a file has to be checked again.
         index, _, details = _repo_file(folder, root, cwd).read_bytes().partition(b"\n")
-        data = json.loads(index)
+        data = decode_json(index)
         if data.get("format") != _FORMAT or data["key"] != _repo_key(root, cwd) or data["details"] != _checksum(details):
             return None  # another version's, or cut short (the cache is not written durably)
         if candidates is not None and sorted(candidates) != data["candidates"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 from pathlib import Path
@@ -341,3 +342,17 @@ def test_a_run_the_cache_answers_for_clean_files_decodes_no_finding_or_evidence(
     (repo / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")  # another tool's settings: not parsed
     assert "placement_lint.context.evidence" in _imported_by_a_check(repo, ["."], data, exit_code=0)
     assert _imported_by_a_check(repo, ["."], data, exit_code=0) == []
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_the_cache_json_decodes_alike_with_and_without_orjson(monkeypatch: pytest.MonkeyPatch, fast: bool) -> None:
+    from placement_lint.context import launches
+
+    if not fast:
+        monkeypatch.setattr(launches, "_fast_decode", None)
+    text = json.dumps({"files": {"caf\udcff.py": [1, 2, "h", None]}, "x": [1.5, True, None]}).encode()
+    assert launches.decode_json(text) == json.loads(text), "a lone surrogate from a non-UTF-8 path name"
+    plain = b'{"a": [1, "b"]}'
+    assert launches.decode_json(plain) == {"a": [1, "b"]}
+    with pytest.raises(ValueError):
+        launches.decode_json(b'{"a": ')
