@@ -489,6 +489,18 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
 
 
 @main.command()
+@click.option("--stdio", is_flag=True, help="Talk over stdin and stdout (the default, and the only transport).")
+def server(stdio: bool) -> None:
+    """Run the Language Server for editors (needs the `lsp` extra: pip install 'placement-lint[lsp]')."""
+    try:
+        from placement_lint.server import serve  # pygls: only this command pays for it
+    except ImportError as exc:
+        _error(f"placement-lint server needs the lsp extra (pip install 'placement-lint[lsp]'): {exc}")
+        sys.exit(EXIT_ERROR)
+    serve()
+
+
+@main.command()
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
