@@ -13,6 +13,7 @@ Needs the `lsp` extra (pygls); the command line imports this module only for `se
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import warnings
@@ -38,6 +39,7 @@ from placement_lint.settings import ConfigError, settings_for
 from placement_lint.source import SourceFile, line_starts_of
 
 SOURCE = "placement-lint"
+CHANGE_DELAY = 0.25  # seconds without a change before a changed document is checked
 PYTHON_SUFFIXES = (".py", ".pyi")
 # What can change a file's launch context or settings besides the file itself: launchers (as
 # `context.launcher_names` knows them), the JSON and YAML configs they name, pyproject.toml, and the
@@ -308,8 +310,13 @@ def create_server() -> PlacementLintServer:
         ls.check_document(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: PlacementLintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.check_document(params.text_document.uri)
+    async def did_change(ls: PlacementLintServer, params: types.DidChangeTextDocumentParams) -> None:
+        # A check reads the repository's launch context (a few hundred ms on a big repository):
+        # while the user types, only the text they pause on is checked.
+        uri, version = params.text_document.uri, params.text_document.version
+        await asyncio.sleep(CHANGE_DELAY)
+        if ls.workspace.get_text_document(uri).version == version:
+            ls.check_document(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: PlacementLintServer, params: types.DidSaveTextDocumentParams) -> None:

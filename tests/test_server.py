@@ -184,3 +184,20 @@ async def test_a_changed_launch_script_rechecks_the_open_files(client: LanguageC
     client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=launcher.as_uri())))
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert list(client.diagnostics[train.as_uri()]) == []
+
+
+@pytest.mark.asyncio
+async def test_while_the_user_types_only_the_text_they_pause_on_is_checked(client: LanguageClient, imported: Path) -> None:
+    module = imported / "model_utils.py"
+    text = module.read_text(encoding="utf-8")
+    assert len(await _open(client, module)) == 1
+    for version, typed in ((2, text.replace('model.to("cuda")', "pass")), (3, text)):
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=module.as_uri(), version=version),
+                [types.TextDocumentContentChangeWholeDocument(text=typed)],
+            )
+        )
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    # The first diagnostics after the burst are those of version 3, not of the clean version 2.
+    assert [d.code for d in client.diagnostics[module.as_uri()]] == ["DPL006"]
