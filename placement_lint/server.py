@@ -17,6 +17,7 @@ import asyncio
 import logging
 import os
 import warnings
+from bisect import bisect_right
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -125,8 +126,6 @@ class Positions:
         self.count_units = document.position_codec.client_num_units
 
     def at_offset(self, offset: int) -> types.Position:
-        from bisect import bisect_right
-
         row = max(bisect_right(self.starts, offset), 1) - 1
         return types.Position(row, self.count_units(self.text[self.starts[row] : offset]))
 
@@ -182,9 +181,10 @@ class PlacementLintServer(LanguageServer):
             try:
                 findings = check_source(text, path)
             except CheckError as exc:
+                # Mostly text that does not parse yet, while the user types: a log line, not a popup.
                 for message in exc.errors:
-                    self.window_log_message(types.LogMessageParams(types.MessageType.Error, message))
-                findings = [f for f in exc.findings]
+                    self.window_log_message(types.LogMessageParams(types.MessageType.Log, message))
+                findings = list(exc.findings)
             except Exception as exc:  # a bug in a rule must not take the server down
                 logging.getLogger(__name__).exception("checking %s failed", path)
                 self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"{path}: {exc!r}"))
@@ -230,7 +230,6 @@ def _diagnostic(finding: Finding, positions: Positions, url_base: str | None) ->
         source=SOURCE,
         related_information=related or None,
         tags=[types.DiagnosticTag.Unnecessary] if finding.code == "DPL100" else None,
-        data={"fixable": finding.violation.fix is not None},
     )
 
 

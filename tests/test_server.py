@@ -201,3 +201,14 @@ async def test_while_the_user_types_only_the_text_they_pause_on_is_checked(clien
     await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     # The first diagnostics after the burst are those of version 3, not of the clean version 2.
     assert [d.code for d in client.diagnostics[module.as_uri()]] == ["DPL006"]
+
+
+@pytest.mark.asyncio
+async def test_text_that_does_not_parse_gets_no_diagnostics_and_the_server_carries_on(
+    client: LanguageClient, launched: Path
+) -> None:
+    train = launched / "train.py"
+    text = train.read_text(encoding="utf-8")
+    train.write_text(text.replace("def main():", "def main(:"), encoding="utf-8")  # half-typed
+    assert await _open(client, train) == []
+    assert [d.code for d in await _change(client, train, text, 2)] == ["DPL001"]
