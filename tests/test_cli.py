@@ -239,6 +239,7 @@ def test_rule_url_base_setting_points_json_and_sarif_at_it(repo: Path, base: str
     sarif = json.loads(cli("check", "--output-format", "sarif", "train_z3.py", cwd=repo).stdout)
     [rule] = [r for r in sarif["runs"][0]["tool"]["driver"]["rules"] if r["id"] == "DPL001"]
     assert rule["helpUri"] == url
+    assert json.loads(cli("rule", "DPL001", "--output-format", "json", cwd=repo).stdout)["url"] == url
 
 
 def test_unparseable_and_undecodable_files_are_named_and_the_rest_is_checked(repo: Path) -> None:
