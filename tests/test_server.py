@@ -212,3 +212,21 @@ async def test_text_that_does_not_parse_gets_no_diagnostics_and_the_server_carri
     train.write_text(text.replace("def main():", "def main(:"), encoding="utf-8")  # half-typed
     assert await _open(client, train) == []
     assert [d.code for d in await _change(client, train, text, 2)] == ["DPL001"]
+
+
+def test_related_locations_name_in_file_evidence_as_the_config(tmp_path: Path) -> None:
+    from placement_lint.api import check_source
+    from placement_lint.server import related_locations
+
+    (tmp_path / ".git").mkdir()
+    script = tmp_path / "train_z3.py"
+    text = (
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n\n"
+        'args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})\n'
+        'model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")\n'
+        "Trainer(model=model, args=args).train()\n"
+    )
+    [finding] = check_source(text, script)
+    [config] = related_locations(finding, tmp_path)
+    assert (config.role, config.path, config.row) == ("config", script, 3)
+    assert "TrainingArguments(deepspeed=" in config.message
