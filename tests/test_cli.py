@@ -242,6 +242,20 @@ def test_rule_url_base_setting_points_json_and_sarif_at_it(repo: Path, base: str
     assert json.loads(cli("rule", "DPL001", "--output-format", "json", cwd=repo).stdout)["url"] == url
 
 
+@pytest.mark.parametrize("output_format", ["full", "json", "sarif"])
+def test_check_never_imports_the_editor_server(repo: Path, output_format: str) -> None:
+    """The Language Server (and pygls under it) costs `check` nothing, with findings or without."""
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith(('placement_lint.server', 'pygls', 'lsprotocol'))), file=sys.stderr))\n"
+        "from placement_lint.cli import main\n"
+        f"main(['check', '--no-cache', '--output-format', {output_format!r}, '.'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stderr  # train_z3.py's finding was reported
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
 def test_unparseable_and_undecodable_files_are_named_and_the_rest_is_checked(repo: Path) -> None:
     (repo / "broken.py").write_text("device_map = 'auto'\ndeepspeed = (\n")
     (repo / "latin.py").write_bytes(b"x = '\xe9'  # device_map\ndist.init_process_group()\n")
