@@ -23,6 +23,18 @@ def page(code: str) -> str | None:
     return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
-def page_url(code: str) -> str:
-    """A link to the rule's page in this installation (there is no hosted documentation site)."""
-    return (catalogue_dir() / f"{code.upper()}.md").as_uri()
+# The project's home, as pyproject.toml declares it ([project.urls]): the findings link the rule
+# pages there, a page a browser or GitHub's code scanning can open on any machine, not a file in
+# someone's site-packages.
+REPOSITORY_URL = "https://github.com/placement-lint/placement-lint"
+DEFAULT_RULE_URL_BASE = f"{REPOSITORY_URL}/blob/main/rules/"
+
+
+def page_url(code: str, base: str | None = None) -> str:
+    """The web page of a rule: `base` (the `rule-url-base` setting; default: the page in the
+    repository) followed by `CODE.md`, or `base` with `{code}` replaced when it holds that."""
+    base = base or DEFAULT_RULE_URL_BASE
+    code = code.upper()
+    if "{code}" in base:
+        return base.replace("{code}", code)
+    return f"{base if base.endswith('/') else base + '/'}{code}.md"

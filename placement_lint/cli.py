@@ -489,6 +489,18 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
 
 
 @main.command()
+@click.option("--stdio", is_flag=True, help="Talk over stdin and stdout (the default, and the only transport).")
+def server(stdio: bool) -> None:
+    """Run the Language Server for editors (needs the `lsp` extra: pip install 'placement-lint[lsp]')."""
+    try:
+        from placement_lint.server import serve  # pygls: only this command pays for it
+    except ImportError as exc:
+        _error(f"placement-lint server needs the lsp extra (pip install 'placement-lint[lsp]'): {exc}")
+        sys.exit(EXIT_ERROR)
+    serve()
+
+
+@main.command()
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text")
@@ -503,7 +515,8 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
     if show_all or code is None:
         rules = all_rules()
         if output_format == "json":
-            click.echo(json.dumps([_rule_json(r) for r in rules], indent=2))
+            base = _rule_url_base()
+            click.echo(json.dumps([_rule_json(r, base) for r in rules], indent=2))
         else:
             for r in rules:
                 click.echo(f"{r.code}  {r.name:<44} fix: {r.fix_availability.value:<9} {r.summary}")
@@ -513,12 +526,23 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         _error(f"unknown rule code {code!r} (rules are {', '.join(_codes())})")
         sys.exit(EXIT_ERROR)
     if output_format == "json":
-        click.echo(json.dumps({**_rule_json(found), "explanation": page(found.code)}, indent=2))
+        click.echo(json.dumps({**_rule_json(found, _rule_url_base()), "explanation": page(found.code)}, indent=2))
         return
     click.echo(page(found.code) or f"{found.code} ({found.name}): {found.summary}")
 
 
-def _rule_json(rule) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _rule_url_base() -> str | None:
+    """The configured `rule-url-base` of the project the command runs in (None: the default)."""
+    from placement_lint.settings import ConfigError, settings_for
+
+    try:
+        return settings_for(Path.cwd(), None, Path.cwd(), _codes()).rule_url_base
+    except ConfigError as exc:
+        _error(str(exc))
+        sys.exit(EXIT_ERROR)
+
+
+def _rule_json(rule, rule_url_base: str | None) -> dict[str, str]:  # type: ignore[no-untyped-def]
     from placement_lint.catalogue import page_url
 
     return {
@@ -526,5 +550,5 @@ def _rule_json(rule) -> dict[str, str]:  # type: ignore[no-untyped-def]
         "name": rule.name,
         "summary": rule.summary,
         "fix": rule.fix_availability.value,
-        "url": page_url(rule.code),  # as the findings' JSON and SARIF link it
+        "url": page_url(rule.code, rule_url_base),  # as the findings' JSON and SARIF link it
     }

@@ -169,7 +169,8 @@ def run(
     if cache is not None:
         cache.save()
     results.sort(key=lambda r: r.display)
-    return RunResult(results, len(files), errors, [w for repo in repos for w in repo.warnings], interrupted)
+    warnings = [w for repo in repos for w in repo.warnings]
+    return RunResult(results, len(files), errors, warnings, interrupted, settings.rule_url_base)
 
 
 def add_noqa_comments(result: RunResult) -> None:
@@ -225,7 +226,7 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
     base = cwd.resolve()
     repo = build_repo_context(root, settings, lambda p: display_path(p, base), (path.parent,))
     result = FileChecker(settings, options, cwd, Launches([repo])).check(path, raw, write=False)
-    return RunResult([result], 1, [], list(repo.warnings))
+    return RunResult([result], 1, [], list(repo.warnings), rule_url_base=settings.rule_url_base)
 
 
 def _from_cache(path: Path, display: str, violations: list[Violation]) -> FileResult:

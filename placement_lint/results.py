@@ -149,7 +149,7 @@ class Screened(NamedTuple):
 class RunResult:
     """What a run gives: every file's result, and the run's own errors and warnings."""
 
-    __slots__ = ("files", "checked", "errors", "warnings", "interrupted", "noqa_added", "baselined")
+    __slots__ = ("files", "checked", "errors", "warnings", "interrupted", "noqa_added", "baselined", "rule_url_base")
 
     def __init__(
         self,
@@ -158,6 +158,7 @@ class RunResult:
         errors: list[str] | None = None,
         warnings: list[str] | None = None,
         interrupted: int = 0,
+        rule_url_base: str | None = None,
     ) -> None:
         self.files = files
         self.checked = checked
@@ -166,6 +167,7 @@ class RunResult:
         self.interrupted = interrupted  # files not checked because the run was interrupted
         self.noqa_added = 0  # --add-noqa: comments written
         self.baselined: list[Finding] = []  # --add-noqa: the findings they suppress
+        self.rule_url_base = rule_url_base  # the setting the reports link the rule pages with
 
     @property
     def findings(self) -> list[Finding]:

@@ -54,6 +54,7 @@ _KEYS = {
     "context",
     "per-file-context",
     "respect-gitignore",
+    "rule-url-base",
 }
 
 
@@ -78,6 +79,7 @@ class Settings(NamedTuple):
     context: str | None = None
     per_file_context: tuple[tuple[str, str], ...] = ()
     respect_gitignore: bool = True
+    rule_url_base: str | None = None  # where the findings' `url` points: a base URL, or a template with {code}
     codes: tuple[str, ...] = ()  # every rule code, for validation
 
     def enabled_codes(self) -> tuple[str, ...]:
@@ -164,6 +166,8 @@ def _from_table(table: dict[str, object], config_file: Path, codes: tuple[str, .
         if not isinstance(table["respect-gitignore"], bool):
             raise ConfigError(f"{where} respect-gitignore: expected true or false")
         values["respect_gitignore"] = table["respect-gitignore"]
+    if "rule-url-base" in table:
+        values["rule_url_base"] = _url(table["rule-url-base"], f"{where} rule-url-base")
     return settings._replace(**values)  # type: ignore[arg-type]
 
 
@@ -223,6 +227,12 @@ def check_context(value: object, where: str) -> str:
 def _strings(value: object, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{where}: expected a list of strings")
+    return value
+
+
+def _url(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value.startswith(("https://", "http://", "file://")):
+        raise ConfigError(f"{where}: expected a URL (https://...), got {value!r}")
     return value
 
 

@@ -16,6 +16,15 @@ ROOT = Path(__file__).parent.parent
 SECTIONS = ["What it does", "Why it fails", "Example", "Use instead", "Fix safety", "When it is fine", "References"]
 RULES = all_rules()
 _BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+# "Read in transformers 4.51.0 (the released wheel), `transformers/modeling_utils.py` (...):" and then
+# the text as the library has it, in a ```text block: where the quote was read, at which version.
+_READ_IN = re.compile(
+    r"^[^\n]*\b[Rr]ead in (?P<library>transformers|accelerate|trl|peft|DeepSpeed|deepspeed|ruff) "
+    r"(?P<version>v?\d+\.\d+\.\d+|commit [0-9a-f]{7,40})(?: \([^)\n]*\))?, `(?P<path>[\w./-]+\.(?:py|rs))`[^\n]*:\n\n"
+    r"```text\n(?P<quote>.+?)```",
+    re.MULTILINE | re.DOTALL,
+)
+_REPORT = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull|discussions)/\d+")
 
 
 def sections(text: str) -> dict[str, str]:
@@ -45,6 +54,18 @@ def test_page_has_the_standard_sections(rule) -> None:  # type: ignore[no-untype
     assert text.startswith(f"# {rule.code}: {rule.name}\n")
     assert list(sections(text)) == SECTIONS
     assert _BLOCK.search(sections(text)["Example"]), "the Example section shows code"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_page_quotes_the_library_at_a_version_and_cites_a_user_report(rule) -> None:  # type: ignore[no-untyped-def]
+    """Why it fails quotes the error (or the code) the rule prevents, naming the library, the version
+    and the file it was read in; the page links at least one real report (issue, PR or discussion)."""
+    text = page(rule.code) or ""
+    why = sections(text)["Why it fails"]
+    quotes = list(_READ_IN.finditer(why))
+    assert quotes, f"{rule.code}: no quote read in a named library file at a version"
+    assert all(quote["quote"].strip() for quote in quotes)
+    assert _REPORT.search(text), f"{rule.code}: no github.com issue, pull request or discussion link"
 
 
 def test_every_page_belongs_to_a_rule() -> None:

@@ -106,7 +106,7 @@ def test_json_is_ruff_shaped(repo: Path) -> None:
     assert item["fix"]["edits"] == [
         {"content": "None", "location": {"row": 4, "column": 65}, "end_location": {"row": 4, "column": 71}}
     ]
-    assert item["noqa_row"] == 4 and item["url"].startswith("file://") and item["url"].endswith("/DPL001.md")
+    assert item["noqa_row"] == 4 and item["url"] == "https://github.com/placement-lint/placement-lint/blob/main/rules/DPL001.md"
     assert item["context"][0]["kind"] == "ZERO3" and item["context"][0]["where"] == "train_z3.py:3"
 
 
@@ -212,6 +212,7 @@ def test_a_pyproject_is_read_only_when_it_may_hold_our_table(repo: Path) -> None
         ("[tool.placement-lint]\ncontext = 'zero4'\n", "context: expected one of"),
         ("[tool.placement-lint]\nignore = ['DPL999']\n", "unknown rule selector 'DPL999'"),
         ("[tool.placement-lint\n", "invalid TOML"),
+        ("[tool.placement-lint]\nrule-url-base = 'docs/rules'\n", "rule-url-base: expected a URL"),
     ],
 )
 def test_invalid_config_is_one_line_exit_2(repo: Path, config: str, message: str) -> None:
@@ -221,6 +222,38 @@ def test_invalid_config_is_one_line_exit_2(repo: Path, config: str, message: str
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("base", "url"),
+    [
+        ("https://docs.example.org/rules/", "https://docs.example.org/rules/DPL001.md"),
+        ("https://docs.example.org/rules", "https://docs.example.org/rules/DPL001.md"),
+        ("https://docs.example.org/rule/{code}.html", "https://docs.example.org/rule/DPL001.html"),
+    ],
+)
+def test_rule_url_base_setting_points_json_and_sarif_at_it(repo: Path, base: str, url: str) -> None:
+    (repo / "pyproject.toml").write_text(f"[tool.placement-lint]\nrule-url-base = '{base}'\n")
+    [item] = json.loads(cli("check", "--output-format", "json", "train_z3.py", cwd=repo).stdout)
+    assert item["url"] == url
+    sarif = json.loads(cli("check", "--output-format", "sarif", "train_z3.py", cwd=repo).stdout)
+    [rule] = [r for r in sarif["runs"][0]["tool"]["driver"]["rules"] if r["id"] == "DPL001"]
+    assert rule["helpUri"] == url
+    assert json.loads(cli("rule", "DPL001", "--output-format", "json", cwd=repo).stdout)["url"] == url
+
+
+@pytest.mark.parametrize("output_format", ["full", "json", "sarif"])
+def test_check_never_imports_the_editor_server(repo: Path, output_format: str) -> None:
+    """The Language Server (and pygls under it) costs `check` nothing, with findings or without."""
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith(('placement_lint.server', 'pygls', 'lsprotocol'))), file=sys.stderr))\n"
+        "from placement_lint.cli import main\n"
+        f"main(['check', '--no-cache', '--output-format', {output_format!r}, '.'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stderr  # train_z3.py's finding was reported
+    assert done.stderr.strip().splitlines()[-1] == "[]"
 
 
 def test_unparseable_and_undecodable_files_are_named_and_the_rest_is_checked(repo: Path) -> None:

@@ -22,6 +22,12 @@ def add_noqa(source: SourceFile, findings: Iterable[tuple[str, int]]) -> tuple[s
     """The text with a `# noqa: CODE` for each (code, start offset) not yet suppressed, merged into a
     line's existing noqa comment (other tools' codes kept), and how many lines got one. The existing
     comments are the ones suppression reads (`rules.noqa.directives`): never `"# noqa"` in a string."""
+    edits = noqa_edits(source, findings)
+    return apply_edits(source.text, edits), len(edits)
+
+
+def noqa_edits(source: SourceFile, findings: Iterable[tuple[str, int]]) -> list[Edit]:
+    """The edits `add_noqa` makes, one per line at most: for an editor to offer as an action."""
     wanted: dict[int, set[str]] = {}
     for code, start in findings:
         wanted.setdefault(noqa_row(source, start), set()).add(code)
@@ -31,7 +37,7 @@ def add_noqa(source: SourceFile, findings: Iterable[tuple[str, int]]) -> tuple[s
         edit = _noqa_edit(source, row, codes, found.get(row))
         if edit is not None:
             edits.append(edit)
-    return apply_edits(source.text, edits), len(edits)
+    return edits
 
 
 def _noqa_edit(source: SourceFile, row: int, codes: set[str], directive: Directive | None) -> Edit | None:

@@ -19,7 +19,7 @@ def _location(source, offset: int) -> dict[str, int]:  # type: ignore[no-untyped
     return {"row": row, "column": column}
 
 
-def finding_json(file: FileResult, finding: Finding, cwd: Path) -> dict[str, object]:
+def finding_json(file: FileResult, finding: Finding, cwd: Path, rule_url_base: str | None = None) -> dict[str, object]:
     violation = finding.violation
     fix = None
     if violation.fix is not None and file.source is not None:
@@ -44,7 +44,7 @@ def finding_json(file: FileResult, finding: Finding, cwd: Path) -> dict[str, obj
         "location": {"row": finding.row, "column": finding.column},
         "end_location": {"row": finding.end_row, "column": finding.end_column},
         "fix": fix,
-        "url": page_url(finding.code) if rule else None,
+        "url": page_url(finding.code, rule_url_base) if rule else None,
         "noqa_row": finding.noqa_row or finding.row,
         "context": finding.context.to_json(),
     }
@@ -55,7 +55,7 @@ def render_report(report: Report) -> str:
 
 
 def render(result: RunResult, cwd: Path) -> str:
-    items = [finding_json(file, finding, cwd) for file in result.files for finding in file.findings]
+    items = [finding_json(file, finding, cwd, result.rule_url_base) for file in result.files for finding in file.findings]
     return json.dumps(items, indent=2, ensure_ascii=False)
 
 

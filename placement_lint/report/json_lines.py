@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 def render(report: Report) -> str:
     return "\n".join(
-        json.dumps(finding_json(file, finding, report.cwd), ensure_ascii=False)
+        json.dumps(finding_json(file, finding, report.cwd, report.result.rule_url_base), ensure_ascii=False)
         for file in report.result.files
         for finding in file.findings
     )

@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 from placement_lint import __version__
-from placement_lint.catalogue import catalogue_dir, page, page_url
+from placement_lint.catalogue import REPOSITORY_URL, page, page_url
 from placement_lint.context.evidence import Evidence
 from placement_lint.report.common import Located, SourceRoot, located, problems, relative_uri
 from placement_lint.rules import all_rules
@@ -40,8 +40,8 @@ def render(report: Report) -> str:
                 "name": "placement-lint",
                 "version": __version__,
                 "semanticVersion": __version__,
-                "informationUri": catalogue_dir().as_uri(),
-                "rules": [_rule(rule) for rule in rules],
+                "informationUri": REPOSITORY_URL,
+                "rules": [_rule(rule, report.result.rule_url_base) for rule in rules],
             }
         },
         "invocations": [
@@ -66,7 +66,7 @@ def render(report: Report) -> str:
     return json.dumps({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}, indent=2, ensure_ascii=False)
 
 
-def _rule(rule: type[Rule]) -> dict[str, object]:
+def _rule(rule: type[Rule], rule_url_base: str | None) -> dict[str, object]:
     text = page(rule.code)
     what = _SECTION.search(text) if text else None
     entry: dict[str, object] = {
@@ -74,7 +74,7 @@ def _rule(rule: type[Rule]) -> dict[str, object]:
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": " ".join(what.group("body").split()) if what else rule.summary},
-        "helpUri": page_url(rule.code),
+        "helpUri": page_url(rule.code, rule_url_base),
         "defaultConfiguration": {"level": "error"},
         "properties": {"fix": rule.fix_availability.value},
     }

@@ -1,0 +1,356 @@
+"""`placement-lint server`: a Language Server on stdio, for editors.
+
+It checks each open Python document as `placement_lint.check_source` does, as the file at its path:
+that path's settings and its repository's launch context apply, so a finding that only a launch
+script shows appears in the editor, with the chain (launch line, config, importers) as the
+diagnostic's related information. Code actions offer the rule's fix (an unsafe one says so in its
+title) and a `# noqa: CODE` comment for the line. Saving any file, or a change the editor reports
+to a launch script, a config or a Python file on disk, re-checks every open Python document: the
+launch context is read from disk, so that is when it can change.
+
+Needs the `lsp` extra (pygls); the command line imports this module only for `server`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import warnings
+from bisect import bisect_right
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+
+from placement_lint import __version__
+from placement_lint.api import CheckError, check_source
+from placement_lint.catalogue import page_url
+from placement_lint.context.evidence import Evidence
+from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, SHELL_SUFFIXES
+from placement_lint.discover import repository_root
+from placement_lint.edits import Edit
+from placement_lint.fixes.noqa import noqa_edits
+from placement_lint.results import Finding
+from placement_lint.rules import rule_codes
+from placement_lint.settings import ConfigError, settings_for
+from placement_lint.source import SourceFile, line_starts_of
+
+SOURCE = "placement-lint"
+CHANGE_DELAY = 0.25  # seconds without a change before a changed document is checked
+PYTHON_SUFFIXES = (".py", ".pyi")
+# What can change a file's launch context or settings besides the file itself: launchers (as
+# `context.launcher_names` knows them), the JSON and YAML configs they name, pyproject.toml, and the
+# Python modules that import one another.
+_WATCHED_SUFFIXES = (*sorted(SHELL_SUFFIXES), ".mk", ".dockerfile", ".yml", ".yaml", ".json", ".toml", ".cfg", ".ipynb", ".py")
+_WATCHED_NAMES = (*MAKE_NAMES, *DOCKER_NAMES, "Procfile")
+WATCHED_GLOBS = tuple(f"**/*{suffix}" for suffix in (*_WATCHED_SUFFIXES, *MARKDOWN_SUFFIXES)) + tuple(
+    f"**/{name}" for name in _WATCHED_NAMES
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Related locations: the chain behind a finding, as data.
+
+
+class RelatedLocation(NamedTuple):
+    path: Path  # absolute
+    row: int  # 1-based
+    column: int  # 1-based, in characters
+    end_row: int
+    end_column: int  # 0 with end_row = row + 1: the whole line
+    role: str  # "launch", "config", "import", "load" or "consumer"
+    message: str
+
+
+def related_locations(finding: Finding, cwd: Path | None = None) -> list[RelatedLocation]:
+    """The places that make `finding` true, in the order the data flows: the launch line, the config,
+    the importers. Built from the evidence the finding carries today (`context.deciding`); when the
+    findings carry structured related locations of their own, only this function needs to change."""
+    base = cwd or Path.cwd()
+    found: list[RelatedLocation] = []
+    for evidence in finding.context.deciding:
+        found += _evidence_locations(evidence, finding.display, base)
+    return list(dict.fromkeys(found))
+
+
+def _evidence_locations(evidence: Evidence, here: str, base: Path) -> list[RelatedLocation]:
+    where = _absolute(evidence.path, base)
+    if evidence.origin == "file":
+        if evidence.cell is not None:
+            return []  # a notebook cell has no line of its own in the file
+        return [_line(where, evidence.line, "config", f"{evidence.text} (makes this run distributed)")]
+    launch = _line(where, evidence.line, "launch", evidence.describe(here))
+    if evidence.origin != "import":
+        return [launch]
+    # chain: the finding's file, the files that import it, ..., the launched script. An importer's
+    # import line is not in the evidence: the link names the file.
+    root = repository_root(where) or base
+    files = [_absolute(name, base) for name in evidence.chain]
+    importers = [
+        _line(importer, 1, "import", f"{_short(importer, root)} imports {_short(imported, root)}")
+        for imported, importer in zip(files, files[1:], strict=False)
+    ]
+    return [launch, *reversed(importers)]
+
+
+def _short(path: Path, root: Path) -> str:
+    """A file as a note names it: relative to its repository."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _line(path: Path, row: int, role: str, message: str) -> RelatedLocation:
+    return RelatedLocation(path, row, 1, row + 1, 0, role, message)
+
+
+def _absolute(path: str, base: Path) -> Path:
+    candidate = Path(path)
+    return candidate if candidate.is_absolute() else base / candidate
+
+
+# ---------------------------------------------------------------------------------------------------
+# Positions: the engine counts lines as Python does (\n, \r\n, \r, as LSP does too) and columns in
+# characters; the client counts columns in the encoding it negotiated (UTF-16 unless it said otherwise).
+
+
+class Positions:
+    def __init__(self, document: TextDocument, text: str) -> None:
+        self.text = text
+        self.starts = line_starts_of(text)
+        self.count_units = document.position_codec.client_num_units
+
+    def at_offset(self, offset: int) -> types.Position:
+        row = max(bisect_right(self.starts, offset), 1) - 1
+        return types.Position(row, self.count_units(self.text[self.starts[row] : offset]))
+
+    def at(self, row: int, column: int) -> types.Position:
+        """`row` and `column` 1-based, as a Finding has them."""
+        if row - 1 >= len(self.starts):
+            return types.Position(row - 1, 0)
+        return self.at_offset(min(self.starts[row - 1] + column - 1, len(self.text)))
+
+    def edit(self, edit: Edit) -> types.TextEdit:
+        return types.TextEdit(types.Range(self.at_offset(edit.start), self.at_offset(edit.end)), edit.content)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The server.
+
+
+class Checked(NamedTuple):
+    """The last check of an open document: the text it read and what it found there."""
+
+    text: str
+    findings: list[Finding]
+    diagnostics: list[types.Diagnostic]
+
+
+class PlacementLintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(SOURCE, __version__)
+        self.checked: dict[str, Checked] = {}
+
+    def check_document(self, uri: str) -> None:
+        document = self.workspace.get_text_document(uri)
+        if not _is_python(document):
+            return
+        text = document.source
+        findings = self._findings(text, Path(document.path))
+        positions = Positions(document, text)
+        url_base = _rule_url_base(Path(document.path))
+        diagnostics = [_diagnostic(finding, positions, url_base) for finding in findings]
+        self.checked[uri] = Checked(text, findings, diagnostics)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics)
+        )
+
+    def check_open_documents(self) -> None:
+        for uri in list(self.workspace.text_documents):
+            self.check_document(uri)
+
+    def _findings(self, text: str, path: Path) -> list[Finding]:
+        """The findings, never an exception: an editor must not lose its server over one file."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                findings = check_source(text, path)
+            except CheckError as exc:
+                # Mostly text that does not parse yet, while the user types: a log line, not a popup.
+                for message in exc.errors:
+                    self.window_log_message(types.LogMessageParams(types.MessageType.Log, message))
+                findings = list(exc.findings)
+            except Exception as exc:  # a bug in a rule must not take the server down
+                logging.getLogger(__name__).exception("checking %s failed", path)
+                self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"{path}: {exc!r}"))
+                return []
+        for warning in caught:
+            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, str(warning.message)))
+        return findings
+
+
+def _is_python(document: TextDocument) -> bool:
+    return document.path is not None and (
+        document.language_id == "python" or Path(document.path).suffix.lower() in PYTHON_SUFFIXES
+    )
+
+
+def _rule_url_base(path: Path) -> str | None:
+    try:
+        return settings_for(path, None, Path.cwd(), rule_codes()).rule_url_base
+    except ConfigError:
+        return None  # check_source reported it
+
+
+def _diagnostic(finding: Finding, positions: Positions, url_base: str | None) -> types.Diagnostic:
+    related = [
+        types.DiagnosticRelatedInformation(
+            location=types.Location(
+                uri=location.path.as_uri(),
+                range=types.Range(
+                    types.Position(location.row - 1, location.column - 1),
+                    types.Position(location.end_row - 1, max(location.end_column - 1, 0)),
+                ),
+            ),
+            message=f"{location.role}: {location.message}",
+        )
+        for location in related_locations(finding)
+    ]
+    return types.Diagnostic(
+        range=types.Range(positions.at(finding.row, finding.column), positions.at(finding.end_row, finding.end_column)),
+        message=finding.message,
+        severity=types.DiagnosticSeverity.Warning,
+        code=finding.code,
+        code_description=types.CodeDescription(href=page_url(finding.code, url_base)),
+        source=SOURCE,
+        related_information=related or None,
+        tags=[types.DiagnosticTag.Unnecessary] if finding.code == "DPL100" else None,
+    )
+
+
+def code_actions(uri: str, checked: Checked, document: TextDocument, wanted: types.Range) -> list[types.CodeAction]:
+    """For each finding on the lines of `wanted`: its fix (the safe one preferred; an unsafe one says
+    so) and a noqa comment for its line."""
+    positions = Positions(document, checked.text)
+    actions: list[types.CodeAction] = []
+    for finding, diagnostic in zip(checked.findings, checked.diagnostics, strict=True):
+        if not _overlaps(diagnostic.range, wanted):
+            continue
+        fix = finding.violation.fix
+        if fix is not None:
+            title = f"{finding.code}: {fix.message}" + ("" if fix.safe else " (unsafe)")
+            actions.append(_action(title, uri, [positions.edit(edit) for edit in fix.edits], diagnostic, preferred=fix.safe))
+        noqa = _noqa_edits(document, checked.text, [(finding.code, finding.violation.start)])
+        if noqa:
+            title = f"{finding.code}: add `# noqa: {finding.code}` to this line"
+            actions.append(_action(title, uri, [positions.edit(edit) for edit in noqa], diagnostic, preferred=False))
+    return actions
+
+
+def _action(title: str, uri: str, edits: list[types.TextEdit], diagnostic: types.Diagnostic, preferred: bool) -> types.CodeAction:
+    return types.CodeAction(
+        title=title,
+        kind=types.CodeActionKind.QuickFix,
+        diagnostics=[diagnostic],
+        edit=types.WorkspaceEdit(changes={uri: edits}),
+        is_preferred=preferred or None,
+    )
+
+
+def _noqa_edits(document: TextDocument, text: str, findings: Iterable[tuple[str, int]]) -> list[Edit]:
+    path = Path(document.path or "untitled.py")
+    source = SourceFile(path, text.encode("utf-8", "surrogatepass"), text, "utf-8", False, line_starts_of(text))
+    try:
+        return noqa_edits(source, findings)
+    except Exception:  # text that no longer parses gets no comment, not an error
+        return []
+
+
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    """By lines: a cursor anywhere on a finding's line is asking about it (ruff's server does the same)."""
+    return a.start.line <= b.end.line and b.start.line <= a.end.line
+
+
+def _affects_launch_context(uri: str) -> bool:
+    from placement_lint.context.launcher_names import launcher_name
+
+    name = uri.rsplit("/", 1)[-1]
+    return launcher_name(name) or os.path.splitext(name)[1].lower() in _WATCHED_SUFFIXES
+
+
+def create_server() -> PlacementLintServer:
+    server = PlacementLintServer()
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: PlacementLintServer, params: types.InitializedParams) -> None:
+        capabilities = ls.client_capabilities.workspace
+        watching = capabilities and capabilities.did_change_watched_files
+        if watching and watching.dynamic_registration:
+            watchers = [types.FileSystemWatcher(glob_pattern=glob) for glob in WATCHED_GLOBS]
+            ls.client_register_capability(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id="placement-lint-launch-files",
+                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+                        )
+                    ]
+                )
+            )
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: PlacementLintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.check_document(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(ls: PlacementLintServer, params: types.DidChangeTextDocumentParams) -> None:
+        # A check reads the repository's launch context (a few hundred ms on a big repository):
+        # while the user types, only the text they pause on is checked.
+        uri, version = params.text_document.uri, params.text_document.version
+        await asyncio.sleep(CHANGE_DELAY)
+        if ls.workspace.get_text_document(uri).version == version:
+            ls.check_document(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: PlacementLintServer, params: types.DidSaveTextDocumentParams) -> None:
+        # A saved launcher, config or imported module can change any open file's launch context.
+        ls.check_open_documents()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: PlacementLintServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if ls.checked.pop(uri, None) is not None:
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: PlacementLintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if any(_affects_launch_context(change.uri) for change in params.changes):
+            ls.check_open_documents()
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=False),
+    )
+    def code_action(ls: PlacementLintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        uri = params.text_document.uri
+        checked = ls.checked.get(uri)
+        if checked is None:
+            return None
+        document = ls.workspace.get_text_document(uri)
+        if document.source != checked.text:
+            ls.check_document(uri)  # the actions' offsets must be in the text the editor holds
+            checked = ls.checked[uri]
+        return code_actions(uri, checked, document, params.range) or None
+
+    return server
+
+
+def serve() -> None:
+    """Run the server on stdin and stdout until the client asks it to exit."""
+    create_server().start_io()
