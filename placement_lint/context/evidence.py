@@ -42,6 +42,8 @@ class Evidence(NamedTuple):
     one_gpu: bool = False  # launch: each process sees one GPU (CUDA_VISIBLE_DEVICES=0, --gpus-per-task 1)
     bypass: bool = False  # launch: ACCELERATE_BYPASS_DEVICE_MAP=true in its environment
     cell: int | None = None  # in a notebook: the cell, and `line` is the line in it
+    # launch: the repository's pins of the libraries rules ask about, as (package, PEP 440 specifier, where)
+    pins: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def where(self) -> str:
@@ -136,6 +138,16 @@ class Context:
     @property
     def bypasses_device_map_check(self) -> bool:
         return any(e.bypass for e in self.deciding)
+
+    def pinned_below(self, package: str, boundary: str) -> str | bool | None:
+        """What the repository behind the deciding launches pins of `package`: every allowed version below
+        `boundary` (the pin, for a message: "transformers==4.44.2 (requirements.txt:3)"), every one at or
+        above it (False), or unknown (None)."""
+        from placement_lint.context.pins import Pin, below
+
+        pins = tuple(dict.fromkeys(Pin(*pin) for e in self.deciding for pin in e.pins))
+        verdict = below(pins, package, boundary) if pins else None
+        return verdict.describe() if isinstance(verdict, Pin) else verdict
 
     @property
     def deciding(self) -> list[Evidence]:

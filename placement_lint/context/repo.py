@@ -102,15 +102,30 @@ def build_repo_context(
             )
             launched.setdefault(target, []).append(evidence)
     context.warnings += configs.warnings
+    pins_read = _attach_pins(root, launched, context) if launched else ()
     for target, items in launched.items():
         context.by_file[target] = tuple(items)
         context.used[target] = frozenset({"__main__"})
     summaries, edges = _propagate_to_imports(context, launched, display)
     classes_read = _follow_returns(context, summaries, edges, display)
-    context.inputs = [*context.candidates, *configs.read, *summaries, *classes_read]
+    context.inputs = [*context.candidates, *configs.read, *pins_read, *summaries, *classes_read]
     # A module read for its class bases (a trainer subclass) counts whole, not by its import lines.
     context.import_only = {path for path, summary in summaries.items() if summary is None} - set(classes_read)
     return context
+
+
+def _attach_pins(root: Path, launched: dict[Path, list[Evidence]], context: RepoContext) -> tuple[Path, ...]:
+    """Give each launch what the repository pins of the libraries whose behaviour rules depend on
+    (read only when something is launched); specifiers that do not parse are named in a warning."""
+    from placement_lint.context.pins import read_pins
+
+    found = read_pins(root)
+    context.warnings += list(found.notes)
+    if found.pins:
+        pins = tuple(tuple(pin) for pin in found.pins)
+        for items in launched.values():
+            items[:] = [item._replace(pins=pins) for item in items]  # type: ignore[misc]
+    return found.read
 
 
 def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
