@@ -324,6 +324,10 @@ class PlacementAnalysis:
             if _creates(last_segment(self.imports.qualify(call.func)), names)
         ]
 
+    def state_before(self, node: ast.AST) -> bool:
+        """This process's device is set (see `_DISTRIBUTED_STATE`) before `node` runs."""
+        return self._exists_before(node, self._state_creations, (), 0)
+
     def runs_before(self, node: ast.AST, calls: list[ast.Call]) -> bool:
         """One of `calls` runs before `node`, followed through the helpers that call it (as `_after`)."""
         return self._exists_before(node, [(call.lineno, call.col_offset) for call in calls], (), 0)

@@ -72,6 +72,9 @@ class Override(NamedTuple):
 
 # Shown in a launch's evidence, and read by rules: FSDP then loads on rank 0 and skips device_map dispatch.
 EFFICIENT_LOADING = "fsdp_cpu_ram_efficient_loading true"
+# Shown in a launch's evidence, and read by rules: accelerate < 1.0 then creates no HfDeepSpeedConfig, so
+# transformers does not see ZeRO-3 when the model loads (accelerate utils/dataclasses.py set_deepspeed_weakref).
+ZERO3_INIT_OFF = "zero3_init_flag false"
 _STRENGTH = (Kind.ZERO3, Kind.DEEPSPEED, Kind.FSDP, Kind.DDP)
 _DISTRIBUTED_KINDS = frozenset(_STRENGTH)
 _RANK = {Mode.DEEPSPEED: 0, Mode.FSDP: 1, Mode.DDP: 2, Mode.POSSIBLE: 3, Mode.SINGLE: 4}

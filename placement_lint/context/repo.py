@@ -23,7 +23,7 @@ from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable, dotted
 from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader, zero_stage_of
-from placement_lint.context.evidence import EFFICIENT_LOADING, Evidence, Kind
+from placement_lint.context.evidence import EFFICIENT_LOADING, ZERO3_INIT_OFF, Evidence, Kind
 from placement_lint.context.launch_files import (
     LAUNCH_TOKENS,
     MAX_LAUNCHER_BYTES,
@@ -269,6 +269,8 @@ def _accelerate(
             stage = _json_stage(file, near, configs)
         kind = Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED
         details = "--use_deepspeed" + (f", zero_stage {stage}" if stage is not None else "")
+        if stage == 3 and (launch.option("--zero3_init_flag") or "").lower() == "false":
+            details += f", {ZERO3_INIT_OFF}"
     elif launch.option("--use_fsdp") is not None:
         kind, details = Kind.FSDP, "--use_fsdp"
     elif launch.option("--multi_gpu") is not None:
@@ -326,6 +328,8 @@ def _accelerate_config(config: dict[str, object], near: Path, configs: ConfigRea
             if stage is None and isinstance(section.get("deepspeed_config_file"), str):
                 stage = _json_stage(str(section["deepspeed_config_file"]), near, configs)
         details = "distributed_type DEEPSPEED" + (f", zero_stage {stage}" if stage is not None else "")
+        if stage == 3 and isinstance(section, dict) and str(section.get("zero3_init_flag")).lower() == "false":
+            details += f", {ZERO3_INIT_OFF}"
         return (Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED), stage, details
     if kind_name == "FSDP":
         section = config.get("fsdp_config")

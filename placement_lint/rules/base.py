@@ -15,7 +15,7 @@ from placement_lint.analysis.names import ImportTable, dotted, keyword
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, ModelLoad, PlacementAnalysis
 from placement_lint.analysis.values import Placement
 from placement_lint.context.classes import ImportedClasses
-from placement_lint.context.evidence import Context, FileContext
+from placement_lint.context.evidence import ZERO3_INIT_OFF, Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.rules.noqa import Directive
@@ -362,6 +362,24 @@ ZERO3_LOAD_ERROR = 'transformers raises "DeepSpeed Zero-3 is not compatible with
 SPREAD_PREPARE_ERROR = (
     "accelerate raises \"You can't train a model that has been loaded with `device_map='auto'` in any distributed mode\""
 )
+
+
+def zero3_load_consequence(context: Context, instead: str) -> str:
+    """What a device_map under ZeRO-3 leads to at load time. Usually ZERO3_LOAD_ERROR; but when the
+    run's accelerate config turns `zero3_init_flag` off and the repository pins accelerate below 1.0,
+    accelerate creates no HfDeepSpeedConfig (before 1.0, `DeepSpeedPlugin.set_deepspeed_weakref` did
+    only with the flag on; PR #3097 made it unconditional), so the load does not fail: `instead` says
+    what happens then."""
+    if not any(ZERO3_INIT_OFF in e.text for e in context.deciding):
+        return ZERO3_LOAD_ERROR
+    pin = context.pinned_below("accelerate", "1.0")
+    if pin is None:
+        return (
+            f"{ZERO3_LOAD_ERROR} on accelerate >= 1.0 (before 1.0, with {ZERO3_INIT_OFF}, the load does not fail and {instead})"
+        )
+    if pin is False:
+        return ZERO3_LOAD_ERROR
+    return f"with {pin} and {ZERO3_INIT_OFF} transformers does not see ZeRO-3 when the model loads, so the load does not fail and {instead}"
 
 
 def state_exists_at_load(device_map: DeviceMap | ModelLoad, context: Context) -> bool:

@@ -16,7 +16,6 @@ from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
     PER_PROCESS_MAP,
     SPREAD_PREPARE_ERROR,
-    ZERO3_LOAD_ERROR,
     CheckedFile,
     FixAvailability,
     Rule,
@@ -28,6 +27,7 @@ from placement_lint.rules.base import (
     wrapped_by_ddp,
     written,
     zero3_live_at_load,
+    zero3_load_consequence,
 )
 
 
@@ -82,7 +82,9 @@ class SpreadDeviceMapInDistributed(Rule):
         setup = context.setup
         value = f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)}"
         if setup.zero3 and zero3_live_at_load(device_map, context):
-            consequence = ZERO3_LOAD_ERROR
+            consequence = zero3_load_consequence(
+                context, SPREAD_PREPARE_ERROR.replace("accelerate raises", "accelerate then raises", 1)
+            )
         elif wrapped_by_ddp(device_map):
             consequence = (
                 'PyTorch raises "DistributedDataParallel device_ids and output_device arguments only work with '

@@ -8,9 +8,9 @@ from functools import partial
 
 from placement_lint.analysis.names import dotted, keyword, last_segment
 from placement_lint.analysis.placements import DeviceMap
-from placement_lint.analysis.values import CurrentDevice, Placement
+from placement_lint.analysis.values import CurrentDevice, Placement, classify
 from placement_lint.context.evidence import Context
-from placement_lint.distributed import Mode, Setup
+from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
     PER_PROCESS_MAP,
@@ -35,7 +35,9 @@ class FixedDeviceInDistributed(Rule):
     code = "DPL003"
     name = "fixed-device-in-distributed"
     summary = 'One fixed device (`0`, `"cuda:0"`, `{"": 0}`) for every process of a distributed run'
-    fix_availability = FixAvailability.ALWAYS
+    fix_availability = FixAvailability.SOMETIMES
+    triggers = (b"device_map", b".to(", b".cuda(")
+    anchors = (b"device_map", b"from_pretrained")
     valid = (
         'import torch.distributed as dist\nfrom accelerate import PartialState\ndist.init_process_group("nccl")\n'
         'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": PartialState().local_process_index})\n',
@@ -47,9 +49,15 @@ class FixedDeviceInDistributed(Rule):
         'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": 0})\n',
     )
 
+    @classmethod
+    def could_fire(cls, raw: bytes) -> bool:
+        """A device_map, or a loaded model that a `.to(` / `.cuda(` may move."""
+        return b"device_map" in raw or (b"from_pretrained" in raw and (b".to(" in raw or b".cuda(" in raw))
+
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         yield from self._fixed(file)
         yield from self._current_device(file)
+        yield from self._moves_to_current_device(file)
 
     def _fixed(self, file: CheckedFile) -> Iterator[Violation]:
         for device_map, context in file.placed(Placement.FIXED):
@@ -108,6 +116,83 @@ class FixedDeviceInDistributed(Rule):
             file.add_import("accelerate", "PartialState"),
         )
 
+    def _moves_to_current_device(self, file: CheckedFile) -> Iterator[Violation]:
+        """`model.to("cuda")` / `model.cuda()` before the device is set, under DDP: the model goes to GPU 0
+        in every process. Under DeepSpeed and FSDP a move before the framework places the model is DPL006's."""
+        calls = [c for name in ("to", "cuda") for c in file.resolver.index.calls_by_name.get(name, [])]
+        if not calls:
+            return
+        analysis = file.analysis_for(SINGLE)
+        loads = {id(load.call) for load in analysis.model_loads}
+        for call in calls:
+            if not isinstance(call.func, ast.Attribute) or not _to_current_device(file, call):
+                continue
+            if not _holds_a_model(file, call.func.value, loads):
+                continue
+            for context in file.contexts.contexts_at(call):
+                setup = context.setup
+                if not _several_processes(context) or setup.mode is not Mode.DDP:
+                    continue  # DeepSpeed and FSDP place the model themselves: DPL006 judges a move before them
+                if any(e.origin == "import" for e in context.deciding) or analysis.state_before(call):
+                    break  # an importer, or this file, has set the device by then
+                if _in_device_block(file, call):
+                    break
+                message = (
+                    f"{_move_text(file, call)} moves the model to the current CUDA device, and nothing sets this "
+                    f"process's device before it (torch.cuda.set_device, Accelerator(), PartialState() or TrainingArguments), "
+                    f"but this script runs under {setup.describe()} ({context.because(file.display)}): every rank puts its "
+                    f"copy on GPU 0 (out of memory; a DistributedDataParallel(device_ids=[local_rank]) of it then fails); "
+                    f"call torch.cuda.set_device(local_rank) first, or move it to PartialState().device"
+                )
+                yield self.violation(file, call, message, None, context)
+                break
+
+
+def _move_text(file: CheckedFile, call: ast.Call) -> str:
+    """`model.to("cuda")`; for a move chained on the load, its tail: `.cuda()` after from_pretrained(...)."""
+    assert isinstance(call.func, ast.Attribute)
+    if not isinstance(call.func.value, ast.Call):
+        return written(file, call, limit=40)
+    arguments = ", ".join(written(file, a, limit=24) for a in [*call.args, *call.keywords])
+    return f".{call.func.attr}({arguments}) on the model {written(file, call.func.value.func, limit=40)} loads"
+
+
+def _to_current_device(file: CheckedFile, call: ast.Call) -> bool:
+    """`.cuda()`, `.to("cuda")`, `.to(torch.device("cuda"))`, `.to(device=...)`, or a name bound only to those."""
+    assert isinstance(call.func, ast.Attribute)
+    if call.func.attr == "cuda":
+        return not call.args and not call.keywords
+    given = keyword(call, "device")
+    target = call.args[0] if call.args else (given.value if given is not None else None)
+    if target is None:
+        return False
+    values = [target] if isinstance(target, (ast.Constant, ast.Call)) else [c.value for c in file.resolver.candidates(target)]
+    return bool(values) and all(
+        isinstance(v, ast.expr) and isinstance(classify(v, lambda e: []).device, CurrentDevice) for v in values
+    )
+
+
+def _holds_a_model(file: CheckedFile, owner: ast.expr, loads: set[int]) -> bool:
+    """`from_pretrained(...).to(...)`, or a name every binding of which is a model load."""
+    if isinstance(owner, ast.Call):
+        return id(owner) in loads
+    if not isinstance(owner, (ast.Name, ast.Attribute)):
+        return False
+    values = [c.value for c in file.resolver.candidates(owner)]
+    return bool(values) and all(isinstance(v, ast.Call) and id(v) in loads for v in values)
+
+
+def _in_device_block(file: CheckedFile, node: ast.AST) -> bool:
+    """Inside `with torch.cuda.device(local_rank):`, which makes that GPU current."""
+    return any(
+        isinstance(ancestor, (ast.With, ast.AsyncWith))
+        and any(
+            isinstance(item.context_expr, ast.Call) and (dotted(item.context_expr.func) or "").endswith("cuda.device")
+            for item in ancestor.items
+        )
+        for ancestor in file.resolver.ancestors(node)
+    )
+
 
 def _advice(setup: Setup) -> str:
     if setup.zero3:
@@ -128,12 +213,8 @@ def _several_processes(context: Context) -> bool:
 def _device_maybe_set(file: CheckedFile, device_map: DeviceMap) -> bool:
     """Inside `with torch.cuda.device(local_rank):`, or after a call that may bind the process to its GPU."""
     load = device_map.loader.node
-    for ancestor in file.resolver.ancestors(load):
-        if isinstance(ancestor, (ast.With, ast.AsyncWith)) and any(
-            isinstance(item.context_expr, ast.Call) and (dotted(item.context_expr.func) or "").endswith("cuda.device")
-            for item in ancestor.items
-        ):
-            return True
+    if _in_device_block(file, load):
+        return True
     binding = [
         call
         for call in file.resolver.index.calls

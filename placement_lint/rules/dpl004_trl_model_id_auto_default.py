@@ -15,13 +15,13 @@ from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Edit
 from placement_lint.rules.base import (
     SPREAD_PREPARE_ERROR,
-    ZERO3_LOAD_ERROR,
     CheckedFile,
     FixAvailability,
     Rule,
     Violation,
     fix,
     trl_config_call,
+    zero3_load_consequence,
 )
 
 # TRL trainers that load a model id string with `device_map="auto"` unless the kwargs name one, and
@@ -143,7 +143,9 @@ class TrlModelIdAutoDefault(Rule):
     ) -> Violation:  # fmt: skip
         setup = context.setup
         if setup.zero3:
-            consequence = ZERO3_LOAD_ERROR
+            consequence = zero3_load_consequence(
+                context, SPREAD_PREPARE_ERROR.replace("accelerate raises", "accelerate then raises", 1)
+            )
         else:
             consequence = SPREAD_PREPARE_ERROR
         message = (
