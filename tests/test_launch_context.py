@@ -131,3 +131,20 @@ def test_every_launcher_the_walk_keeps_is_one_an_extractor_reads(name: str) -> N
 
     path = Path(name)
     assert launcher_name(path.name) and launcher_kind(path, b"") is not None
+
+
+def test_a_bare_accelerate_launch_takes_the_nearest_shipped_config(tmp_path: Path) -> None:
+    """The config beside the script decides over one farther up; a far one counts when nothing is nearer."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "fsdp.yaml").write_text("distributed_type: FSDP\nnum_processes: 8\n")
+    (tmp_path / "sft").mkdir()
+    (tmp_path / "sft" / "zero3.yaml").write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n")
+    (tmp_path / "sft" / "train.py").write_text('X.from_pretrained("m", device_map={"": 0})\n')
+    (tmp_path / "dpo").mkdir()
+    (tmp_path / "dpo" / "train.py").write_text('X.from_pretrained("m", device_map={"": 0})\n')
+    (tmp_path / "run.sh").write_text("accelerate launch sft/train.py\naccelerate launch dpo/train.py\n")
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    messages = {(f.display, f.code): f.message for f in result.findings}
+    assert "the repository ships sft/zero3.yaml (distributed_type DEEPSPEED, zero_stage 3)" in messages["sft/train.py", "DPL003"]
+    assert "the repository ships configs/fsdp.yaml (distributed_type FSDP)" in messages["dpo/train.py", "DPL003"]

@@ -5,21 +5,24 @@ no scan of the repository can see. When the repository ships an accelerate confi
 (README: "run `accelerate config`", "copy configs/ds_z3.yaml to your default config"), that config is
 what its authors run with, so it stands for the invisible default.
 
-Which one: the nearest level that holds any accelerate config decides, going from the launcher's and
-the script's folders (and the folders just below them) up through the script's parent folders to
-the repository root; at that level the configs must agree on the setup (kind and ZeRO stage).
+Which one: the nearest folder that holds any accelerate config, itself or in a config folder just
+below it (`configs/`, `accelerate_configs/`, `deepspeed/`), decides: the script's folder, then the launcher's, then the
+script's parent folders up to the repository root; there the configs must agree on the setup (kind
+and ZeRO stage).
 Several that disagree (TRL's `examples/accelerate_configs/` holds DDP, ZeRO-1/2/3 and FSDP) say
 nothing about which one a bare launch uses, so none is taken.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from placement_lint.context.configs import ConfigReader
 
 _YAML = (".yaml", ".yml")
+_CONFIG_FOLDER = re.compile(r"config|accelerate|deepspeed|zero|fsdp", re.IGNORECASE)
 _MARKER = b"distributed_type"
 _MAX_BYTES = 64 * 1024  # accelerate configs are a few dozen lines
 
@@ -35,9 +38,11 @@ class ShippedAccelerateConfigs:
         for path in candidates:
             if path.suffix.lower() in _YAML:
                 self._by_folder.setdefault(path.parent, []).append(path)
+        # Config folders just below a folder; a sibling project's folder (`sft/` beside `dpo/`) is not one.
         self._below: dict[Path, list[Path]] = {}
         for folder in self._by_folder:
-            self._below.setdefault(folder.parent, []).append(folder)
+            if _CONFIG_FOLDER.search(folder.name):
+                self._below.setdefault(folder.parent, []).append(folder)
         self._config_of: dict[Path, dict[str, object] | None] = {}
 
     def nearest(
@@ -45,7 +50,7 @@ class ShippedAccelerateConfigs:
     ) -> tuple[Path, dict[str, object]] | None:
         """The config at the nearest level holding any, when they all give one setup (`setup_of`)."""
         for level in self._levels(beside):
-            files = sorted({path for folder in level for path in self._near(folder)})
+            files = sorted(self._near(level))
             found = [(path, config) for path in files if (config := self._accelerate_config(path)) is not None]
             if not found:
                 continue
@@ -53,19 +58,17 @@ class ShippedAccelerateConfigs:
             return found[0] if len(setups) == 1 else None
         return None
 
-    def _levels(self, beside: tuple[Path, ...]) -> list[tuple[Path, ...]]:
-        """The launcher's and the script's folders (one level: "beside" either), then the script's parents."""
-        first = tuple(dict.fromkeys(folder for folder in beside if folder.is_relative_to(self.root)))
-        levels = [first] if first else []
-        for folder in (beside[-1] if beside else self.root).parents:
-            if not folder.is_relative_to(self.root):
-                break
-            if folder not in first:
-                levels.append((folder,))
-        return levels
+    def _levels(self, beside: tuple[Path, ...]) -> list[Path]:
+        """The script's folder (the last of `beside`), the launcher's folder unless it is one of the script's
+        parent folders (they come in their turn), then the script's parent folders up to the root."""
+        script = beside[-1] if beside else self.root
+        parents = [folder for folder in script.parents if folder.is_relative_to(self.root)]
+        levels = [script] if script.is_relative_to(self.root) else []
+        levels += [folder for folder in beside[:-1] if folder.is_relative_to(self.root) and folder not in (script, *parents)]
+        return [*levels, *parents]
 
     def _near(self, folder: Path) -> list[Path]:
-        """YAML files in the folder and in the folders just below it (`configs/`, `accelerate_configs/`)."""
+        """YAML files in the folder and in the config folders just below it."""
         return [
             *self._by_folder.get(folder, ()),
             *(path for below in self._below.get(folder, ()) for path in self._by_folder[below]),
