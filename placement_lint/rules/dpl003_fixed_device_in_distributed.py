@@ -34,7 +34,10 @@ _MAYBE_SETS_DEVICE = {"init_distributed"}
 class FixedDeviceInDistributed(Rule):
     code = "DPL003"
     name = "fixed-device-in-distributed"
-    summary = 'One fixed device (`0`, `"cuda:0"`, `{"": 0}`) for every process of a distributed run'
+    summary = (
+        'One fixed device (`0`, `"cuda:0"`, `{"": 0}`) for every process of a distributed run, or the current device '
+        '(`"cuda"`, `.to("cuda")`) before the process has set it'
+    )
     fix_availability = FixAvailability.SOMETIMES
     triggers = (b"device_map", b".to(", b".cuda(")
     anchors = (b"device_map", b"from_pretrained")
@@ -43,10 +46,15 @@ class FixedDeviceInDistributed(Rule):
         'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": PartialState().local_process_index})\n',
         # A single-process script may pin its one GPU.
         'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": 0})\n',
+        'import torch\nimport torch.distributed as dist\ndist.init_process_group("nccl")\ntorch.cuda.set_device(0)\n'
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map="cuda")\n',
     )
     invalid = (
         'import torch.distributed as dist\ndist.init_process_group("nccl")\n'
         'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": 0})\n',
+        # The current device before anything has set this process's device: GPU 0 in every rank.
+        'import torch.distributed as dist\ndist.init_process_group("nccl")\n'
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map=torch.device("cuda"))\n',
     )
 
     @classmethod
