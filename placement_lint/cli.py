@@ -486,7 +486,7 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
                     click.echo(f"  - set by {context.override.source}")
                 for evidence in sorted(context.evidence, key=lambda e: (e.origin != "file", e.where)):
                     click.echo(f"  - {evidence.describe(report.display)}")
-                pins = dict.fromkeys(f"{p}{s} ({w})" for e in context.evidence for p, s, w in e.pins)
+                pins = dict.fromkeys(f"{p}{s} ({w})" for e in context.evidence for p, s, w in e.pins if s)
                 if pins:
                     click.echo(f"  - the repository pins {', '.join(pins)}")
         for note in notes:

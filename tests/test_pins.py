@@ -28,14 +28,13 @@ def test_requirements_files_with_extras_markers_comments_and_options(tmp_path: P
             "transformers[torch]==4.44.2 ; python_version >= '3.9'  # tested\n"
             "peft @ git+https://github.com/huggingface/peft\n",
             "requirements-train.txt": "accelerate>=0.27,<1.0\nDeepSpeed~=0.14.0\n",
-            "requirements/extra.txt": "trl>=0.12\n",
+            "requirements/sglang.txt": "trl>=0.12\n",  # one integration's extras: not read
         },
     )
     assert found == {
         "transformers": [("==4.44.2", "requirements.txt:4")],
         "accelerate": [("<1.0,>=0.27", "requirements-train.txt:1")],
         "deepspeed": [("~=0.14.0", "requirements-train.txt:2")],
-        "trl": [(">=0.12", "requirements/extra.txt:1")],
     }
 
 

@@ -1,9 +1,10 @@
 """What the repository pins: the versions of the libraries whose behaviour a rule's truth depends on.
 
-Read as data, never run: `requirements*.txt` (and `requirements/*.txt`), `pyproject.toml` (PEP 621
+Read as data, never run: `requirements*.txt`, `pyproject.toml` (PEP 621
 `dependencies` and optional dependencies, poetry `dependencies`), a literal `install_requires` in
 `setup.py` (parsed with `ast`), and conda `environment.yml` (conda specs and its `pip:` section).
-Only at the repository root, where these files live. A specifier that cannot be parsed is left out,
+Only at the repository root, where these files live: a `requirements/` folder usually holds one file
+per optional integration (`requirements/sglang.txt`), which says nothing of the training run. A specifier that cannot be parsed is left out,
 with a note for `placement-lint context`.
 
 Specifiers are parsed with `packaging` (PEP 440 and PEP 508, the parser pip itself uses); poetry's
@@ -81,9 +82,6 @@ def _pin_files(root: Path) -> list[Path]:
             "environment.yaml",
         ):
             files.append(root / name)
-    folder = root / "requirements"
-    if folder.is_dir():
-        files += sorted(p for p in folder.iterdir() if p.suffix in (".txt", ".in") and p.is_file())
     return files
 
 
