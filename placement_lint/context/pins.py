@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 WATCHED = ("transformers", "accelerate", "trl", "peft", "deepspeed")
 _MAX_BYTES = 256 * 1024
+_USUAL = ("requirements.txt", "pyproject.toml", "setup.py", "environment.yml")
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
@@ -42,6 +43,8 @@ def read_pins(root: Path) -> Pins:
     pins: list[Pin] = []
     notes: list[str] = []
     read: list[Path] = []
+    # The usual names count as inputs even when absent: creating one must refresh a cached context.
+    read += [root / name for name in _USUAL if not (root / name).is_file()]
     for path in _pin_files(root):
         read.append(path)
         try:
