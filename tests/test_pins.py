@@ -45,7 +45,7 @@ def test_pyproject_pep621_and_poetry(tmp_path: Path) -> None:
             "pyproject.toml": '[project]\nname = "x"\ndependencies = ["transformers>=5.0"]\n'
             '[project.optional-dependencies]\ntrain = ["trl==0.27.0"]\n'
             '[tool.poetry.dependencies]\naccelerate = "^0.34.2"\npeft = { version = "~0.13", extras = ["x"] }\n'
-            'deepspeed = "0.15.4"\n',
+            'deepspeed = "0.15.4"\n[tool.poetry.group.dev.dependencies]\ntransformers = "^4.36.0b1"\n',
         },
     )
     assert found["transformers"] == [(">=5.0", "pyproject.toml [project]")]
@@ -84,8 +84,10 @@ def test_unparseable_specifiers_and_files_are_notes_not_crashes(tmp_path: Path) 
     (tmp_path / "requirements.txt").write_text("transformers>=4.x\naccelerate==1.2.0\n")
     (tmp_path / "pyproject.toml").write_text("[project\nnot toml")
     (tmp_path / "setup.py").write_text("setup(install_requires=[\n")
+    (tmp_path / "environment.yml").write_text("dependencies:\n  - pip:\n    - peft==0.13.2\n    - trl==latest\n")
     found = read_pins(tmp_path)
-    assert [p.package for p in found.pins] == ["accelerate"]
+    assert sorted(p.package for p in found.pins) == ["accelerate", "peft"]
+    assert any("environment.yml (pip): trl '==latest'" in note for note in found.notes)
     assert any("requirements.txt:1: transformers '>=4.x'" in note for note in found.notes)
     assert any(note.startswith("pyproject.toml: not read") for note in found.notes)
     assert any(note.startswith("setup.py: not read") for note in found.notes)

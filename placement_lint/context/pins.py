@@ -211,7 +211,10 @@ def _poetry(written: str) -> str:
         if piece in ("", "*"):
             continue
         if piece[0] in "^~" and piece[1:2] != "=":
-            parts.append(_caret(piece[1:]) if piece[0] == "^" else _tilde(piece[1:]))
+            try:
+                parts.append(_caret(piece[1:]) if piece[0] == "^" else _tilde(piece[1:]))
+            except ValueError:  # `^4.36.0b1`: not plain numbers; kept as written, so it is noted as unparseable
+                parts.append(piece)
         elif piece[0].isdigit():
             parts.append(f"=={piece}")
         else:
