@@ -148,3 +148,27 @@ def test_a_bare_accelerate_launch_takes_the_nearest_shipped_config(tmp_path: Pat
     messages = {(f.display, f.code): f.message for f in result.findings}
     assert "the repository ships sft/zero3.yaml (distributed_type DEEPSPEED, zero_stage 3)" in messages["sft/train.py", "DPL003"]
     assert "the repository ships configs/fsdp.yaml (distributed_type FSDP)" in messages["dpo/train.py", "DPL003"]
+
+
+@pytest.mark.parametrize(
+    ("command", "several"),
+    [
+        ("accelerate launch train.py", True),  # accelerate's default: one process per GPU
+        ("python -m accelerate.commands.launch train.py", True),
+        ("accelerate launch --num_processes 1 train.py", False),
+        ("accelerate launch --cpu train.py", False),
+        ("torchrun --nproc_per_node auto train.py", True),
+        ("python -m torch.distributed.run --nproc-per-node=gpu train.py", True),
+        ("python -m torch.distributed.launch --nproc_per_node 2 --use_env train.py", True),
+        ("deepspeed train.py", True),  # every GPU without --num_gpus
+        ("CUDA_VISIBLE_DEVICES=0,1 python train.py", False),
+    ],
+)
+def test_launchers_own_defaults(tmp_path: Path, command: str, several: bool) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text(command + "\n")
+    (tmp_path / "train.py").write_text(
+        'from transformers import AutoModelForCausalLM, Trainer\nTrainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto")).train()\n'
+    )
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    assert [f.code for f in result.findings] == (["DPL001"] if several else [])

@@ -285,6 +285,8 @@ def _accelerate(
         if kind is None and config_name:
             why = f"config {config_name} not found in the repository"
             return Resolved(Kind.POSSIBLE, None, f"{why}: one process per GPU on a multi-GPU host")
+        if kind is None and launch.option("--cpu", "--use_cpu") is not None:
+            return Resolved(Kind.POSSIBLE, None, "--cpu: processes on the CPU")
         if kind is None:
             return _accelerate_default(beside, configs, shipped)
     return Resolved(kind, stage, details)
