@@ -449,10 +449,17 @@ def is_local(file: CheckedFile, device_map: DeviceMap) -> bool:
     return file.resolver.scope_of(device_map.node) is file.resolver.scope_of(device_map.loader.node)
 
 
+TRL_RESETS_SINCE = {Mode.DEEPSPEED: "0.26", Mode.DDP: "0.27"}
+
+
 def trl_overrides(context: Context, device_map: DeviceMap) -> bool:
     """TRL's stable trainers reset `model_init_kwargs["device_map"]` to None under MULTI_GPU and
     DEEPSPEED (TRL >= 0.27, domain.md §1.4), but not under FSDP."""
     if device_map.loader.kind is not LoaderKind.TRL_INIT_KWARGS or context.setup.mode not in (Mode.DDP, Mode.DEEPSPEED):
+        return False
+    # The reset came in TRL 0.26 for DEEPSPEED and 0.27 for MULTI_GPU (sft_trainer.py at those tags):
+    # a repository pinned below passes model_init_kwargs on as given.
+    if context.pinned_below("trl", TRL_RESETS_SINCE[context.setup.mode]):
         return False
     return bool(device_map.consumers) and all(c.name in TRL_GUARDED_TRAINERS for c in device_map.consumers)
 

@@ -110,6 +110,12 @@ class TrlModelIdAutoDefault(Rule):
         if not setup.distributed or setup.single_process or context.one_gpu_per_process:
             return None
         if trainer in TRL_GUARDED_TRAINERS:
+            before_auto = context.pinned_below("trl", "0.26")
+            if before_auto:
+                return None  # before TRL 0.26 an id string loads with no device_map, on the CPU
+            pin = context.pinned_below("trl", "0.27") if setup.mode is Mode.DDP and before_auto is False else None
+            if pin:  # TRL 0.26.x
+                return f"with {pin}, {trainer} resets it to None only under DEEPSPEED (MULTI_GPU too since TRL 0.27)"
             if setup.mode is not Mode.FSDP:
                 return None  # reset to None under MULTI_GPU and DEEPSPEED (TRL >= 0.27)
             if any(EFFICIENT_LOADING in e.text for e in context.deciding):
