@@ -364,6 +364,32 @@ SPREAD_PREPARE_ERROR = (
 )
 
 
+DDP_WRAP_ERROR = (
+    'PyTorch raises "DistributedDataParallel device_ids and output_device arguments only work with '
+    'single-device/multiple-device GPU modules or CPU modules"'
+)
+
+
+def spread_prepare_consequence(context: Context, auto: bool = False) -> str:
+    """What a model spread over several GPUs meets at `prepare`: accelerate's check since 0.22.0
+    (accelerator.py); a repository pinned below it reaches DDP's own error under DDP instead. And
+    `"auto"` (`auto`) on transformers 4.50-4.53 under a launcher's WORLD_SIZE becomes tensor
+    parallelism instead of a spread (domain.md §1.3 M4; removed in 4.54.0, PR #38942)."""
+    if context.setup.mode is Mode.DDP and auto and context.pinned_below("transformers", "4.50") is False:
+        pin = context.pinned_below("transformers", "4.54")
+        if pin:
+            return (
+                f'with {pin}, from_pretrained turns device_map="auto" into tensor parallelism when WORLD_SIZE is set '
+                "(transformers 4.50-4.53), and DDP then fails on its DTensor parameters (accelerate >= 1.9: "
+                '"Your model contains `DTensor` parameters, which is incompatible with DDP")'
+            )
+    if context.setup.mode is Mode.DDP:
+        pin = context.pinned_below("accelerate", "0.22")
+        if pin:
+            return f"accelerate checks for this only since 0.22, so with {pin} {DDP_WRAP_ERROR} when it wraps the model"
+    return SPREAD_PREPARE_ERROR
+
+
 def zero3_load_consequence(context: Context, instead: str) -> str:
     """What a device_map under ZeRO-3 leads to at load time. Usually ZERO3_LOAD_ERROR; but when the
     run's accelerate config turns `zero3_init_flag` off and the repository pins accelerate below 1.0,

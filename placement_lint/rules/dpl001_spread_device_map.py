@@ -14,6 +14,7 @@ from placement_lint.context.evidence import Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
+    DDP_WRAP_ERROR,
     PER_PROCESS_MAP,
     SPREAD_PREPARE_ERROR,
     CheckedFile,
@@ -23,6 +24,7 @@ from placement_lint.rules.base import (
     consumer_phrase,
     fix,
     passed_by_launch,
+    spread_prepare_consequence,
     state_exists_at_load,
     wrapped_by_ddp,
     written,
@@ -86,12 +88,9 @@ class SpreadDeviceMapInDistributed(Rule):
                 context, SPREAD_PREPARE_ERROR.replace("accelerate raises", "accelerate then raises", 1)
             )
         elif wrapped_by_ddp(device_map):
-            consequence = (
-                'PyTorch raises "DistributedDataParallel device_ids and output_device arguments only work with '
-                'single-device/multiple-device GPU modules or CPU modules"'
-            )
+            consequence = DDP_WRAP_ERROR
         else:
-            consequence = SPREAD_PREPARE_ERROR
+            consequence = spread_prepare_consequence(context, device_map.classified.device == "auto")
         advice = "use device_map=None"
         if self._per_rank_needed(device_map, context):
             reason = (

@@ -20,6 +20,7 @@ from placement_lint.rules.base import (
     Rule,
     Violation,
     fix,
+    spread_prepare_consequence,
     trl_config_call,
     zero3_load_consequence,
 )
@@ -153,7 +154,7 @@ class TrlModelIdAutoDefault(Rule):
                 context, SPREAD_PREPARE_ERROR.replace("accelerate raises", "accelerate then raises", 1)
             )
         else:
-            consequence = SPREAD_PREPARE_ERROR
+            consequence = spread_prepare_consequence(context, True)
         message = (
             f'{_trainer_written(call, trainer)}({name}=<model id>) loads {_shown(file, id_node)} with device_map="auto" (TRL\'s default for id '
             f"strings since 0.26; {why}), but this script runs under {setup.describe()} "
