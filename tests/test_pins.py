@@ -124,3 +124,15 @@ def test_pins_that_disagree_or_name_another_package_say_nothing() -> None:
     new = Pin("accelerate", ">=1.0", "pyproject.toml [project]")
     assert below((old, new), "accelerate", "1.0") is None
     assert below((old,), "transformers", "5.0") is None
+
+
+def test_binary_huge_and_outside_files_are_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("transformers==4.0.0\n")
+    (root / "requirements.txt").symlink_to(outside)
+    (root / "requirements-dev.txt").write_bytes(b"\x00\xff\xfe accelerate==\x00\n" * 10)
+    (root / "requirements-big.txt").write_text("trl==0.20.0\n" + "#" * 300_000)
+    found = read_pins(root)
+    assert found.pins == ()

@@ -45,11 +45,12 @@ def read_pins(root: Path) -> Pins:
     read: list[Path] = []
     # The usual names count as inputs even when absent: creating one must refresh a cached context.
     read += [root / name for name in _USUAL if not (root / name).is_file()]
+    inside = root.resolve()
     for path in _pin_files(root):
         read.append(path)
         try:
-            if path.stat().st_size > _MAX_BYTES:
-                continue
+            if path.stat().st_size > _MAX_BYTES or not path.resolve().is_relative_to(inside):
+                continue  # too big to be a pin list, or a link out of the repository
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue

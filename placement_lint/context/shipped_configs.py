@@ -81,9 +81,11 @@ class ShippedAccelerateConfigs:
 
     def _read(self, path: Path) -> dict[str, object] | None:
         try:
-            if path.stat().st_size > _MAX_BYTES or _MARKER not in path.read_bytes():
+            if path.stat().st_size > _MAX_BYTES or not path.resolve().is_relative_to(self.root):
                 return None
-        except OSError:
+            if _MARKER not in path.read_bytes():
+                return None
+        except (OSError, RuntimeError):
             return None
         data = self._configs.load(path)
         if isinstance(data, dict) and "distributed_type" in data:
