@@ -172,3 +172,25 @@ def test_launchers_own_defaults(tmp_path: Path, command: str, several: bool) -> 
     )
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     assert [f.code for f in result.findings] == (["DPL001"] if several else [])
+
+
+@pytest.mark.parametrize(
+    ("pinned", "load_error"),
+    [("accelerate==0.34.2", False), ("accelerate>=1.0", True), ("", True)],
+)
+def test_zero3_init_flag_off_on_the_command_line_follows_the_pinned_accelerate(
+    tmp_path: Path, pinned: str, load_error: bool
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text(pinned + "\n")
+    (tmp_path / "run.sh").write_text("accelerate launch --use_deepspeed --zero_stage 3 --zero3_init_flag false train.py\n")
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n"
+        "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+        'Trainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto"), args=args).train()\n'
+    )
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    (finding,) = result.findings
+    assert finding.code == "DPL001"
+    assert ("transformers raises" in finding.message) is load_error
+    assert ("the load does not fail" in finding.message) is (pinned != "accelerate>=1.0")
