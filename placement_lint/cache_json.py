@@ -56,6 +56,7 @@ def evidence_from_json(e: dict[str, object]) -> Evidence:
             "kind": Kind(e["kind"]),
             "chain": tuple(e["chain"]),  # type: ignore[arg-type]
             "arguments": tuple(tuple(a) for a in e["arguments"]),  # type: ignore[attr-defined]
+            "pins": tuple(tuple(p) for p in e.get("pins", ())),  # type: ignore[attr-defined]
         }
     )
 

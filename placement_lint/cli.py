@@ -456,7 +456,8 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
     except ConfigError as exc:
         _error(str(exc))
         sys.exit(EXIT_ERROR)
-    reports = explain_contexts(targets, settings, cwd, show_all)
+    notes: list[str] = []
+    reports = explain_contexts(targets, settings, cwd, show_all, notes)
     if output_format == "json":
         click.echo(
             json.dumps(
@@ -485,6 +486,11 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
                     click.echo(f"  - set by {context.override.source}")
                 for evidence in sorted(context.evidence, key=lambda e: (e.origin != "file", e.where)):
                     click.echo(f"  - {evidence.describe(report.display)}")
+                pins = dict.fromkeys(f"{p}{s} ({w})" for e in context.evidence for p, s, w in e.pins if s)
+                if pins:
+                    click.echo(f"  - the repository pins {', '.join(pins)}")
+        for note in notes:
+            click.echo(f"note: {note}", err=True)
     sys.exit(EXIT_ERROR if any(r.error for r in reports) else EXIT_CLEAN)
 
 

@@ -100,6 +100,17 @@ def test_a_changed_launcher_rechecks_the_files_it_launches(repo: Path) -> None:
     assert check(repo) == [("a.py", 3, "DPL001"), ("b.py", 2, "DPL001")]
 
 
+def test_a_new_or_changed_pin_rechecks_the_launched_files(repo: Path) -> None:
+    """transformers >= 5.0 maps device_map="cuda" to the local rank: the pin decides, so it is an input."""
+    (repo / "b.py").write_text(LAUNCHED.replace('"auto"', '"cuda"'))
+    (repo / "run.sh").write_text("torchrun --nproc_per_node 8 b.py\n")
+    assert ("b.py", 2, "DPL003") in check(repo)
+    (repo / "requirements.txt").write_text("transformers>=5.0\n")
+    assert ("b.py", 2, "DPL003") not in check(repo)
+    (repo / "requirements.txt").write_text("transformers==4.57.3\n")
+    assert ("b.py", 2, "DPL003") in check(repo)
+
+
 def test_a_damaged_cache_is_ignored(repo: Path) -> None:
     first = check(repo)
     for cached in (repo / ".placement_lint_cache").rglob("*.json"):

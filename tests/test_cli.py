@@ -347,6 +347,17 @@ def test_context_command_shows_the_launch_chain(tmp_path: Path) -> None:
     assert as_json[0]["contexts"][0]["evidence"][0]["origin"] == "launch"
 
 
+def test_context_command_shows_the_pins_and_notes_a_specifier_it_cannot_parse(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(SINGLE)
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "requirements.txt").write_text("transformers>=4.x\naccelerate==0.27.2\n")
+    result = cli("context", ".", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "  - the repository pins accelerate==0.27.2 (requirements.txt:2)" in result.stdout.splitlines()
+    assert "note: requirements.txt:1: transformers '>=4.x': cannot parse the version specifier, ignored" in result.stderr
+
+
 def test_cache_flags_and_clean(repo: Path) -> None:
     assert cli("check", "--no-cache", ".", cwd=repo).returncode == 1
     assert not (repo / ".placement_lint_cache").exists()

@@ -131,3 +131,66 @@ def test_every_launcher_the_walk_keeps_is_one_an_extractor_reads(name: str) -> N
 
     path = Path(name)
     assert launcher_name(path.name) and launcher_kind(path, b"") is not None
+
+
+def test_a_bare_accelerate_launch_takes_the_nearest_shipped_config(tmp_path: Path) -> None:
+    """The config beside the script decides over one farther up; a far one counts when nothing is nearer."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "fsdp.yaml").write_text("distributed_type: FSDP\nnum_processes: 8\n")
+    (tmp_path / "sft").mkdir()
+    (tmp_path / "sft" / "zero3.yaml").write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n")
+    (tmp_path / "sft" / "train.py").write_text('X.from_pretrained("m", device_map={"": 0})\n')
+    (tmp_path / "dpo").mkdir()
+    (tmp_path / "dpo" / "train.py").write_text('X.from_pretrained("m", device_map={"": 0})\n')
+    (tmp_path / "run.sh").write_text("accelerate launch sft/train.py\naccelerate launch dpo/train.py\n")
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    messages = {(f.display, f.code): f.message for f in result.findings}
+    assert "the repository ships sft/zero3.yaml (distributed_type DEEPSPEED, zero_stage 3)" in messages["sft/train.py", "DPL003"]
+    assert "the repository ships configs/fsdp.yaml (distributed_type FSDP)" in messages["dpo/train.py", "DPL003"]
+
+
+@pytest.mark.parametrize(
+    ("command", "several"),
+    [
+        ("accelerate launch train.py", True),  # accelerate's default: one process per GPU
+        ("python -m accelerate.commands.launch train.py", True),
+        ("accelerate launch --num_processes 1 train.py", False),
+        ("accelerate launch --cpu train.py", False),
+        ("torchrun --nproc_per_node auto train.py", True),
+        ("python -m torch.distributed.run --nproc-per-node=gpu train.py", True),
+        ("python -m torch.distributed.launch --nproc_per_node 2 --use_env train.py", True),
+        ("deepspeed train.py", True),  # every GPU without --num_gpus
+        ("CUDA_VISIBLE_DEVICES=0,1 python train.py", False),
+    ],
+)
+def test_launchers_own_defaults(tmp_path: Path, command: str, several: bool) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text(command + "\n")
+    (tmp_path / "train.py").write_text(
+        'from transformers import AutoModelForCausalLM, Trainer\nTrainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto")).train()\n'
+    )
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    assert [f.code for f in result.findings] == (["DPL001"] if several else [])
+
+
+@pytest.mark.parametrize(
+    ("pinned", "load_error"),
+    [("accelerate==0.34.2", False), ("accelerate>=1.0", True), ("", True)],
+)
+def test_zero3_init_flag_off_on_the_command_line_follows_the_pinned_accelerate(
+    tmp_path: Path, pinned: str, load_error: bool
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text(pinned + "\n")
+    (tmp_path / "run.sh").write_text("accelerate launch --use_deepspeed --zero_stage 3 --zero3_init_flag false train.py\n")
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n"
+        "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+        'Trainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto"), args=args).train()\n'
+    )
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    (finding,) = result.findings
+    assert finding.code == "DPL001"
+    assert ("transformers raises" in finding.message) is load_error
+    assert ("the load does not fail" in finding.message) is (pinned != "accelerate>=1.0")

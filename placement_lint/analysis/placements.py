@@ -324,6 +324,14 @@ class PlacementAnalysis:
             if _creates(last_segment(self.imports.qualify(call.func)), names)
         ]
 
+    def state_before(self, node: ast.AST) -> bool:
+        """This process's device is set (see `_DISTRIBUTED_STATE`) before `node` runs."""
+        return self._exists_before(node, self._state_creations, (), 0)
+
+    def runs_before(self, node: ast.AST, calls: list[ast.Call]) -> bool:
+        """One of `calls` runs before `node`, followed through the helpers that call it (as `_after`)."""
+        return self._exists_before(node, [(call.lineno, call.col_offset) for call in calls], (), 0)
+
     def _after(self, loader: Loader, creations: list[tuple[int, int]]) -> bool:
         """A TrainingArguments / TRL config / Accelerator / PartialState exists before the load (domain.md §5.1.3).
 

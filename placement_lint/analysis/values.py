@@ -37,7 +37,17 @@ _PER_PROCESS_ATTRS = {"local_process_index", "process_index", "local_rank", "dev
 
 class Classified(NamedTuple):
     placement: Placement
-    device: object = None  # the fixed device (0, "cuda:1"), for messages
+    device: object = None  # the fixed device (0, "cuda:1"), for messages; a CurrentDevice for PER_PROCESS
+
+
+class CurrentDevice(NamedTuple):
+    """A PER_PROCESS value that means "the process's current CUDA device": its own GPU only once something
+    has set it (`torch.cuda.set_device`, PartialState, TrainingArguments); before that, GPU 0 in every process."""
+
+    written: str  # for messages: '"cuda"', 'torch.device("cuda")', "torch.cuda.current_device()"
+    # transformers >= 5.0 maps the string device_map "cuda" to cuda:$LOCAL_RANK itself
+    # (integrations/accelerate.py check_and_set_device_map); 4.x passes torch.device("cuda") on.
+    local_rank_from_transformers_5: bool = False
 
 
 Expand = Callable[[ast.expr], list[Candidate]]
@@ -81,7 +91,9 @@ def _constant(value: object) -> Classified:
             return Classified(Placement.SPREAD, value)
         if _INDEXED_DEVICE.match(value):
             return Classified(Placement.FIXED, value)
-        if value in ("cuda", "xpu", "npu"):
+        if value == "cuda":
+            return Classified(Placement.PER_PROCESS, CurrentDevice('"cuda"', local_rank_from_transformers_5=True))
+        if value in ("xpu", "npu"):
             return Classified(Placement.PER_PROCESS, value)
         if value in ("cpu", "meta", "disk"):
             return Classified(Placement.CPU, value)
@@ -89,16 +101,21 @@ def _constant(value: object) -> Classified:
     return Classified(Placement.UNKNOWN)
 
 
-def _device_of(value: ast.expr, expand: Expand, depth: int) -> tuple[set[object], bool]:
-    """The devices one dict value can name, and whether any of them depends on the rank."""
+def _device_of(value: ast.expr, expand: Expand, depth: int) -> tuple[set[object], bool | CurrentDevice]:
+    """The devices one dict value can name, and whether any of them depends on the rank (a CurrentDevice
+    when the only per-process value is the current device)."""
     devices: set[object] = set()
-    per_process = False
+    per_process: bool | CurrentDevice = False
     for candidate in expand(value):
         leaf = classify(candidate.value, expand, depth + 1)
         if leaf.placement in (Placement.FIXED, Placement.CPU):
             devices.add(_normalise_device(leaf.device))
         elif leaf.placement is Placement.PER_PROCESS:
-            per_process = True
+            # Inside a dict, transformers 5.x passes "cuda" on as the current device too.
+            current = (
+                leaf.device._replace(local_rank_from_transformers_5=False) if isinstance(leaf.device, CurrentDevice) else None
+            )
+            per_process = True if per_process is True or current is None else (per_process or current)
         else:
             devices.add(object())  # unknown: distinct from everything
     return devices, per_process
@@ -116,14 +133,15 @@ def _dict(value: ast.Dict, expand: Expand, depth: int) -> Classified:
     if any(key is None for key in value.keys):
         return Classified(Placement.UNKNOWN)
     devices: set[object] = set()
-    per_process = False
+    per_process: bool | CurrentDevice = False
     for entry in value.values:
         found, rank = _device_of(entry, expand, depth)
         devices |= found
-        per_process = per_process or rank
+        per_process = True if rank is True else (per_process or rank)
     known = {d for d in devices if isinstance(d, (int, str))}
     if per_process:
-        return Classified(Placement.PER_PROCESS)
+        current = per_process if isinstance(per_process, CurrentDevice) and not devices else None
+        return Classified(Placement.PER_PROCESS, current)
     if len(known) >= 2:
         return Classified(Placement.SPREAD, "a map over several devices")
     if len(devices) == 1 and known:
@@ -139,6 +157,8 @@ def _call(value: ast.Call, expand: Expand, depth: int) -> Classified:
     func = last_segment(name)
     if func in _SPREADING_CALLS:
         return Classified(Placement.SPREAD, f"{func}(...)")
+    if func == "current_device" and name.endswith("cuda.current_device"):
+        return Classified(Placement.PER_PROCESS, CurrentDevice("torch.cuda.current_device()"))
     if func in _PER_PROCESS_CALLS:
         return Classified(Placement.PER_PROCESS)
     if func == "device" and name.endswith("torch.device") or name == "device":
@@ -162,6 +182,8 @@ def _torch_device(value: ast.Call) -> Classified:
         return Classified(Placement.UNKNOWN)
     kind = args[0].value
     if len(args) == 1:
+        if kind == "cuda":  # a torch.device, not the string: transformers 5.x does not map it to the rank
+            return Classified(Placement.PER_PROCESS, CurrentDevice('torch.device("cuda")'))
         return _constant(kind)
     index = args[1]
     if isinstance(index, ast.Constant) and isinstance(index.value, int):

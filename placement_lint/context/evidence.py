@@ -42,6 +42,8 @@ class Evidence(NamedTuple):
     one_gpu: bool = False  # launch: each process sees one GPU (CUDA_VISIBLE_DEVICES=0, --gpus-per-task 1)
     bypass: bool = False  # launch: ACCELERATE_BYPASS_DEVICE_MAP=true in its environment
     cell: int | None = None  # in a notebook: the cell, and `line` is the line in it
+    # launch: the repository's pins of the libraries rules ask about, as (package, PEP 440 specifier, where)
+    pins: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def where(self) -> str:
@@ -70,6 +72,9 @@ class Override(NamedTuple):
 
 # Shown in a launch's evidence, and read by rules: FSDP then loads on rank 0 and skips device_map dispatch.
 EFFICIENT_LOADING = "fsdp_cpu_ram_efficient_loading true"
+# Shown in a launch's evidence, and read by rules: accelerate < 1.0 then creates no HfDeepSpeedConfig, so
+# transformers does not see ZeRO-3 when the model loads (accelerate utils/dataclasses.py set_deepspeed_weakref).
+ZERO3_INIT_OFF = "zero3_init_flag false"
 _STRENGTH = (Kind.ZERO3, Kind.DEEPSPEED, Kind.FSDP, Kind.DDP)
 _DISTRIBUTED_KINDS = frozenset(_STRENGTH)
 _RANK = {Mode.DEEPSPEED: 0, Mode.FSDP: 1, Mode.DDP: 2, Mode.POSSIBLE: 3, Mode.SINGLE: 4}
@@ -136,6 +141,16 @@ class Context:
     @property
     def bypasses_device_map_check(self) -> bool:
         return any(e.bypass for e in self.deciding)
+
+    def pinned_below(self, package: str, boundary: str) -> str | bool | None:
+        """What the repository behind the deciding launches pins of `package`: every allowed version below
+        `boundary` (the pin, for a message: "transformers==4.44.2 (requirements.txt:3)"), every one at or
+        above it (False), or unknown (None)."""
+        from placement_lint.context.pins import Pin, below
+
+        pins = tuple(dict.fromkeys(Pin(*pin) for e in self.deciding for pin in e.pins))
+        verdict = below(pins, package, boundary) if pins else None
+        return verdict.describe() if isinstance(verdict, Pin) else verdict
 
     @property
     def deciding(self) -> list[Evidence]:

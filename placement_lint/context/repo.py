@@ -23,7 +23,7 @@ from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable, dotted
 from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader, zero_stage_of
-from placement_lint.context.evidence import EFFICIENT_LOADING, Evidence, Kind
+from placement_lint.context.evidence import EFFICIENT_LOADING, ZERO3_INIT_OFF, Evidence, Kind
 from placement_lint.context.launch_files import (
     LAUNCH_TOKENS,
     MAX_LAUNCHER_BYTES,
@@ -34,6 +34,7 @@ from placement_lint.context.launch_files import (
 from placement_lint.context.launcher_names import launcher_candidates
 from placement_lint.context.launches import IMPORT_LINE, RepoContext
 from placement_lint.context.modules import IMPORT_DEPTH, module_file
+from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES
 from placement_lint.settings import Settings
 from placement_lint.source import is_notebook
@@ -71,6 +72,7 @@ def build_repo_context(
     configs = ConfigReader(root)
     launched: dict[Path, list[Evidence]] = {}
     context.candidates = launcher_candidates(root, settings, also, launchers)
+    shipped = ShippedAccelerateConfigs(root, context.candidates, configs)
     for path in context.candidates:
         for command in _commands(path, context):
             launch = parse_command(command.text)
@@ -79,7 +81,7 @@ def build_repo_context(
             target = _target(launch, command, root)
             if target is None:
                 continue
-            resolved = _resolve(launch, command, configs)
+            resolved = _resolve(launch, command, configs, target, shipped)
             where = f"{display(command.source)}:{command.where}"
             text = f"{where} ({_short(launch.text)})"
             if resolved.details:
@@ -100,15 +102,30 @@ def build_repo_context(
             )
             launched.setdefault(target, []).append(evidence)
     context.warnings += configs.warnings
+    pins_read = _attach_pins(root, launched, context) if launched else ()
     for target, items in launched.items():
         context.by_file[target] = tuple(items)
         context.used[target] = frozenset({"__main__"})
     summaries, edges = _propagate_to_imports(context, launched, display)
     classes_read = _follow_returns(context, summaries, edges, display)
-    context.inputs = [*context.candidates, *configs.read, *summaries, *classes_read]
+    context.inputs = [*context.candidates, *configs.read, *pins_read, *summaries, *classes_read]
     # A module read for its class bases (a trainer subclass) counts whole, not by its import lines.
     context.import_only = {path for path, summary in summaries.items() if summary is None} - set(classes_read)
     return context
+
+
+def _attach_pins(root: Path, launched: dict[Path, list[Evidence]], context: RepoContext) -> tuple[Path, ...]:
+    """Give each launch what the repository pins of the libraries whose behaviour rules depend on
+    (read only when something is launched); specifiers that do not parse are named in a warning."""
+    from placement_lint.context.pins import read_pins
+
+    found = read_pins(root)
+    context.warnings += list(found.notes)
+    if found.pins:
+        pins = tuple(tuple(pin) for pin in found.pins)
+        for items in launched.values():
+            items[:] = [item._replace(pins=pins) for item in items]  # type: ignore[misc]
+    return found.read
 
 
 def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
@@ -150,17 +167,23 @@ def _target(launch: Launch, command: CommandLine, root: Path) -> Path | None:
     return None
 
 
-def _resolve(launch: Launch, command: CommandLine, configs: ConfigReader) -> Resolved:
+def _resolve(
+    launch: Launch,
+    command: CommandLine,
+    configs: ConfigReader,
+    target: Path | None = None,
+    shipped: ShippedAccelerateConfigs | None = None,
+) -> Resolved:
     """What setup a launch runs its target under (domain.md §5.3)."""
     near = command.cwd
     script = _script_settings(launch, near, configs)
     if launch.launcher == "accelerate":
-        base = _accelerate(launch, near, configs)
+        beside = (command.source.parent, target.parent) if target else (command.source.parent,)
+        base = _accelerate(launch, near, configs, beside, shipped)
     elif launch.launcher == "torchrun":
-        count = launch.option("--nproc_per_node")
-        base = Resolved(Kind.DDP, None, f"torchrun --nproc_per_node {count}" if count else "torchrun")
+        base = Resolved(Kind.DDP, None, _torchrun_details(launch))
     elif launch.launcher == "deepspeed":
-        base = Resolved(Kind.DEEPSPEED, None, "the deepspeed launcher")
+        base = Resolved(Kind.DEEPSPEED, None, _deepspeed_launcher_details(launch))
     elif launch.launcher == "trl":
         base = _trl(launch, near, configs)
     elif launch.wrapped_by:
@@ -209,7 +232,27 @@ def _recipe(name: str, near: Path, configs: ConfigReader) -> Resolved | None:
     return None
 
 
-def _accelerate(launch: Launch, near: Path, configs: ConfigReader) -> Resolved:
+def _torchrun_details(launch: Launch) -> str:
+    count = launch.option("--nproc_per_node")
+    if count in ("gpu", "auto"):  # torch/distributed/run.py determine_local_world_size
+        return f"torchrun --nproc_per_node {count}: one process per GPU"
+    return f"torchrun --nproc_per_node {count}" if count else "torchrun"
+
+
+def _deepspeed_launcher_details(launch: Launch) -> str:
+    if launch.option("--num_gpus", "--num_nodes", "--include", "--hostfile", "-H") is None:
+        # deepspeed/launcher/runner.py: with no hostfile, --num_gpus or --include, every local GPU is used.
+        return "the deepspeed launcher, one process per GPU (no --num_gpus)"
+    return "the deepspeed launcher"
+
+
+def _accelerate(
+    launch: Launch,
+    near: Path,
+    configs: ConfigReader,
+    beside: tuple[Path, ...] = (),
+    shipped: ShippedAccelerateConfigs | None = None,
+) -> Resolved:
     config_name = launch.option("--config_file")
     config: dict[str, object] = {}
     if config_name:
@@ -226,6 +269,8 @@ def _accelerate(launch: Launch, near: Path, configs: ConfigReader) -> Resolved:
             stage = _json_stage(file, near, configs)
         kind = Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED
         details = "--use_deepspeed" + (f", zero_stage {stage}" if stage is not None else "")
+        if stage == 3 and (launch.option("--zero3_init_flag") or "").lower() == "false":
+            details += f", {ZERO3_INIT_OFF}"
     elif launch.option("--use_fsdp") is not None:
         kind, details = Kind.FSDP, "--use_fsdp"
     elif launch.option("--multi_gpu") is not None:
@@ -237,10 +282,39 @@ def _accelerate(launch: Launch, near: Path, configs: ConfigReader) -> Resolved:
             return Resolved(Kind.DDP, None, f"--num_machines {machines}")
         if kind is None and processes and processes.isdigit():
             return Resolved(Kind.DDP if int(processes) > 1 else Kind.SINGLE, None, f"--num_processes {processes}")
-        if kind is None:
-            why = f"config {config_name} not found in the repository" if config_name else "no config file"
+        if kind is None and config_name:
+            why = f"config {config_name} not found in the repository"
             return Resolved(Kind.POSSIBLE, None, f"{why}: one process per GPU on a multi-GPU host")
+        if kind is None and launch.option("--cpu", "--use_cpu") is not None:
+            return Resolved(Kind.POSSIBLE, None, "--cpu: processes on the CPU")
+        if kind is None:
+            return _accelerate_default(beside, configs, shipped)
     return Resolved(kind, stage, details)
+
+
+# What `accelerate launch` does with no config file, no `--multi_gpu` and no `--num_processes`
+# (accelerate >= 0.17.0, commands/launch.py `_validate_launch_command`, PR #1134): it reads
+# ~/.cache/huggingface/accelerate/default_config.yaml when there is one, else sets num_processes to
+# the GPU count and, with more than one GPU, turns multi-GPU on, warning "More than one GPU was
+# found, enabling multi-GPU training. If this was unintended please pass in `--num_processes=1`."
+_ACCELERATE_DEFAULT = (
+    "no config file: accelerate starts one process per GPU on a multi-GPU machine "
+    '(it warns "More than one GPU was found, enabling multi-GPU training")'
+)
+
+
+def _accelerate_default(beside: tuple[Path, ...], configs: ConfigReader, shipped: ShippedAccelerateConfigs | None) -> Resolved:
+    """A bare `accelerate launch script.py`: multi-GPU DDP, unless the repository ships the accelerate
+    config to install as the default (`accelerate config`, or copy it): then that config's setup."""
+    found = shipped.nearest(beside, lambda config, near: _accelerate_config(config, near, configs)[:2]) if shipped else None
+    if found is None:
+        return Resolved(Kind.DDP, None, _ACCELERATE_DEFAULT)
+    path, config = found
+    kind, stage, details = _accelerate_config(config, path.parent, configs)
+    shown = path.relative_to(configs.root).as_posix()
+    return Resolved(
+        kind, stage, f"no config file: accelerate reads its default config, and the repository ships {shown} ({details})"
+    )
 
 
 def _accelerate_config(config: dict[str, object], near: Path, configs: ConfigReader) -> tuple[Kind, int | None, str]:
@@ -256,6 +330,8 @@ def _accelerate_config(config: dict[str, object], near: Path, configs: ConfigRea
             if stage is None and isinstance(section.get("deepspeed_config_file"), str):
                 stage = _json_stage(str(section["deepspeed_config_file"]), near, configs)
         details = "distributed_type DEEPSPEED" + (f", zero_stage {stage}" if stage is not None else "")
+        if stage == 3 and isinstance(section, dict) and str(section.get("zero3_init_flag")).lower() == "false":
+            details += f", {ZERO3_INIT_OFF}"
         return (Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED), stage, details
     if kind_name == "FSDP":
         section = config.get("fsdp_config")

@@ -15,7 +15,7 @@ from placement_lint.analysis.names import ImportTable, dotted, keyword
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, ModelLoad, PlacementAnalysis
 from placement_lint.analysis.values import Placement
 from placement_lint.context.classes import ImportedClasses
-from placement_lint.context.evidence import Context, FileContext
+from placement_lint.context.evidence import ZERO3_INIT_OFF, Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.rules.noqa import Directive
@@ -367,6 +367,50 @@ SPREAD_PREPARE_ERROR = (
 )
 
 
+DDP_WRAP_ERROR = (
+    'PyTorch raises "DistributedDataParallel device_ids and output_device arguments only work with '
+    'single-device/multiple-device GPU modules or CPU modules"'
+)
+
+
+def spread_prepare_consequence(context: Context, auto: bool = False) -> str:
+    """What a model spread over several GPUs meets at `prepare`: accelerate's check since 0.22.0
+    (accelerator.py); a repository pinned below it reaches DDP's own error under DDP instead. And
+    `"auto"` (`auto`) on transformers 4.50-4.53 under a launcher's WORLD_SIZE becomes tensor
+    parallelism instead of a spread (domain.md §1.3 M4; removed in 4.54.0, PR #38942)."""
+    if context.setup.mode is Mode.DDP and auto and context.pinned_below("transformers", "4.50") is False:
+        pin = context.pinned_below("transformers", "4.54")
+        if pin:
+            return (
+                f'with {pin}, from_pretrained turns device_map="auto" into tensor parallelism when WORLD_SIZE is set '
+                "(transformers 4.50-4.53), and DDP then fails on its DTensor parameters (accelerate >= 1.9: "
+                '"Your model contains `DTensor` parameters, which is incompatible with DDP")'
+            )
+    if context.setup.mode is Mode.DDP:
+        pin = context.pinned_below("accelerate", "0.22")
+        if pin:
+            return f"accelerate checks for this only since 0.22, so with {pin} {DDP_WRAP_ERROR} when it wraps the model"
+    return SPREAD_PREPARE_ERROR
+
+
+def zero3_load_consequence(context: Context, instead: str) -> str:
+    """What a device_map under ZeRO-3 leads to at load time. Usually ZERO3_LOAD_ERROR; but when the
+    run's accelerate config turns `zero3_init_flag` off and the repository pins accelerate below 1.0,
+    accelerate creates no HfDeepSpeedConfig (before 1.0, `DeepSpeedPlugin.set_deepspeed_weakref` did
+    only with the flag on; PR #3097 made it unconditional), so the load does not fail: `instead` says
+    what happens then."""
+    if not any(ZERO3_INIT_OFF in e.text for e in context.deciding):
+        return ZERO3_LOAD_ERROR
+    pin = context.pinned_below("accelerate", "1.0")
+    if pin is None:
+        return (
+            f"{ZERO3_LOAD_ERROR} on accelerate >= 1.0 (before 1.0, with {ZERO3_INIT_OFF}, the load does not fail and {instead})"
+        )
+    if pin is False:
+        return ZERO3_LOAD_ERROR
+    return f"with {pin} and {ZERO3_INIT_OFF} transformers does not see ZeRO-3 when the model loads, so the load does not fail and {instead}"
+
+
 def state_exists_at_load(device_map: DeviceMap | ModelLoad, context: Context) -> bool:
     """Whether this process's device is set (TrainingArguments, a TRL config, Accelerator,
     PartialState, parsed arguments) when the model loads. Only the file's own order can show it is
@@ -434,10 +478,17 @@ def is_local(file: CheckedFile, device_map: DeviceMap) -> bool:
     return file.resolver.scope_of(device_map.node) is file.resolver.scope_of(device_map.loader.node)
 
 
+TRL_RESETS_SINCE = {Mode.DEEPSPEED: "0.26", Mode.DDP: "0.27"}
+
+
 def trl_overrides(context: Context, device_map: DeviceMap) -> bool:
     """TRL's stable trainers reset `model_init_kwargs["device_map"]` to None under MULTI_GPU and
     DEEPSPEED (TRL >= 0.27, domain.md §1.4), but not under FSDP."""
     if device_map.loader.kind is not LoaderKind.TRL_INIT_KWARGS or context.setup.mode not in (Mode.DDP, Mode.DEEPSPEED):
+        return False
+    # The reset came in TRL 0.26 for DEEPSPEED and 0.27 for MULTI_GPU (sft_trainer.py at those tags):
+    # a repository pinned below passes model_init_kwargs on as given.
+    if context.pinned_below("trl", TRL_RESETS_SINCE[context.setup.mode]):
         return False
     return bool(device_map.consumers) and all(c.name in TRL_GUARDED_TRAINERS for c in device_map.consumers)
 

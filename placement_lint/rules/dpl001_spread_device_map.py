@@ -14,9 +14,9 @@ from placement_lint.context.evidence import Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
+    DDP_WRAP_ERROR,
     PER_PROCESS_MAP,
     SPREAD_PREPARE_ERROR,
-    ZERO3_LOAD_ERROR,
     CheckedFile,
     FixAvailability,
     Rule,
@@ -24,10 +24,12 @@ from placement_lint.rules.base import (
     consumer_phrase,
     fix,
     passed_by_launch,
+    spread_prepare_consequence,
     state_exists_at_load,
     wrapped_by_ddp,
     written,
     zero3_live_at_load,
+    zero3_load_consequence,
 )
 
 
@@ -82,14 +84,13 @@ class SpreadDeviceMapInDistributed(Rule):
         setup = context.setup
         value = f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)}"
         if setup.zero3 and zero3_live_at_load(device_map, context):
-            consequence = ZERO3_LOAD_ERROR
-        elif wrapped_by_ddp(device_map):
-            consequence = (
-                'PyTorch raises "DistributedDataParallel device_ids and output_device arguments only work with '
-                'single-device/multiple-device GPU modules or CPU modules"'
+            consequence = zero3_load_consequence(
+                context, SPREAD_PREPARE_ERROR.replace("accelerate raises", "accelerate then raises", 1)
             )
+        elif wrapped_by_ddp(device_map):
+            consequence = DDP_WRAP_ERROR
         else:
-            consequence = SPREAD_PREPARE_ERROR
+            consequence = spread_prepare_consequence(context, device_map.classified.device == "auto")
         advice = "use device_map=None"
         if self._per_rank_needed(device_map, context):
             reason = (

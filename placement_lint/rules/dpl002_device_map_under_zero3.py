@@ -10,7 +10,6 @@ from placement_lint.analysis.values import Placement
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
-    ZERO3_LOAD_ERROR,
     CheckedFile,
     FixAvailability,
     Rule,
@@ -19,6 +18,7 @@ from placement_lint.rules.base import (
     passed_by_launch,
     written,
     zero3_live_at_load,
+    zero3_load_consequence,
 )
 
 _DDP = Setup(Mode.DDP)
@@ -45,7 +45,10 @@ class DeviceMapUnderZero3(Rule):
             # Only a load while the ZeRO-3 config is live raises; a load before it is DPL008's concern.
             if not context.setup.zero3 or not zero3_live_at_load(device_map, context):
                 continue
-            consequence = ZERO3_LOAD_ERROR
+            consequence = zero3_load_consequence(
+                context,
+                "every process loads the whole model where the map says before DeepSpeed partitions it (out of memory on big models)",
+            )
             message = (
                 f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} is not allowed under DeepSpeed ZeRO-3 "
                 f"({context.because(file.display)}): {consequence}; ZeRO-3 partitions and places the model itself: "

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 from functools import partial
 
+from placement_lint.analysis.names import dotted, keyword, last_segment
 from placement_lint.analysis.placements import DeviceMap
-from placement_lint.analysis.values import Placement
-from placement_lint.distributed import Mode, Setup
+from placement_lint.analysis.values import CurrentDevice, Placement, classify
+from placement_lint.context.evidence import Context
+from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
     PER_PROCESS_MAP,
@@ -17,28 +20,54 @@ from placement_lint.rules.base import (
     Violation,
     fix,
     passed_by_launch,
+    state_exists_at_load,
     written,
     zero3_live_at_load,
 )
+
+# Calls that may bind this process to its GPU without it being certain that they make it the
+# current device: `init_process_group(device_id=...)` (torch >= 2.3) and DeepSpeed's
+# `init_distributed()`, which passes device_id on (deepspeed/comm/torch.py). Silent after them.
+_MAYBE_SETS_DEVICE = {"init_distributed"}
 
 
 class FixedDeviceInDistributed(Rule):
     code = "DPL003"
     name = "fixed-device-in-distributed"
-    summary = 'One fixed device (`0`, `"cuda:0"`, `{"": 0}`) for every process of a distributed run'
-    fix_availability = FixAvailability.ALWAYS
+    summary = (
+        'One fixed device (`0`, `"cuda:0"`, `{"": 0}`) for every process of a distributed run, or the current device '
+        '(`"cuda"`, `.to("cuda")`) before the process has set it'
+    )
+    fix_availability = FixAvailability.SOMETIMES
+    triggers = (b"device_map", b".to(", b".cuda(")
+    anchors = (b"device_map", b"from_pretrained")
     valid = (
         'import torch.distributed as dist\nfrom accelerate import PartialState\ndist.init_process_group("nccl")\n'
         'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": PartialState().local_process_index})\n',
         # A single-process script may pin its one GPU.
         'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": 0})\n',
+        'import torch\nimport torch.distributed as dist\ndist.init_process_group("nccl")\ntorch.cuda.set_device(0)\n'
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map="cuda")\n',
     )
     invalid = (
         'import torch.distributed as dist\ndist.init_process_group("nccl")\n'
         'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": 0})\n',
+        # The current device before anything has set this process's device: GPU 0 in every rank.
+        'import torch.distributed as dist\ndist.init_process_group("nccl")\n'
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map=torch.device("cuda"))\n',
     )
 
+    @classmethod
+    def could_fire(cls, raw: bytes) -> bool:
+        """A device_map, or a loaded model that a `.to(` / `.cuda(` may move."""
+        return b"device_map" in raw or (b"from_pretrained" in raw and (b".to(" in raw or b".cuda(" in raw))
+
     def check(self, file: CheckedFile) -> Iterator[Violation]:
+        yield from self._fixed(file)
+        yield from self._current_device(file)
+        yield from self._moves_to_current_device(file)
+
+    def _fixed(self, file: CheckedFile) -> Iterator[Violation]:
         for device_map, context in file.placed(Placement.FIXED):
             setup = context.setup
             if setup.zero3 and zero3_live_at_load(device_map, context):
@@ -46,18 +75,37 @@ class FixedDeviceInDistributed(Rule):
             if setup.single_process or context.one_gpu_per_process:
                 continue  # one process, or each process sees one GPU: that fixed device is its own
             device = device_map.classified.device
-            if setup.zero3:
-                advice = "the model loads before the ZeRO-3 config exists; ZeRO-3 places it itself: use device_map=None"
-            elif setup.mode is Mode.FSDP:
-                advice = "FSDP shards and places the model itself: use device_map=None"
-            elif setup.mode is Mode.DEEPSPEED and setup.zero_stage is None:
-                advice = "DeepSpeed places the model itself: use device_map=None"
-            else:
-                advice = f"give each process its own GPU: use device_map={PER_PROCESS_MAP}"
             message = (
                 f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} puts every process's model on device {device!r}, but this "
                 f"script runs under {setup.describe()} ({context.because(file.display)}): every rank loads onto the same GPU "
-                f'(out of memory, or bitsandbytes\' "loaded ... on a different device" error); {advice}'
+                f'(out of memory, or bitsandbytes\' "loaded ... on a different device" error); {_advice(setup)}'
+            )
+            yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, setup))
+
+    def _current_device(self, file: CheckedFile) -> Iterator[Violation]:
+        """`"cuda"`, `torch.device("cuda")`, `torch.cuda.current_device()`: the current device, which is
+        GPU 0 in every process until something sets it (domain.md §1.3 M1)."""
+        for device_map, context in file.placed(Placement.PER_PROCESS):
+            current = device_map.classified.device
+            if not isinstance(current, CurrentDevice) or not _several_processes(context):
+                continue
+            setup = context.setup
+            if setup.zero3 and zero3_live_at_load(device_map, context):
+                continue  # DPL002: the load itself fails
+            if state_exists_at_load(device_map, context) or _device_maybe_set(file, device_map):
+                continue
+            version = ""
+            if current.local_rank_from_transformers_5:
+                below = context.pinned_below("transformers", "5.0")
+                if below is False:
+                    continue  # transformers >= 5.0 maps "cuda" to this process's LOCAL_RANK
+                version = f" with {below}" if below else ' on transformers < 5.0 (5.0 maps "cuda" to the local rank)'
+            message = (
+                f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} resolves to the current CUDA device{version}, "
+                f"and nothing sets this process's device before the load (torch.cuda.set_device, Accelerator(), "
+                f"PartialState() or TrainingArguments), but this script runs under "
+                f"{setup.describe()} ({context.because(file.display)}): every rank loads onto GPU 0 (out of memory, or "
+                f'bitsandbytes\' "loaded ... on a different device" error); {_advice(setup)}'
             )
             yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, setup))
 
@@ -75,3 +123,110 @@ class FixedDeviceInDistributed(Rule):
             file.replace(file.site(device_map).node, PER_PROCESS_MAP),
             file.add_import("accelerate", "PartialState"),
         )
+
+    def _moves_to_current_device(self, file: CheckedFile) -> Iterator[Violation]:
+        """`model.to("cuda")` / `model.cuda()` before the device is set, under DDP: the model goes to GPU 0
+        in every process. Under DeepSpeed and FSDP a move before the framework places the model is DPL006's."""
+        calls = [c for name in ("to", "cuda") for c in file.resolver.index.calls_by_name.get(name, [])]
+        if not calls:
+            return
+        analysis = file.analysis_for(SINGLE)
+        loads = {id(load.call) for load in analysis.model_loads}
+        for call in calls:
+            if not isinstance(call.func, ast.Attribute) or not _to_current_device(file, call):
+                continue
+            if not _holds_a_model(file, call.func.value, loads):
+                continue
+            for context in file.contexts.contexts_at(call):
+                setup = context.setup
+                if not _several_processes(context) or setup.mode is not Mode.DDP:
+                    continue  # DeepSpeed and FSDP place the model themselves: DPL006 judges a move before them
+                if any(e.origin == "import" for e in context.deciding) or analysis.state_before(call):
+                    break  # an importer, or this file, has set the device by then
+                if _in_device_block(file, call):
+                    break
+                message = (
+                    f"{_move_text(file, call)} moves the model to the current CUDA device, and nothing sets this "
+                    f"process's device before it (torch.cuda.set_device, Accelerator(), PartialState() or TrainingArguments), "
+                    f"but this script runs under {setup.describe()} ({context.because(file.display)}): every rank puts its "
+                    f"copy on GPU 0 (out of memory; a DistributedDataParallel(device_ids=[local_rank]) of it then fails); "
+                    f"call torch.cuda.set_device(local_rank) first, or move it to PartialState().device"
+                )
+                yield self.violation(file, call, message, None, context)
+                break
+
+
+def _move_text(file: CheckedFile, call: ast.Call) -> str:
+    """`model.to("cuda")`; for a move chained on the load, its tail: `.cuda()` after from_pretrained(...)."""
+    assert isinstance(call.func, ast.Attribute)
+    if not isinstance(call.func.value, ast.Call):
+        return written(file, call, limit=40)
+    arguments = ", ".join(written(file, a, limit=24) for a in [*call.args, *call.keywords])
+    return f".{call.func.attr}({arguments}) on the model {written(file, call.func.value.func, limit=40)} loads"
+
+
+def _to_current_device(file: CheckedFile, call: ast.Call) -> bool:
+    """`.cuda()`, `.to("cuda")`, `.to(torch.device("cuda"))`, `.to(device=...)`, or a name bound only to those."""
+    assert isinstance(call.func, ast.Attribute)
+    if call.func.attr == "cuda":
+        return not call.args and not call.keywords
+    given = keyword(call, "device")
+    target = call.args[0] if call.args else (given.value if given is not None else None)
+    if target is None:
+        return False
+    values = [target] if isinstance(target, (ast.Constant, ast.Call)) else [c.value for c in file.resolver.candidates(target)]
+    return bool(values) and all(
+        isinstance(v, ast.expr) and isinstance(classify(v, lambda e: []).device, CurrentDevice) for v in values
+    )
+
+
+def _holds_a_model(file: CheckedFile, owner: ast.expr, loads: set[int]) -> bool:
+    """`from_pretrained(...).to(...)`, or a name every binding of which is a model load."""
+    if isinstance(owner, ast.Call):
+        return id(owner) in loads
+    if not isinstance(owner, (ast.Name, ast.Attribute)):
+        return False
+    values = [c.value for c in file.resolver.candidates(owner)]
+    return bool(values) and all(isinstance(v, ast.Call) and id(v) in loads for v in values)
+
+
+def _in_device_block(file: CheckedFile, node: ast.AST) -> bool:
+    """Inside `with torch.cuda.device(local_rank):`, which makes that GPU current."""
+    return any(
+        isinstance(ancestor, (ast.With, ast.AsyncWith))
+        and any(
+            isinstance(item.context_expr, ast.Call) and (dotted(item.context_expr.func) or "").endswith("cuda.device")
+            for item in ancestor.items
+        )
+        for ancestor in file.resolver.ancestors(node)
+    )
+
+
+def _advice(setup: Setup) -> str:
+    if setup.zero3:
+        return "the model loads before the ZeRO-3 config exists; ZeRO-3 places it itself: use device_map=None"
+    if setup.mode is Mode.FSDP:
+        return "FSDP shards and places the model itself: use device_map=None"
+    if setup.mode is Mode.DEEPSPEED and setup.zero_stage is None:
+        return "DeepSpeed places the model itself: use device_map=None"
+    return f"give each process its own GPU: use device_map={PER_PROCESS_MAP}"
+
+
+def _several_processes(context: Context) -> bool:
+    """A launch (or in-file setup) that starts several processes, each seeing more than one GPU."""
+    setup = context.setup
+    return setup.distributed and not setup.single_process and not context.one_gpu_per_process
+
+
+def _device_maybe_set(file: CheckedFile, device_map: DeviceMap) -> bool:
+    """Inside `with torch.cuda.device(local_rank):`, or after a call that may bind the process to its GPU."""
+    load = device_map.loader.node
+    if _in_device_block(file, load):
+        return True
+    binding = [
+        call
+        for call in file.resolver.index.calls
+        if (name := last_segment(dotted(call.func) or "")) in _MAYBE_SETS_DEVICE
+        or (name == "init_process_group" and keyword(call, "device_id") is not None)
+    ]
+    return bool(binding) and device_map.analysis.runs_before(load, binding)

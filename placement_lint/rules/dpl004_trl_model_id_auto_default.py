@@ -15,13 +15,14 @@ from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Edit
 from placement_lint.rules.base import (
     SPREAD_PREPARE_ERROR,
-    ZERO3_LOAD_ERROR,
     CheckedFile,
     FixAvailability,
     Rule,
     Violation,
     fix,
+    spread_prepare_consequence,
     trl_config_call,
+    zero3_load_consequence,
 )
 
 # TRL trainers that load a model id string with `device_map="auto"` unless the kwargs name one, and
@@ -110,6 +111,12 @@ class TrlModelIdAutoDefault(Rule):
         if not setup.distributed or setup.single_process or context.one_gpu_per_process:
             return None
         if trainer in TRL_GUARDED_TRAINERS:
+            before_auto = context.pinned_below("trl", "0.26")
+            if before_auto:
+                return None  # before TRL 0.26 an id string loads with no device_map, on the CPU
+            pin = context.pinned_below("trl", "0.27") if setup.mode is Mode.DDP and before_auto is False else None
+            if pin:  # TRL 0.26.x
+                return f"with {pin}, {trainer} resets it to None only under DEEPSPEED (MULTI_GPU too since TRL 0.27)"
             if setup.mode is not Mode.FSDP:
                 return None  # reset to None under MULTI_GPU and DEEPSPEED (TRL >= 0.27)
             if any(EFFICIENT_LOADING in e.text for e in context.deciding):
@@ -143,9 +150,11 @@ class TrlModelIdAutoDefault(Rule):
     ) -> Violation:  # fmt: skip
         setup = context.setup
         if setup.zero3:
-            consequence = ZERO3_LOAD_ERROR
+            consequence = zero3_load_consequence(
+                context, SPREAD_PREPARE_ERROR.replace("accelerate raises", "accelerate then raises", 1)
+            )
         else:
-            consequence = SPREAD_PREPARE_ERROR
+            consequence = spread_prepare_consequence(context, True)
         message = (
             f'{_trainer_written(call, trainer)}({name}=<model id>) loads {_shown(file, id_node)} with device_map="auto" (TRL\'s default for id '
             f"strings since 0.26; {why}), but this script runs under {setup.describe()} "
