@@ -56,6 +56,7 @@ def evidence_from_json(e: dict[str, object]) -> Evidence:
             "kind": Kind(e["kind"]),
             "chain": tuple(e["chain"]),  # type: ignore[arg-type]
             "arguments": tuple(tuple(a) for a in e["arguments"]),  # type: ignore[attr-defined]
+            "parser": tuple(tuple(f) for f in e.get("parser", ())),  # type: ignore[attr-defined]
         }
     )
 

@@ -12,6 +12,7 @@ import ast
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from placement_lint.analysis.arguments import UNDECIDED, value_of
 from placement_lint.analysis.guards import evaluate_truth
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import dotted, last_segment
@@ -57,8 +58,22 @@ class LaunchArgument(NamedTuple):
     where: str
 
 
-def _argument_value(text: str, at: ast.expr) -> ast.expr:
-    """`--device_map auto` -> "auto", `--q_lora True` -> True, placed where the file reads the field."""
+def _argument_value(text: str, at: ast.expr) -> ast.expr | None:
+    """`--device_map auto` -> "auto", `--q_lora True` -> True, placed where the file reads the field.
+    Bound arguments arrive as literals (`'auto'`, analysis.arguments); UNDECIDED is no value."""
+    if text == UNDECIDED:
+        return None
+    try:
+        value = value_of(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = _plain_value(text)
+    if not isinstance(value, (bool, int, float, str, type(None))):
+        value = text
+    node = ast.Constant(value)
+    return ast.copy_location(node, at)
+
+
+def _plain_value(text: str) -> object:
     lowered = text.lower()
     value: object = {"true": True, "false": False, "none": None}.get(lowered, text)
     if value is text:
@@ -66,13 +81,22 @@ def _argument_value(text: str, at: ast.expr) -> ast.expr:
             value = int(text)
         except ValueError:
             pass
-    node = ast.Constant(value)
-    return ast.copy_location(node, at)
+    return value
 
 
 State = dict[str, list[Binding]]
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _KNOWN_DICT = "[?]"  # marker key: the name is bound to a dict display whose keys we know
+
+
+def _truthy(text: str) -> bool:
+    """A launch argument that turns its field on (`--load_in_4bit true`, a bare `--flag`)."""
+    if text == UNDECIDED:
+        return False
+    try:
+        return bool(value_of(text))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text.lower() not in ("false", "0", "no", "none", "")
 
 
 def key_of(base: str, key: str) -> str:
@@ -83,15 +107,17 @@ class Resolver:
     def __init__(self, module: ast.Module, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> None:
         self.module = module
         self.setup = setup
-        # Values a launch passes on the command line for dataclass fields: (field, value, where).
+        # Values a launch passes on the command line for parser fields: (field, value, where); with
+        # where "", the default of a field the launched script's parser defines outside this file.
         self.arguments = arguments
         self._states: dict[tuple[int, int], State] = {}
         self._field_defaults: dict[str, list[ast.expr | None]] | None = None
         self.index = index_of(self.module)
         # The launch's script arguments set to a true value, and each condition's truth once asked:
         # rules ask the same test again (guards on values, reachability, setup probes).
-        self._passed = frozenset(n for n, value, _ in self.arguments if value.lower() not in ("false", "0", "no", "none", ""))
+        self._passed = frozenset(n for n, value, _ in self.arguments if _truthy(value))
         self._truths: dict[int, bool | None] = {}
+        self._defaults: set[int] = set()  # the field defaults candidates were read from
 
     # -- structure -------------------------------------------------------------------------
 
@@ -121,8 +147,14 @@ class Resolver:
         """What a name in a condition can hold; an expression that resolves to nothing but itself
         (an unbound attribute such as `args.use_peft`) is unknown, not a value to evaluate again."""
         return [
-            c.value if isinstance(c.value, ast.expr) and c.value is not expr else None for c in self.candidates(expr, depth=6)
+            c.value if isinstance(c.value, ast.expr) and c.value is not expr and not self._chosen_elsewhere(c.value) else None
+            for c in self.candidates(expr, depth=6)
         ]
+
+    def _chosen_elsewhere(self, value: ast.expr) -> bool:
+        """A text default (a model name, a model type) no launch decided: the repository ships the
+        branches it chooses between for the runs that pass another one, so it decides no condition."""
+        return id(value) in self._defaults and isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value != ""
 
     # -- bindings --------------------------------------------------------------------------
 
@@ -168,10 +200,16 @@ class Resolver:
         found = self.bindings(key, expr)
         if not found and isinstance(expr, ast.Attribute):
             passed = next((a for a in self.arguments if a[0] == expr.attr), None)
-            if passed is not None and expr.attr in self.field_defaults():
+            if passed is not None and passed[2]:
                 return [Candidate(_argument_value(passed[1], expr), guards, (*via, LaunchArgument(*passed)))]
+            if passed is not None and expr.attr not in self.field_defaults():
+                value = _argument_value(passed[1], expr)
+                if value is not None:
+                    self._defaults.add(id(value))
+                return [Candidate(value, guards, via)]
             defaults = self.field_defaults().get(expr.attr)
             if defaults and len(defaults) == 1 and defaults[0] is not None:
+                self._defaults.add(id(defaults[0]))
                 return self.candidates(defaults[0], guards, (*via, defaults[0]), depth + 1)
         if found is None or not found:
             return [Candidate(expr if not isinstance(expr, ast.Name) else None, guards, via)]
