@@ -24,7 +24,9 @@ UNDECIDED = "?"  # the field's value depends on something the tool cannot follow
 
 class Field(NamedTuple):
     name: str  # the attribute the script reads (argparse `dest`)
-    convert: str  # how text becomes the value: "bool" (str-to-bool), "pybool" (bool(text)), "int", "float", "str", "in:<words>", "?"
+    # How text becomes the value: "bool" (str-to-bool), "pybool" (bool(text)), "int", "float", "str",
+    # "in:<words>" (a lambda's own test), "?".
+    convert: str
     default: str  # literal text, or UNDECIDED
     bare: str  # the value of the option given with no text (`--flag`), or UNDECIDED
     negated_by: str = ""  # `--no_flag` sets this field to False (HfArgumentParser, for a field defaulting to True)

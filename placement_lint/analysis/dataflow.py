@@ -154,7 +154,9 @@ class Resolver:
     def _chosen_elsewhere(self, value: ast.expr) -> bool:
         """A text default (a model name, a model type) no launch decided: the repository ships the
         branches it chooses between for the runs that pass another one, so it decides no condition."""
-        return id(value) in self._defaults and isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value != ""
+        return (
+            id(value) in self._defaults and isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value != ""
+        )
 
     # -- bindings --------------------------------------------------------------------------
 

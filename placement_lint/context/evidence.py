@@ -101,7 +101,10 @@ def _group_launches(
         relevant += [
             (name, field.default, "")
             for name, field in fields.items()
-            if name == field.name and name in read and name not in bound and field.default != UNDECIDED
+            if name == field.name
+            and name in read
+            and name not in bound
+            and field.default != UNDECIDED
             and not (name in local and local[name].origin == "dataclass")  # the resolver reads its default in the file
         ]
         ordered = tuple(sorted(relevant))

@@ -392,9 +392,7 @@ def wrapped_by_ddp(device_map: DeviceMap) -> bool:
     )
 
 
-def reachable_under(
-    file: CheckedFile, node: ast.AST, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()
-) -> bool:
+def reachable_under(file: CheckedFile, node: ast.AST, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> bool:
     """False when an enclosing `if` (or conditional expression) rules this code out under `setup` and
     the launch's `arguments`: `if not ddp:` in a DDP run, `if args.use_deepspeed: ... else:` under a
     launch that passes `--use_deepspeed true`. Unknown conditions keep the code reachable."""
