@@ -43,7 +43,7 @@ class Evidence(NamedTuple):
     one_gpu: bool = False  # launch: each process sees one GPU (CUDA_VISIBLE_DEVICES=0, --gpus-per-task 1)
     bypass: bool = False  # launch: ACCELERATE_BYPASS_DEVICE_MAP=true in its environment
     cell: int | None = None  # in a notebook: the cell, and `line` is the line in it
-    # launch/import: the launched script's parser fields (analysis.arguments.Field), when the repository
+    # launch/import: the launched script's parser fields ((key, *analysis.arguments.Field)), when the repository
     # pass read them: a module the script imports reads `args.use_4bit` without seeing the parser.
     parser: tuple[tuple[str, ...], ...] = ()
 
@@ -95,7 +95,7 @@ def _group_launches(
     groups: dict[tuple[object, ...], list[Evidence]] = {}
     keys: dict[tuple[object, ...], tuple[tuple[str, str, str], ...]] = {}
     for evidence in external:
-        fields = {**local, **{f[0]: Field(*f) for f in evidence.parser}}
+        fields = {**local, **{f[0]: Field(*f[1:]) for f in evidence.parser}}
         bound = bind(fields, evidence.arguments)
         relevant = [(name, value, evidence.where) for name, value in bound.items() if name in read]
         relevant += [
