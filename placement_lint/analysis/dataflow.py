@@ -12,7 +12,7 @@ import ast
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from placement_lint.analysis.arguments import UNDECIDED, value_of
+from placement_lint.analysis.arguments import UNDECIDED, parser_fields, value_of
 from placement_lint.analysis.guards import evaluate_truth
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import dotted, last_segment
@@ -118,6 +118,11 @@ class Resolver:
         self._passed = frozenset(n for n, value, _ in self.arguments if _truthy(value))
         self._truths: dict[int, bool | None] = {}
         self._defaults: set[int] = set()  # the field defaults candidates were read from
+        # Conditions undecided only by a value the user chooses (see chosen_by_user), and whether the
+        # condition being evaluated met one.
+        self._choices: set[int] = set()
+        self._chose = False
+        self._text_fields: set[str] | None = None
 
     # -- structure -------------------------------------------------------------------------
 
@@ -140,23 +145,48 @@ class Resolver:
 
     def truth(self, test: ast.expr) -> bool | None:
         if id(test) not in self._truths:
-            self._truths[id(test)] = evaluate_truth(test, self.setup, self._lookup, self._passed)
+            outer, self._chose = self._chose, False
+            truth = self._truths[id(test)] = evaluate_truth(test, self.setup, self._lookup, self._passed)
+            if truth is None and self._chose:
+                self._choices.add(id(test))
+            self._chose = outer or self._chose
         return self._truths[id(test)]
+
+    def chosen_by_user(self, test: ast.expr) -> bool:
+        """The condition is undecided because it reads a value the user chooses per run and no launch
+        decides (a model name, a model type): the repository ships both branches, so both are live."""
+        self.truth(test)
+        return id(test) in self._choices
 
     def _lookup(self, expr: ast.expr) -> list[ast.expr | None]:
         """What a name in a condition can hold; an expression that resolves to nothing but itself
         (an unbound attribute such as `args.use_peft`) is unknown, not a value to evaluate again."""
-        return [
-            c.value if isinstance(c.value, ast.expr) and c.value is not expr and not self._chosen_elsewhere(c.value) else None
-            for c in self.candidates(expr, depth=6)
-        ]
+        values: list[ast.expr | None] = []
+        for candidate in self.candidates(expr, depth=6):
+            value = candidate.value
+            if isinstance(value, ast.expr) and value is not expr and not self._text_default(value):
+                values.append(value)
+                continue
+            values.append(None)
+            if candidate.from_launch is None and (
+                (isinstance(value, ast.expr) and self._text_default(value)) or (value is expr and self._text_field(expr))
+            ):
+                self._chose = True
+        return values
 
-    def _chosen_elsewhere(self, value: ast.expr) -> bool:
-        """A text default (a model name, a model type) no launch decided: the repository ships the
-        branches it chooses between for the runs that pass another one, so it decides no condition."""
+    def _text_default(self, value: ast.expr) -> bool:
+        """A field's text default (a model name), which no launch decided."""
         return (
             id(value) in self._defaults and isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value != ""
         )
+
+    def _text_field(self, expr: ast.expr) -> bool:
+        """An attribute read of one of the module's own text fields that has no default (`model_name_or_path`)."""
+        if not isinstance(expr, ast.Attribute):
+            return False
+        if self._text_fields is None:
+            self._text_fields = {name for name, f in parser_fields(self.module).items() if f.convert == "str"}
+        return expr.attr in self._text_fields
 
     # -- bindings --------------------------------------------------------------------------
 

@@ -134,9 +134,10 @@ class CheckedFile:
 
     def _decided(self, device_map: DeviceMap, resolver: Resolver) -> bool:
         """The run takes this value: every condition on its way is known to hold (a flag the launch does
-        not set, `if args.use_peft:` read by argparse, leaves it undecided), and it is not the `except`
+        not set, `if args.use_peft:` read by a parser the tool cannot follow, leaves it undecided) or
+        depends on a value the user chooses (a model name no launch passes), and it is not the `except`
         fallback of a `try` whose body binds the value the launch uses."""
-        if any(resolver.truth(test) is None for test, _ in device_map.candidate.guards):
+        if any(resolver.truth(test) is None and not resolver.chosen_by_user(test) for test, _ in device_map.candidate.guards):
             return False
         return not any(
             isinstance(step, ast.AST) and any(isinstance(a, ast.ExceptHandler) for a in self.resolver.ancestors(step))
