@@ -1,0 +1,99 @@
+"""A launch's script arguments bound to the script's parser fields (analysis.arguments)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from placement_lint.analysis.arguments import UNDECIDED, bind, parser_fields
+
+PARSERS = """
+import argparse
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class ModelArguments:
+    use_4bit: bool = field(default=False)
+    spread: Optional[bool] = True
+    model_name_or_path: str = "gpt2"
+    bits: int = 16
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--use-lora", action="store_true")
+parser.add_argument("--no-ds", dest="ds", action="store_false")
+parser.add_argument("--q_lora", type=bool, default=False)
+parser.add_argument("--checkpointing", type=str2bool, default=True)
+parser.add_argument("--strtobool", type=lambda x: bool(strtobool(x)))
+parser.add_argument("--big", type=lambda x: x.lower() == "true")
+parser.add_argument("--layers", nargs="+", type=int)
+parser.add_argument("--maybe", nargs="?", const=True, default=False)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("use_4bit", "", "True"),  # HfArgumentParser: a bare bool flag is True
+        ("use_4bit", "yes", "True"),
+        ("use_4bit", "False", "False"),
+        ("use_4bit", "maybe", UNDECIDED),  # HfArgumentParser would refuse it
+        ("no_spread", "", "False"),  # the complement HfArgumentParser adds for a field defaulting to True
+        ("model_name_or_path", "True", "'True'"),  # text stays text
+        ("bits", "4", "4"),
+        ("bits", "four", UNDECIDED),
+        ("use_lora", "", "True"),  # `--use-lora`, dashes as underscores
+        ("no_ds", "", "False"),  # store_false under another dest
+        ("q_lora", "False", "True"),  # type=bool: any non-empty text is True
+        ("checkpointing", "no", "False"),
+        ("big", "TRUE", "True"),
+        ("big", "yes", "False"),  # the lambda's own test, not a general str-to-bool
+        ("layers", "1", UNDECIDED),
+        ("maybe", "", "True"),  # nargs="?" with const
+        ("load_in_4bit", "true", "True"),  # a TRL ModelConfig field, wherever the parser is
+    ],
+)
+def test_launch_values_follow_the_parser(name: str, text: str, expected: str) -> None:
+    fields = parser_fields(ast.parse(PARSERS))
+    target = {"no_spread": "spread", "no_ds": "ds"}.get(name, name)
+    assert bind(fields, [(name, text)]) == {target: expected}
+
+
+def test_defaults_follow_the_parser() -> None:
+    fields = parser_fields(ast.parse(PARSERS))
+    assert {name: fields[name].default for name in ("use_4bit", "spread", "use_lora", "ds", "checkpointing", "big")} == {
+        "use_4bit": "False",
+        "spread": "True",
+        "use_lora": "False",
+        "ds": "True",
+        "checkpointing": "True",
+        "big": "None",
+    }
+
+
+def test_arguments_no_parser_field_takes_are_left_out() -> None:
+    assert bind(parser_fields(ast.parse(PARSERS)), [("output_dir", "out"), ("seed", "1")]) == {}
+
+
+@pytest.mark.parametrize(
+    "dynamic",
+    [
+        'for name in FLAGS:\n    parser.add_argument(f"--{name}", action="store_true")\n',
+        "parser.add_argument(**SPEC)\n",
+        'parser.add_argument("--x", dest=name)\n',
+        "parser.set_defaults(**vars(defaults))\n",
+    ],
+)
+def test_a_parser_the_tool_cannot_follow_decides_nothing(dynamic: str) -> None:
+    fields = parser_fields(ast.parse(PARSERS + dynamic))
+    assert bind(fields, [("use_4bit", "true"), ("use_lora", "")]) == {"use_4bit": UNDECIDED, "use_lora": UNDECIDED}
+    assert all(field.default == UNDECIDED for field in fields.values())
+
+
+def test_the_imported_modules_dataclasses_count() -> None:
+    arguments = ast.parse("@dataclass\nclass ScriptArguments:\n    use_peft: bool = False\n    lora_r: int = 8\n")
+    fields = parser_fields(ast.parse("parser = HfArgumentParser((ScriptArguments,))\n"), [arguments])
+    assert bind(fields, [("use_peft", ""), ("lora_r", "16")]) == {"use_peft": "True", "lora_r": "16"}
