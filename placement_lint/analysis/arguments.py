@@ -20,6 +20,7 @@ from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import dotted, last_segment
 
 UNDECIDED = "?"  # the field's value depends on something the tool cannot follow
+_CACHE = "_placement_lint_parser_fields"
 
 
 class Field(NamedTuple):
@@ -80,6 +81,16 @@ def parser_fields(module: ast.Module, imported: Iterable[ast.Module] = ()) -> di
     """Every field a parser in `module` can fill: its dataclasses' attributes (and those of `imported`
     modules, where its dataclasses may live) and its `add_argument` options. A parser the tool cannot
     follow (an option named at run time, `add_argument(**spec)`) leaves every field undecided."""
+    if not imported:  # the checker and every resolver of the file ask: read once, kept on the tree
+        cached = getattr(module, _CACHE, None)
+        if cached is None:
+            cached = _parser_fields(module, ())
+            setattr(module, _CACHE, cached)
+        return dict(cached)
+    return _parser_fields(module, imported)
+
+
+def _parser_fields(module: ast.Module, imported: Iterable[ast.Module]) -> dict[str, Field]:
     fields: dict[str, Field] = {}
     for source in (*imported, module):
         for node in index_of(source).classes:

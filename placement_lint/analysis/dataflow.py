@@ -9,6 +9,7 @@ that can still be live, and prunes the branches of conditions that the detected 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -84,6 +85,8 @@ def _plain_value(text: str) -> object:
     return value
 
 
+# Fields whose value names what the user runs (`model_name_or_path`, `model_type`, `base_model`), not a switch.
+_USER_CHOICE = re.compile(r"model|name|path|type|arch|family|checkpoint|size", re.I)
 State = dict[str, list[Binding]]
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _KNOWN_DICT = "[?]"  # marker key: the name is bound to a dict display whose keys we know
@@ -118,6 +121,7 @@ class Resolver:
         self._passed = frozenset(n for n, value, _ in self.arguments if _truthy(value))
         self._truths: dict[int, bool | None] = {}
         self._defaults: set[int] = set()  # the field defaults candidates were read from
+        self._default_fields: dict[int, str] = {}  # ... and the field each is the default of
         # Conditions undecided only by a value the user chooses (see chosen_by_user), and whether the
         # condition being evaluated met one.
         self._choices: set[int] = set()
@@ -175,14 +179,18 @@ class Resolver:
         return values
 
     def _text_default(self, value: ast.expr) -> bool:
-        """A field's text default (a model name), which no launch decided."""
+        """A field's text default that names what the user runs (a model name), which no launch decided."""
         return (
-            id(value) in self._defaults and isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value != ""
+            id(value) in self._defaults
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+            and value.value != ""
+            and bool(_USER_CHOICE.search(self._default_fields.get(id(value), "")))
         )
 
     def _text_field(self, expr: ast.expr) -> bool:
-        """An attribute read of one of the module's own text fields that has no default (`model_name_or_path`)."""
-        if not isinstance(expr, ast.Attribute):
+        """An attribute read of one of the module's own text fields naming what the user runs, which has no default."""
+        if not isinstance(expr, ast.Attribute) or not _USER_CHOICE.search(expr.attr):
             return False
         if self._text_fields is None:
             self._text_fields = {name for name, f in parser_fields(self.module).items() if f.convert == "str"}
@@ -238,10 +246,12 @@ class Resolver:
                 value = _argument_value(passed[1], expr)
                 if value is not None:
                     self._defaults.add(id(value))
+                    self._default_fields[id(value)] = expr.attr
                 return [Candidate(value, guards, via)]
             defaults = self.field_defaults().get(expr.attr)
             if defaults and len(defaults) == 1 and defaults[0] is not None:
                 self._defaults.add(id(defaults[0]))
+                self._default_fields[id(defaults[0])] = expr.attr
                 return self.candidates(defaults[0], guards, (*via, defaults[0]), depth + 1)
         if found is None or not found:
             return [Candidate(expr if not isinstance(expr, ast.Name) else None, guards, via)]

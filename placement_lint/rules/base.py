@@ -502,7 +502,7 @@ def passed_by_launch(device_map: DeviceMap) -> str:
     deciding = branch_arguments(device_map)
     if not deciding:
         return ""
-    values = ", ".join(f"{name}={value}" for name, value, _ in deciding)
+    values = ", ".join(f"{name}={shown(value)}" for name, value, _ in deciding)
     return f" (in a branch taken under {deciding[0][2]}, which sets {values})"
 
 
