@@ -97,3 +97,24 @@ def test_the_imported_modules_dataclasses_count() -> None:
     arguments = ast.parse("@dataclass\nclass ScriptArguments:\n    use_peft: bool = False\n    lora_r: int = 8\n")
     fields = parser_fields(ast.parse("parser = HfArgumentParser((ScriptArguments,))\n"), [arguments])
     assert bind(fields, [("use_peft", ""), ("lora_r", "16")]) == {"use_peft": "True", "lora_r": "16"}
+
+
+def test_evidence_rows_of_another_shape_are_left_out() -> None:
+    from placement_lint.analysis.arguments import fields_from
+
+    good = ("use_4bit", "use_4bit", "bool", "False", "True", "", "", "dataclass")
+    assert list(fields_from([good, ("x", "x", "bool"), ("y", 1, 2, 3, 4, 5, 6, 7)])) == ["use_4bit"]  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "parser.add_argument()\n",
+        "parser.add_argument('--x', dest=1, action=Custom)\n",
+        "@dataclass\nclass A:\n    x: 'bool' = field(default_factory=list)\n    y: int\n    z: Literal['a'] = 'a'\n",
+        "parser.add_argument('--y', type=lambda: 1, nargs=N, const=C, default=f())\n",
+    ],
+)
+def test_odd_parsers_do_not_crash(source: str) -> None:
+    fields = parser_fields(ast.parse(source))
+    bind(fields, [("x", ""), ("y", "1"), ("z", "b")])

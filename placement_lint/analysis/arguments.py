@@ -116,6 +116,16 @@ def _parser_fields(module: ast.Module, imported: Iterable[ast.Module]) -> dict[s
     return fields
 
 
+def fields_from(table: Iterable[tuple[str, ...]]) -> dict[str, Field]:
+    """The fields a launch's evidence carries ((key, *Field) rows, from the cache too); a row of another
+    shape (a cache written by another version) is left out."""
+    found: dict[str, Field] = {}
+    for row in table:
+        if len(row) == len(Field._fields) + 1 and all(isinstance(item, str) for item in row):
+            found[row[0]] = Field(*row[1:])
+    return found
+
+
 def bind(fields: Fields, arguments: Iterable[tuple[str, str]]) -> dict[str, str]:
     """A launch's script arguments (`("use_4bit", "")`) as field values (`{"use_4bit": "True"}`);
     arguments no field takes are left out."""
@@ -163,7 +173,11 @@ def _dataclass_fields(node: ast.ClassDef) -> Iterable[Field]:
     for stmt in node.body:
         if not isinstance(stmt, ast.AnnAssign) or not isinstance(stmt.target, ast.Name):
             continue
-        annotation = ast.unparse(stmt.annotation).replace("typing.", "")
+        written = stmt.annotation
+        if isinstance(written, ast.Constant) and isinstance(written.value, str):  # `use_4bit: "bool" = False`
+            annotation = written.value.replace("typing.", "")
+        else:
+            annotation = ast.unparse(written).replace("typing.", "")
         default = _dataclass_default(stmt.value)
         if annotation in _BOOL_TYPES:
             negated = f"no_{stmt.target.id}" if default == literal(True) else ""

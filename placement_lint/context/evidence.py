@@ -90,12 +90,12 @@ def _group_launches(
     arguments are bound to its script's parser fields (`--use-4bit` -> ("use_4bit", "True", where));
     a field of the launched script's parser that the launch leaves alone and this file's own
     dataclasses do not define gets its default, with no `where` (no launch passed it)."""
-    from placement_lint.analysis.arguments import UNDECIDED, Field, bind
+    from placement_lint.analysis.arguments import UNDECIDED, bind, fields_from
 
     groups: dict[tuple[object, ...], list[Evidence]] = {}
     keys: dict[tuple[object, ...], tuple[tuple[str, str, str], ...]] = {}
     for evidence in external:
-        fields = {**local, **{f[0]: Field(*f[1:]) for f in evidence.parser}}
+        fields = {**local, **fields_from(evidence.parser)}
         bound = bind(fields, evidence.arguments)
         relevant = [(name, value, evidence.where) for name, value in bound.items() if name in read]
         relevant += [
