@@ -78,8 +78,8 @@ def value_of(text: str) -> object:
 
 
 def parser_fields(module: ast.Module, imported: Iterable[ast.Module] = ()) -> dict[str, Field]:
-    """Every field a parser in `module` can fill: its dataclasses' attributes (and those of `imported`
-    modules, where its dataclasses may live) and its `add_argument` options. A parser the tool cannot
+    """Every field a parser in `module` can fill: its dataclasses' attributes and its `add_argument`
+    options, and those of the `imported` modules, where its parser may live. A parser the tool cannot
     follow (an option named at run time, `add_argument(**spec)`) leaves every field undecided."""
     if not imported:  # the checker and every resolver of the file ask: read once, kept on the tree
         cached = getattr(module, _CACHE, None)
@@ -97,7 +97,8 @@ def _parser_fields(module: ast.Module, imported: Iterable[ast.Module]) -> dict[s
             if _is_dataclass(node):
                 fields.update((f.name, f) for f in _dataclass_fields(node))
     dynamic = False
-    for call in index_of(module).calls_by_name.get("add_argument", []):
+    calls = [call for source in (*imported, module) for call in index_of(source).calls_by_name.get("add_argument", [])]
+    for call in calls:
         field = _argparse_field(call)
         if field is None:
             dynamic = True
@@ -105,7 +106,7 @@ def _parser_fields(module: ast.Module, imported: Iterable[ast.Module]) -> dict[s
             fields[field.spellings.split()[0] if field.spellings else f"{field.name}#"] = field
         else:
             fields[field.name] = field
-    for call in index_of(module).calls_by_name.get("set_defaults", []):
+    for call in [call for source in (*imported, module) for call in index_of(source).calls_by_name.get("set_defaults", [])]:
         for keyword in call.keywords:
             if keyword.arg is None:
                 dynamic = True

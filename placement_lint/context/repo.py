@@ -417,7 +417,7 @@ def _attach_parsers(
     script's parser fields: `utils.py` reads `args.use_4bit_quantization`, which `train.py`'s
     dataclass defines. Only a script that imports the repository's modules needs this (its summary
     is parsed already); a script on its own reads its parser when it is checked. Returns the modules
-    read for their dataclasses."""
+    read for their parsers."""
     from placement_lint.analysis.arguments import parser_fields
 
     read: list[Path] = []
@@ -442,12 +442,12 @@ def _local_imports(summary: _ModuleSummary, root: Path) -> list[Path]:
 
 
 def _dataclass_module(path: Path, read: list[Path]) -> ast.Module | None:
-    """A module of the repository that may define argument dataclasses, parsed (never run)."""
+    """A module of the repository that may define the script's parser (dataclasses, add_argument), parsed (never run)."""
     try:
         if path.stat().st_size > MAX_LAUNCHER_BYTES:
             return None
         raw = path.read_bytes()
-        if b"dataclass" not in raw:
+        if b"dataclass" not in raw and b"add_argument" not in raw:
             return None
         read.append(path)
         return ast.parse(raw)
