@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import ClassVar, NamedTuple
 
-from placement_lint.analysis.arguments import shown
+from placement_lint.analysis.arguments import parser_fields, shown
 from placement_lint.analysis.consumers import ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
@@ -495,28 +495,41 @@ def fix(applicability: Applicability, message: str, *edits: Edit | None) -> Fix:
 def passed_by_launch(device_map: DeviceMap) -> str:
     """` (--device_map auto, passed by scripts/run.sh:4)` when the value comes from a launch's command
     line; ` (in a branch taken under scripts/run.sh:4, which sets use_4bit=True)` when a launch's
-    argument is what makes the branch holding the value (or the load) run."""
+    argument is what makes the branch holding the value (or the load) run; ` (in a branch taken by
+    default: low_memory_load=True)` when a flag no launch passes does."""
     argument = device_map.candidate.from_launch
     if argument:
         return f" (--{argument.name} {shown(argument.value)}, passed by {argument.where})"
-    deciding = branch_arguments(device_map)
-    if not deciding:
-        return ""
-    values = ", ".join(f"{name}={shown(value)}" for name, value, _ in deciding)
-    return f" (in a branch taken under {deciding[0][2]}, which sets {values})"
+    passed, defaults = branch_arguments(device_map)
+    if passed:
+        values = ", ".join(f"{name}={shown(value)}" for name, value, _ in passed)
+        return f" (in a branch taken under {passed[0][2]}, which sets {values})"
+    if defaults:
+        return f" (in a branch taken by default: {', '.join(f'{name}={value}' for name, value in defaults)})"
+    return ""
 
 
-def branch_arguments(device_map: DeviceMap) -> list[tuple[str, str, str]]:
-    """The launch arguments read by the conditions on the value's way to the load and around the load."""
+def branch_arguments(device_map: DeviceMap) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+    """The launch arguments, and the flags left at their defaults, read by the conditions on the
+    value's way to the load and around the load."""
     resolver = device_map.analysis.resolver
     passed = {name: (name, value, where) for name, value, where in resolver.arguments if where}
-    if not passed:
-        return []
+    flags = {name: f.default for name, f in parser_fields(resolver.module).items() if name == f.name and f.convert == "bool"}
+    flags.update((name, value) for name, value, where in resolver.arguments if not where and value in ("True", "False"))
     tests = [test for test, _ in device_map.candidate.guards]
     tests += [condition.test for condition, _ in enclosing_conditions(resolver, device_map.loader.node)]
     found: list[tuple[str, str, str]] = []
+    defaults: list[tuple[str, str]] = []
     for test in tests:
         for node in ast.walk(test):
-            if isinstance(node, ast.Attribute) and node.attr in passed and passed[node.attr] not in found:
+            if not isinstance(node, ast.Attribute):
+                continue
+            if node.attr in passed and passed[node.attr] not in found:
                 found.append(passed[node.attr])
-    return found
+            elif (
+                node.attr not in passed
+                and flags.get(node.attr) in ("True", "False")
+                and (node.attr, flags[node.attr]) not in defaults
+            ):
+                defaults.append((node.attr, flags[node.attr]))
+    return found, defaults
