@@ -28,6 +28,7 @@ parser.add_argument("--no-ds", dest="ds", action="store_false")
 parser.add_argument("--q_lora", type=bool, default=False)
 parser.add_argument("--checkpointing", type=str2bool, default=True)
 parser.add_argument("--strtobool", type=lambda x: bool(strtobool(x)))
+parser.add_argument("--exact", type=lambda x: str(x) == "True")
 parser.add_argument("--big", type=lambda x: x.lower() == "true")
 parser.add_argument("--layers", nargs="+", type=int)
 parser.add_argument("--maybe", nargs="?", const=True, default=False)
@@ -51,6 +52,9 @@ parser.add_argument("--maybe", nargs="?", const=True, default=False)
         ("checkpointing", "no", "False"),
         ("big", "TRUE", "True"),
         ("big", "yes", "False"),  # the lambda's own test, not a general str-to-bool
+        ("strtobool", "on", "True"),
+        ("exact", "true", "False"),
+        ("exact", "True", "True"),
         ("layers", "1", UNDECIDED),
         ("maybe", "", "True"),  # nargs="?" with const
         ("load_in_4bit", "true", "True"),  # a TRL ModelConfig field, wherever the parser is

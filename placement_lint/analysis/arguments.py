@@ -257,18 +257,34 @@ def _argparse_type(kind: ast.expr | None) -> str:
 
 
 def _lambda_type(function: ast.Lambda) -> str:
-    """`lambda x: x.lower() == "true"` and `lambda x: x in ("True", "1")`: True for the listed texts only."""
+    """`lambda x: x.lower() == "true"` and `lambda x: x in ("True", "1")`: True for the listed texts
+    only; `lambda x: bool(strtobool(x))`: a str-to-bool helper."""
     body = function.body
-    if not (isinstance(body, ast.Compare) and len(body.ops) == 1 and len(function.args.args) == 1):
+    if len(function.args.args) != 1:
+        return "?"
+    parameter = function.args.args[0].arg
+    if isinstance(body, ast.Call) and last_segment(dotted(body.func) or "") == "bool" and len(body.args) == 1:
+        body = body.args[0]  # `bool(strtobool(x))`
+    if isinstance(body, ast.Call) and _STR_TO_BOOL.search(last_segment(dotted(body.func) or "")):
+        return "bool" if len(body.args) == 1 and _is_parameter(body.args[0], parameter) else "?"
+    if not (isinstance(body, ast.Compare) and len(body.ops) == 1):
         return "?"
     subject = body.left
-    if isinstance(subject, ast.Call) and isinstance(subject.func, ast.Attribute) and subject.func.attr == "lower":
-        subject = subject.func.value
-    if not (isinstance(subject, ast.Name) and subject.id == function.args.args[0].arg):
+    lowered = isinstance(subject, ast.Call) and isinstance(subject.func, ast.Attribute) and subject.func.attr == "lower"
+    if lowered:
+        subject = subject.func.value  # type: ignore[union-attr]
+    if not _is_parameter(subject, parameter):
         return "?"
     right = body.comparators[0]
     texts = [right] if isinstance(body.ops[0], ast.Eq) else getattr(right, "elts", []) if isinstance(body.ops[0], ast.In) else []
     words = [t.value for t in texts if isinstance(t, ast.Constant) and isinstance(t.value, str)]
     if not words or len(words) != len(texts):
         return "?"
-    return ("in-lower:" if subject is not body.left else "in:") + "\x1f".join(words)
+    return ("in-lower:" if lowered else "in:") + "\x1f".join(words)
+
+
+def _is_parameter(expr: ast.expr, parameter: str) -> bool:
+    """`x`, or `str(x)`, for the lambda's parameter `x`."""
+    if isinstance(expr, ast.Call) and dotted(expr.func) == "str" and len(expr.args) == 1:
+        expr = expr.args[0]
+    return isinstance(expr, ast.Name) and expr.id == parameter

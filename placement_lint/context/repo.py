@@ -179,7 +179,7 @@ def _resolve(launch: Launch, command: CommandLine, configs: ConfigReader) -> Res
 
 
 def _script_settings(launch: Launch, near: Path, configs: ConfigReader) -> Resolved | None:
-    """`--deepspeed ds.json`, `--fsdp ...`, `--fsdp_config ...`, or a recipe YAML, given to the script."""
+    """`--deepspeed ds.json`, `--fsdp ...`, `--fsdp_config ...`, or a recipe YAML (or arguments JSON), given to the script."""
     deepspeed = launch.script_arg("--deepspeed", "--deepspeed_config")
     if deepspeed:
         stage = _json_stage(deepspeed, near, configs)
@@ -190,7 +190,7 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader) -> Resol
     if launch.script_arg("--fsdp_config"):
         return Resolved(Kind.FSDP, None, f"--fsdp_config {launch.script_arg('--fsdp_config')}")
     recipe = launch.script_arg("--config", "--config_file", "")
-    if recipe and recipe.endswith((".yaml", ".yml")):
+    if recipe and recipe.endswith((".yaml", ".yml", ".json")):  # a recipe, or the arguments as one file
         return _recipe(recipe, near, configs)
     return None
 
