@@ -421,6 +421,7 @@ def _attach_parsers(
     from placement_lint.analysis.arguments import parser_fields
 
     read: list[Path] = []
+    attributes: dict[Path, frozenset[str]] = {}
     for target in launched:
         summary = summaries.get(target)
         if summary is None:
@@ -432,9 +433,29 @@ def _attach_parsers(
         table = tuple((key, *field) for key, field in fields.items())
         script = display(target)
         for path, items in context.by_file.items():
-            if any(e.chain and e.chain[-1] == script for e in items):
-                context.by_file[path] = tuple(e._replace(parser=table) if e.chain and e.chain[-1] == script else e for e in items)
+            if not any(e.chain and e.chain[-1] == script for e in items):
+                continue
+            # Each file carries only the fields it reads (`args.use_4bit`): a parser has hundreds.
+            if path not in attributes:
+                attributes[path] = _attribute_names(path)
+                read.append(path)  # what it reads decides what it carries: a change must rebuild the context
+            own = tuple(row for row in table if row[1] in attributes[path])
+            context.by_file[path] = tuple(e._replace(parser=own) if e.chain and e.chain[-1] == script else e for e in items)
     return read
+
+
+_ATTRIBUTE = re.compile(rb"\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _attribute_names(path: Path) -> frozenset[str]:
+    """The attribute names a Python file's text reads, from a cheap scan (no parse)."""
+    try:
+        if path.stat().st_size > MAX_LAUNCHER_BYTES:
+            return frozenset()
+        raw = path.read_bytes()
+    except OSError:
+        return frozenset()
+    return frozenset(name.decode("ascii") for name in set(_ATTRIBUTE.findall(raw)))
 
 
 def _local_imports(summary: _ModuleSummary, root: Path) -> list[Path]:
