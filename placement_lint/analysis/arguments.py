@@ -81,24 +81,35 @@ def parser_fields(module: ast.Module, imported: Iterable[ast.Module] = ()) -> di
     """Every field a parser in `module` can fill: its dataclasses' attributes and its `add_argument`
     options, and those of the `imported` modules, where its parser may live. A parser the tool cannot
     follow (an option named at run time, `add_argument(**spec)`) leaves every field undecided."""
-    if not imported:  # the checker and every resolver of the file ask: read once, kept on the tree
-        cached = getattr(module, _CACHE, None)
-        if cached is None:
-            cached = _parser_fields(module, ())
-            setattr(module, _CACHE, cached)
-        return dict(cached)
-    return _parser_fields(module, imported)
-
-
-def _parser_fields(module: ast.Module, imported: Iterable[ast.Module]) -> dict[str, Field]:
     fields: dict[str, Field] = {}
-    for source in (*imported, module):
-        for node in index_of(source).classes:
-            if _is_dataclass(node):
-                fields.update((f.name, f) for f in _dataclass_fields(node))
     dynamic = False
-    calls = [call for source in (*imported, module) for call in index_of(source).calls_by_name.get("add_argument", [])]
-    for call in calls:
+    for source in (*imported, module):
+        own, own_dynamic = _own_fields(source)
+        fields.update(own)
+        dynamic = dynamic or own_dynamic
+    if dynamic:
+        return {key: Field(field.name, "?", UNDECIDED, UNDECIDED, origin=field.origin) for key, field in fields.items()}
+    return fields
+
+
+def _own_fields(module: ast.Module) -> tuple[dict[str, Field], bool]:
+    """One module's fields, and whether its parser is one the tool cannot follow; read once per tree
+    (the checker, each resolver of the file and each launched script importing it ask)."""
+    cached: tuple[dict[str, Field], bool] | None = getattr(module, _CACHE, None)
+    if cached is None:
+        cached = _read_fields(module)
+        setattr(module, _CACHE, cached)
+    return cached
+
+
+def _read_fields(module: ast.Module) -> tuple[dict[str, Field], bool]:
+    fields: dict[str, Field] = {}
+    index = index_of(module)
+    for node in index.classes:
+        if _is_dataclass(node):
+            fields.update((f.name, f) for f in _dataclass_fields(node))
+    dynamic = False
+    for call in index.calls_by_name.get("add_argument", []):
         field = _argparse_field(call)
         if field is None:
             dynamic = True
@@ -106,15 +117,13 @@ def _parser_fields(module: ast.Module, imported: Iterable[ast.Module]) -> dict[s
             fields[field.spellings.split()[0] if field.spellings else f"{field.name}#"] = field
         else:
             fields[field.name] = field
-    for call in [call for source in (*imported, module) for call in index_of(source).calls_by_name.get("set_defaults", [])]:
+    for call in index.calls_by_name.get("set_defaults", []):
         for keyword in call.keywords:
             if keyword.arg is None:
                 dynamic = True
             elif keyword.arg in fields:
                 fields[keyword.arg] = fields[keyword.arg]._replace(default=_constant_text(keyword.value))
-    if dynamic:
-        return {key: Field(field.name, "?", UNDECIDED, UNDECIDED, origin=field.origin) for key, field in fields.items()}
-    return fields
+    return fields, dynamic
 
 
 def fields_from(table: Iterable[tuple[str, ...]]) -> dict[str, Field]:

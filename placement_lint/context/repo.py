@@ -422,11 +422,13 @@ def _attach_parsers(
 
     read: list[Path] = []
     attributes: dict[Path, frozenset[str]] = {}
+    # Shared by the scripts that import the same module; a module import propagation parsed is not parsed again.
+    parsed: dict[Path, ast.Module | None] = {path: summary.module for path, summary in summaries.items() if summary is not None}
     for target in launched:
         summary = summaries.get(target)
         if summary is None:
             continue
-        imported = [module for path in _local_imports(summary, context.root) if (module := _dataclass_module(path, read))]
+        imported = [module for path in _local_imports(summary, context.root) if (module := _parser_module(path, parsed, read))]
         fields = parser_fields(summary.module, imported)
         if not fields:
             continue
@@ -462,18 +464,19 @@ def _local_imports(summary: _ModuleSummary, root: Path) -> list[Path]:
     return sorted({path for path, _ in summary.imports(frozenset({"*"}), root)})
 
 
-def _dataclass_module(path: Path, read: list[Path]) -> ast.Module | None:
+def _parser_module(path: Path, parsed: dict[Path, ast.Module | None], read: list[Path]) -> ast.Module | None:
     """A module of the repository that may define the script's parser (dataclasses, add_argument), parsed (never run)."""
-    try:
-        if path.stat().st_size > MAX_LAUNCHER_BYTES:
-            return None
-        raw = path.read_bytes()
-        if b"dataclass" not in raw and b"add_argument" not in raw:
-            return None
-        read.append(path)
-        return ast.parse(raw)
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    if path not in parsed:
+        parsed[path] = None
+        try:
+            if path.stat().st_size <= MAX_LAUNCHER_BYTES:
+                raw = path.read_bytes()
+                if b"dataclass" in raw or b"add_argument" in raw:
+                    read.append(path)
+                    parsed[path] = ast.parse(raw)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+    return parsed[path]
 
 
 def _follow_returns(
