@@ -122,3 +122,17 @@ def test_evidence_rows_of_another_shape_are_left_out() -> None:
 def test_odd_parsers_do_not_crash(source: str) -> None:
     fields = parser_fields(ast.parse(source))
     bind(fields, [("x", ""), ("y", "1"), ("z", "b")])
+
+
+def test_a_field_given_where_the_arguments_are_built_is_not_the_parsers() -> None:
+    from placement_lint.analysis.dataflow import Resolver
+    from placement_lint.distributed import Mode, Setup
+
+    module = ast.parse(
+        "@dataclass\nclass Args:\n    use_4bit: bool = False\n"
+        "def main():\n    args = Args(use_4bit=True)\n    if args.use_4bit:\n        pass\n"
+        "    training_args = TrainingArguments('out', deepspeed='ds.json')\n    if training_args.deepspeed:\n        pass\n"
+    )
+    tests = [node.test for node in ast.walk(module) if isinstance(node, ast.If)]
+    resolver = Resolver(module, Setup(Mode.DDP), (("use_4bit", "False", "run.sh:1"),))
+    assert [resolver.truth(test) for test in tests] == [True, True]

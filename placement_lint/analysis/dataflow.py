@@ -239,6 +239,9 @@ class Resolver:
             return [Candidate(expr, guards, via)]
         found = self.bindings(key, expr)
         if not found and isinstance(expr, ast.Attribute):
+            given = self._constructor_keyword(expr)
+            if given is not None:  # `args = ScriptArguments(use_4bit=True)`: not the parser's value
+                return self.candidates(given, guards, via, depth + 1)
             passed = next((a for a in self.arguments if a[0] == expr.attr), None)
             if passed is not None and passed[2]:
                 return [Candidate(_argument_value(passed[1], expr), guards, (*via, LaunchArgument(*passed)))]
@@ -262,6 +265,14 @@ class Resolver:
             else:
                 out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement)))
         return out
+
+    def _constructor_keyword(self, expr: ast.Attribute) -> ast.expr | None:
+        """`args.use_4bit` where `args = ScriptArguments(use_4bit=True)` (or `TrainingArguments(deepspeed=...)`)."""
+        base = _state_key(expr.value)
+        bound = self.bindings(base, expr) if base is not None else None
+        if not bound or len(bound) != 1 or not isinstance(bound[0].value, ast.Call):
+            return None
+        return next((kw.value for kw in bound[0].value.keywords if kw.arg == expr.attr), None)
 
     def key_candidates(self, mapping: ast.expr, key: str, depth: int = 0) -> list[Candidate] | None:
         """Values of `mapping[key]` for a kwargs dict; None when the dict's keys are unknown."""
