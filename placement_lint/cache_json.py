@@ -57,6 +57,7 @@ def evidence_from_json(e: dict[str, object]) -> Evidence:
             "chain": tuple(e["chain"]),  # type: ignore[arg-type]
             "arguments": tuple(tuple(a) for a in e["arguments"]),  # type: ignore[attr-defined]
             "pins": tuple(tuple(p) for p in e.get("pins", ())),  # type: ignore[attr-defined]
+            "parser": tuple(tuple(f) for f in e.get("parser", ())),  # type: ignore[attr-defined]
         }
     )
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from placement_lint.analysis.arguments import LIBRARY_FIELDS, parser_fields
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
@@ -41,7 +42,6 @@ if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diff
 _POSSIBLE = Setup(Mode.POSSIBLE)
 _IN_FILE_LITERALS = IN_FILE_EVIDENCE.literals()
 # Script arguments that library dataclasses read (TRL's ModelConfig), which no file of the repository declares.
-_LIBRARY_FIELDS = frozenset({"load_in_4bit", "load_in_8bit"})
 _LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
 # one-line list takes CPython's parser seconds and millions of nodes).
@@ -236,8 +236,11 @@ class FileChecker:
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
         external, used, consumers = self._launch_evidence(source.path)
-        fields = frozenset(resolver.field_defaults()) | _LIBRARY_FIELDS if external else frozenset()
-        return FileContext(module, found, override, external, used, fields, consumers)
+        if not external:
+            return FileContext(module, found, override, external, used, remote_consumers=consumers)
+        # What the module reads of its arguments, and the library fields TRL reads for it (get_quantization_config).
+        read = frozenset(n.attr for n in index_of(module).nodes if isinstance(n, ast.Attribute)) | LIBRARY_FIELDS.keys()
+        return FileContext(module, found, override, external, used, read, parser_fields(module), consumers)
 
     def _override(self, source: SourceFile, display: str) -> Override | None:
         if self.options.context:

@@ -194,3 +194,24 @@ def test_zero3_init_flag_off_on_the_command_line_follows_the_pinned_accelerate(
     assert finding.code == "DPL001"
     assert ("transformers raises" in finding.message) is load_error
     assert ("the load does not fail" in finding.message) is (pinned != "accelerate>=1.0")
+def test_a_parser_the_tool_cannot_follow_leaves_the_branch_as_unknown(tmp_path: Path) -> None:
+    """Options named at run time and `**vars(args)`: the launch's `--use_4bit` binds to nothing the
+    tool can read, so the branch stays undecided, as without a launch; nothing crashes."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("deepspeed train.py --use_4bit --deepspeed ds.json\n")
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": 2}}')
+    (tmp_path / "train.py").write_text(
+        "import argparse\nfrom transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        "parser = argparse.ArgumentParser()\n"
+        "for name in ('use_4bit', 'use_lora'):\n    parser.add_argument(f'--{name}', action='store_true')\n"
+        "parser.add_argument('--deepspeed')\nargs = Namespace(**vars(parser.parse_args()))\n"
+        "device_map = None\nif args.use_4bit:\n    device_map = 'auto'\n"
+        "model = AutoModelForCausalLM.from_pretrained('m', device_map=device_map)\n"
+        "Trainer(model=model, args=TrainingArguments('o', deepspeed=args.deepspeed)).train()\n"
+    )
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    assert not result.errors and not any(f.error for f in result.files)
+    assert result.findings == []
+    (tmp_path / "train.py").write_text((tmp_path / "train.py").read_text().replace("f'--{name}'", "'--use_4bit'"))
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    assert [(f.code, f.row) for f in result.findings] == [("DPL001", 10)]  # the same code, followed: the flag decides

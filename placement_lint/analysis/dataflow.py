@@ -9,9 +9,11 @@ that can still be live, and prunes the branches of conditions that the detected 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from placement_lint.analysis.arguments import UNDECIDED, parser_fields, value_of
 from placement_lint.analysis.guards import evaluate_truth
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import dotted, last_segment
@@ -57,8 +59,22 @@ class LaunchArgument(NamedTuple):
     where: str
 
 
-def _argument_value(text: str, at: ast.expr) -> ast.expr:
-    """`--device_map auto` -> "auto", `--q_lora True` -> True, placed where the file reads the field."""
+def _argument_value(text: str, at: ast.expr) -> ast.expr | None:
+    """`--device_map auto` -> "auto", `--q_lora True` -> True, placed where the file reads the field.
+    Bound arguments arrive as literals (`'auto'`, analysis.arguments); UNDECIDED is no value."""
+    if text == UNDECIDED:
+        return None
+    try:
+        value = value_of(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = _plain_value(text)
+    if not isinstance(value, (bool, int, float, str, type(None))):
+        value = text
+    node = ast.Constant(value)
+    return ast.copy_location(node, at)
+
+
+def _plain_value(text: str) -> object:
     lowered = text.lower()
     value: object = {"true": True, "false": False, "none": None}.get(lowered, text)
     if value is text:
@@ -66,13 +82,24 @@ def _argument_value(text: str, at: ast.expr) -> ast.expr:
             value = int(text)
         except ValueError:
             pass
-    node = ast.Constant(value)
-    return ast.copy_location(node, at)
+    return value
 
 
+# Fields whose value names what the user runs (`model_name_or_path`, `model_type`, `base_model`), not a switch.
+_USER_CHOICE = re.compile(r"model|name|path|type|arch|family|checkpoint|size", re.I)
 State = dict[str, list[Binding]]
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _KNOWN_DICT = "[?]"  # marker key: the name is bound to a dict display whose keys we know
+
+
+def _truthy(text: str) -> bool:
+    """A launch argument that turns its field on (`--load_in_4bit true`, a bare `--flag`)."""
+    if text == UNDECIDED:
+        return False
+    try:
+        return bool(value_of(text))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text.lower() not in ("false", "0", "no", "none", "")
 
 
 def key_of(base: str, key: str) -> str:
@@ -83,15 +110,23 @@ class Resolver:
     def __init__(self, module: ast.Module, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> None:
         self.module = module
         self.setup = setup
-        # Values a launch passes on the command line for dataclass fields: (field, value, where).
+        # Values a launch passes on the command line for parser fields: (field, value, where); with
+        # where "", the default of a field the launched script's parser defines outside this file.
         self.arguments = arguments
         self._states: dict[tuple[int, int], State] = {}
         self._field_defaults: dict[str, list[ast.expr | None]] | None = None
         self.index = index_of(self.module)
         # The launch's script arguments set to a true value, and each condition's truth once asked:
         # rules ask the same test again (guards on values, reachability, setup probes).
-        self._passed = frozenset(n for n, value, _ in self.arguments if value.lower() not in ("false", "0", "no", "none", ""))
+        self._passed = frozenset(n for n, value, _ in self.arguments if _truthy(value))
         self._truths: dict[int, bool | None] = {}
+        self._defaults: set[int] = set()  # the field defaults candidates were read from
+        self._default_fields: dict[int, str] = {}  # ... and the field each is the default of
+        # Conditions undecided only by a value the user chooses (see chosen_by_user), and whether the
+        # condition being evaluated met one.
+        self._choices: set[int] = set()
+        self._chose = False
+        self._text_fields: set[str] | None = None
 
     # -- structure -------------------------------------------------------------------------
 
@@ -114,15 +149,52 @@ class Resolver:
 
     def truth(self, test: ast.expr) -> bool | None:
         if id(test) not in self._truths:
-            self._truths[id(test)] = evaluate_truth(test, self.setup, self._lookup, self._passed)
+            outer, self._chose = self._chose, False
+            truth = self._truths[id(test)] = evaluate_truth(test, self.setup, self._lookup, self._passed)
+            if truth is None and self._chose:
+                self._choices.add(id(test))
+            self._chose = outer or self._chose
         return self._truths[id(test)]
+
+    def chosen_by_user(self, test: ast.expr) -> bool:
+        """The condition is undecided because it reads a value the user chooses per run and no launch
+        decides (a model name, a model type): the repository ships both branches, so both are live."""
+        self.truth(test)
+        return id(test) in self._choices
 
     def _lookup(self, expr: ast.expr) -> list[ast.expr | None]:
         """What a name in a condition can hold; an expression that resolves to nothing but itself
         (an unbound attribute such as `args.use_peft`) is unknown, not a value to evaluate again."""
-        return [
-            c.value if isinstance(c.value, ast.expr) and c.value is not expr else None for c in self.candidates(expr, depth=6)
-        ]
+        values: list[ast.expr | None] = []
+        for candidate in self.candidates(expr, depth=6):
+            value = candidate.value
+            if isinstance(value, ast.expr) and value is not expr and not self._text_default(value):
+                values.append(value)
+                continue
+            values.append(None)
+            if candidate.from_launch is None and (
+                (isinstance(value, ast.expr) and self._text_default(value)) or (value is expr and self._text_field(expr))
+            ):
+                self._chose = True
+        return values
+
+    def _text_default(self, value: ast.expr) -> bool:
+        """A field's text default that names what the user runs (a model name), which no launch decided."""
+        return (
+            id(value) in self._defaults
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+            and value.value != ""
+            and bool(_USER_CHOICE.search(self._default_fields.get(id(value), "")))
+        )
+
+    def _text_field(self, expr: ast.expr) -> bool:
+        """An attribute read of one of the module's own text fields naming what the user runs, which has no default."""
+        if not isinstance(expr, ast.Attribute) or not _USER_CHOICE.search(expr.attr):
+            return False
+        if self._text_fields is None:
+            self._text_fields = {name for name, f in parser_fields(self.module).items() if f.convert == "str"}
+        return expr.attr in self._text_fields
 
     # -- bindings --------------------------------------------------------------------------
 
@@ -167,11 +239,22 @@ class Resolver:
             return [Candidate(expr, guards, via)]
         found = self.bindings(key, expr)
         if not found and isinstance(expr, ast.Attribute):
+            given = self._constructor_keyword(expr)
+            if given is not None:  # `args = ScriptArguments(use_4bit=True)`: not the parser's value
+                return self.candidates(given, guards, via, depth + 1)
             passed = next((a for a in self.arguments if a[0] == expr.attr), None)
-            if passed is not None and expr.attr in self.field_defaults():
+            if passed is not None and passed[2]:
                 return [Candidate(_argument_value(passed[1], expr), guards, (*via, LaunchArgument(*passed)))]
+            if passed is not None and expr.attr not in self.field_defaults():
+                value = _argument_value(passed[1], expr)
+                if value is not None:
+                    self._defaults.add(id(value))
+                    self._default_fields[id(value)] = expr.attr
+                return [Candidate(value, guards, via)]
             defaults = self.field_defaults().get(expr.attr)
             if defaults and len(defaults) == 1 and defaults[0] is not None:
+                self._defaults.add(id(defaults[0]))
+                self._default_fields[id(defaults[0])] = expr.attr
                 return self.candidates(defaults[0], guards, (*via, defaults[0]), depth + 1)
         if found is None or not found:
             return [Candidate(expr if not isinstance(expr, ast.Name) else None, guards, via)]
@@ -182,6 +265,14 @@ class Resolver:
             else:
                 out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement)))
         return out
+
+    def _constructor_keyword(self, expr: ast.Attribute) -> ast.expr | None:
+        """`args.use_4bit` where `args = ScriptArguments(use_4bit=True)` (or `TrainingArguments(deepspeed=...)`)."""
+        base = _state_key(expr.value)
+        bound = self.bindings(base, expr) if base is not None else None
+        if not bound or len(bound) != 1 or not isinstance(bound[0].value, ast.Call):
+            return None
+        return next((kw.value for kw in bound[0].value.keywords if kw.arg == expr.attr), None)
 
     def key_candidates(self, mapping: ast.expr, key: str, depth: int = 0) -> list[Candidate] | None:
         """Values of `mapping[key]` for a kwargs dict; None when the dict's keys are unknown."""

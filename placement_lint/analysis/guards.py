@@ -123,6 +123,8 @@ class _Evaluator:
         return False if all(t is False for t in truths) else UNKNOWN
 
     def _name(self, expr: ast.Name | ast.Attribute, depth: int) -> object:
+        if isinstance(expr, ast.Name) and expr.id == "__name__":
+            return "__main__"  # code runs under a setup as (or as called from) the script a launch runs
         name = dotted(expr) or ""
         attr = last_segment(name)
         known = self._known_attribute(expr, attr)

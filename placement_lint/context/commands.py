@@ -42,7 +42,7 @@ class Launch:
     target: str | None = None  # a script path as written, or None
     module: str | None = None  # `-m package.module`
     options: dict[str, str] = field(default_factory=dict)  # launcher options: "--config_file": "x.yaml", flags: ""
-    script_args: dict[str, str] = field(default_factory=dict)  # "--deepspeed": "ds.json", positional yaml as "": "x.yaml"
+    script_args: dict[str, str] = field(default_factory=dict)  # "--deepspeed": "ds.json", positional yaml/json as "": "x.yaml"
     env: dict[str, str] = field(default_factory=dict)
     wrapped_by: str | None = None  # "srun", "mpirun": several processes whatever the launcher
     wrapper_options: dict[str, str] = field(default_factory=dict)  # `srun --gpus-per-task 1` -> {"--gpus-per-task": "1"}
@@ -218,6 +218,6 @@ def _read_args(tokens: list[str], into: dict[str, str]) -> None:
                 into[name] = ""
                 i += 1
         else:
-            if token.endswith((".yaml", ".yml")) and "" not in into:
+            if token.endswith((".yaml", ".yml", ".json")) and "" not in into:
                 into[""] = token
             i += 1

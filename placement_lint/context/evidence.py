@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from placement_lint.analysis.consumers import Consumer
 from placement_lint.distributed import SINGLE, Mode, Setup
 
-if TYPE_CHECKING:  # a context read back from the cache needs no call graph
+if TYPE_CHECKING:  # a context read back from the cache needs no call graph, nor any parser
+    from placement_lint.analysis.arguments import Fields
     from placement_lint.analysis.callgraph import Parts
 
 
@@ -44,6 +45,9 @@ class Evidence(NamedTuple):
     cell: int | None = None  # in a notebook: the cell, and `line` is the line in it
     # launch: the repository's pins of the libraries rules ask about, as (package, PEP 440 specifier, where)
     pins: tuple[tuple[str, str, str], ...] = ()
+    # launch/import: the launched script's parser fields ((key, *analysis.arguments.Field)), when the repository
+    # pass read them: a module the script imports reads `args.use_4bit` without seeing the parser.
+    parser: tuple[tuple[str, ...], ...] = ()
 
     @property
     def where(self) -> str:
@@ -85,16 +89,33 @@ def _strength(context: Context) -> tuple[int, int]:
 
 
 def _group_launches(
-    external: tuple[Evidence, ...], field_names: frozenset[str]
+    external: tuple[Evidence, ...], read: frozenset[str], local: Fields
 ) -> list[tuple[tuple[tuple[str, str, str], ...], tuple[Evidence, ...]]]:
-    """Launches that differ only in arguments the file does not read are one variant."""
+    """Launches that differ only in arguments the file does not read are one variant. Each launch's
+    arguments are bound to its script's parser fields (`--use-4bit` -> ("use_4bit", "True", where));
+    a field of the launched script's parser that the launch leaves alone and this file's own
+    dataclasses do not define gets its default, with no `where` (no launch passed it)."""
+    from placement_lint.analysis.arguments import UNDECIDED, bind, fields_from
+
     groups: dict[tuple[object, ...], list[Evidence]] = {}
     keys: dict[tuple[object, ...], tuple[tuple[str, str, str], ...]] = {}
     for evidence in external:
-        relevant = tuple(sorted((name, value, evidence.where) for name, value in evidence.arguments if name in field_names))
-        key = (evidence.kind, evidence.zero_stage, tuple((n, v) for n, v, _ in relevant))
+        fields = {**local, **fields_from(evidence.parser)}
+        bound = bind(fields, evidence.arguments)
+        relevant = [(name, value, evidence.where) for name, value in bound.items() if name in read]
+        relevant += [
+            (name, field.default, "")
+            for name, field in fields.items()
+            if name == field.name
+            and name in read
+            and name not in bound
+            and field.default != UNDECIDED
+            and not (name in local and local[name].origin == "dataclass")  # the resolver reads its default in the file
+        ]
+        ordered = tuple(sorted(relevant))
+        key = (evidence.kind, evidence.zero_stage, tuple((n, v) for n, v, _ in ordered))
         groups.setdefault(key, []).append(evidence)
-        keys.setdefault(key, relevant)
+        keys.setdefault(key, ordered)
     return [(keys[key], tuple(items)) for key, items in groups.items()]
 
 
@@ -196,7 +217,8 @@ class FileContext:
         override: Override | None,
         external: tuple[Evidence, ...] = (),
         used_names: frozenset[str] = frozenset({"__main__"}),
-        field_names: frozenset[str] = frozenset(),  # the module's dataclass fields (its CLI arguments)
+        read: frozenset[str] = frozenset(),  # the attribute names the module reads (`args.use_4bit`)
+        fields: Fields | None = None,  # the module's own parser fields (its dataclasses, its add_argument calls)
         remote_consumers: Mapping[str, tuple[Consumer, ...]] | None = None,
     ) -> None:
         self.module = module
@@ -205,7 +227,7 @@ class FileContext:
         self.override = override
         self._found = evidence
         self._used_names = used_names
-        self._launches = _group_launches(external, field_names)
+        self._launches = _group_launches(external, read, fields or {})
         self._cache: dict[tuple[int, int], Context] = {}
 
     @cached_property

@@ -95,7 +95,7 @@ def build_repo_context(
                 resolved.stage,
                 "launch",
                 (display(target),),
-                _arguments(launch),
+                _arguments(launch, command.cwd, configs),
                 single_process=_one_process(launch),
                 one_gpu=_one_gpu(launch, env),
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
@@ -107,10 +107,11 @@ def build_repo_context(
         context.by_file[target] = tuple(items)
         context.used[target] = frozenset({"__main__"})
     summaries, edges = _propagate_to_imports(context, launched, display)
+    parsers_read = _attach_parsers(context, launched, summaries, display)
     classes_read = _follow_returns(context, summaries, edges, display)
-    context.inputs = [*context.candidates, *configs.read, *pins_read, *summaries, *classes_read]
+    context.inputs = [*context.candidates, *configs.read, *pins_read, *summaries, *classes_read, *parsers_read]
     # A module read for its class bases (a trainer subclass) counts whole, not by its import lines.
-    context.import_only = {path for path, summary in summaries.items() if summary is None} - set(classes_read)
+    context.import_only = {path for path, summary in summaries.items() if summary is None} - set(classes_read) - set(parsers_read)
     return context
 
 
@@ -201,7 +202,7 @@ def _resolve(
 
 
 def _script_settings(launch: Launch, near: Path, configs: ConfigReader) -> Resolved | None:
-    """`--deepspeed ds.json`, `--fsdp ...`, `--fsdp_config ...`, or a recipe YAML, given to the script."""
+    """`--deepspeed ds.json`, `--fsdp ...`, `--fsdp_config ...`, or a recipe YAML (or arguments JSON), given to the script."""
     deepspeed = launch.script_arg("--deepspeed", "--deepspeed_config")
     if deepspeed:
         stage = _json_stage(deepspeed, near, configs)
@@ -212,7 +213,7 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader) -> Resol
     if launch.script_arg("--fsdp_config"):
         return Resolved(Kind.FSDP, None, f"--fsdp_config {launch.script_arg('--fsdp_config')}")
     recipe = launch.script_arg("--config", "--config_file", "")
-    if recipe and recipe.endswith((".yaml", ".yml")):
+    if recipe and recipe.endswith((".yaml", ".yml", ".json")):  # a recipe, or the arguments as one file
         return _recipe(recipe, near, configs)
     return None
 
@@ -404,13 +405,39 @@ def _single_device(include: str | None) -> bool:
     return len(hosts) == 1 and ":" in hosts[0] and "," not in hosts[0].split(":", 1)[1]
 
 
-def _arguments(launch: Launch) -> tuple[tuple[str, str], ...]:
-    """Script arguments an HfArgumentParser/TrlParser would turn into dataclass fields (`--q_lora True`)."""
-    return tuple(
+def _arguments(launch: Launch, near: Path, configs: ConfigReader) -> tuple[tuple[str, str], ...]:
+    """Script arguments an HfArgumentParser/TrlParser/argparse parser would turn into fields
+    (`--q_lora True`), after the values of a config file the script reads them from (TRL's `--config
+    recipe.yaml`, a single `args.yaml` or `args.json` for `parse_yaml_file` / `parse_json_file`),
+    which the command line overrides."""
+    given = tuple(
         (name.lstrip("-").replace("-", "_"), value)
         for name, value in launch.script_args.items()
         if name.startswith("--") and "$" not in value and "`" not in value
     )
+    from_file = _config_file_arguments(launch, near, configs)
+    names = {name for name, _ in given}
+    return (*(item for item in from_file if item[0] not in names), *given)
+
+
+def _config_file_arguments(launch: Launch, near: Path, configs: ConfigReader) -> tuple[tuple[str, str], ...]:
+    name = launch.script_arg("--config") or launch.script_args.get("")
+    if not name or "$" in name or not name.endswith((".yaml", ".yml", ".json")):
+        return ()
+    path = configs.find(name, near)
+    data = configs.load(path) if path else None
+    if not isinstance(data, dict):
+        return ()
+    return tuple(
+        (key.replace("-", "_"), _config_text(value))
+        for key, value in data.items()
+        if isinstance(key, str) and (value is None or isinstance(value, (bool, int, float, str)))
+    )
+
+
+def _config_text(value: object) -> str:
+    """A YAML/JSON scalar as the command line would write it (`true` -> "True")."""
+    return str(value)
 
 
 def _short(text: str) -> str:
@@ -454,6 +481,78 @@ def _propagate_to_imports(
             # nothing of the repository costs a read and a regex, not a parse.
             frontier.append((module, inherited, names, depth + 1))
     return summaries, edges
+
+
+def _attach_parsers(
+    context: RepoContext,
+    launched: dict[Path, list[Evidence]],
+    summaries: dict[Path, _ModuleSummary | None],
+    display: Callable[[Path], str],
+) -> list[Path]:
+    """Give each launch's evidence, and what the modules its script imports inherit of it, the
+    script's parser fields: `utils.py` reads `args.use_4bit_quantization`, which `train.py`'s
+    dataclass defines. Only a script that imports the repository's modules needs this (its summary
+    is parsed already); a script on its own reads its parser when it is checked. Returns the modules
+    read for their parsers."""
+    from placement_lint.analysis.arguments import parser_fields
+
+    read: list[Path] = []
+    attributes: dict[Path, frozenset[str]] = {}
+    # Shared by the scripts that import the same module; a module import propagation parsed is not parsed again.
+    parsed: dict[Path, ast.Module | None] = {path: summary.module for path, summary in summaries.items() if summary is not None}
+    for target in launched:
+        summary = summaries.get(target)
+        if summary is None:
+            continue
+        imported = [module for path in _local_imports(summary, context.root) if (module := _parser_module(path, parsed, read))]
+        fields = parser_fields(summary.module, imported)
+        if not fields:
+            continue
+        table = tuple((key, *field) for key, field in fields.items())
+        script = display(target)
+        for path, items in context.by_file.items():
+            if not any(e.chain and e.chain[-1] == script for e in items):
+                continue
+            # Each file carries only the fields it reads (`args.use_4bit`): a parser has hundreds.
+            if path not in attributes:
+                attributes[path] = _attribute_names(path)
+                read.append(path)  # what it reads decides what it carries: a change must rebuild the context
+            own = tuple(row for row in table if row[1] in attributes[path])
+            context.by_file[path] = tuple(e._replace(parser=own) if e.chain and e.chain[-1] == script else e for e in items)
+    return read
+
+
+_ATTRIBUTE = re.compile(rb"\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _attribute_names(path: Path) -> frozenset[str]:
+    """The attribute names a Python file's text reads, from a cheap scan (no parse)."""
+    try:
+        if path.stat().st_size > MAX_LAUNCHER_BYTES:
+            return frozenset()
+        raw = path.read_bytes()
+    except OSError:
+        return frozenset()
+    return frozenset(name.decode("ascii") for name in set(_ATTRIBUTE.findall(raw)))
+
+
+def _local_imports(summary: _ModuleSummary, root: Path) -> list[Path]:
+    return sorted({path for path, _ in summary.imports(frozenset({"*"}), root)})
+
+
+def _parser_module(path: Path, parsed: dict[Path, ast.Module | None], read: list[Path]) -> ast.Module | None:
+    """A module of the repository that may define the script's parser (dataclasses, add_argument), parsed (never run)."""
+    if path not in parsed:
+        parsed[path] = None
+        try:
+            if path.stat().st_size <= MAX_LAUNCHER_BYTES:
+                raw = path.read_bytes()
+                if b"dataclass" in raw or b"add_argument" in raw:
+                    read.append(path)
+                    parsed[path] = ast.parse(raw)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+    return parsed[path]
 
 
 def _follow_returns(

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from functools import cached_property
 from typing import ClassVar, NamedTuple
 
+from placement_lint.analysis.arguments import parser_fields, shown
 from placement_lint.analysis.consumers import ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
@@ -118,6 +119,8 @@ class CheckedFile:
             for device_map in analysis.device_maps:
                 if not self._decided(device_map, resolver):
                     continue
+                if not reachable_under(self, device_map.loader.node, variant.setup, variant.arguments):
+                    continue  # the load sits in a branch this run does not take
                 contexts = self.contexts.contexts_at(device_map.loader.node)
                 context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
                 key = (
@@ -131,9 +134,10 @@ class CheckedFile:
 
     def _decided(self, device_map: DeviceMap, resolver: Resolver) -> bool:
         """The run takes this value: every condition on its way is known to hold (a flag the launch does
-        not set, `if args.use_peft:` read by argparse, leaves it undecided), and it is not the `except`
+        not set, `if args.use_peft:` read by a parser the tool cannot follow, leaves it undecided) or
+        depends on a value the user chooses (a model name no launch passes), and it is not the `except`
         fallback of a `try` whose body binds the value the launch uses."""
-        if any(resolver.truth(test) is None for test, _ in device_map.candidate.guards):
+        if any(resolver.truth(test) is None and not resolver.chosen_by_user(test) for test, _ in device_map.candidate.guards):
             return False
         return not any(
             isinstance(step, ast.AST) and any(isinstance(a, ast.ExceptHandler) for a in self.resolver.ancestors(step))
@@ -436,23 +440,30 @@ def wrapped_by_ddp(device_map: DeviceMap) -> bool:
     )
 
 
-def reachable_under(file: CheckedFile, node: ast.AST, setup: Setup) -> bool:
-    """False when an enclosing `if` (or conditional expression) rules this code out under `setup`:
-    `if not ddp:` in a DDP run. Unknown conditions keep the code reachable."""
-    resolver = file.resolver_for(setup)
-    child = node
-    for ancestor in file.resolver.ancestors(node):
-        if isinstance(ancestor, (ast.If, ast.IfExp, ast.While)) and child is not ancestor.test:
-            in_body = child in ancestor.body if isinstance(ancestor.body, list) else child is ancestor.body
-            truth = resolver.truth(ancestor.test)
-            if truth is not None and truth != in_body and not isinstance(ancestor, ast.While):
-                return False
-            if isinstance(ancestor, ast.While) and in_body and truth is False:
-                return False
-        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            break  # a function's guards are its own; callers are not followed
-        child = ancestor
+def reachable_under(file: CheckedFile, node: ast.AST, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> bool:
+    """False when an enclosing `if` (or conditional expression) rules this code out under `setup` and
+    the launch's `arguments`: `if not ddp:` in a DDP run, `if args.use_deepspeed: ... else:` under a
+    launch that passes `--use_deepspeed true`. Unknown conditions keep the code reachable."""
+    resolver = file.resolver_for(setup, arguments)
+    for ancestor, in_body in enclosing_conditions(file.resolver, node):
+        truth = resolver.truth(ancestor.test)
+        if truth is not None and truth != in_body and not isinstance(ancestor, ast.While):
+            return False
+        if isinstance(ancestor, ast.While) and in_body and truth is False:
+            return False
     return True
+
+
+def enclosing_conditions(resolver: Resolver, node: ast.AST) -> Iterator[tuple[ast.If | ast.IfExp | ast.While, bool]]:
+    """The `if`s (and conditional expressions, `while`s) around `node` in its function, innermost
+    first, each with whether `node` is in its body; a function's guards are its own, callers are not followed."""
+    child = node
+    for ancestor in resolver.ancestors(node):
+        if isinstance(ancestor, (ast.If, ast.IfExp, ast.While)) and child is not ancestor.test:
+            yield ancestor, child in ancestor.body if isinstance(ancestor.body, list) else child is ancestor.body
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            break
+        child = ancestor
 
 
 def written(file: CheckedFile, node: ast.AST, limit: int = 48) -> str:
@@ -536,6 +547,43 @@ def fix(applicability: Applicability, message: str, *edits: Edit | None) -> Fix:
 
 
 def passed_by_launch(device_map: DeviceMap) -> str:
-    """` (--device_map auto, passed by scripts/run.sh:4)` when the value comes from a launch's command line."""
+    """` (--device_map auto, passed by scripts/run.sh:4)` when the value comes from a launch's command
+    line; ` (in a branch taken under scripts/run.sh:4, which sets use_4bit=True)` when a launch's
+    argument is what makes the branch holding the value (or the load) run; ` (in a branch taken by
+    default: low_memory_load=True)` when a flag no launch passes does."""
     argument = device_map.candidate.from_launch
-    return f" (--{argument.name} {argument.value}, passed by {argument.where})" if argument else ""
+    if argument:
+        return f" (--{argument.name} {shown(argument.value)}, passed by {argument.where})"
+    passed, defaults = branch_arguments(device_map)
+    if passed:
+        values = ", ".join(f"{name}={shown(value)}" for name, value, _ in passed)
+        return f" (in a branch taken under {passed[0][2]}, which sets {values})"
+    if defaults:
+        return f" (in a branch taken by default: {', '.join(f'{name}={value}' for name, value in defaults)})"
+    return ""
+
+
+def branch_arguments(device_map: DeviceMap) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+    """The launch arguments, and the flags left at their defaults, read by the conditions on the
+    value's way to the load and around the load."""
+    resolver = device_map.analysis.resolver
+    passed = {name: (name, value, where) for name, value, where in resolver.arguments if where}
+    flags = {name: f.default for name, f in parser_fields(resolver.module).items() if name == f.name and f.convert == "bool"}
+    flags.update((name, value) for name, value, where in resolver.arguments if not where and value in ("True", "False"))
+    tests = [test for test, _ in device_map.candidate.guards]
+    tests += [condition.test for condition, _ in enclosing_conditions(resolver, device_map.loader.node)]
+    found: list[tuple[str, str, str]] = []
+    defaults: list[tuple[str, str]] = []
+    for test in tests:
+        for node in ast.walk(test):
+            if not isinstance(node, ast.Attribute):
+                continue
+            if node.attr in passed and passed[node.attr] not in found:
+                found.append(passed[node.attr])
+            elif (
+                node.attr not in passed
+                and flags.get(node.attr) in ("True", "False")
+                and (node.attr, flags[node.attr]) not in defaults
+            ):
+                defaults.append((node.attr, flags[node.attr]))
+    return found, defaults

@@ -230,7 +230,7 @@ def _init_kwargs(file: CheckedFile, call: ast.Call, field: str) -> _Kwargs:
     config = argument(call, "args", 1)
     if config is None:
         return _Kwargs(None, None, True)  # the trainer builds a default config: no kwargs
-    if any(name == field for name, _, _ in file.resolver.arguments):
+    if any(name == field and where for name, _, where in file.resolver.arguments):
         return _Kwargs(None, None, False)  # passed on the launch's command line
     key = dotted(config)
     if key is not None:

@@ -72,7 +72,7 @@ class ImplicitGpu0Loader(Rule):
                     load.quantized and not state_exists_at_load(load, variant) and not self._inside_device_block(file, load)
                 ):
                     continue
-                if not reachable_under(file, load.call, setup):
+                if not reachable_under(file, load.call, setup, variant.arguments):
                     continue
                 context = next((c for c in file.contexts.contexts_at(load.call) if c.setup == setup), None)
                 if context is None or context.one_gpu_per_process:

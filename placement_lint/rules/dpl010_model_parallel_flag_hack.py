@@ -38,7 +38,7 @@ class ModelParallelFlagHack(Rule):
                     continue  # a model class setting its own flag is the library's model-parallel code
                 for context in file.contexts.contexts_at(node):
                     setup = context.setup
-                    if not setup.distributed or setup.single_process or not reachable_under(file, node, setup):
+                    if not setup.distributed or setup.single_process or not reachable_under(file, node, setup, context.arguments):
                         continue
                     message = (
                         f"{owner}.{target.attr} = True asks the Trainer for naive model parallelism (one process "
