@@ -9,7 +9,7 @@ that can still be live, and prunes the branches of conditions that the detected 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from placement_lint.analysis.guards import evaluate_truth
@@ -42,11 +42,41 @@ class Candidate(NamedTuple):
 
     value: Value
     guards: tuple[Guard, ...] = ()
-    via: tuple[ast.AST | LaunchArgument, ...] = ()
+    via: tuple[ast.AST | LaunchArgument | HelperReturn, ...] = ()
+    # For a dict display bound to a name: every value the dict holds where it is used, including the
+    # entries stored into it afterwards (`device_map["lm_head"] = 1`); None: the display's own.
+    entries: MapEntries | None = None
 
     @property
     def from_launch(self) -> LaunchArgument | None:
         return next((step for step in self.via if isinstance(step, LaunchArgument)), None)
+
+    @property
+    def helper(self) -> HelperReturn | None:
+        """The first-party helper whose return value this is (the outermost call, in the checked file)."""
+        return next((step for step in self.via if isinstance(step, HelperReturn)), None)
+
+    @property
+    def foreign(self) -> HelperReturn | None:
+        """The helper in another module the value comes from: its nodes belong to that module."""
+        return next((step for step in self.via if isinstance(step, HelperReturn) and step.resolver is not None), None)
+
+
+class MapEntries(NamedTuple):
+    values: tuple[ast.expr, ...]
+    # Some entry is stored in a loop with a device that varies with the loop variable
+    # (`device_map[f"model.layers.{i}"] = i // per_gpu`): the map spreads the layers over devices.
+    per_layer: bool = False
+
+
+class HelperReturn(NamedTuple):
+    """A step in a candidate's path: the value is what a first-party helper function returns."""
+
+    call: ast.Call  # the call of the helper, in the checked file
+    name: str  # the helper as written at the call
+    statement: ast.Return  # the `return` that gives the value
+    path: str | None = None  # the helper's file, when it is another module of the repository
+    resolver: Resolver | None = None  # that module's resolver (None: the helper is in this module)
 
 
 class LaunchArgument(NamedTuple):
@@ -73,6 +103,11 @@ def _argument_value(text: str, at: ast.expr) -> ast.expr:
 State = dict[str, list[Binding]]
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _KNOWN_DICT = "[?]"  # marker key: the name is bound to a dict display whose keys we know
+_COMPUTED_KEYS = "[*]"  # entries stored under keys computed at run time (`device_map[f"layers.{i}"] = ...`)
+# Finds a first-party helper defined in another module: (the name as called, the setup) -> that
+# module's resolver, the function, and the module's path for messages. Given by the caller, who
+# knows the repository; the analysis itself reads no other file.
+HelperLocator = Callable[[str, Setup], "tuple[Resolver, ast.FunctionDef, str] | None"]
 
 
 def key_of(base: str, key: str) -> str:
@@ -80,9 +115,16 @@ def key_of(base: str, key: str) -> str:
 
 
 class Resolver:
-    def __init__(self, module: ast.Module, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> None:
+    def __init__(
+        self,
+        module: ast.Module,
+        setup: Setup,
+        arguments: tuple[tuple[str, str, str], ...] = (),
+        helpers: HelperLocator | None = None,
+    ) -> None:
         self.module = module
         self.setup = setup
+        self.helpers = helpers
         # Values a launch passes on the command line for dataclass fields: (field, value, where).
         self.arguments = arguments
         self._states: dict[tuple[int, int], State] = {}
@@ -110,6 +152,22 @@ class Resolver:
                 return ancestor
         return self.module
 
+    def enclosing_guards(self, node: ast.AST) -> list[Guard]:
+        """The conditions that hold wherever `node` runs, inside its function: the `if`s (and
+        conditional expressions) around it, each with the branch `node` is in. Loops are left out:
+        a `while` body may run with its test already false on the way out."""
+        found: list[Guard] = []
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, _SCOPES) or isinstance(ancestor, ast.ClassDef):
+                break
+            if isinstance(ancestor, ast.If) and child is not ancestor.test:
+                found.append((ancestor.test, child in ancestor.body))
+            elif isinstance(ancestor, ast.IfExp) and child is not ancestor.test:
+                found.append((ancestor.test, child is ancestor.body))
+            child = ancestor
+        return found
+
     # -- conditions ------------------------------------------------------------------------
 
     def truth(self, test: ast.expr) -> bool | None:
@@ -132,7 +190,7 @@ class Resolver:
         if key in state:
             return state[key]
         base = key.split("[", 1)[0]
-        if "[" in key and key_of(base, _KNOWN_DICT) in state:
+        if "[" in key and _known_absent(state, base):
             return [Binding(ABSENT, at)]
         if scope is not self.module:
             if base.split(".")[0] in _parameters(scope):
@@ -140,9 +198,51 @@ class Resolver:
             module_state = self._state_before(self.module, None)
             if key in module_state:
                 return module_state[key]
-            if "[" in key and key_of(base, _KNOWN_DICT) in module_state:
+            if "[" in key and _known_absent(module_state, base):
                 return [Binding(ABSENT, at)]
         return None
+
+    def map_entries(self, name: ast.expr) -> MapEntries | None:
+        """Every value the dict bound to `name` holds where `name` is read, when entries were stored
+        into it after it was built; None when there were none (its display says it all)."""
+        base = _state_key(name)
+        if base is None or "[" in base:
+            return None
+        scope = self.scope_of(name)
+        state = self._state_before(scope, name)
+        if key_of(base, _KNOWN_DICT) not in state:
+            return None
+        prefix = base + "["
+        stored = [b for k, bindings in state.items() if k.startswith(prefix) and k != key_of(base, _KNOWN_DICT) for b in bindings]
+        if not any(b.statement is not d.statement for b in stored for d in state.get(base, [])):
+            return None
+        values = tuple(b.value for b in stored if isinstance(b.value, ast.expr))
+        computed = [b for b in state.get(key_of(base, _COMPUTED_KEYS), []) if isinstance(b.value, ast.expr)]
+        return MapEntries(values, any(self._varies_with_loop(b.value, b.statement) for b in computed))  # type: ignore[arg-type]
+
+    def _varies_with_loop(self, value: ast.expr, statement: ast.AST) -> bool:
+        """The stored device is computed from the variable of a `for` loop around the store, by
+        division or remainder (`i // per_gpu`, `i % n_gpus`, `int(i / k)`): it changes along the layers."""
+        loop_names = {
+            n.id
+            for a in self.ancestors(statement)
+            if isinstance(a, (ast.For, ast.AsyncFor))
+            for n in ast.walk(a.target)
+            if isinstance(n, ast.Name)
+        }
+        if not loop_names:
+            return False
+        for candidate in self.candidates(value, depth=6):
+            expr = candidate.value
+            if isinstance(expr, ast.Call) and last_segment(dotted(expr.func)) in ("int", "floor") and len(expr.args) == 1:
+                expr = expr.args[0]
+            if (
+                isinstance(expr, ast.BinOp)
+                and isinstance(expr.op, (ast.FloorDiv, ast.Div, ast.Mod))
+                and any(isinstance(n, ast.Name) and n.id in loop_names for n in ast.walk(expr.left))
+            ):
+                return True
+        return False
 
     def candidates(
         self, expr: ast.expr, guards: tuple[Guard, ...] = (), via: tuple[ast.AST, ...] = (), depth: int = 0
@@ -162,6 +262,10 @@ class Resolver:
             return [c for value in expr.values for c in self.candidates(value, guards, via, depth + 1)]
         if isinstance(expr, ast.NamedExpr):
             return self.candidates(expr.value, guards, via, depth + 1)
+        if isinstance(expr, ast.Call):
+            followed = self._helper_returns(expr, guards, via, depth)
+            if followed is not None:
+                return followed
         key = _state_key(expr)
         if key is None:
             return [Candidate(expr, guards, via)]
@@ -181,7 +285,71 @@ class Resolver:
                 out += self.candidates(binding.value, (*guards, *binding.guards), (*via, binding.statement), depth + 1)
             else:
                 out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement)))
+        entries = self.map_entries(expr) if any(isinstance(c.value, ast.Dict) for c in out) else None
+        if entries is not None:
+            out = [c._replace(entries=entries) if isinstance(c.value, ast.Dict) else c for c in out]
         return out
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _helper_returns(
+        self, call: ast.Call, guards: tuple[Guard, ...], via: tuple[ast.AST, ...], depth: int
+    ) -> list[Candidate] | None:
+        """What a first-party helper called with `call` returns: each `return` of a function defined in
+        this module (or, through `helpers`, in another module of the repository), resolved there.
+        None when the callee is not such a helper. A `return` under a condition the setup rules out
+        is left out; one under a condition nobody can decide keeps it as a guard, so it is not decided."""
+        name = dotted(call.func)
+        if name is None or call.keywords and any(kw.arg is None for kw in call.keywords):
+            return None
+        function = self._local_function(call) if isinstance(call.func, ast.Name) else None
+        resolver: Resolver | None = None
+        path: str | None = None
+        if function is None:
+            if self.helpers is None or not self._imported(name, call):
+                return None
+            located = self.helpers(name, self.setup)
+            if located is None:
+                return None
+            resolver, function, path = located
+        if not _plain_function(function):
+            return [Candidate(None, guards, via)]
+        owner = resolver or self
+        out: list[Candidate] = []
+        for statement in _returns(function):
+            step = HelperReturn(call, name, statement, path, resolver)
+            if statement.value is None:
+                out.append(Candidate(ast.copy_location(ast.Constant(None), statement), guards, (*via, step)))
+                continue
+            conditions = owner.enclosing_guards(statement)
+            truths = [owner.truth(test) for test, _ in conditions]
+            if any(truth is not None and truth is not outcome for truth, (_, outcome) in zip(truths, conditions, strict=True)):
+                continue  # this return does not run in this setup
+            found = owner.candidates(statement.value, depth=depth + 1)
+            if resolver is None:
+                out += [c._replace(guards=(*guards, *conditions, *c.guards), via=(*via, step, *c.via)) for c in found]
+                continue
+            # The helper's conditions are its module's: decide them there, keep none of them.
+            for candidate in found:
+                undecided = None in truths or any(resolver.truth(test) is None for test, _ in candidate.guards)
+                value = None if undecided else candidate.value
+                out.append(Candidate(value, guards, (*via, step, *candidate.via), candidate.entries))
+        if _falls_off_end(function):
+            out.append(Candidate(None, guards, via))  # returns None at the end: nothing to judge, but not a value
+        return out
+
+    def _local_function(self, call: ast.Call) -> ast.FunctionDef | None:
+        """The function of this module a bare name calls, when that name is bound to one `def` there."""
+        assert isinstance(call.func, ast.Name)
+        found = self.bindings(call.func.id, call)
+        if not found or len(found) != 1 or not isinstance(found[0].statement, ast.FunctionDef):
+            return None
+        return found[0].statement if found[0].statement.name == call.func.id else None
+
+    def _imported(self, name: str, call: ast.Call) -> bool:
+        """The callee's first name is bound by an import (not a parameter or a local)."""
+        found = self.bindings(name.split(".")[0], call)
+        return bool(found) and all(isinstance(b.statement, (ast.Import, ast.ImportFrom)) for b in found)
 
     def key_candidates(self, mapping: ast.expr, key: str, depth: int = 0) -> list[Candidate] | None:
         """Values of `mapping[key]` for a kwargs dict; None when the dict's keys are unknown."""
@@ -359,6 +527,9 @@ class Resolver:
             return
         key = _state_key(target)
         if key is None:
+            if isinstance(target, ast.Subscript) and (base := _state_key(target.value)) is not None and "[" not in base:
+                computed = key_of(base, _COMPUTED_KEYS)
+                state[computed] = [*state.get(computed, []), Binding(value, stmt, guards)]
             return
         state[key] = [Binding(value, stmt, guards)]
         if "[" in key:
@@ -400,6 +571,40 @@ class Resolver:
                     if known_absent or (before and all(b.value is ABSENT for b in before)):
                         state[key] = [Binding(value, stmt, guards)]
         return state
+
+
+def _known_absent(state: State, base: str) -> bool:
+    """The dict bound to `base` is a display whose keys we know, and nothing stored a computed key since."""
+    return key_of(base, _KNOWN_DICT) in state and key_of(base, _COMPUTED_KEYS) not in state
+
+
+def _plain_function(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A function whose call gives what it returns: not a generator, a coroutine, or decorated (a cache
+    decorator is harmless, but `@contextmanager` and friends change what a call gives)."""
+    if not isinstance(function, ast.FunctionDef) or function.decorator_list:
+        return False
+    return not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(function))
+
+
+def _own_nodes(function: ast.FunctionDef) -> Iterable[ast.AST]:
+    """The nodes of a function's body, without those of functions and classes nested in it."""
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _returns(function: ast.FunctionDef) -> list[ast.Return]:
+    found = [n for n in _own_nodes(function) if isinstance(n, ast.Return)]
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _falls_off_end(function: ast.FunctionDef) -> bool:
+    """Control can reach the end of the body (a conservative look at its last statement)."""
+    last = function.body[-1]
+    return not isinstance(last, (ast.Return, ast.Raise))
 
 
 def _walrus_bindings(stmt: ast.stmt) -> list[tuple[ast.Name, ast.expr]]:

@@ -161,7 +161,9 @@ class PlacementAnalysis:
                     if not isinstance(candidate.value, ast.expr) or id(candidate.value) in seen:
                         continue
                     seen.add(id(candidate.value))
-                    classified = classify(candidate.value, self.resolver.candidates)
+                    # A value from a helper in another module is resolved in that module.
+                    owner = candidate.foreign.resolver if candidate.foreign else self.resolver
+                    classified = classify(candidate.value, owner.candidates, entries=candidate.entries)  # type: ignore[union-attr]
                     found.append(DeviceMap(loader, candidate, classified, quantized, after_state, after_config, self))
         found.sort(key=lambda d: (d.node.lineno, d.node.col_offset))
         return found

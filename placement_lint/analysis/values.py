@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from placement_lint.analysis.dataflow import ABSENT, Candidate, Value
+from placement_lint.analysis.dataflow import ABSENT, Candidate, MapEntries, Value
 from placement_lint.analysis.guards import RANK_ENV, is_env_read
 from placement_lint.analysis.names import dotted, last_segment
 
@@ -43,7 +43,10 @@ class Classified(NamedTuple):
 Expand = Callable[[ast.expr], list[Candidate]]
 
 
-def classify(value: Value, expand: Expand, depth: int = 0) -> Classified:
+def classify(value: Value, expand: Expand, depth: int = 0, entries: MapEntries | None = None) -> Classified:
+    """`entries`: for a dict display bound to a name, what the dict holds where it is used."""
+    if entries is not None and isinstance(value, ast.Dict) and not any(key is None for key in value.keys):
+        return _entries(entries, expand, depth)
     if value is ABSENT:
         return Classified(Placement.NONE)
     if value is None or depth > 6:
@@ -112,12 +115,23 @@ def _normalise_device(device: object) -> object:
     return device
 
 
+def _entries(entries: MapEntries, expand: Expand, depth: int) -> Classified:
+    found = _map_values(entries.values, expand, depth)
+    if entries.per_layer and found.placement is not Placement.PER_PROCESS:
+        return Classified(Placement.SPREAD, "a map over several devices")
+    return found
+
+
 def _dict(value: ast.Dict, expand: Expand, depth: int) -> Classified:
     if any(key is None for key in value.keys):
         return Classified(Placement.UNKNOWN)
+    return _map_values(value.values, expand, depth)
+
+
+def _map_values(values: list[ast.expr] | tuple[ast.expr, ...], expand: Expand, depth: int) -> Classified:
     devices: set[object] = set()
     per_process = False
-    for entry in value.values:
+    for entry in values:
         found, rank = _device_of(entry, expand, depth)
         devices |= found
         per_process = per_process or rank

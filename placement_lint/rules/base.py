@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import ClassVar, NamedTuple
 
 from placement_lint.analysis.consumers import ConsumerKind
-from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.dataflow import HelperLocator, Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
 from placement_lint.analysis.names import ImportTable, dotted, keyword
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, ModelLoad, PlacementAnalysis
@@ -19,7 +19,7 @@ from placement_lint.context.evidence import Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.rules.noqa import Directive
-from placement_lint.rules.violation import Violation
+from placement_lint.rules.violation import Related, Violation
 from placement_lint.source import SourceFile
 
 
@@ -48,6 +48,7 @@ class CheckedFile:
         contexts: FileContext,
         display: str,
         classes: ImportedClasses | None = None,
+        helpers: HelperLocator | None = None,
     ) -> None:
         self.source = source
         self.module = module
@@ -56,6 +57,8 @@ class CheckedFile:
         self.display = display
         # The base classes of classes the file imports from the repository (None: not looked up).
         self.classes = classes
+        # Finds the helper functions the file imports from the repository (None: not followed).
+        self.helpers = helpers
         self._resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = {}
         self._analyses: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], PlacementAnalysis] = {}
         self._sites: dict[tuple[int, int], Site] = {}
@@ -84,7 +87,7 @@ class CheckedFile:
     def resolver_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> Resolver:
         key = (setup, arguments)
         if key not in self._resolvers:
-            self._resolvers[key] = Resolver(self.module, setup, arguments)
+            self._resolvers[key] = Resolver(self.module, setup, arguments, self.helpers)
         return self._resolvers[key]
 
     def analysis_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> PlacementAnalysis:
@@ -133,7 +136,15 @@ class CheckedFile:
         """The run takes this value: every condition on its way is known to hold (a flag the launch does
         not set, `if args.use_peft:` read by argparse, leaves it undecided), and it is not the `except`
         fallback of a `try` whose body binds the value the launch uses."""
-        if any(resolver.truth(test) is None for test, _ in device_map.candidate.guards):
+        # The load's own conditions decide whether it runs, not which value it gets: a branch nobody can
+        # decide stays live (as for a literal written in the call), one the setup rules out is dead.
+        own = resolver.enclosing_guards(device_map.loader.node)
+        if any(resolver.truth(test) is (not outcome) for test, outcome in own):
+            return False
+        shared = {(id(test), outcome) for test, outcome in own}
+        if any(
+            resolver.truth(test) is None for test, outcome in device_map.candidate.guards if (id(test), outcome) not in shared
+        ):
             return False
         return not any(
             isinstance(step, ast.AST) and any(isinstance(a, ast.ExceptHandler) for a in self.resolver.ancestors(step))
@@ -219,6 +230,9 @@ class CheckedFile:
         return self._sites[key]
 
     def _site(self, device_map: DeviceMap) -> Site:
+        foreign = device_map.candidate.foreign
+        if foreign is not None:  # the value is written in another module: report where it enters this one
+            return Site(foreign.call, False)
         node, loader = device_map.node, device_map.loader.node
         # `value if cond else None`: the whole conditional is the site (a fix to None leaves no `None if ... else None`),
         # unless the condition is on the distributed setup: `None if is_deepspeed_zero3_enabled() else "cuda:0"` keeps its guard.
@@ -350,8 +364,10 @@ class Rule:
     ) -> Violation:
         """A finding on a device_map, at its site; a value passed on a launch's command line gets no fix
         (the command line is where it would have to change)."""
-        fix = None if device_map.candidate.from_launch else make_fix()
-        return self.violation(file, file.site(device_map).node, message, fix, context)
+        # A helper's return value may serve other callers: only a person can say where to change it.
+        fix = None if device_map.candidate.from_launch or device_map.candidate.helper else make_fix()
+        violation = self.violation(file, file.site(device_map).node, message, fix, context)
+        return violation._replace(related=related_locations(file, device_map))
 
 
 # -- message and fix pieces the device_map rules share --------------------------------------------
@@ -411,8 +427,7 @@ def reachable_under(file: CheckedFile, node: ast.AST, setup: Setup) -> bool:
 def written(file: CheckedFile, node: ast.AST, limit: int = 48) -> str:
     """The code as the user wrote it, on one line and shortened to `limit` characters."""
     start, end = file.source.node_span(node)
-    text = " ".join(file.source.text[start:end].split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return _shortened(file.source.text[start:end], limit)
 
 
 def consumer_phrase(device_map: DeviceMap) -> str:
@@ -479,6 +494,42 @@ def trl_config_call(raw: bytes) -> bool:
 
 def fix(applicability: Applicability, message: str, *edits: Edit | None) -> Fix:
     return Fix(applicability, message, tuple(sorted(e for e in edits if e is not None)))
+
+
+def value_written(file: CheckedFile, device_map: DeviceMap) -> str:
+    """`device_map="auto"` as the user wrote it, and where it came from when that is not the load:
+    a launch's command line, a helper's return in this module or in another one."""
+    helper = device_map.candidate.helper
+    if helper is None:
+        return f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)}"
+    if helper.path is not None:
+        value = _shortened(ast.unparse(device_map.node))
+        return f"device_map={written(file, helper.call)} (returns {value}, {helper.path}:{device_map.node.lineno})"
+    call = file.source.position(file.source.node_span(helper.call)[0])[0]
+    return f"device_map={written(file, device_map.node)} (returned by {written(file, helper.call)}, line {call})"
+
+
+def related_locations(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ...]:
+    """For a value a helper returns: the load it reaches and the helper's call (or, for a helper in
+    another module, the value where the helper writes it: the call is then the finding's own place)."""
+    helper = device_map.candidate.helper
+    if helper is None:
+        return ()
+
+    def here(node: ast.AST, role: str, label: str) -> Related:
+        row, column = file.source.position(file.source.node_span(node)[0])
+        return Related(file.display, row, column, role, label)
+
+    load = here(device_map.loader.node, "load", device_map.loader.name)
+    if helper.path is not None:
+        origin = device_map.node
+        return (Related(helper.path, origin.lineno, origin.col_offset + 1, "origin", _shortened(ast.unparse(origin))), load)
+    return (load, here(helper.call, "helper call", written(file, helper.call)))
+
+
+def _shortened(text: str, limit: int = 48) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def passed_by_launch(device_map: DeviceMap) -> str:

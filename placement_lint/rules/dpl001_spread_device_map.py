@@ -23,10 +23,9 @@ from placement_lint.rules.base import (
     Violation,
     consumer_phrase,
     fix,
-    passed_by_launch,
     state_exists_at_load,
+    value_written,
     wrapped_by_ddp,
-    written,
     zero3_live_at_load,
 )
 
@@ -80,7 +79,7 @@ class SpreadDeviceMapInDistributed(Rule):
 
     def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> str:
         setup = context.setup
-        value = f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)}"
+        value = f"{value_written(file, device_map)}"
         if setup.zero3 and zero3_live_at_load(device_map, context):
             consequence = ZERO3_LOAD_ERROR
         elif wrapped_by_ddp(device_map):

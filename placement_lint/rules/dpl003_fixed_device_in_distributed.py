@@ -16,8 +16,7 @@ from placement_lint.rules.base import (
     Rule,
     Violation,
     fix,
-    passed_by_launch,
-    written,
+    value_written,
     zero3_live_at_load,
 )
 
@@ -55,7 +54,7 @@ class FixedDeviceInDistributed(Rule):
             else:
                 advice = f"give each process its own GPU: use device_map={PER_PROCESS_MAP}"
             message = (
-                f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} puts every process's model on device {device!r}, but this "
+                f"{value_written(file, device_map)} puts every process's model on device {device!r}, but this "
                 f"script runs under {setup.describe()} ({context.because(file.display)}): every rank loads onto the same GPU "
                 f'(out of memory, or bitsandbytes\' "loaded ... on a different device" error); {advice}'
             )
