@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable
+from functools import cached_property
 from typing import NamedTuple
 
 from placement_lint.analysis.guards import evaluate_truth
 from placement_lint.analysis.index import index_of
-from placement_lint.analysis.names import dotted, last_segment
+from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 from placement_lint.distributed import Setup
 
 Guard = tuple[ast.expr, bool]  # a condition and the outcome the path took
@@ -69,14 +70,30 @@ class MapEntries(NamedTuple):
     per_layer: bool = False
 
 
+class ForeignFunction(NamedTuple):
+    """A function defined in another module of the repository, as a `HelperLocator` finds it."""
+
+    resolver: Resolver  # over its module, for the same setup
+    function: ast.FunctionDef
+    path: str  # the module's path, as messages name files
+    text: str  # the module's source, to quote its values as written
+
+
 class HelperReturn(NamedTuple):
     """A step in a candidate's path: the value is what a first-party helper function returns."""
 
     call: ast.Call  # the call of the helper, in the checked file
     name: str  # the helper as written at the call
     statement: ast.Return  # the `return` that gives the value
-    path: str | None = None  # the helper's file, when it is another module of the repository
-    resolver: Resolver | None = None  # that module's resolver (None: the helper is in this module)
+    foreign: ForeignFunction | None = None  # the helper, when it is defined in another module
+
+    @property
+    def resolver(self) -> Resolver | None:
+        return self.foreign.resolver if self.foreign else None
+
+    @property
+    def path(self) -> str | None:
+        return self.foreign.path if self.foreign else None
 
 
 class LaunchArgument(NamedTuple):
@@ -107,7 +124,7 @@ _COMPUTED_KEYS = "[*]"  # entries stored under keys computed at run time (`devic
 # Finds a first-party helper defined in another module: (the name as called, the setup) -> that
 # module's resolver, the function, and the module's path for messages. Given by the caller, who
 # knows the repository; the analysis itself reads no other file.
-HelperLocator = Callable[[str, Setup], "tuple[Resolver, ast.FunctionDef, str] | None"]
+HelperLocator = Callable[[str, Setup], "ForeignFunction | None"]
 
 
 def key_of(base: str, key: str) -> str:
@@ -300,24 +317,26 @@ class Resolver:
         None when the callee is not such a helper. A `return` under a condition the setup rules out
         is left out; one under a condition nobody can decide keeps it as a guard, so it is not decided."""
         name = dotted(call.func)
-        if name is None or call.keywords and any(kw.arg is None for kw in call.keywords):
+        if name is None or name.split(".")[0] not in self._callable_names:
+            return None  # cheap: most calls are of a library (or a method), never of a helper here
+        if last_segment(name) in PER_PROCESS_CALLS | SPREADING_CALLS:
             return None
         function = self._local_function(call) if isinstance(call.func, ast.Name) else None
-        resolver: Resolver | None = None
-        path: str | None = None
+        foreign: ForeignFunction | None = None
         if function is None:
             if self.helpers is None or not self._imported(name, call):
                 return None
-            located = self.helpers(name, self.setup)
-            if located is None:
+            foreign = self.helpers(name, self.setup)
+            if foreign is None:
                 return None
-            resolver, function, path = located
+            function = foreign.function
+        resolver = foreign.resolver if foreign else None
         if not _plain_function(function):
             return [Candidate(None, guards, via)]
         owner = resolver or self
         out: list[Candidate] = []
         for statement in _returns(function):
-            step = HelperReturn(call, name, statement, path, resolver)
+            step = HelperReturn(call, name, statement, foreign)
             if statement.value is None:
                 out.append(Candidate(ast.copy_location(ast.Constant(None), statement), guards, (*via, step)))
                 continue
@@ -337,6 +356,17 @@ class Resolver:
         if _falls_off_end(function):
             out.append(Candidate(None, guards, via))  # returns None at the end: nothing to judge, but not a value
         return out
+
+    @cached_property
+    def _callable_names(self) -> frozenset[str]:
+        """Names a helper call can start with: functions defined in the module, and (when other modules
+        are followed) names its imports bind."""
+        names = {n.name for n in self.index.nodes if isinstance(n, ast.FunctionDef)}
+        if self.helpers is not None:
+            for node in self.index.nodes:
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        return frozenset(names)
 
     def _local_function(self, call: ast.Call) -> ast.FunctionDef | None:
         """The function of this module a bare name calls, when that name is bound to one `def` there."""

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from placement_lint.analysis.dataflow import ABSENT, Candidate, MapEntries, Value
 from placement_lint.analysis.guards import RANK_ENV, is_env_read
-from placement_lint.analysis.names import dotted, last_segment
+from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 
 
 class Placement(enum.Enum):
@@ -30,8 +30,6 @@ class Placement(enum.Enum):
 SPREADING_STRINGS = ("auto", "balanced", "balanced_low_0", "sequential")
 _INDEXED_DEVICE = re.compile(r"^(cuda|xpu|npu|mlu|musa|hpu):(\d+)$")
 _RANK_WORDS = re.compile(r"(local_?rank|process_index|local_process_index|current_device|rank)", re.I)
-_PER_PROCESS_CALLS = {"get_kbit_device_map", "current_device", "get_current_device", "get_local_device"}
-_SPREADING_CALLS = {"infer_auto_device_map"}
 _PER_PROCESS_ATTRS = {"local_process_index", "process_index", "local_rank", "device"}
 
 
@@ -151,9 +149,9 @@ def _map_values(values: list[ast.expr] | tuple[ast.expr, ...], expand: Expand, d
 def _call(value: ast.Call, expand: Expand, depth: int) -> Classified:
     name = dotted(value.func) or ""
     func = last_segment(name)
-    if func in _SPREADING_CALLS:
+    if func in SPREADING_CALLS:
         return Classified(Placement.SPREAD, f"{func}(...)")
-    if func in _PER_PROCESS_CALLS:
+    if func in PER_PROCESS_CALLS:
         return Classified(Placement.PER_PROCESS)
     if func == "device" and name.endswith("torch.device") or name == "device":
         return _torch_device(value)

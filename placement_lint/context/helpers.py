@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable
 from pathlib import Path
 
-from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.dataflow import ForeignFunction, Resolver
 from placement_lint.analysis.index import index_of
 from placement_lint.context.classes import imports_of, locate_imported
 from placement_lint.distributed import Setup
@@ -33,10 +33,10 @@ class ImportedFunctions:
         self.display = display
         self.read: list[Path] = []  # the modules looked at, for the result cache
         self._own: dict[str, tuple[str, int, str | None]] | None = None
-        self._parsed: dict[Path, ast.Module | None] = {}
+        self._parsed: dict[Path, tuple[ast.Module, str] | None] = {}
         self._resolvers: dict[tuple[Path, Setup], Resolver] = {}
 
-    def __call__(self, written: str, setup: Setup) -> tuple[Resolver, ast.FunctionDef, str] | None:
+    def __call__(self, written: str, setup: Setup) -> ForeignFunction | None:
         head, _, rest = written.partition(".")
         if self._own is None:
             self._own = imports_of(index_of(self.module).nodes)
@@ -45,18 +45,19 @@ class ImportedFunctions:
         if located is None:
             return None
         path, name = located
-        module = self._load(path)
-        if module is None:
+        loaded = self._load(path)
+        if loaded is None:
             return None
+        module, text = loaded
         function = next((s for s in module.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
         if function is None:
             return None
         key = (path, setup)
         if key not in self._resolvers:
             self._resolvers[key] = Resolver(module, setup)
-        return self._resolvers[key], function, self.display(path)
+        return ForeignFunction(self._resolvers[key], function, self.display(path), text)
 
-    def _load(self, path: Path) -> ast.Module | None:
+    def _load(self, path: Path) -> tuple[ast.Module, str] | None:
         if path not in self._parsed:
             if len(self._parsed) >= _MAX_MODULES or path == self.path.resolve():
                 return None
@@ -65,11 +66,12 @@ class ImportedFunctions:
         return self._parsed[path]
 
 
-def _parse(path: Path) -> ast.Module | None:
+def _parse(path: Path) -> tuple[ast.Module, str] | None:
     try:
         raw = path.read_bytes()
         if len(raw) > _MAX_BYTES or b"return" not in raw:
             return None
-        return ast.parse(raw)
+        text = raw.decode("utf-8")
+        return ast.parse(text), text
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return None

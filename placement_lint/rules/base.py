@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import ClassVar, NamedTuple
 
 from placement_lint.analysis.consumers import ConsumerKind
-from placement_lint.analysis.dataflow import HelperLocator, Resolver
+from placement_lint.analysis.dataflow import ForeignFunction, HelperLocator, Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
 from placement_lint.analysis.names import ImportTable, dotted, keyword
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, ModelLoad, PlacementAnalysis
@@ -502,9 +502,9 @@ def value_written(file: CheckedFile, device_map: DeviceMap) -> str:
     helper = device_map.candidate.helper
     if helper is None:
         return f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)}"
-    if helper.path is not None:
-        value = _shortened(ast.unparse(device_map.node))
-        return f"device_map={written(file, helper.call)} (returns {value}, {helper.path}:{device_map.node.lineno})"
+    if helper.foreign is not None:
+        value = _foreign_text(helper.foreign, device_map.node)
+        return f"device_map={written(file, helper.call)} (returns {value}, {helper.foreign.path}:{device_map.node.lineno})"
     call = file.source.position(file.source.node_span(helper.call)[0])[0]
     return f"device_map={written(file, device_map.node)} (returned by {written(file, helper.call)}, line {call})"
 
@@ -521,10 +521,16 @@ def related_locations(file: CheckedFile, device_map: DeviceMap) -> tuple[Related
         return Related(file.display, row, column, role, label)
 
     load = here(device_map.loader.node, "load", device_map.loader.name)
-    if helper.path is not None:
+    if helper.foreign is not None:
         origin = device_map.node
-        return (Related(helper.path, origin.lineno, origin.col_offset + 1, "origin", _shortened(ast.unparse(origin))), load)
+        label = _foreign_text(helper.foreign, origin)
+        return (Related(helper.foreign.path, origin.lineno, origin.col_offset + 1, "origin", label), load)
     return (load, here(helper.call, "helper call", written(file, helper.call)))
+
+
+def _foreign_text(foreign: ForeignFunction, node: ast.AST) -> str:
+    """A value written in another module, as written there."""
+    return _shortened(ast.get_source_segment(foreign.text, node) or ast.unparse(node))
 
 
 def _shortened(text: str, limit: int = 48) -> str:
