@@ -65,9 +65,9 @@ class Candidate(NamedTuple):
 
 class MapEntries(NamedTuple):
     values: tuple[ast.expr, ...]
-    # Some entry is stored in a loop with a device that varies with the loop variable
+    # The store, in a loop, of a device that varies with the loop variable
     # (`device_map[f"model.layers.{i}"] = i // per_gpu`): the map spreads the layers over devices.
-    per_layer: bool = False
+    spread_by: ast.stmt | None = None
 
 
 class ForeignFunction(NamedTuple):
@@ -235,30 +235,41 @@ class Resolver:
             return None
         values = tuple(b.value for b in stored if isinstance(b.value, ast.expr))
         computed = [b for b in state.get(key_of(base, _COMPUTED_KEYS), []) if isinstance(b.value, ast.expr)]
-        return MapEntries(values, any(self._varies_with_loop(b.value, b.statement) for b in computed))  # type: ignore[arg-type]
+        spread_by = next((b.statement for b in computed if self._varies_with_loop(b.value, b.statement)), None)  # type: ignore[arg-type]
+        return MapEntries(values, spread_by)  # type: ignore[arg-type]
 
     def _varies_with_loop(self, value: ast.expr, statement: ast.AST) -> bool:
-        """The stored device is computed from the variable of a `for` loop around the store, by
-        division or remainder (`i // per_gpu`, `i % n_gpus`, `int(i / k)`): it changes along the layers."""
-        loop_names = {
+        """The stored device changes along a `for` loop around the store: it is the loop's counter over
+        `range`/`enumerate` (`for gpu in range(n)`), or computed from a loop variable by division or
+        remainder (`i // per_gpu`, `i % n_gpus`, `int(i / k)`, `f"cuda:{i * n // layers}"`)."""
+        loops = [a for a in self.ancestors(statement) if isinstance(a, (ast.For, ast.AsyncFor))]
+        names = {n.id for loop in loops for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        counters = {
             n.id
-            for a in self.ancestors(statement)
-            if isinstance(a, (ast.For, ast.AsyncFor))
-            for n in ast.walk(a.target)
+            for loop in loops
+            if isinstance(loop.iter, ast.Call) and last_segment(dotted(loop.iter.func)) in ("range", "enumerate")
+            for n in ast.walk(loop.target.elts[0] if isinstance(loop.target, ast.Tuple) and loop.target.elts else loop.target)
             if isinstance(n, ast.Name)
         }
-        if not loop_names:
+        if not names:
             return False
-        for candidate in self.candidates(value, depth=6):
-            expr = candidate.value
-            if isinstance(expr, ast.Call) and last_segment(dotted(expr.func)) in ("int", "floor") and len(expr.args) == 1:
-                expr = expr.args[0]
-            if (
-                isinstance(expr, ast.BinOp)
-                and isinstance(expr.op, (ast.FloorDiv, ast.Div, ast.Mod))
-                and any(isinstance(n, ast.Name) and n.id in loop_names for n in ast.walk(expr.left))
-            ):
+        pending, seen = [value], 0
+        while pending and seen < 8:
+            expr, seen = pending.pop(), seen + 1
+            if isinstance(expr, ast.Name) and expr.id in counters:
                 return True
+            if isinstance(expr, ast.Call) and last_segment(dotted(expr.func)) in ("int", "floor", "str") and len(expr.args) == 1:
+                pending.append(expr.args[0])
+            elif isinstance(expr, ast.JoinedStr):
+                pending += [part.value for part in expr.values if isinstance(part, ast.FormattedValue)]
+            elif isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.FloorDiv, ast.Div, ast.Mod)):
+                if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr.left)):
+                    return True
+            elif isinstance(expr, ast.Name) and expr.id not in names:
+                # `gpu_id = i % n_gpus` a line above the store
+                pending += [
+                    c.value for c in self.candidates(expr, depth=8) if isinstance(c.value, ast.expr) and c.value is not expr
+                ]
         return False
 
     def candidates(

@@ -115,7 +115,7 @@ def _normalise_device(device: object) -> object:
 
 def _entries(entries: MapEntries, expand: Expand, depth: int) -> Classified:
     found = _map_values(entries.values, expand, depth)
-    if entries.per_layer and found.placement is not Placement.PER_PROCESS:
+    if entries.spread_by is not None and found.placement is not Placement.PER_PROCESS:
         return Classified(Placement.SPREAD, "a map over several devices")
     return found
 

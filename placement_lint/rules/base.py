@@ -500,13 +500,20 @@ def value_written(file: CheckedFile, device_map: DeviceMap) -> str:
     """`device_map="auto"` as the user wrote it, and where it came from when that is not the load:
     a launch's command line, a helper's return in this module or in another one."""
     helper = device_map.candidate.helper
-    if helper is None:
-        return f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)}"
-    if helper.foreign is not None:
+    entries = device_map.candidate.entries
+    loop = entries.spread_by if entries is not None else None
+    if helper is not None and helper.foreign is not None:
         value = _foreign_text(helper.foreign, device_map.node)
-        return f"device_map={written(file, helper.call)} (returns {value}, {helper.foreign.path}:{device_map.node.lineno})"
-    call = file.source.position(file.source.node_span(helper.call)[0])[0]
-    return f"device_map={written(file, device_map.node)} (returned by {written(file, helper.call)}, line {call})"
+        where = f"{helper.foreign.path}:{device_map.node.lineno}"
+        filled = f", its layers spread over devices in the loop at line {loop.lineno}" if loop is not None else ""
+        return f"device_map={written(file, helper.call)} (returns {value}, {where}{filled})"
+    notes = [f"its layers spread over devices in the loop at line {loop.lineno}"] if loop is not None else []
+    if helper is not None:
+        notes.append(
+            f"returned by {written(file, helper.call)}, line {file.source.position(file.source.node_span(helper.call)[0])[0]}"
+        )
+    detail = f" ({'; '.join(notes)})" if notes else ""
+    return f"device_map={written(file, device_map.node)}{detail}{passed_by_launch(device_map)}"
 
 
 def related_locations(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ...]:
