@@ -141,3 +141,12 @@ def test_a_changed_helper_module_rechecks_its_importer(tmp_path: Path) -> None:
     assert codes() == ["DPL003"]
     (tmp_path / "maps.py").write_text("def spread():\n    return {'model.layers.0': 0, 'lm_head': 1}\n")
     assert codes() == ["DPL001"]
+
+
+def test_recursive_helpers_end() -> None:
+    source = (
+        "def a(n):\n    if n:\n        return b(n - 1)\n    return b(n)\n"
+        "def b(n):\n    if n:\n        return a(n - 1)\n    return a(n)\n"
+        "load(device_map=a(3))\n"
+    )
+    assert set(values_at_last_call(source)) == {None}

@@ -332,6 +332,8 @@ class Resolver:
             return None  # cheap: most calls are of a library (or a method), never of a helper here
         if last_segment(name) in PER_PROCESS_CALLS | SPREADING_CALLS:
             return None
+        if any(isinstance(step, HelperReturn) and step.name == name for step in via):
+            return [Candidate(None, guards, via)]  # a recursive helper: what it returns is not known here
         function = self._local_function(call) if isinstance(call.func, ast.Name) else None
         foreign: ForeignFunction | None = None
         if function is None:
@@ -355,15 +357,14 @@ class Resolver:
             truths = [owner.truth(test) for test, _ in conditions]
             if any(truth is not None and truth is not outcome for truth, (_, outcome) in zip(truths, conditions, strict=True)):
                 continue  # this return does not run in this setup
-            found = owner.candidates(statement.value, depth=depth + 1)
             if resolver is None:
-                out += [c._replace(guards=(*guards, *conditions, *c.guards), via=(*via, step, *c.via)) for c in found]
+                out += self.candidates(statement.value, (*guards, *conditions), (*via, step), depth + 1)
                 continue
             # The helper's conditions are its module's: decide them there, keep none of them.
-            for candidate in found:
+            for candidate in resolver.candidates(statement.value, (), (*via, step), depth + 1):
                 undecided = None in truths or any(resolver.truth(test) is None for test, _ in candidate.guards)
                 value = None if undecided else candidate.value
-                out.append(Candidate(value, guards, (*via, step, *candidate.via), candidate.entries))
+                out.append(Candidate(value, guards, candidate.via, candidate.entries))
         if _falls_off_end(function):
             out.append(Candidate(None, guards, via))  # returns None at the end: nothing to judge, but not a value
         return out
