@@ -150,3 +150,25 @@ def test_recursive_helpers_end() -> None:
         "load(device_map=a(3))\n"
     )
     assert set(values_at_last_call(source)) == {None}
+
+
+def test_a_use_in_a_loop_sees_the_bodys_bindings_from_an_earlier_pass_and_the_loop_target() -> None:
+    earlier = "kw = {}\nfor name in names:\n    load(**kw)\n    kw = {'device_map': 'auto'}\n"
+    module = ast.parse(earlier)
+    call = module.body[1].body[0].value  # type: ignore[attr-defined]
+    found = Resolver(module, DDP).key_candidates(call.keywords[0].value, "device_map")
+    assert sorted(str(c.value.value if isinstance(c.value, ast.Constant) else c.value) for c in found) == ["ABSENT", "auto"]  # type: ignore[union-attr]
+    target = "device_map = 'auto'\nfor device_map in maps:\n    load(device_map=device_map)\n"
+    module = ast.parse(target)
+    call = module.body[1].body[0].value  # type: ignore[attr-defined]
+    assert [c.value for c in Resolver(module, DDP).candidates(call.keywords[0].value)] == [None]
+
+
+def test_a_condition_later_in_the_same_loop_body_does_not_recurse() -> None:
+    source = (
+        "for item in items:\n    kw = {}\n    load(**kw)\n    flag = item\n    if flag:\n        kw = {'device_map': 'auto'}\n"
+    )
+    module = ast.parse(source)
+    call = module.body[0].body[1].value  # type: ignore[attr-defined]
+    found = Resolver(module, DDP).key_candidates(call.keywords[0].value, "device_map")
+    assert [c.value for c in found] == [ABSENT]  # type: ignore[union-attr]

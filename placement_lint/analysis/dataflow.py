@@ -151,6 +151,7 @@ class Resolver:
         # rules ask the same test again (guards on values, reachability, setup probes).
         self._passed = frozenset(n for n, value, _ in self.arguments if value.lower() not in ("false", "0", "no", "none", ""))
         self._truths: dict[int, bool | None] = {}
+        self._blind = 0  # > 0: walking a loop's earlier pass, where conditions are not decided
 
     # -- structure -------------------------------------------------------------------------
 
@@ -439,6 +440,7 @@ class Resolver:
         if cache_key not in self._states:
             body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
             stop_path = {id(a) for a in self.ancestors(stop)} | {id(stop)} if stop is not None else set()
+            self._states[cache_key] = {}  # asked again while it is worked out (a condition on the way): nothing known
             state, _, _ = self._walk(body, {}, (), stop, stop_path)  # type: ignore[arg-type]
             self._states[cache_key] = state
         return self._states[cache_key]
@@ -472,6 +474,20 @@ class Resolver:
         if isinstance(stmt, ast.If):
             in_body = any(id(s) in path for s in stmt.body)
             return self._walk(stmt.body if in_body else stmt.orelse, dict(state), (*guards, (stmt.test, in_body)), stop, path)
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)) and any(id(s) in path for s in stmt.body):
+            # A use in a loop's body also sees what the body bound on an earlier pass, and a `for`
+            # rebinds its target before each pass.
+            entry = dict(state)
+            if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                self._bind(stmt.target, None, entry, guards, stmt)
+            # Every branch of that earlier pass counts: deciding its conditions would ask for states
+            # further down this same body, which ask for this one.
+            self._blind += 1
+            try:
+                earlier, _, _ = self._walk(stmt.body, dict(entry), guards, None, set())
+            finally:
+                self._blind -= 1
+            return self._walk(stmt.body, _merge([entry, earlier]), guards, stop, path)
         for block in _blocks(stmt):
             if any(id(s) in path for s in block):
                 return self._walk(block, dict(state), guards, stop, path)
@@ -506,7 +522,7 @@ class Resolver:
                     state[key] = [Binding(ABSENT, stmt, guards)]
             return state, False
         if isinstance(stmt, ast.If):
-            truth = self.truth(stmt.test)
+            truth = None if self._blind else self.truth(stmt.test)
             branches = []
             if truth is not False:
                 branches.append(self._walk(stmt.body, dict(state), (*guards, (stmt.test, True)), None, set()))
@@ -685,6 +701,14 @@ def _merge(states: list[State]) -> State:
             for binding in bindings:
                 if binding not in existing:
                     existing.append(binding)
+    # A key that a dict display lacks on one path is absent on that path, not unknown.
+    for key in [k for k in merged if "[" in k and not k.endswith((_KNOWN_DICT, _COMPUTED_KEYS))]:
+        base = key.split("[", 1)[0]
+        for state in states:
+            if key not in state and _known_absent(state, base) and state.get(base):
+                absent = Binding(ABSENT, state[base][0].statement, state[base][0].guards)
+                if absent not in merged[key]:
+                    merged[key].append(absent)
     return merged
 
 
