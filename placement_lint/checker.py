@@ -69,6 +69,7 @@ class FileChecker:
         self._classes: ImportedClasses | None = None  # the last file's: the modules it read are dependencies
         self._helpers: ImportedFunctions | None = None  # likewise, for the helper functions it follows
         self._modules_parsed: dict[Path, object] = {}  # for the class lookups of every file this checker checks
+        self._helper_modules: dict[Path, object] = {}  # likewise, for the helper lookups
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
@@ -220,7 +221,7 @@ class FileChecker:
         configs = ConfigReader(root)
         self._configs_read = configs.read
         self._classes = ImportedClasses(module, source.path, root, self._modules_parsed)  # type: ignore[arg-type]
-        self._helpers = ImportedFunctions(module, source.path, root, self.display)
+        self._helpers = ImportedFunctions(module, source.path, root, self.display, self._helper_modules)  # type: ignore[arg-type]
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
         external, used, consumers = self._launch_evidence(source.path)

@@ -172,3 +172,18 @@ def test_a_condition_later_in_the_same_loop_body_does_not_recurse() -> None:
     call = module.body[0].body[1].value  # type: ignore[attr-defined]
     found = Resolver(module, DDP).key_candidates(call.keywords[0].value, "device_map")
     assert [c.value for c in found] == [ABSENT]  # type: ignore[union-attr]
+
+
+def test_a_helper_re_exported_by_a_package_is_found(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("from .maps import spread\n")
+    (tmp_path / "utils" / "maps.py").write_text("def spread():\n    return 'balanced'\n")
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, Trainer\nfrom utils import spread\n"
+        "Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map=spread())).train()\n"
+    )
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    assert [(f.display, f.code) for f in result.findings] == [("train.py", "DPL001")]
+    assert "(returns 'balanced', utils/maps.py:2)" in result.findings[0].message
