@@ -365,7 +365,10 @@ class Rule:
         """A finding on a device_map, at its site; a value passed on a launch's command line gets no fix
         (the command line is where it would have to change)."""
         # A helper's return value may serve other callers: only a person can say where to change it.
-        fix = None if device_map.candidate.from_launch or device_map.candidate.helper else make_fix()
+        # A dict display that later stores fill cannot become None: the stores would fail.
+        candidate = device_map.candidate
+        filled = candidate.entries is not None and file.site(device_map).node is device_map.node
+        fix = None if candidate.from_launch or candidate.helper or filled else make_fix()
         violation = self.violation(file, file.site(device_map).node, message, fix, context)
         return violation._replace(related=related_locations(file, device_map))
 
