@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from placement_lint.analysis.dataflow import ABSENT, Resolver
+from placement_lint.analysis.dataflow import ABSENT, ForeignFunction, Resolver
 from placement_lint.cache_json import violation_from_json, violation_json
 from placement_lint.distributed import Mode, Setup
 from placement_lint.engine import run
@@ -187,3 +187,17 @@ def test_a_helper_re_exported_by_a_package_is_found(tmp_path: Path) -> None:
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("train.py", "DPL001")]
     assert "(returns 'balanced', utils/maps.py:2)" in result.findings[0].message
+
+
+def test_imported_helpers_are_followed_only_for_callers_that_ask() -> None:
+    """Other rules read `candidates` to edit what they find: a node of another module must not reach them."""
+    helper_module = ast.parse("def spread():\n    return 'auto'\n")
+    helper = Resolver(helper_module, DDP)
+    located = ForeignFunction(helper, helper_module.body[0], "maps.py", "")  # type: ignore[arg-type]
+    module = ast.parse("from maps import spread\nload(device_map=spread())\n")
+    resolver = Resolver(module, DDP, helpers=lambda name, setup: located if name == "spread" else None)
+    value = module.body[-1].value.keywords[0].value  # type: ignore[attr-defined]
+    assert [c.value for c in resolver.candidates(value)] == [value]
+    with resolver.following_imports():
+        [candidate] = resolver.candidates(value)
+    assert candidate.value.value == "auto" and candidate.foreign is not None  # type: ignore[union-attr]

@@ -9,7 +9,8 @@ that can still be live, and prunes the branches of conditions that the detected 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from typing import NamedTuple
 
@@ -152,6 +153,19 @@ class Resolver:
         self._passed = frozenset(n for n, value, _ in self.arguments if value.lower() not in ("false", "0", "no", "none", ""))
         self._truths: dict[int, bool | None] = {}
         self._blind = 0  # > 0: walking a loop's earlier pass, where conditions are not decided
+        # > 0: values may come from helpers in other modules. Only callers that know such a value's
+        # nodes belong to another file ask for them (the device_map analysis); every other question
+        # (conditions, a rule reading a config call to edit it) gets this file's nodes only.
+        self._importing = 0
+
+    @contextmanager
+    def following_imports(self) -> Iterator[None]:
+        """Within: `candidates` also follows helpers imported from the repository's other modules."""
+        self._importing += 1
+        try:
+            yield
+        finally:
+            self._importing -= 1
 
     # -- structure -------------------------------------------------------------------------
 
@@ -197,7 +211,8 @@ class Resolver:
         """What a name in a condition can hold; an expression that resolves to nothing but itself
         (an unbound attribute such as `args.use_peft`) is unknown, not a value to evaluate again."""
         return [
-            c.value if isinstance(c.value, ast.expr) and c.value is not expr else None for c in self.candidates(expr, depth=6)
+            c.value if isinstance(c.value, ast.expr) and c.value is not expr and c.foreign is None else None
+            for c in self.candidates(expr, depth=6)
         ]
 
     # -- bindings --------------------------------------------------------------------------
@@ -338,7 +353,7 @@ class Resolver:
         function = self._local_function(call) if isinstance(call.func, ast.Name) else None
         foreign: ForeignFunction | None = None
         if function is None:
-            if self.helpers is None or not self._imported(name, call):
+            if self.helpers is None or not self._importing or not self._imported(name, call):
                 return None
             foreign = self.helpers(name, self.setup)
             if foreign is None:
