@@ -201,3 +201,17 @@ def test_imported_helpers_are_followed_only_for_callers_that_ask() -> None:
     with resolver.following_imports():
         [candidate] = resolver.candidates(value)
     assert candidate.value.value == "auto" and candidate.foreign is not None  # type: ignore[union-attr]
+
+
+def test_dispatch_model_under_zero3_is_not_claimed_to_raise_at_load(tmp_path: Path) -> None:
+    """The load's own branch now decides nothing, so this map resolves: dispatch_model has no ZeRO-3 check."""
+    source = (
+        "# placement-lint: context=zero3\n"
+        "import accelerate\n"
+        "def place(model, num_gpus):\n"
+        "    if num_gpus != 1:\n"
+        "        device_map = accelerate.infer_auto_device_map(model)\n"
+        "        model = accelerate.dispatch_model(model, device_map=device_map)\n"
+        "    return model\n"
+    )
+    assert [f.code for f in lint_source(tmp_path, source).findings] == []

@@ -50,8 +50,7 @@ class SpreadDeviceMapInDistributed(Rule):
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         for device_map, context in file.placed(Placement.SPREAD):
-            setup = context.setup
-            loads_under_zero3 = setup.zero3 and zero3_live_at_load(device_map, context)
+            loads_under_zero3 = _raises_at_load(device_map, context)
             # Outside ZeRO-3 the crash comes when a trainer or prepare() sees the spread model; a model
             # that is only used for inference is DPL007's business. Under ZeRO-3 the load itself fails.
             if not loads_under_zero3 and (device_map.trained is False or device_map.loader.kind is LoaderKind.PIPELINE):
@@ -80,7 +79,7 @@ class SpreadDeviceMapInDistributed(Rule):
     def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> str:
         setup = context.setup
         value = f"{value_written(file, device_map)}"
-        if setup.zero3 and zero3_live_at_load(device_map, context):
+        if _raises_at_load(device_map, context):
             consequence = ZERO3_LOAD_ERROR
         elif wrapped_by_ddp(device_map):
             consequence = (
@@ -124,6 +123,14 @@ class SpreadDeviceMapInDistributed(Rule):
             "Use device_map=None",
             file.replace(file.site(device_map).node, "None"),
         )
+
+
+def _raises_at_load(device_map: DeviceMap, context: Context) -> bool:
+    """transformers refuses the map when the model loads under a live ZeRO-3 config; its check is in
+    from_pretrained, and accelerate's dispatch_model has none."""
+    if device_map.loader.kind is LoaderKind.DISPATCH:
+        return False
+    return bool(context.setup.zero3) and zero3_live_at_load(device_map, context)
 
 
 def _computed(device_map: DeviceMap) -> bool:
