@@ -38,7 +38,7 @@ def test_a_helpers_return_is_followed_and_a_ruled_out_return_left_out() -> None:
         "load(device_map=get_map())\n"
     )
     assert values_at_last_call(source, DDP) == ["cuda:0"]
-    assert values_at_last_call(source, Setup(Mode.SINGLE)) == ["auto", "cuda:0"]  # the second runs when the first does not
+    assert values_at_last_call(source, Setup(Mode.SINGLE)) == ["auto"]  # the second runs only when the first does not
 
 
 def test_a_helper_that_returns_its_parameter_or_is_decorated_or_a_generator_gives_no_value() -> None:
@@ -215,3 +215,26 @@ def test_dispatch_model_under_zero3_is_not_claimed_to_raise_at_load(tmp_path: Pa
         "    return model\n"
     )
     assert [f.code for f in lint_source(tmp_path, source).findings] == []
+
+
+def test_a_return_after_earlier_returning_ifs_is_guarded_by_them() -> None:
+    source = (
+        "import torch\n"
+        "def infer_device():\n"
+        "    if torch.cuda.is_available():\n"
+        "        return 'cuda'\n"
+        "    elif is_xpu_available():\n"
+        "        return 'xpu'\n"
+        "    return 'cpu'\n"
+        "load(device_map=infer_device())\n"
+    )
+    module = ast.parse(source)
+    resolver = Resolver(module, DDP)
+    found = resolver.candidates(module.body[-1].value.keywords[0].value)  # type: ignore[attr-defined]
+    cpu = next(c for c in found if isinstance(c.value, ast.Constant) and c.value.value == "cpu")
+    assert [(ast.unparse(test), outcome) for test, outcome in cpu.guards] == [
+        ("torch.cuda.is_available()", False),
+        ("is_xpu_available()", False),
+    ]
+    both = "def f():\n    if x:\n        return 1\n    else:\n        return 2\n    return 'auto'\nload(device_map=f())\n"
+    assert "auto" not in values_at_last_call(both)

@@ -200,6 +200,27 @@ class Resolver:
             child = ancestor
         return found
 
+    def guards_to(self, node: ast.AST, function: ast.AST) -> list[Guard] | None:
+        """The conditions under which `function`'s body reaches `node`: the `if`s around it, and the
+        earlier `if`s that return or raise in one branch (`if world_size == 1: return "auto"` before
+        `return per_rank_map`). None when every way there returned or raised first."""
+        found = self.enclosing_guards(node)
+        child: ast.AST = node
+        for ancestor in self.ancestors(node):
+            block = next((b for b in _bodies_of(ancestor) if any(s is child for s in b)), [])
+            for earlier in block[: next((i for i, s in enumerate(block) if s is child), 0)]:
+                if isinstance(earlier, (ast.Return, ast.Raise)):
+                    return None
+                if isinstance(earlier, ast.If):
+                    passing = _passing(earlier)
+                    if passing is None:
+                        return None
+                    found += passing
+            if ancestor is function or isinstance(ancestor, _SCOPES):
+                break
+            child = ancestor
+        return found
+
     # -- conditions ------------------------------------------------------------------------
 
     def truth(self, test: ast.expr) -> bool | None:
@@ -369,7 +390,9 @@ class Resolver:
             if statement.value is None:
                 out.append(Candidate(ast.copy_location(ast.Constant(None), statement), guards, (*via, step)))
                 continue
-            conditions = owner.enclosing_guards(statement)
+            conditions = owner.guards_to(statement, function)
+            if conditions is None:
+                continue  # every path to it returned or raised before
             truths = [owner.truth(test) for test, _ in conditions]
             if any(truth is not None and truth is not outcome for truth, (_, outcome) in zip(truths, conditions, strict=True)):
                 continue  # this return does not run in this setup
@@ -644,6 +667,39 @@ class Resolver:
                     if known_absent or (before and all(b.value is ABSENT for b in before)):
                         state[key] = [Binding(value, stmt, guards)]
         return state
+
+
+def _bodies_of(node: ast.AST) -> list[list[ast.stmt]]:
+    blocks = [getattr(node, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(node, name, None), list)]
+    blocks += [handler.body for handler in getattr(node, "handlers", []) or []]
+    return blocks + [case.body for case in getattr(node, "cases", []) or []]
+
+
+def _ends(block: list[ast.stmt]) -> bool:
+    """Every path through the block returns or raises."""
+    if not block:
+        return False
+    last = block[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    return isinstance(last, ast.If) and _ends(last.body) and _ends(last.orelse)
+
+
+def _passing(statement: ast.If) -> list[Guard] | None:
+    """What must hold for control to get past an `if` (and its `elif`s) that returns in a branch;
+    None when both branches return."""
+    body, orelse = _ends(statement.body), _ends(statement.orelse)
+    if body and orelse:
+        return None
+    if orelse:
+        return [(statement.test, True)]
+    if not body:
+        return []
+    rest = statement.orelse
+    if len(rest) == 1 and isinstance(rest[0], ast.If):
+        inner = _passing(rest[0])
+        return None if inner is None else [(statement.test, False), *inner]
+    return [(statement.test, False)]
 
 
 def _known_absent(state: State, base: str) -> bool:
