@@ -238,3 +238,20 @@ def test_a_return_after_earlier_returning_ifs_is_guarded_by_them() -> None:
     ]
     both = "def f():\n    if x:\n        return 1\n    else:\n        return 2\n    return 'auto'\nload(device_map=f())\n"
     assert "auto" not in values_at_last_call(both)
+
+
+def test_a_map_filled_in_a_loop_names_the_loop(tmp_path: Path) -> None:
+    source = (
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        "device_map = {'lm_head': 3}\n"
+        "for i in range(32):\n"
+        "    device_map[f'model.layers.{i}'] = i // 8\n"
+        "model = AutoModelForCausalLM.from_pretrained('m', device_map=device_map)\n" + TRAIN
+    )
+    [finding] = lint_source(tmp_path, source).findings
+    assert "(its layers spread over devices in the loop at line 4)" in finding.message
+    assert finding.violation.related == (
+        Related("train.py", 5, 9, "load", "AutoModelForCausalLM.from_pretrained"),
+        Related("train.py", 4, 5, "loop", "device_map[f'model.layers.{i}'] = i // 8"),
+    )
+    assert finding.violation.fix is not None  # the load's own argument is replaced, not the display the loop fills

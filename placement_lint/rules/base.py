@@ -520,22 +520,34 @@ def value_written(file: CheckedFile, device_map: DeviceMap) -> str:
 
 
 def related_locations(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ...]:
-    """For a value a helper returns: the load it reaches and the helper's call (or, for a helper in
-    another module, the value where the helper writes it: the call is then the finding's own place)."""
+    """Where a value that is not written in the load comes from: for a helper's return, the load it
+    reaches and the helper's call (for a helper in another module, the value where the helper writes
+    it: the call is then the finding's own place); for a map filled in a loop, that loop's store."""
     helper = device_map.candidate.helper
-    if helper is None:
+    entries = device_map.candidate.entries
+    loop = entries.spread_by if entries is not None else None
+    if helper is None and loop is None:
         return ()
 
     def here(node: ast.AST, role: str, label: str) -> Related:
         row, column = file.source.position(file.source.node_span(node)[0])
         return Related(file.display, row, column, role, label)
 
-    load = here(device_map.loader.node, "load", device_map.loader.name)
-    if helper.foreign is not None:
-        origin = device_map.node
-        label = _foreign_text(helper.foreign, origin)
-        return (Related(helper.foreign.path, origin.lineno, origin.col_offset + 1, "origin", label), load)
-    return (load, here(helper.call, "helper call", written(file, helper.call)))
+    foreign = helper.foreign if helper is not None else None
+
+    def origin_of(node: ast.AST, role: str) -> Related:
+        if foreign is None:
+            return here(node, role, written(file, node))
+        return Related(foreign.path, node.lineno, node.col_offset + 1, role, _foreign_text(foreign, node))  # type: ignore[attr-defined]
+
+    found = [here(device_map.loader.node, "load", device_map.loader.name)]
+    if foreign is not None:
+        found.insert(0, origin_of(device_map.node, "origin"))
+    elif helper is not None:
+        found.append(here(helper.call, "helper call", written(file, helper.call)))
+    if loop is not None:
+        found.append(origin_of(loop, "loop"))
+    return tuple(found)
 
 
 def _foreign_text(foreign: ForeignFunction, node: ast.AST) -> str:
