@@ -255,3 +255,17 @@ def test_a_map_filled_in_a_loop_names_the_loop(tmp_path: Path) -> None:
         Related("train.py", 4, 5, "loop", "device_map[f'model.layers.{i}'] = i // 8"),
     )
     assert finding.violation.fix is not None  # the load's own argument is replaced, not the display the loop fills
+
+
+def test_a_dict_comprehension_over_the_layers_spreads_and_one_over_the_rank_does_not(tmp_path: Path) -> None:
+    spread = "{f'model.layers.{i}': i // 8 for i in range(32)}"
+    source = (
+        "import os\nfrom transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        "def get_device_map():\n"
+        "    return {spread}\n"
+        "model = AutoModelForCausalLM.from_pretrained('m', device_map=get_device_map())\n" + TRAIN
+    )
+    [finding] = lint_source(tmp_path, source.format(spread=spread)).findings
+    assert finding.code == "DPL001" and "loop at line 4" in finding.message
+    per_rank = "{f'model.layers.{i}': int(os.environ['LOCAL_RANK']) for i in range(32)}"
+    assert lint_source(tmp_path, source.format(spread=per_rank)).findings == []

@@ -66,9 +66,9 @@ class Candidate(NamedTuple):
 
 class MapEntries(NamedTuple):
     values: tuple[ast.expr, ...]
-    # The store, in a loop, of a device that varies with the loop variable
+    # The store in a loop (or the comprehension) of a device that varies with the loop variable
     # (`device_map[f"model.layers.{i}"] = i // per_gpu`): the map spreads the layers over devices.
-    spread_by: ast.stmt | None = None
+    spread_by: ast.stmt | ast.DictComp | None = None
 
 
 class ForeignFunction(NamedTuple):
@@ -276,16 +276,20 @@ class Resolver:
         return MapEntries(values, spread_by)  # type: ignore[arg-type]
 
     def _varies_with_loop(self, value: ast.expr, statement: ast.AST) -> bool:
-        """The stored device changes along a `for` loop around the store: it is the loop's counter over
+        """The device stored by `statement` changes along a `for` loop around it."""
+        loops = [a for a in self.ancestors(statement) if isinstance(a, (ast.For, ast.AsyncFor))]
+        return self._varies(value, [(loop.target, loop.iter) for loop in loops])
+
+    def _varies(self, value: ast.expr, loops: list[tuple[ast.expr, ast.expr]]) -> bool:
+        """`value` changes along the loops (their targets and iterables): it is a counter over
         `range`/`enumerate` (`for gpu in range(n)`), or computed from a loop variable by division or
         remainder (`i // per_gpu`, `i % n_gpus`, `int(i / k)`, `f"cuda:{i * n // layers}"`)."""
-        loops = [a for a in self.ancestors(statement) if isinstance(a, (ast.For, ast.AsyncFor))]
-        names = {n.id for loop in loops for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        names = {n.id for target, _ in loops for n in ast.walk(target) if isinstance(n, ast.Name)}
         counters = {
             n.id
-            for loop in loops
-            if isinstance(loop.iter, ast.Call) and last_segment(dotted(loop.iter.func)) in ("range", "enumerate")
-            for n in ast.walk(loop.target.elts[0] if isinstance(loop.target, ast.Tuple) and loop.target.elts else loop.target)
+            for target, iterable in loops
+            if isinstance(iterable, ast.Call) and last_segment(dotted(iterable.func)) in ("range", "enumerate")
+            for n in ast.walk(target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target)
             if isinstance(n, ast.Name)
         }
         if not names:
@@ -308,6 +312,11 @@ class Resolver:
                     c.value for c in self.candidates(expr, depth=8) if isinstance(c.value, ast.expr) and c.value is not expr
                 ]
         return False
+
+    def _comprehension_entries(self, comprehension: ast.DictComp) -> MapEntries:
+        """`{f"model.layers.{i}": i // per_gpu for i in range(n)}`: its values, and whether they change along its loops."""
+        loops = [(generator.target, generator.iter) for generator in comprehension.generators]
+        return MapEntries((comprehension.value,), comprehension if self._varies(comprehension.value, loops) else None)
 
     def candidates(
         self, expr: ast.expr, guards: tuple[Guard, ...] = (), via: tuple[ast.AST, ...] = (), depth: int = 0
@@ -333,7 +342,8 @@ class Resolver:
                 return followed
         key = _state_key(expr)
         if key is None:
-            return [Candidate(expr, guards, via)]
+            entries = self._comprehension_entries(expr) if isinstance(expr, ast.DictComp) else None
+            return [Candidate(expr, guards, via, entries)]
         found = self.bindings(key, expr)
         if not found and isinstance(expr, ast.Attribute):
             passed = next((a for a in self.arguments if a[0] == expr.attr), None)

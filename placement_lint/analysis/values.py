@@ -43,7 +43,7 @@ Expand = Callable[[ast.expr], list[Candidate]]
 
 def classify(value: Value, expand: Expand, depth: int = 0, entries: MapEntries | None = None) -> Classified:
     """`entries`: for a dict display bound to a name, what the dict holds where it is used."""
-    if entries is not None and isinstance(value, ast.Dict) and not any(key is None for key in value.keys):
+    if entries is not None and (isinstance(value, ast.DictComp) or isinstance(value, ast.Dict) and None not in value.keys):
         return _entries(entries, expand, depth)
     if value is ABSENT:
         return Classified(Placement.NONE)

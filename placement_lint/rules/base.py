@@ -367,7 +367,11 @@ class Rule:
         # A helper's return value may serve other callers: only a person can say where to change it.
         # A dict display that later stores fill cannot become None: the stores would fail.
         candidate = device_map.candidate
-        filled = candidate.entries is not None and file.site(device_map).node is device_map.node
+        filled = (
+            candidate.entries is not None
+            and isinstance(device_map.node, ast.Dict)
+            and file.site(device_map).node is device_map.node
+        )
         fix = None if candidate.from_launch or candidate.helper or filled else make_fix()
         violation = self.violation(file, file.site(device_map).node, message, fix, context)
         return violation._replace(related=related_locations(file, device_map))
