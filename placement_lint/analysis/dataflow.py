@@ -419,14 +419,20 @@ class Resolver:
         return out
 
     @cached_property
+    def _has_walrus(self) -> bool:
+        """Most files have no `:=`: one look at the tree spares a search of every statement's head."""
+        return any(isinstance(node, ast.NamedExpr) for node in self.index.nodes)
+
+    @cached_property
     def _callable_names(self) -> frozenset[str]:
         """Names a helper call can start with: functions defined in the module, and (when other modules
         are followed) names its imports bind."""
-        names = {n.name for n in self.index.nodes if isinstance(n, ast.FunctionDef)}
-        if self.helpers is not None:
-            for node in self.index.nodes:
-                if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        names: set[str] = set()
+        for node in self.index.nodes:
+            if isinstance(node, ast.FunctionDef):
+                names.add(node.name)
+            elif self.helpers is not None and isinstance(node, (ast.Import, ast.ImportFrom)):
+                names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
         return frozenset(names)
 
     def _local_function(self, call: ast.Call) -> ast.FunctionDef | None:
@@ -542,7 +548,7 @@ class Resolver:
         return state, False, True
 
     def _apply(self, stmt: ast.stmt, state: State, guards: tuple[Guard, ...]) -> tuple[State, bool]:
-        walrus = _walrus_bindings(stmt)
+        walrus = _walrus_bindings(stmt) if self._has_walrus else ()
         if walrus:  # `if (device_map := "auto"):` binds before the statement's body runs
             state = dict(state)
             for target, value in walrus:
