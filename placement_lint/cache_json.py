@@ -7,7 +7,7 @@ from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.context.evidence import Context, Evidence, Kind, Override
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
-from placement_lint.rules.violation import Violation
+from placement_lint.rules.violation import Related, Violation
 
 
 def violation_json(violation: Violation) -> dict[str, object]:
@@ -24,6 +24,7 @@ def violation_json(violation: Violation) -> dict[str, object]:
             "edits": [edit._asdict() for edit in violation.fix.edits],
         },
         "context": None if violation.context is None else _context_json(violation.context),
+        "related": [list(r) for r in violation.related],
     }
 
 
@@ -42,6 +43,7 @@ def violation_from_json(data: dict[str, object]) -> Violation:
             tuple(Edit(**edit) for edit in fix["edits"]),  # type: ignore[index]
         ),
         None if data["context"] is None else _context(data["context"]),  # type: ignore[arg-type]
+        tuple(Related(*r) for r in data.get("related", ())),  # type: ignore[attr-defined]
     )
 
 

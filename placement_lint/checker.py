@@ -16,6 +16,7 @@ from placement_lint.analysis.names import ImportTable
 from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Context, Evidence, FileContext, Override
+from placement_lint.context.helpers import ImportedFunctions
 from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
 from placement_lint.context.launches import NOT_LAUNCHED, Launched, Launches
 from placement_lint.discover import gitignore_spec, real_path, repository_root
@@ -68,7 +69,9 @@ class FileChecker:
         self.launches = launches or Launches()
         self._configs_read: list[Path] = []  # the configs the last file's in-file evidence looked at
         self._classes: ImportedClasses | None = None  # the last file's: the modules it read are dependencies
+        self._helpers: ImportedFunctions | None = None  # likewise, for the helper functions it follows
         self._modules_parsed: dict[Path, object] = {}  # for the class lookups of every file this checker checks
+        self._helper_modules: dict[Path, object] = {}  # likewise, for the helper lookups
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
@@ -173,7 +176,11 @@ class FileChecker:
                 return result
             source = read_source(path, raw)
             violations, _ = self._lint(source, result.display)
-            result.dependencies = [*self._configs_read, *(self._classes.read if self._classes else ())]
+            result.dependencies = [
+                *self._configs_read,
+                *(self._classes.read if self._classes else ()),
+                *(self._helpers.read if self._helpers else ()),
+            ]
         except OSError as exc:
             result.error = f"cannot read: {exc.strerror or exc}"
             return result
@@ -199,7 +206,7 @@ class FileChecker:
         module = parse_python(source)
         imports = ImportTable.of(module, index_of(module).nodes)
         contexts = self._context(source, module, imports, display)
-        checked = CheckedFile(source, module, imports, contexts, display, self._classes)
+        checked = CheckedFile(source, module, imports, contexts, display, self._classes, self._helpers)
         violations: list[Violation] = []
         ignored = self._ignored_codes(source.path)
         for rule in self.rules:
@@ -233,6 +240,7 @@ class FileChecker:
         configs = ConfigReader(root)
         self._configs_read = configs.read
         self._classes = ImportedClasses(module, source.path, root, self._modules_parsed)  # type: ignore[arg-type]
+        self._helpers = ImportedFunctions(module, source.path, root, self.display, self._helper_modules)  # type: ignore[arg-type]
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
         external, used, consumers = self._launch_evidence(source.path)

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from functools import cached_property
 from typing import NamedTuple
 
 from placement_lint.analysis.arguments import UNDECIDED, parser_fields, value_of
 from placement_lint.analysis.guards import evaluate_truth
 from placement_lint.analysis.index import index_of
-from placement_lint.analysis.names import dotted, last_segment
+from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 from placement_lint.distributed import Setup
 
 Guard = tuple[ast.expr, bool]  # a condition and the outcome the path took
@@ -44,11 +46,57 @@ class Candidate(NamedTuple):
 
     value: Value
     guards: tuple[Guard, ...] = ()
-    via: tuple[ast.AST | LaunchArgument, ...] = ()
+    via: tuple[ast.AST | LaunchArgument | HelperReturn, ...] = ()
+    # For a dict display bound to a name: every value the dict holds where it is used, including the
+    # entries stored into it afterwards (`device_map["lm_head"] = 1`); None: the display's own.
+    entries: MapEntries | None = None
 
     @property
     def from_launch(self) -> LaunchArgument | None:
         return next((step for step in self.via if isinstance(step, LaunchArgument)), None)
+
+    @property
+    def helper(self) -> HelperReturn | None:
+        """The first-party helper whose return value this is (the outermost call, in the checked file)."""
+        return next((step for step in self.via if isinstance(step, HelperReturn)), None)
+
+    @property
+    def foreign(self) -> HelperReturn | None:
+        """The helper in another module the value comes from: its nodes belong to that module."""
+        return next((step for step in self.via if isinstance(step, HelperReturn) and step.resolver is not None), None)
+
+
+class MapEntries(NamedTuple):
+    values: tuple[ast.expr, ...]
+    # The store in a loop (or the comprehension) of a device that varies with the loop variable
+    # (`device_map[f"model.layers.{i}"] = i // per_gpu`): the map spreads the layers over devices.
+    spread_by: ast.stmt | ast.DictComp | None = None
+
+
+class ForeignFunction(NamedTuple):
+    """A function defined in another module of the repository, as a `HelperLocator` finds it."""
+
+    resolver: Resolver  # over its module, for the same setup
+    function: ast.FunctionDef
+    path: str  # the module's path, as messages name files
+    text: str  # the module's source, to quote its values as written
+
+
+class HelperReturn(NamedTuple):
+    """A step in a candidate's path: the value is what a first-party helper function returns."""
+
+    call: ast.Call  # the call of the helper, in the checked file
+    name: str  # the helper as written at the call
+    statement: ast.Return  # the `return` that gives the value
+    foreign: ForeignFunction | None = None  # the helper, when it is defined in another module
+
+    @property
+    def resolver(self) -> Resolver | None:
+        return self.foreign.resolver if self.foreign else None
+
+    @property
+    def path(self) -> str | None:
+        return self.foreign.path if self.foreign else None
 
 
 class LaunchArgument(NamedTuple):
@@ -90,6 +138,11 @@ _USER_CHOICE = re.compile(r"model|name|path|type|arch|family|checkpoint|size", r
 State = dict[str, list[Binding]]
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _KNOWN_DICT = "[?]"  # marker key: the name is bound to a dict display whose keys we know
+_COMPUTED_KEYS = "[*]"  # entries stored under keys computed at run time (`device_map[f"layers.{i}"] = ...`)
+# Finds a first-party helper defined in another module: (the name as called, the setup) -> that
+# module's resolver, the function, and the module's path for messages. Given by the caller, who
+# knows the repository; the analysis itself reads no other file.
+HelperLocator = Callable[[str, Setup], "ForeignFunction | None"]
 
 
 def _truthy(text: str) -> bool:
@@ -107,9 +160,16 @@ def key_of(base: str, key: str) -> str:
 
 
 class Resolver:
-    def __init__(self, module: ast.Module, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> None:
+    def __init__(
+        self,
+        module: ast.Module,
+        setup: Setup,
+        arguments: tuple[tuple[str, str, str], ...] = (),
+        helpers: HelperLocator | None = None,
+    ) -> None:
         self.module = module
         self.setup = setup
+        self.helpers = helpers
         # Values a launch passes on the command line for parser fields: (field, value, where); with
         # where "", the default of a field the launched script's parser defines outside this file.
         self.arguments = arguments
@@ -127,6 +187,20 @@ class Resolver:
         self._choices: set[int] = set()
         self._chose = False
         self._text_fields: set[str] | None = None
+        self._blind = 0  # > 0: walking a loop's earlier pass, where conditions are not decided
+        # > 0: values may come from helpers in other modules. Only callers that know such a value's
+        # nodes belong to another file ask for them (the device_map analysis); every other question
+        # (conditions, a rule reading a config call to edit it) gets this file's nodes only.
+        self._importing = 0
+
+    @contextmanager
+    def following_imports(self) -> Iterator[None]:
+        """Within: `candidates` also follows helpers imported from the repository's other modules."""
+        self._importing += 1
+        try:
+            yield
+        finally:
+            self._importing -= 1
 
     # -- structure -------------------------------------------------------------------------
 
@@ -144,6 +218,43 @@ class Resolver:
             if isinstance(ancestor, _SCOPES):
                 return ancestor
         return self.module
+
+    def enclosing_guards(self, node: ast.AST) -> list[Guard]:
+        """The conditions that hold wherever `node` runs, inside its function: the `if`s (and
+        conditional expressions) around it, each with the branch `node` is in. Loops are left out:
+        a `while` body may run with its test already false on the way out."""
+        found: list[Guard] = []
+        child = node
+        for ancestor in self.ancestors(node):
+            if isinstance(ancestor, _SCOPES) or isinstance(ancestor, ast.ClassDef):
+                break
+            if isinstance(ancestor, ast.If) and child is not ancestor.test:
+                found.append((ancestor.test, child in ancestor.body))
+            elif isinstance(ancestor, ast.IfExp) and child is not ancestor.test:
+                found.append((ancestor.test, child is ancestor.body))
+            child = ancestor
+        return found
+
+    def guards_to(self, node: ast.AST, function: ast.AST) -> list[Guard] | None:
+        """The conditions under which `function`'s body reaches `node`: the `if`s around it, and the
+        earlier `if`s that return or raise in one branch (`if world_size == 1: return "auto"` before
+        `return per_rank_map`). None when every way there returned or raised first."""
+        found = self.enclosing_guards(node)
+        child: ast.AST = node
+        for ancestor in self.ancestors(node):
+            block = next((b for b in _bodies_of(ancestor) if any(s is child for s in b)), [])
+            for earlier in block[: next((i for i, s in enumerate(block) if s is child), 0)]:
+                if isinstance(earlier, (ast.Return, ast.Raise)):
+                    return None
+                if isinstance(earlier, ast.If):
+                    passing = _passing(earlier)
+                    if passing is None:
+                        return None
+                    found += passing
+            if ancestor is function or isinstance(ancestor, _SCOPES):
+                break
+            child = ancestor
+        return found
 
     # -- conditions ------------------------------------------------------------------------
 
@@ -168,7 +279,7 @@ class Resolver:
         values: list[ast.expr | None] = []
         for candidate in self.candidates(expr, depth=6):
             value = candidate.value
-            if isinstance(value, ast.expr) and value is not expr and not self._text_default(value):
+            if isinstance(value, ast.expr) and value is not expr and candidate.foreign is None and not self._text_default(value):
                 values.append(value)
                 continue
             values.append(None)
@@ -204,7 +315,7 @@ class Resolver:
         if key in state:
             return state[key]
         base = key.split("[", 1)[0]
-        if "[" in key and key_of(base, _KNOWN_DICT) in state:
+        if "[" in key and _known_absent(state, base):
             return [Binding(ABSENT, at)]
         if scope is not self.module:
             if base.split(".")[0] in _parameters(scope):
@@ -212,9 +323,71 @@ class Resolver:
             module_state = self._state_before(self.module, None)
             if key in module_state:
                 return module_state[key]
-            if "[" in key and key_of(base, _KNOWN_DICT) in module_state:
+            if "[" in key and _known_absent(module_state, base):
                 return [Binding(ABSENT, at)]
         return None
+
+    def map_entries(self, name: ast.expr) -> MapEntries | None:
+        """Every value the dict bound to `name` holds where `name` is read, when entries were stored
+        into it after it was built; None when there were none (its display says it all)."""
+        base = _state_key(name)
+        if base is None or "[" in base:
+            return None
+        scope = self.scope_of(name)
+        state = self._state_before(scope, name)
+        if key_of(base, _KNOWN_DICT) not in state:
+            return None
+        prefix = base + "["
+        stored = [b for k, bindings in state.items() if k.startswith(prefix) and k != key_of(base, _KNOWN_DICT) for b in bindings]
+        if not any(b.statement is not d.statement for b in stored for d in state.get(base, [])):
+            return None
+        values = tuple(b.value for b in stored if isinstance(b.value, ast.expr))
+        computed = [b for b in state.get(key_of(base, _COMPUTED_KEYS), []) if isinstance(b.value, ast.expr)]
+        spread_by = next((b.statement for b in computed if self._varies_with_loop(b.value, b.statement)), None)  # type: ignore[arg-type]
+        return MapEntries(values, spread_by)  # type: ignore[arg-type]
+
+    def _varies_with_loop(self, value: ast.expr, statement: ast.AST) -> bool:
+        """The device stored by `statement` changes along a `for` loop around it."""
+        loops = [a for a in self.ancestors(statement) if isinstance(a, (ast.For, ast.AsyncFor))]
+        return self._varies(value, [(loop.target, loop.iter) for loop in loops])
+
+    def _varies(self, value: ast.expr, loops: list[tuple[ast.expr, ast.expr]]) -> bool:
+        """`value` changes along the loops (their targets and iterables): it is a counter over
+        `range`/`enumerate` (`for gpu in range(n)`), or computed from a loop variable by division or
+        remainder (`i // per_gpu`, `i % n_gpus`, `int(i / k)`, `f"cuda:{i * n // layers}"`)."""
+        names = {n.id for target, _ in loops for n in ast.walk(target) if isinstance(n, ast.Name)}
+        counters = {
+            n.id
+            for target, iterable in loops
+            if isinstance(iterable, ast.Call) and last_segment(dotted(iterable.func)) in ("range", "enumerate")
+            for n in ast.walk(target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target)
+            if isinstance(n, ast.Name)
+        }
+        if not names:
+            return False
+        pending, seen = [value], 0
+        while pending and seen < 8:
+            expr, seen = pending.pop(), seen + 1
+            if isinstance(expr, ast.Name) and expr.id in counters:
+                return True
+            if isinstance(expr, ast.Call) and last_segment(dotted(expr.func)) in ("int", "floor", "str") and len(expr.args) == 1:
+                pending.append(expr.args[0])
+            elif isinstance(expr, ast.JoinedStr):
+                pending += [part.value for part in expr.values if isinstance(part, ast.FormattedValue)]
+            elif isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.FloorDiv, ast.Div, ast.Mod)):
+                if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr.left)):
+                    return True
+            elif isinstance(expr, ast.Name) and expr.id not in names:
+                # `gpu_id = i % n_gpus` a line above the store
+                pending += [
+                    c.value for c in self.candidates(expr, depth=8) if isinstance(c.value, ast.expr) and c.value is not expr
+                ]
+        return False
+
+    def _comprehension_entries(self, comprehension: ast.DictComp) -> MapEntries:
+        """`{f"model.layers.{i}": i // per_gpu for i in range(n)}`: its values, and whether they change along its loops."""
+        loops = [(generator.target, generator.iter) for generator in comprehension.generators]
+        return MapEntries((comprehension.value,), comprehension if self._varies(comprehension.value, loops) else None)
 
     def candidates(
         self, expr: ast.expr, guards: tuple[Guard, ...] = (), via: tuple[ast.AST, ...] = (), depth: int = 0
@@ -234,9 +407,14 @@ class Resolver:
             return [c for value in expr.values for c in self.candidates(value, guards, via, depth + 1)]
         if isinstance(expr, ast.NamedExpr):
             return self.candidates(expr.value, guards, via, depth + 1)
+        if isinstance(expr, ast.Call):
+            followed = self._helper_returns(expr, guards, via, depth)
+            if followed is not None:
+                return followed
         key = _state_key(expr)
         if key is None:
-            return [Candidate(expr, guards, via)]
+            entries = self._comprehension_entries(expr) if isinstance(expr, ast.DictComp) else None
+            return [Candidate(expr, guards, via, entries)]
         found = self.bindings(key, expr)
         if not found and isinstance(expr, ast.Attribute):
             given = self._constructor_keyword(expr)
@@ -264,6 +442,9 @@ class Resolver:
                 out += self.candidates(binding.value, (*guards, *binding.guards), (*via, binding.statement), depth + 1)
             else:
                 out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement)))
+        entries = self.map_entries(expr) if any(isinstance(c.value, ast.Dict) for c in out) else None
+        if entries is not None:
+            out = [c._replace(entries=entries) if isinstance(c.value, ast.Dict) else c for c in out]
         return out
 
     def _constructor_keyword(self, expr: ast.Attribute) -> ast.expr | None:
@@ -273,6 +454,89 @@ class Resolver:
         if not bound or len(bound) != 1 or not isinstance(bound[0].value, ast.Call):
             return None
         return next((kw.value for kw in bound[0].value.keywords if kw.arg == expr.attr), None)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _helper_returns(
+        self, call: ast.Call, guards: tuple[Guard, ...], via: tuple[ast.AST, ...], depth: int
+    ) -> list[Candidate] | None:
+        """What a first-party helper called with `call` returns: each `return` of a function defined in
+        this module (or, through `helpers`, in another module of the repository), resolved there.
+        None when the callee is not such a helper. A `return` under a condition the setup rules out
+        is left out; one under a condition nobody can decide keeps it as a guard, so it is not decided."""
+        name = dotted(call.func)
+        if name is None or name.split(".")[0] not in self._callable_names:
+            return None  # cheap: most calls are of a library (or a method), never of a helper here
+        if last_segment(name) in PER_PROCESS_CALLS | SPREADING_CALLS:
+            return None
+        if any(isinstance(step, HelperReturn) and step.name == name for step in via):
+            return [Candidate(None, guards, via)]  # a recursive helper: what it returns is not known here
+        function = self._local_function(call) if isinstance(call.func, ast.Name) else None
+        foreign: ForeignFunction | None = None
+        if function is None:
+            if self.helpers is None or not self._importing or not self._imported(name, call):
+                return None
+            foreign = self.helpers(name, self.setup)
+            if foreign is None:
+                return None
+            function = foreign.function
+        resolver = foreign.resolver if foreign else None
+        if not _plain_function(function):
+            return [Candidate(None, guards, via)]
+        owner = resolver or self
+        out: list[Candidate] = []
+        for statement in _returns(function):
+            step = HelperReturn(call, name, statement, foreign)
+            if statement.value is None:
+                out.append(Candidate(ast.copy_location(ast.Constant(None), statement), guards, (*via, step)))
+                continue
+            conditions = owner.guards_to(statement, function)
+            if conditions is None:
+                continue  # every path to it returned or raised before
+            truths = [owner.truth(test) for test, _ in conditions]
+            if any(truth is not None and truth is not outcome for truth, (_, outcome) in zip(truths, conditions, strict=True)):
+                continue  # this return does not run in this setup
+            if resolver is None:
+                out += self.candidates(statement.value, (*guards, *conditions), (*via, step), depth + 1)
+                continue
+            # The helper's conditions are its module's: decide them there, keep none of them.
+            for candidate in resolver.candidates(statement.value, (), (*via, step), depth + 1):
+                undecided = None in truths or any(resolver.truth(test) is None for test, _ in candidate.guards)
+                value = None if undecided else candidate.value
+                out.append(Candidate(value, guards, candidate.via, candidate.entries))
+        if _falls_off_end(function):
+            out.append(Candidate(None, guards, via))  # returns None at the end: nothing to judge, but not a value
+        return out
+
+    @cached_property
+    def _has_walrus(self) -> bool:
+        """Most files have no `:=`: one look at the tree spares a search of every statement's head."""
+        return any(isinstance(node, ast.NamedExpr) for node in self.index.nodes)
+
+    @cached_property
+    def _callable_names(self) -> frozenset[str]:
+        """Names a helper call can start with: functions defined in the module, and (when other modules
+        are followed) names its imports bind."""
+        names: set[str] = set()
+        for node in self.index.nodes:
+            if isinstance(node, ast.FunctionDef):
+                names.add(node.name)
+            elif self.helpers is not None and isinstance(node, (ast.Import, ast.ImportFrom)):
+                names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        return frozenset(names)
+
+    def _local_function(self, call: ast.Call) -> ast.FunctionDef | None:
+        """The function of this module a bare name calls, when that name is bound to one `def` there."""
+        assert isinstance(call.func, ast.Name)
+        found = self.bindings(call.func.id, call)
+        if not found or len(found) != 1 or not isinstance(found[0].statement, ast.FunctionDef):
+            return None
+        return found[0].statement if found[0].statement.name == call.func.id else None
+
+    def _imported(self, name: str, call: ast.Call) -> bool:
+        """The callee's first name is bound by an import (not a parameter or a local)."""
+        found = self.bindings(name.split(".")[0], call)
+        return bool(found) and all(isinstance(b.statement, (ast.Import, ast.ImportFrom)) for b in found)
 
     def key_candidates(self, mapping: ast.expr, key: str, depth: int = 0) -> list[Candidate] | None:
         """Values of `mapping[key]` for a kwargs dict; None when the dict's keys are unknown."""
@@ -320,6 +584,7 @@ class Resolver:
         if cache_key not in self._states:
             body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
             stop_path = {id(a) for a in self.ancestors(stop)} | {id(stop)} if stop is not None else set()
+            self._states[cache_key] = {}  # asked again while it is worked out (a condition on the way): nothing known
             state, _, _ = self._walk(body, {}, (), stop, stop_path)  # type: ignore[arg-type]
             self._states[cache_key] = state
         return self._states[cache_key]
@@ -353,13 +618,27 @@ class Resolver:
         if isinstance(stmt, ast.If):
             in_body = any(id(s) in path for s in stmt.body)
             return self._walk(stmt.body if in_body else stmt.orelse, dict(state), (*guards, (stmt.test, in_body)), stop, path)
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)) and any(id(s) in path for s in stmt.body):
+            # A use in a loop's body also sees what the body bound on an earlier pass, and a `for`
+            # rebinds its target before each pass.
+            entry = dict(state)
+            if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                self._bind(stmt.target, None, entry, guards, stmt)
+            # Every branch of that earlier pass counts: deciding its conditions would ask for states
+            # further down this same body, which ask for this one.
+            self._blind += 1
+            try:
+                earlier, _, _ = self._walk(stmt.body, dict(entry), guards, None, set())
+            finally:
+                self._blind -= 1
+            return self._walk(stmt.body, _merge([entry, earlier]), guards, stop, path)
         for block in _blocks(stmt):
             if any(id(s) in path for s in block):
                 return self._walk(block, dict(state), guards, stop, path)
         return state, False, True
 
     def _apply(self, stmt: ast.stmt, state: State, guards: tuple[Guard, ...]) -> tuple[State, bool]:
-        walrus = _walrus_bindings(stmt)
+        walrus = _walrus_bindings(stmt) if self._has_walrus else ()
         if walrus:  # `if (device_map := "auto"):` binds before the statement's body runs
             state = dict(state)
             for target, value in walrus:
@@ -387,7 +666,7 @@ class Resolver:
                     state[key] = [Binding(ABSENT, stmt, guards)]
             return state, False
         if isinstance(stmt, ast.If):
-            truth = self.truth(stmt.test)
+            truth = None if self._blind else self.truth(stmt.test)
             branches = []
             if truth is not False:
                 branches.append(self._walk(stmt.body, dict(state), (*guards, (stmt.test, True)), None, set()))
@@ -450,6 +729,9 @@ class Resolver:
             return
         key = _state_key(target)
         if key is None:
+            if isinstance(target, ast.Subscript) and (base := _state_key(target.value)) is not None and "[" not in base:
+                computed = key_of(base, _COMPUTED_KEYS)
+                state[computed] = [*state.get(computed, []), Binding(value, stmt, guards)]
             return
         state[key] = [Binding(value, stmt, guards)]
         if "[" in key:
@@ -493,6 +775,73 @@ class Resolver:
         return state
 
 
+def _bodies_of(node: ast.AST) -> list[list[ast.stmt]]:
+    blocks = [getattr(node, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(node, name, None), list)]
+    blocks += [handler.body for handler in getattr(node, "handlers", []) or []]
+    return blocks + [case.body for case in getattr(node, "cases", []) or []]
+
+
+def _ends(block: list[ast.stmt]) -> bool:
+    """Every path through the block returns or raises."""
+    if not block:
+        return False
+    last = block[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    return isinstance(last, ast.If) and _ends(last.body) and _ends(last.orelse)
+
+
+def _passing(statement: ast.If) -> list[Guard] | None:
+    """What must hold for control to get past an `if` (and its `elif`s) that returns in a branch;
+    None when both branches return."""
+    body, orelse = _ends(statement.body), _ends(statement.orelse)
+    if body and orelse:
+        return None
+    if orelse:
+        return [(statement.test, True)]
+    if not body:
+        return []
+    rest = statement.orelse
+    if len(rest) == 1 and isinstance(rest[0], ast.If):
+        inner = _passing(rest[0])
+        return None if inner is None else [(statement.test, False), *inner]
+    return [(statement.test, False)]
+
+
+def _known_absent(state: State, base: str) -> bool:
+    """The dict bound to `base` is a display whose keys we know, and nothing stored a computed key since."""
+    return key_of(base, _KNOWN_DICT) in state and key_of(base, _COMPUTED_KEYS) not in state
+
+
+def _plain_function(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A function whose call gives what it returns: not a generator, a coroutine, or decorated (a cache
+    decorator is harmless, but `@contextmanager` and friends change what a call gives)."""
+    if not isinstance(function, ast.FunctionDef) or function.decorator_list:
+        return False
+    return not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(function))
+
+
+def _own_nodes(function: ast.FunctionDef) -> Iterable[ast.AST]:
+    """The nodes of a function's body, without those of functions and classes nested in it."""
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _returns(function: ast.FunctionDef) -> list[ast.Return]:
+    found = [n for n in _own_nodes(function) if isinstance(n, ast.Return)]
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _falls_off_end(function: ast.FunctionDef) -> bool:
+    """Control can reach the end of the body (a conservative look at its last statement)."""
+    last = function.body[-1]
+    return not isinstance(last, (ast.Return, ast.Raise))
+
+
 def _walrus_bindings(stmt: ast.stmt) -> list[tuple[ast.Name, ast.expr]]:
     """`name := value` in the expressions a statement evaluates itself (not in its nested blocks)."""
     heads = [
@@ -529,6 +878,14 @@ def _merge(states: list[State]) -> State:
             for binding in bindings:
                 if binding not in existing:
                     existing.append(binding)
+    # A key that a dict display lacks on one path is absent on that path, not unknown.
+    for key in [k for k in merged if "[" in k and not k.endswith((_KNOWN_DICT, _COMPUTED_KEYS))]:
+        base = key.split("[", 1)[0]
+        for state in states:
+            if key not in state and _known_absent(state, base) and state.get(base):
+                absent = Binding(ABSENT, state[base][0].statement, state[base][0].guards)
+                if absent not in merged[key]:
+                    merged[key].append(absent)
     return merged
 
 

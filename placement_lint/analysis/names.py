@@ -83,3 +83,9 @@ def argument(call: ast.Call, name: str, position: int | None = None) -> ast.expr
         if not isinstance(arg, ast.Starred):
             return arg
     return None
+
+
+# Calls whose name says which device_map they give (`analysis.values` classifies them by it), so a
+# definition of one in the repository is not followed: its name is what the library promises.
+PER_PROCESS_CALLS = frozenset({"get_kbit_device_map", "current_device", "get_current_device", "get_local_device"})
+SPREADING_CALLS = frozenset({"infer_auto_device_map"})

@@ -150,6 +150,12 @@ class PlacementAnalysis:
     def device_maps(self) -> list[DeviceMap]:
         found: list[DeviceMap] = []
         seen: set[int] = set()
+        with self.resolver.following_imports():  # a value's nodes may be another module's: DeviceMap knows
+            self._collect_device_maps(found, seen)
+        found.sort(key=lambda d: (d.node.lineno, d.node.col_offset))
+        return found
+
+    def _collect_device_maps(self, found: list[DeviceMap], seen: set[int]) -> None:
         for node in self.resolver.index.nodes:
             if not isinstance(node, (ast.Call, ast.Assign)):
                 continue
@@ -161,10 +167,10 @@ class PlacementAnalysis:
                     if not isinstance(candidate.value, ast.expr) or id(candidate.value) in seen:
                         continue
                     seen.add(id(candidate.value))
-                    classified = classify(candidate.value, self.resolver.candidates)
+                    # A value from a helper in another module is resolved in that module.
+                    owner = candidate.foreign.resolver if candidate.foreign else self.resolver
+                    classified = classify(candidate.value, owner.candidates, entries=candidate.entries)  # type: ignore[union-attr]
                     found.append(DeviceMap(loader, candidate, classified, quantized, after_state, after_config, self))
-        found.sort(key=lambda d: (d.node.lineno, d.node.col_offset))
-        return found
 
     @cached_property
     def model_loads(self) -> list[ModelLoad]:

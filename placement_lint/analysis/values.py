@@ -12,9 +12,9 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from placement_lint.analysis.dataflow import ABSENT, Candidate, Value
+from placement_lint.analysis.dataflow import ABSENT, Candidate, MapEntries, Value
 from placement_lint.analysis.guards import RANK_ENV, is_env_read
-from placement_lint.analysis.names import dotted, last_segment
+from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 
 
 class Placement(enum.Enum):
@@ -30,8 +30,6 @@ class Placement(enum.Enum):
 SPREADING_STRINGS = ("auto", "balanced", "balanced_low_0", "sequential")
 _INDEXED_DEVICE = re.compile(r"^(cuda|xpu|npu|mlu|musa|hpu):(\d+)$")
 _RANK_WORDS = re.compile(r"(local_?rank|process_index|local_process_index|current_device|rank)", re.I)
-_PER_PROCESS_CALLS = {"get_kbit_device_map", "current_device", "get_current_device", "get_local_device"}
-_SPREADING_CALLS = {"infer_auto_device_map"}
 _PER_PROCESS_ATTRS = {"local_process_index", "process_index", "local_rank", "device"}
 
 
@@ -53,7 +51,10 @@ class CurrentDevice(NamedTuple):
 Expand = Callable[[ast.expr], list[Candidate]]
 
 
-def classify(value: Value, expand: Expand, depth: int = 0) -> Classified:
+def classify(value: Value, expand: Expand, depth: int = 0, entries: MapEntries | None = None) -> Classified:
+    """`entries`: for a dict display bound to a name, what the dict holds where it is used."""
+    if entries is not None and (isinstance(value, ast.DictComp) or isinstance(value, ast.Dict) and None not in value.keys):
+        return _entries(entries, expand, depth)
     if value is ABSENT:
         return Classified(Placement.NONE)
     if value is None or depth > 6:
@@ -129,12 +130,23 @@ def _normalise_device(device: object) -> object:
     return device
 
 
+def _entries(entries: MapEntries, expand: Expand, depth: int) -> Classified:
+    found = _map_values(entries.values, expand, depth)
+    if entries.spread_by is not None and found.placement is not Placement.PER_PROCESS:
+        return Classified(Placement.SPREAD, "a map over several devices")
+    return found
+
+
 def _dict(value: ast.Dict, expand: Expand, depth: int) -> Classified:
     if any(key is None for key in value.keys):
         return Classified(Placement.UNKNOWN)
+    return _map_values(value.values, expand, depth)
+
+
+def _map_values(values: list[ast.expr] | tuple[ast.expr, ...], expand: Expand, depth: int) -> Classified:
     devices: set[object] = set()
     per_process: bool | CurrentDevice = False
-    for entry in value.values:
+    for entry in values:
         found, rank = _device_of(entry, expand, depth)
         devices |= found
         per_process = True if rank is True else (per_process or rank)
@@ -155,11 +167,11 @@ def _dict(value: ast.Dict, expand: Expand, depth: int) -> Classified:
 def _call(value: ast.Call, expand: Expand, depth: int) -> Classified:
     name = dotted(value.func) or ""
     func = last_segment(name)
-    if func in _SPREADING_CALLS:
+    if func in SPREADING_CALLS:
         return Classified(Placement.SPREAD, f"{func}(...)")
     if func == "current_device" and name.endswith("cuda.current_device"):
         return Classified(Placement.PER_PROCESS, CurrentDevice("torch.cuda.current_device()"))
-    if func in _PER_PROCESS_CALLS:
+    if func in PER_PROCESS_CALLS:
         return Classified(Placement.PER_PROCESS)
     if func == "device" and name.endswith("torch.device") or name == "device":
         return _torch_device(value)

@@ -64,18 +64,7 @@ class ImportedClasses:
         """The module file and class name `binding` + `.rest` names, if the module is in the repository."""
         if hops >= IMPORT_DEPTH:
             return None
-        module, level, name = binding
-        parts = rest.split(".") if rest else []
-        if name is not None:
-            if not parts:
-                target = module_file(module, level, importer, self.root)
-                return (target, name) if target is not None else None
-            module = f"{module}.{name}" if module else name  # `from pkg import trainers`, then `trainers.CustomSFT`
-        if not parts:
-            return None  # the name is a module, not a class
-        module = ".".join([module, *parts[:-1]]) if module else ".".join(parts[:-1])
-        target = module_file(module, level, importer, self.root)
-        return (target, parts[-1]) if target is not None else None
+        return locate_imported(binding, rest, importer, self.root)
 
     def _collect(self, path: Path, name: str, found: list[str], seen: set[tuple[Path, str]], hops: int) -> None:
         if (path, name) in seen or len(seen) >= _MAX_STEPS:
@@ -114,6 +103,28 @@ class ImportedClasses:
             module = self._parsed[path]
         self._modules[path] = module
         return module
+
+
+def locate_imported(binding: _Binding, rest: str, importer: Path, root: Path) -> tuple[Path, str] | None:
+    """The repository module file, and the name in it, that an imported name (`binding`) followed by
+    `.rest` as written (`trainers.CustomSFT`: the binding of `trainers`, then "CustomSFT") refers to."""
+    module, level, name = binding
+    parts = rest.split(".") if rest else []
+    if name is not None:
+        if not parts:
+            target = module_file(module, level, importer, root)
+            return (target, name) if target is not None else None
+        module = f"{module}.{name}" if module else name  # `from pkg import trainers`, then `trainers.CustomSFT`
+    if not parts:
+        return None  # the name is a module, not something defined in one
+    module = ".".join([module, *parts[:-1]]) if module else ".".join(parts[:-1])
+    target = module_file(module, level, importer, root)
+    return (target, parts[-1]) if target is not None else None
+
+
+def imports_of(nodes: Iterable[ast.AST]) -> dict[str, _Binding]:
+    """What each name a module's imports bind refers to (every import in `nodes`)."""
+    return _imports_of(nodes)
 
 
 def _parse(path: Path) -> _Module | None:

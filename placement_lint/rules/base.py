@@ -10,7 +10,7 @@ from typing import ClassVar, NamedTuple
 
 from placement_lint.analysis.arguments import parser_fields, shown
 from placement_lint.analysis.consumers import ConsumerKind
-from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.dataflow import ForeignFunction, HelperLocator, Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
 from placement_lint.analysis.names import ImportTable, dotted, keyword
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, ModelLoad, PlacementAnalysis
@@ -20,7 +20,7 @@ from placement_lint.context.evidence import ZERO3_INIT_OFF, Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.rules.noqa import Directive
-from placement_lint.rules.violation import Violation
+from placement_lint.rules.violation import Related, Violation
 from placement_lint.source import SourceFile
 
 
@@ -49,6 +49,7 @@ class CheckedFile:
         contexts: FileContext,
         display: str,
         classes: ImportedClasses | None = None,
+        helpers: HelperLocator | None = None,
     ) -> None:
         self.source = source
         self.module = module
@@ -57,6 +58,8 @@ class CheckedFile:
         self.display = display
         # The base classes of classes the file imports from the repository (None: not looked up).
         self.classes = classes
+        # Finds the helper functions the file imports from the repository (None: not followed).
+        self.helpers = helpers
         self._resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = {}
         self._analyses: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], PlacementAnalysis] = {}
         self._sites: dict[tuple[int, int], Site] = {}
@@ -85,7 +88,7 @@ class CheckedFile:
     def resolver_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> Resolver:
         key = (setup, arguments)
         if key not in self._resolvers:
-            self._resolvers[key] = Resolver(self.module, setup, arguments)
+            self._resolvers[key] = Resolver(self.module, setup, arguments, self.helpers)
         return self._resolvers[key]
 
     def analysis_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> PlacementAnalysis:
@@ -137,7 +140,17 @@ class CheckedFile:
         not set, `if args.use_peft:` read by a parser the tool cannot follow, leaves it undecided) or
         depends on a value the user chooses (a model name no launch passes), and it is not the `except`
         fallback of a `try` whose body binds the value the launch uses."""
-        if any(resolver.truth(test) is None and not resolver.chosen_by_user(test) for test, _ in device_map.candidate.guards):
+        # The load's own conditions decide whether it runs, not which value it gets: a branch nobody can
+        # decide stays live (as for a literal written in the call), one the setup rules out is dead.
+        own = resolver.enclosing_guards(device_map.loader.node)
+        if any(resolver.truth(test) is (not outcome) for test, outcome in own):
+            return False
+        shared = {(id(test), outcome) for test, outcome in own}
+        if any(
+            resolver.truth(test) is None and not resolver.chosen_by_user(test)
+            for test, outcome in device_map.candidate.guards
+            if (id(test), outcome) not in shared
+        ):
             return False
         return not any(
             isinstance(step, ast.AST) and any(isinstance(a, ast.ExceptHandler) for a in self.resolver.ancestors(step))
@@ -223,6 +236,9 @@ class CheckedFile:
         return self._sites[key]
 
     def _site(self, device_map: DeviceMap) -> Site:
+        foreign = device_map.candidate.foreign
+        if foreign is not None:  # the value is written in another module: report where it enters this one
+            return Site(foreign.call, False)
         node, loader = device_map.node, device_map.loader.node
         # `value if cond else None`: the whole conditional is the site (a fix to None leaves no `None if ... else None`),
         # unless the condition is on the distributed setup: `None if is_deepspeed_zero3_enabled() else "cuda:0"` keeps its guard.
@@ -357,8 +373,17 @@ class Rule:
     ) -> Violation:
         """A finding on a device_map, at its site; a value passed on a launch's command line gets no fix
         (the command line is where it would have to change)."""
-        fix = None if device_map.candidate.from_launch else make_fix()
-        return self.violation(file, file.site(device_map).node, message, fix, context)
+        # A helper's return value may serve other callers: only a person can say where to change it.
+        # A dict display that later stores fill cannot become None: the stores would fail.
+        candidate = device_map.candidate
+        filled = (
+            candidate.entries is not None
+            and isinstance(device_map.node, ast.Dict)
+            and file.site(device_map).node is device_map.node
+        )
+        fix = None if candidate.from_launch or candidate.helper or filled else make_fix()
+        violation = self.violation(file, file.site(device_map).node, message, fix, context)
+        return violation._replace(related=related_locations(file, device_map))
 
 
 # -- message and fix pieces the device_map rules share --------------------------------------------
@@ -469,8 +494,7 @@ def enclosing_conditions(resolver: Resolver, node: ast.AST) -> Iterator[tuple[as
 def written(file: CheckedFile, node: ast.AST, limit: int = 48) -> str:
     """The code as the user wrote it, on one line and shortened to `limit` characters."""
     start, end = file.source.node_span(node)
-    text = " ".join(file.source.text[start:end].split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return _shortened(file.source.text[start:end], limit)
 
 
 def consumer_phrase(device_map: DeviceMap) -> str:
@@ -544,6 +568,67 @@ def trl_config_call(raw: bytes) -> bool:
 
 def fix(applicability: Applicability, message: str, *edits: Edit | None) -> Fix:
     return Fix(applicability, message, tuple(sorted(e for e in edits if e is not None)))
+
+
+def value_written(file: CheckedFile, device_map: DeviceMap) -> str:
+    """`device_map="auto"` as the user wrote it, and where it came from when that is not the load:
+    a launch's command line, a helper's return in this module or in another one."""
+    helper = device_map.candidate.helper
+    entries = device_map.candidate.entries
+    loop = entries.spread_by if entries is not None else None
+    if helper is not None and helper.foreign is not None:
+        value = _foreign_text(helper.foreign, device_map.node)
+        where = f"{helper.foreign.path}:{device_map.node.lineno}"
+        filled = f", its layers spread over devices in the loop at line {loop.lineno}" if loop is not None else ""
+        return f"device_map={written(file, helper.call)} (returns {value}, {where}{filled})"
+    notes = [f"its layers spread over devices in the loop at line {loop.lineno}"] if loop is not None else []
+    if helper is not None:
+        notes.append(
+            f"returned by {written(file, helper.call)}, line {file.source.position(file.source.node_span(helper.call)[0])[0]}"
+        )
+    detail = f" ({'; '.join(notes)})" if notes else ""
+    return f"device_map={written(file, device_map.node)}{detail}{passed_by_launch(device_map)}"
+
+
+def related_locations(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ...]:
+    """Where a value that is not written in the load comes from: for a helper's return, the load it
+    reaches and the helper's call (for a helper in another module, the value where the helper writes
+    it: the call is then the finding's own place); for a map filled in a loop, that loop's store."""
+    helper = device_map.candidate.helper
+    entries = device_map.candidate.entries
+    loop = entries.spread_by if entries is not None else None
+    if helper is None and loop is None:
+        return ()
+
+    def here(node: ast.AST, role: str, label: str) -> Related:
+        row, column = file.source.position(file.source.node_span(node)[0])
+        return Related(file.display, row, column, role, label)
+
+    foreign = helper.foreign if helper is not None else None
+
+    def origin_of(node: ast.AST, role: str) -> Related:
+        if foreign is None:
+            return here(node, role, written(file, node))
+        return Related(foreign.path, node.lineno, node.col_offset + 1, role, _foreign_text(foreign, node))  # type: ignore[attr-defined]
+
+    found = [here(device_map.loader.node, "load", device_map.loader.name)]
+    if foreign is not None:
+        found.insert(0, origin_of(device_map.node, "origin"))
+    elif helper is not None:
+        found.append(here(helper.call, "helper call", written(file, helper.call)))
+    if loop is not None:
+        found.append(origin_of(loop, "loop"))
+    return tuple(found)
+
+
+def _foreign_text(foreign: ForeignFunction, node: ast.AST) -> str:
+    """A value written in another module, as written there."""
+    return _shortened(ast.get_source_segment(foreign.text, node) or ast.unparse(node))
+
+
+def _shortened(text: str, limit: int = 48) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def passed_by_launch(device_map: DeviceMap) -> str:

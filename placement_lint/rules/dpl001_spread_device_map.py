@@ -23,11 +23,10 @@ from placement_lint.rules.base import (
     Violation,
     consumer_phrase,
     fix,
-    passed_by_launch,
     spread_prepare_consequence,
     state_exists_at_load,
+    value_written,
     wrapped_by_ddp,
-    written,
     zero3_live_at_load,
     zero3_load_consequence,
 )
@@ -53,8 +52,7 @@ class SpreadDeviceMapInDistributed(Rule):
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         for device_map, context in file.placed(Placement.SPREAD):
-            setup = context.setup
-            loads_under_zero3 = setup.zero3 and zero3_live_at_load(device_map, context)
+            loads_under_zero3 = _raises_at_load(device_map, context)
             # Outside ZeRO-3 the crash comes when a trainer or prepare() sees the spread model; a model
             # that is only used for inference is DPL007's business. Under ZeRO-3 the load itself fails.
             if not loads_under_zero3 and (device_map.trained is False or device_map.loader.kind is LoaderKind.PIPELINE):
@@ -82,8 +80,8 @@ class SpreadDeviceMapInDistributed(Rule):
 
     def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> str:
         setup = context.setup
-        value = f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)}"
-        if setup.zero3 and zero3_live_at_load(device_map, context):
+        value = value_written(file, device_map)
+        if _raises_at_load(device_map, context):
             consequence = zero3_load_consequence(
                 context, SPREAD_PREPARE_ERROR.replace("accelerate raises", "accelerate then raises", 1)
             )
@@ -126,6 +124,14 @@ class SpreadDeviceMapInDistributed(Rule):
             "Use device_map=None",
             file.replace(file.site(device_map).node, "None"),
         )
+
+
+def _raises_at_load(device_map: DeviceMap, context: Context) -> bool:
+    """transformers refuses the map when the model loads under a live ZeRO-3 config; its check is in
+    from_pretrained, and accelerate's dispatch_model has none."""
+    if device_map.loader.kind is LoaderKind.DISPATCH:
+        return False
+    return bool(context.setup.zero3) and zero3_live_at_load(device_map, context)
 
 
 def _computed(device_map: DeviceMap) -> bool:

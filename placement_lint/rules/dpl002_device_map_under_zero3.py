@@ -15,8 +15,7 @@ from placement_lint.rules.base import (
     Rule,
     Violation,
     fix,
-    passed_by_launch,
-    written,
+    value_written,
     zero3_live_at_load,
     zero3_load_consequence,
 )
@@ -50,7 +49,7 @@ class DeviceMapUnderZero3(Rule):
                 "every process loads the whole model where the map says before DeepSpeed partitions it (out of memory on big models)",
             )
             message = (
-                f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} is not allowed under DeepSpeed ZeRO-3 "
+                f"{value_written(file, device_map)} is not allowed under DeepSpeed ZeRO-3 "
                 f"({context.because(file.display)}): {consequence}; ZeRO-3 partitions and places the model itself: "
                 "use device_map=None"
             )

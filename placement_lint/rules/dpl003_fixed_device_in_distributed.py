@@ -19,8 +19,8 @@ from placement_lint.rules.base import (
     Rule,
     Violation,
     fix,
-    passed_by_launch,
     state_exists_at_load,
+    value_written,
     written,
     zero3_live_at_load,
 )
@@ -76,7 +76,7 @@ class FixedDeviceInDistributed(Rule):
                 continue  # one process, or each process sees one GPU: that fixed device is its own
             device = device_map.classified.device
             message = (
-                f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} puts every process's model on device {device!r}, but this "
+                f"{value_written(file, device_map)} puts every process's model on device {device!r}, but this "
                 f"script runs under {setup.describe()} ({context.because(file.display)}): every rank loads onto the same GPU "
                 f'(out of memory, or bitsandbytes\' "loaded ... on a different device" error); {_advice(setup)}'
             )
@@ -101,7 +101,7 @@ class FixedDeviceInDistributed(Rule):
                     continue  # transformers >= 5.0 maps "cuda" to this process's LOCAL_RANK
                 version = f" with {below}" if below else ' on transformers < 5.0 (5.0 maps "cuda" to the local rank)'
             message = (
-                f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} resolves to the current CUDA device{version}, "
+                f"{value_written(file, device_map)} resolves to the current CUDA device{version}, "
                 f"and nothing sets this process's device before the load (torch.cuda.set_device, Accelerator(), "
                 f"PartialState() or TrainingArguments), but this script runs under "
                 f"{setup.describe()} ({context.because(file.display)}): every rank loads onto GPU 0 (out of memory, or "

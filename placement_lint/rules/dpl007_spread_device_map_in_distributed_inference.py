@@ -13,8 +13,7 @@ from placement_lint.rules.base import (
     CheckedFile,
     Rule,
     Violation,
-    passed_by_launch,
-    written,
+    value_written,
     zero3_live_at_load,
 )
 
@@ -54,7 +53,7 @@ class SpreadDeviceMapInDistributedInference(Rule):
             if context.one_gpu_per_process or self._one_process_loads(file, device_map):
                 continue
             message = (
-                f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} spreads the model over every "
+                f"{value_written(file, device_map)} spreads the model over every "
                 f"GPU in each process, but this script runs as several processes ({setup.describe()}: "
                 f"{context.because(file.display)}) and only runs inference with it ({self._use(device_map)}): every "
                 f"process puts a slice of its own copy on every GPU, so N processes load N copies that compete for the "

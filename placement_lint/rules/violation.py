@@ -10,6 +10,17 @@ if TYPE_CHECKING:
     from placement_lint.edits import Fix
 
 
+class Related(NamedTuple):
+    """Another place a finding points to: the load a reported value reaches, the call of the helper
+    that returned it, or (when the helper is in another module) the value where it is written."""
+
+    path: str  # as messages name files
+    line: int
+    column: int  # 1-based
+    role: str  # "load", "helper call", "origin"
+    label: str  # the code there, shortened
+
+
 class Violation(NamedTuple):
     code: str
     message: str
@@ -17,3 +28,4 @@ class Violation(NamedTuple):
     end: int
     fix: Fix | None = None
     context: Context | None = None  # the evidence behind the finding
+    related: tuple[Related, ...] = ()

@@ -1,0 +1,92 @@
+"""First-party helpers a file imports from its repository: `from utils import get_device_map`.
+
+A `device_map=get_device_map()` is judged by what `get_device_map` returns, so the resolver asks
+for the function's definition and resolves its `return`s in its own module. Modules are located
+with `module_file`, as the class lookups do, parsed on demand (most files never ask), and every
+module read is a dependency of the file's cached result.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from pathlib import Path
+
+from placement_lint.analysis.dataflow import ForeignFunction, Resolver
+from placement_lint.analysis.index import index_of
+from placement_lint.context.classes import imports_of, locate_imported
+from placement_lint.context.modules import IMPORT_DEPTH
+from placement_lint.distributed import Setup
+
+_MAX_BYTES = 1024 * 1024  # a helper module this large is generated or vendored: not followed
+_MAX_MODULES = 8  # read for one file
+
+
+class ImportedFunctions:
+    """`locate(written, setup)`: the resolver of the repository module that defines the function a
+    name as written in the file (`get_device_map`, `utils.get_device_map`) calls, the function, and
+    the module's path for messages. One hop: a helper's own imports are not followed."""
+
+    def __init__(
+        self,
+        module: ast.Module,
+        path: Path,
+        root: Path,
+        display: Callable[[Path], str],
+        parsed: dict[Path, tuple[ast.Module, str] | None] | None = None,
+    ) -> None:
+        """`parsed`: modules already read, shared by the lookups of one run over a repository's files."""
+        self.module = module
+        self.path = path
+        self.root = root.resolve()
+        self.display = display
+        self.read: list[Path] = []  # the modules looked at, for the result cache
+        self._own: dict[str, tuple[str, int, str | None]] | None = None
+        self._shared = parsed if parsed is not None else {}
+        self._parsed: dict[Path, tuple[ast.Module, str] | None] = {}
+        self._resolvers: dict[tuple[Path, Setup], Resolver] = {}
+
+    def __call__(self, written: str, setup: Setup) -> ForeignFunction | None:
+        head, _, rest = written.partition(".")
+        if self._own is None:
+            self._own = imports_of(index_of(self.module).nodes)
+        binding = self._own.get(head)
+        located = locate_imported(binding, rest, self.path, self.root) if binding is not None else None
+        for _ in range(IMPORT_DEPTH):  # a package's __init__.py may re-export it: `from .maps import get_device_map`
+            if located is None:
+                return None
+            path, name = located
+            loaded = self._load(path)
+            if loaded is None:
+                return None
+            module, text = loaded
+            function = next((s for s in module.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
+            if function is not None:
+                key = (path, setup)
+                if key not in self._resolvers:
+                    self._resolvers[key] = Resolver(module, setup)
+                return ForeignFunction(self._resolvers[key], function, self.display(path), text)
+            binding = imports_of(module.body).get(name)
+            located = locate_imported(binding, "", path, self.root) if binding is not None else None
+        return None
+
+    def _load(self, path: Path) -> tuple[ast.Module, str] | None:
+        if path not in self._parsed:
+            if len(self._parsed) >= _MAX_MODULES or path == self.path.resolve():
+                return None
+            self.read.append(path)
+            if path not in self._shared:
+                self._shared[path] = _parse(path)
+            self._parsed[path] = self._shared[path]
+        return self._parsed[path]
+
+
+def _parse(path: Path) -> tuple[ast.Module, str] | None:
+    try:
+        raw = path.read_bytes()
+        if len(raw) > _MAX_BYTES or not (b"return" in raw or b"import" in raw):
+            return None
+        text = raw.decode("utf-8")
+        return ast.parse(text), text
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None

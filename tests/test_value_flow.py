@@ -1,0 +1,271 @@
+"""Values across branches and helper functions: which binding reaches a load, what a first-party
+helper returns (in the file and in another module), and the related locations a finding carries."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from placement_lint.analysis.dataflow import ABSENT, ForeignFunction, Resolver
+from placement_lint.cache_json import violation_from_json, violation_json
+from placement_lint.distributed import Mode, Setup
+from placement_lint.engine import run
+from placement_lint.results import RunOptions
+from placement_lint.rules.violation import Related, Violation
+from placement_lint.settings import Settings
+
+from helpers import CODES, lint_source
+
+DDP = Setup(Mode.DDP)
+TRAIN = 'Trainer(model=model, args=TrainingArguments("out", deepspeed="ds_z2.json")).train()\n'
+
+
+def values_at_last_call(source: str, setup: Setup = DDP) -> list[object]:
+    module = ast.parse(source)
+    resolver = Resolver(module, setup)
+    call = module.body[-1].value  # type: ignore[attr-defined]
+    found = resolver.candidates(call.keywords[0].value)
+    return [c.value.value if isinstance(c.value, ast.Constant) else c.value for c in found]
+
+
+def test_a_helpers_return_is_followed_and_a_ruled_out_return_left_out() -> None:
+    source = (
+        "import os\n"
+        "def get_map():\n"
+        "    if int(os.environ.get('WORLD_SIZE', 1)) == 1:\n"
+        "        return 'auto'\n"
+        "    return 'cuda:0'\n"
+        "load(device_map=get_map())\n"
+    )
+    assert values_at_last_call(source, DDP) == ["cuda:0"]
+    assert values_at_last_call(source, Setup(Mode.SINGLE)) == ["auto"]  # the second runs only when the first does not
+
+
+def test_a_helper_that_returns_its_parameter_or_is_decorated_or_a_generator_gives_no_value() -> None:
+    for helper in (
+        "def get_map(x):\n    return x\n",
+        "@cache\ndef get_map():\n    return 'auto'\n",
+        "def get_map():\n    yield 'auto'\n",
+    ):
+        assert values_at_last_call(helper + "load(device_map=get_map())\n") in ([None], [])
+
+
+def test_a_key_stored_under_a_computed_name_makes_absence_unknown() -> None:
+    module = ast.parse("kw = {}\nfor k, v in pairs:\n    kw[k] = v\nload(**kw)\n")
+    resolver = Resolver(module, DDP)
+    splat = module.body[-1].value.keywords[0].value  # type: ignore[attr-defined]
+    assert resolver.key_candidates(splat, "device_map") is None
+    known = ast.parse("kw = {}\nload(**kw)\n")
+    assert [c.value for c in Resolver(known, DDP).key_candidates(known.body[-1].value.keywords[0].value, "device_map")] == [  # type: ignore[attr-defined,union-attr]
+        ABSENT
+    ]
+
+
+def test_a_finding_on_a_helpers_value_names_the_load_and_the_call(tmp_path: Path) -> None:
+    source = (
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        "def get_device_map():\n"
+        "    return {'model.layers.0': 0, 'lm_head': 1}\n"
+        "model = AutoModelForCausalLM.from_pretrained('m', device_map=get_device_map())\n" + TRAIN
+    )
+    [finding] = lint_source(tmp_path, source).findings
+    assert (finding.code, finding.row, finding.column) == ("DPL001", 3, 12)
+    assert finding.violation.fix is None  # other callers may rely on the helper: a person decides
+    assert finding.violation.related == (
+        Related("train.py", 4, 9, "load", "AutoModelForCausalLM.from_pretrained"),
+        Related("train.py", 4, 62, "helper call", "get_device_map()"),
+    )
+
+
+def test_a_helper_map_that_follows_the_rank_is_not_spread(tmp_path: Path) -> None:
+    source = (
+        "import os\n"
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        "def get_device_map():\n"
+        "    device_map = {}\n"
+        "    for i in range(32):\n"
+        "        device_map[f'model.layers.{i}'] = int(os.environ['LOCAL_RANK'])\n"
+        "    return device_map\n"
+        "model = AutoModelForCausalLM.from_pretrained('m', device_map=get_device_map())\n" + TRAIN
+    )
+    assert lint_source(tmp_path, source).findings == []
+
+
+def test_a_helper_in_another_module_is_reported_at_its_call_with_the_origin(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "maps.py").write_text("def spread():\n    return {'model.layers.0': 0, 'lm_head': 1}\n")
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, Trainer\nimport maps\n"
+        "Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map=maps.spread())).train()\n"
+    )
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    [finding] = result.findings
+    assert (finding.display, finding.row, finding.code) == ("train.py", 3, "DPL001")
+    assert "returns {'model.layers.0': 0, 'lm_head': 1}, maps.py:2" in finding.message
+    assert finding.violation.related[0] == Related("maps.py", 2, 12, "origin", "{'model.layers.0': 0, 'lm_head': 1}")
+
+
+def test_a_helper_module_that_does_not_parse_gives_no_value_and_no_error(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "maps.py").write_text("def spread(:\n    return 'auto'\n")
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, Trainer\nfrom maps import spread\n"
+        "Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map=spread())).train()\n"
+    )
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    assert result.findings == [] and not any(f.error for f in result.files)
+
+
+def test_related_locations_survive_the_cache() -> None:
+    violation = Violation("DPL001", "m", 1, 2, related=(Related("a.py", 3, 4, "load", "X.from_pretrained"),))
+    assert violation_from_json(violation_json(violation)) == violation
+    old = {k: v for k, v in violation_json(violation).items() if k != "related"}
+    assert violation_from_json(old).related == ()
+
+
+def test_a_changed_helper_module_rechecks_its_importer(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "maps.py").write_text("def spread():\n    return {'': 0}\n")
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, Trainer\nfrom maps import spread\n"
+        "Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map=spread())).train()\n"
+    )
+
+    def codes() -> list[str]:
+        result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path, tmp_path / ".cache")
+        return [f.code for f in result.findings]
+
+    assert codes() == ["DPL003"]
+    (tmp_path / "maps.py").write_text("def spread():\n    return {'model.layers.0': 0, 'lm_head': 1}\n")
+    assert codes() == ["DPL001"]
+
+
+def test_recursive_helpers_end() -> None:
+    source = (
+        "def a(n):\n    if n:\n        return b(n - 1)\n    return b(n)\n"
+        "def b(n):\n    if n:\n        return a(n - 1)\n    return a(n)\n"
+        "load(device_map=a(3))\n"
+    )
+    assert set(values_at_last_call(source)) == {None}
+
+
+def test_a_use_in_a_loop_sees_the_bodys_bindings_from_an_earlier_pass_and_the_loop_target() -> None:
+    earlier = "kw = {}\nfor name in names:\n    load(**kw)\n    kw = {'device_map': 'auto'}\n"
+    module = ast.parse(earlier)
+    call = module.body[1].body[0].value  # type: ignore[attr-defined]
+    found = Resolver(module, DDP).key_candidates(call.keywords[0].value, "device_map")
+    assert sorted(str(c.value.value if isinstance(c.value, ast.Constant) else c.value) for c in found) == ["ABSENT", "auto"]  # type: ignore[union-attr]
+    target = "device_map = 'auto'\nfor device_map in maps:\n    load(device_map=device_map)\n"
+    module = ast.parse(target)
+    call = module.body[1].body[0].value  # type: ignore[attr-defined]
+    assert [c.value for c in Resolver(module, DDP).candidates(call.keywords[0].value)] == [None]
+
+
+def test_a_condition_later_in_the_same_loop_body_does_not_recurse() -> None:
+    source = (
+        "for item in items:\n    kw = {}\n    load(**kw)\n    flag = item\n    if flag:\n        kw = {'device_map': 'auto'}\n"
+    )
+    module = ast.parse(source)
+    call = module.body[0].body[1].value  # type: ignore[attr-defined]
+    found = Resolver(module, DDP).key_candidates(call.keywords[0].value, "device_map")
+    assert [c.value for c in found] == [ABSENT]  # type: ignore[union-attr]
+
+
+def test_a_helper_re_exported_by_a_package_is_found(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("from .maps import spread\n")
+    (tmp_path / "utils" / "maps.py").write_text("def spread():\n    return 'balanced'\n")
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, Trainer\nfrom utils import spread\n"
+        "Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map=spread())).train()\n"
+    )
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    assert [(f.display, f.code) for f in result.findings] == [("train.py", "DPL001")]
+    assert "(returns 'balanced', utils/maps.py:2)" in result.findings[0].message
+
+
+def test_imported_helpers_are_followed_only_for_callers_that_ask() -> None:
+    """Other rules read `candidates` to edit what they find: a node of another module must not reach them."""
+    helper_module = ast.parse("def spread():\n    return 'auto'\n")
+    helper = Resolver(helper_module, DDP)
+    located = ForeignFunction(helper, helper_module.body[0], "maps.py", "")  # type: ignore[arg-type]
+    module = ast.parse("from maps import spread\nload(device_map=spread())\n")
+    resolver = Resolver(module, DDP, helpers=lambda name, setup: located if name == "spread" else None)
+    value = module.body[-1].value.keywords[0].value  # type: ignore[attr-defined]
+    assert [c.value for c in resolver.candidates(value)] == [value]
+    with resolver.following_imports():
+        [candidate] = resolver.candidates(value)
+    assert candidate.value.value == "auto" and candidate.foreign is not None  # type: ignore[union-attr]
+
+
+def test_dispatch_model_under_zero3_is_not_claimed_to_raise_at_load(tmp_path: Path) -> None:
+    """The load's own branch now decides nothing, so this map resolves: dispatch_model has no ZeRO-3 check."""
+    source = (
+        "# placement-lint: context=zero3\n"
+        "import accelerate\n"
+        "def place(model, num_gpus):\n"
+        "    if num_gpus != 1:\n"
+        "        device_map = accelerate.infer_auto_device_map(model)\n"
+        "        model = accelerate.dispatch_model(model, device_map=device_map)\n"
+        "    return model\n"
+    )
+    assert [f.code for f in lint_source(tmp_path, source).findings] == []
+
+
+def test_a_return_after_earlier_returning_ifs_is_guarded_by_them() -> None:
+    source = (
+        "import torch\n"
+        "def infer_device():\n"
+        "    if torch.cuda.is_available():\n"
+        "        return 'cuda'\n"
+        "    elif is_xpu_available():\n"
+        "        return 'xpu'\n"
+        "    return 'cpu'\n"
+        "load(device_map=infer_device())\n"
+    )
+    module = ast.parse(source)
+    resolver = Resolver(module, DDP)
+    found = resolver.candidates(module.body[-1].value.keywords[0].value)  # type: ignore[attr-defined]
+    cpu = next(c for c in found if isinstance(c.value, ast.Constant) and c.value.value == "cpu")
+    assert [(ast.unparse(test), outcome) for test, outcome in cpu.guards] == [
+        ("torch.cuda.is_available()", False),
+        ("is_xpu_available()", False),
+    ]
+    both = "def f():\n    if x:\n        return 1\n    else:\n        return 2\n    return 'auto'\nload(device_map=f())\n"
+    assert "auto" not in values_at_last_call(both)
+
+
+def test_a_map_filled_in_a_loop_names_the_loop(tmp_path: Path) -> None:
+    source = (
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        "device_map = {'lm_head': 3}\n"
+        "for i in range(32):\n"
+        "    device_map[f'model.layers.{i}'] = i // 8\n"
+        "model = AutoModelForCausalLM.from_pretrained('m', device_map=device_map)\n" + TRAIN
+    )
+    [finding] = lint_source(tmp_path, source).findings
+    assert "(its layers spread over devices in the loop at line 4)" in finding.message
+    assert finding.violation.related == (
+        Related("train.py", 5, 9, "load", "AutoModelForCausalLM.from_pretrained"),
+        Related("train.py", 4, 5, "loop", "device_map[f'model.layers.{i}'] = i // 8"),
+    )
+    assert finding.violation.fix is not None  # the load's own argument is replaced, not the display the loop fills
+
+
+def test_a_dict_comprehension_over_the_layers_spreads_and_one_over_the_rank_does_not(tmp_path: Path) -> None:
+    spread = "{f'model.layers.{i}': i // 8 for i in range(32)}"
+    source = (
+        "import os\nfrom transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+        "def get_device_map():\n"
+        "    return {spread}\n"
+        "model = AutoModelForCausalLM.from_pretrained('m', device_map=get_device_map())\n" + TRAIN
+    )
+    [finding] = lint_source(tmp_path, source.format(spread=spread)).findings
+    assert finding.code == "DPL001" and "loop at line 4" in finding.message
+    per_rank = "{f'model.layers.{i}': int(os.environ['LOCAL_RANK']) for i in range(32)}"
+    assert lint_source(tmp_path, source.format(spread=per_rank)).findings == []
