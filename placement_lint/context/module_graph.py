@@ -399,6 +399,20 @@ class ModuleGraph:
         return False
 
 
+_LOOKUPS = frozenset({"get", "values", "items", "pop", "setdefault"})
+
+
+def _looked_up(node: ast.AST) -> set[str]:
+    """The names a value is taken out of inside `node`: `NAME[...]`, `NAME.get(...)`, `NAME.values()`."""
+    found: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name):
+            found.add(inner.value.id)
+        elif isinstance(inner, ast.Attribute) and inner.attr in _LOOKUPS and isinstance(inner.value, ast.Name):
+            found.add(inner.value.id)
+    return found
+
+
 def _dotted(node: ast.AST) -> str | None:
     from placement_lint.analysis.names import dotted
 
@@ -460,6 +474,10 @@ class ModuleSummary:
         # Top-level def/class, or a name a module-level assignment binds (`REGISTRY = {"llama": Loader}`)
         # -> the names it reads.
         self.names_by_definition: dict[str, set[str]] = {}
+        # Names bound to a dict literal (a registry of classes), and per definition the registries it
+        # takes a value out of (`REGISTRY[name]`, `REGISTRY.get(name)`): only those reach its classes.
+        self.registries: set[str] = set()
+        self.looked_up: dict[str, set[str]] = {}
         self.all_names: set[str] = set()
         self.defined: set[str] = set()  # what the module itself defines at the top level
 
@@ -470,6 +488,7 @@ class ModuleSummary:
             if isinstance(top, _DEFINITIONS):
                 summary.defined.add(top.name)
                 names = summary.names_by_definition.setdefault(top.name, set())
+                summary.looked_up[top.name] = _looked_up(top)
             else:
                 names = summary.all_names
             summary._walk(top, names)
@@ -480,6 +499,9 @@ class ModuleSummary:
                     if isinstance(target, ast.Name):
                         summary.defined.add(target.id)
                         summary.names_by_definition.setdefault(target.id, set()).update(read)
+                        summary.looked_up[target.id] = _looked_up(top.value)
+                        if isinstance(top.value, ast.Dict):
+                            summary.registries.add(target.id)
         for top in module.body:
             if isinstance(top, _DEFINITIONS):
                 summary.all_names |= summary.names_by_definition[top.name]
@@ -510,9 +532,13 @@ class ModuleSummary:
         names = set(wanted)
         pending = list(wanted)
         while pending:
-            for name in self.names_by_definition.get(pending.pop(), ()):
-                if name not in names:
-                    names.add(name)
+            definition = pending.pop()
+            for name in self.names_by_definition.get(definition, ()):
+                if name in names:
+                    continue
+                names.add(name)
+                # `sorted(REGISTRY)` lists the names; `REGISTRY[name]` takes out a class that runs.
+                if name not in self.registries or name in self.looked_up.get(definition, ()):
                     pending.append(name)
         return names
 
