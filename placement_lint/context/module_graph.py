@@ -27,6 +27,8 @@ from placement_lint.context.launches import IMPORT_LINE
 # when the name is the module itself, `import trainers` / `import a.b as ab`).
 Binding = tuple[str, int, str | None]
 
+# Larger modules are generated data, not code an import reaches a loader through (the checker skips them too).
+_MAX_MODULE_BYTES = 4 * 1024 * 1024
 _MAX_CLASS_MODULE_BYTES = 1024 * 1024  # a module this large is not where a user's trainer subclass lives
 _MAX_LAYOUT_BYTES = 1024 * 1024  # a pyproject.toml, setup.cfg or setup.py larger than this is not read
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -188,9 +190,9 @@ class _File:
 
     __slots__ = ("raw", "size", "local", "tree")
 
-    def __init__(self, raw: bytes | None, local: bool) -> None:
-        self.raw = raw
-        self.size = len(raw) if raw is not None else 0
+    def __init__(self, raw: bytes | None, size: int, local: bool) -> None:
+        self.raw = raw  # None when there is nothing to parse it for
+        self.size = size
         self.local = local  # its import lines name a module of the repository
         self.tree: ast.Module | None = None
 
@@ -312,8 +314,11 @@ class ModuleGraph:
     def _file(self, path: Path) -> _File | None:
         if path not in self._files:
             try:
-                raw = path.read_bytes()
-                self._files[path] = _File(raw, self.imports_something_local(raw, path.parent))
+                with open(path, "rb") as handle:
+                    raw = handle.read(_MAX_MODULE_BYTES + 1)
+                local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, path.parent)
+                kept = raw if local or len(raw) <= _MAX_CLASS_MODULE_BYTES else None
+                self._files[path] = _File(kept, len(raw), local)
             except OSError:
                 self._files[path] = None
         return self._files[path]
