@@ -180,3 +180,37 @@ def test_imports_of_hostile_files_cost_nothing_and_never_crash(tmp_path: Path) -
     (tmp_path / "deep.py").write_text("import deep\n" + "(" * 5000 + ")" * 5000 + "\n")  # nests too deeply to parse
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
+
+
+def test_the_checker_asks_the_graph_the_launch_context_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module read for its classes while the launch context was built is not read again when the
+    files are checked: the checker (and, forked or pickled, its workers) asks the same graph."""
+    import shutil
+
+    case = Path(__file__).parent / "fixtures" / "launch" / "bad_subclass_in_other_module_dpl004"
+    root = tmp_path / "repo"
+    shutil.copytree(case, root, ignore=shutil.ignore_patterns("expected.txt"))
+    (root / ".git").mkdir()
+    built: list[Path] = []
+    original = ModuleGraph._class_table
+
+    def counted(self: ModuleGraph, path: Path) -> object:
+        built.append(path)
+        return original(self, path)
+
+    monkeypatch.setattr(ModuleGraph, "_class_table", counted)
+    result = run([root], Settings(root=root, codes=CODES), RunOptions(), root)
+    assert [f.code for f in result.findings] == ["DPL004", "DPL001"]
+    assert built and len(built) == len(set(built)), built
+
+
+def test_a_graph_sent_to_a_worker_keeps_its_class_tables_not_its_trees(tmp_path: Path) -> None:
+    import pickle
+
+    write(tmp_path, {"trainers.py": "from trl import SFTTrainer\n\n\nclass CustomSFT(SFTTrainer):\n    pass\n"})
+    graph = ModuleGraph(tmp_path)
+    path = (tmp_path / "trainers.py").resolve()
+    table = graph.class_table(path)
+    assert table is not None and table.classes == {"CustomSFT": ["SFTTrainer"]}
+    copy = pickle.loads(pickle.dumps(graph))
+    assert copy.class_table(path) == table and copy.read() == []  # answered without reading the file
