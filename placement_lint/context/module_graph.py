@@ -186,15 +186,17 @@ class ClassTable(NamedTuple):
 
 
 class _File:
-    """One file as the graph has read it: its bytes until parsed, then its tree."""
+    """One file as the graph has read it. Only a module that imports something of the repository
+    keeps its bytes until parsed, and its tree after: the summary and the class table share it."""
 
-    __slots__ = ("raw", "size", "local", "tree")
+    __slots__ = ("raw", "size", "local", "tree", "parsed")
 
     def __init__(self, raw: bytes | None, size: int, local: bool) -> None:
-        self.raw = raw  # None when there is nothing to parse it for
+        self.raw = raw
         self.size = size
         self.local = local  # its import lines name a module of the repository
         self.tree: ast.Module | None = None
+        self.parsed = False
 
 
 class ModuleGraph:
@@ -313,31 +315,36 @@ class ModuleGraph:
 
     def _file(self, path: Path) -> _File | None:
         if path not in self._files:
-            try:
-                with open(path, "rb") as handle:
-                    raw = handle.read(_MAX_MODULE_BYTES + 1)
-                local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, path.parent)
-                kept = raw if local or len(raw) <= _MAX_CLASS_MODULE_BYTES else None
-                self._files[path] = _File(kept, len(raw), local)
-            except OSError:
+            raw = _read_module(path)
+            if raw is None:
                 self._files[path] = None
+            else:
+                local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, path.parent)
+                self._files[path] = _File(raw if local else None, len(raw), local)
         return self._files[path]
 
-    def _tree(self, file: _File) -> ast.Module | None:
-        if file.tree is None and file.raw is not None:
-            raw, file.raw = file.raw, None  # parsed once; a file that does not parse is not tried again
-            try:
-                file.tree = ast.parse(raw)
-            except _PARSE_ERRORS:
-                file.tree = None
-        return file.tree
+    def _tree(self, path: Path, file: _File) -> ast.Module | None:
+        """The module's tree, parsed once if it imports the repository (else each time it is asked:
+        only for a class table, which is kept, or a star re-export)."""
+        if file.parsed:
+            return file.tree
+        raw, file.raw = file.raw, None
+        if raw is None:
+            raw = _read_module(path)
+        try:
+            tree = ast.parse(raw) if raw is not None and len(raw) <= _MAX_MODULE_BYTES else None
+        except _PARSE_ERRORS:
+            tree = None
+        if file.local:
+            file.tree, file.parsed = tree, True  # a file that does not parse is not tried again
+        return tree
 
     def summary(self, path: Path) -> ModuleSummary | None:
         """What import propagation needs of a module; None when it imports nothing of the repository
         (read, not parsed) or cannot be read."""
         if path not in self._summaries:
             file = self._file(path)
-            tree = self._tree(file) if file is not None and file.local else None
+            tree = self._tree(path, file) if file is not None and file.local else None
             self._summaries[path] = ModuleSummary.of(path, tree, self) if tree is not None else None
         return self._summaries[path]
 
@@ -350,13 +357,19 @@ class ModuleGraph:
         file = self._file(path)
         if file is None or file.size > _MAX_CLASS_MODULE_BYTES:
             return None
-        if file.tree is None and file.raw is not None and not (b"class" in file.raw or b"import" in file.raw):
-            return None
-        tree = self._tree(file)
+        tree = self._tree(path, file)
         if tree is None:
             return None
         classes = {node.name: [d for d in map(_dotted, node.bases) if d] for node in tree.body if isinstance(node, ast.ClassDef)}
         return ClassTable(classes, bindings_of(top_level(tree.body)))
+
+    def release(self) -> None:
+        """Drop the trees and summaries once the launch context is built; keep what the checker asks
+        (resolutions, class tables, which files were read)."""
+        self._summaries.clear()
+        for file in self._files.values():
+            if file is not None:
+                file.raw, file.tree, file.parsed = None, None, False
 
     def read(self) -> list[Path]:
         """Every Python file the graph read (for a cached context's inputs)."""
@@ -392,7 +405,7 @@ class ModuleGraph:
         summary = self.summary(path)
         if summary is None:
             file = self._file(path)
-            tree = self._tree(file) if file is not None else None
+            tree = self._tree(path, file) if file is not None else None
             return tree is not None and name in _top_level_names(tree)
         if name in summary.defined or summary.reexport(name) is not None:
             return True
@@ -416,6 +429,15 @@ def _looked_up(node: ast.AST) -> set[str]:
         elif isinstance(inner, ast.Attribute) and inner.attr in _LOOKUPS and isinstance(inner.value, ast.Name):
             found.add(inner.value.id)
     return found
+
+
+def _read_module(path: Path) -> bytes | None:
+    """The module's bytes, or as many as tell it is over the size limit."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(_MAX_MODULE_BYTES + 1)
+    except OSError:
+        return None
 
 
 def _dotted(node: ast.AST) -> str | None:

@@ -111,6 +111,7 @@ def build_repo_context(
     context.inputs = [*context.candidates, *configs.read, *modules_read, *graph.layout.read]
     # A module read for its class bases (a trainer subclass) counts whole, not by its import lines.
     context.import_only = {path for path in modules_read if graph.summary(path) is None} - set(classes_read)
+    graph.release()
     context.graph = graph
     return context
 
