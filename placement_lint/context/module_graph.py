@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -189,12 +190,14 @@ class _File:
     """One file as the graph has read it. Only a module that imports something of the repository
     keeps its bytes until parsed, and its tree after: the summary and the class table share it."""
 
-    __slots__ = ("raw", "size", "local", "tree", "parsed")
+    __slots__ = ("raw", "size", "local", "tree", "parsed", "anchored", "leads_to")
 
-    def __init__(self, raw: bytes | None, size: int, local: bool) -> None:
+    def __init__(self, raw: bytes | None, size: int, local: bool, anchored: bool) -> None:
         self.raw = raw
         self.size = size
         self.local = local  # its import lines name a module of the repository
+        self.anchored = anchored  # it holds a token a finding needs (see ModuleGraph.anchors)
+        self.leads_to: tuple[Path, ...] | None = None  # the repository modules its import lines may load
         self.tree: ast.Module | None = None
         self.parsed = False
 
@@ -202,9 +205,14 @@ class _File:
 class ModuleGraph:
     """The modules of one repository, as imports reach them."""
 
-    def __init__(self, root: Path, layout: Layout | None = None) -> None:
+    def __init__(self, root: Path, layout: Layout | None = None, anchors: tuple[bytes, ...] | None = None) -> None:
+        """`anchors`: the tokens without which no rule can fire in a file. With them, a module is
+        parsed to follow its imports only when its import lines lead (through any number of modules)
+        to a module that holds one; without them, every module reached is followed."""
         self.root = root.resolve()
         self._layout = layout
+        self.anchors = anchors
+        self._leading: set[Path] | None = None  # see leading_to_anchors
         self._resolved: dict[tuple[str, int, Path], Path | None] = {}
         self._top_level: dict[tuple[str, Path], bool] = {}
         self._files: dict[Path, _File | None] = {}
@@ -243,6 +251,8 @@ class ModuleGraph:
             if len(folder.parents) < level - 1:
                 return None
             return self._candidate(folder.parents[level - 2] if level > 1 else folder, parts, "__init__.py")
+        if not self._local_top_level(parts[0], folder):
+            return None  # an installed package (one look per name and folder, not one per submodule)
         # The importing script's folder first (Python puts it on sys.path), then where packages live.
         for base in (folder, *self.layout.folders):
             found = self._candidate(base, parts, "__init__.py")
@@ -320,7 +330,11 @@ class ModuleGraph:
                 self._files[path] = None
             else:
                 local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, path.parent)
-                self._files[path] = _File(raw if local else None, len(raw), local)
+                anchored = self.anchors is None or any(token in raw for token in self.anchors)
+                file = _File(raw if local else None, len(raw), local, anchored)
+                if local and self.anchors is not None:
+                    file.leads_to = tuple(self._text_imports(raw, path))
+                self._files[path] = file
         return self._files[path]
 
     def _tree(self, path: Path, file: _File) -> ast.Module | None:
@@ -363,6 +377,52 @@ class ModuleGraph:
         classes = {node.name: [d for d in map(_dotted, node.bases) if d] for node in tree.body if isinstance(node, ast.ClassDef)}
         return ClassTable(classes, bindings_of(top_level(tree.body)))
 
+    def _text_imports(self, raw: bytes, path: Path) -> Iterator[Path]:
+        """Every repository module an import line may load (more than the imports a parse would
+        follow, never fewer: in functions and strings too, every name of `from x import a, b`)."""
+        seen: set[Path] = set()
+        for match in _IMPORT_STATEMENT.finditer(raw):
+            level, base, names, plain = match.groups()
+            if plain is not None:
+                modules = [(n, 0) for n in _names(plain)]
+            else:
+                dots = len(level)
+                parent = base.decode("ascii", "replace")
+                modules = [(parent, dots)] + [(f"{parent}.{n}" if parent else n, dots) for n in _names(names)]
+            for name, dots in modules:
+                target = self.resolve(name, dots, path)
+                if target is not None and target not in seen and target != path:
+                    seen.add(target)
+                    yield target
+
+    def leading_to_anchors(self, starts: Iterable[Path]) -> set[Path] | None:
+        """Of the modules the import lines of `starts` reach, those that reach (or are) a module
+        holding an anchor: the only ones worth parsing to follow. None: every one (no anchors given)."""
+        if self.anchors is None:
+            for path in starts:
+                self._file(path)  # read all the same: a cached context depends on their import lines
+            return None
+        importers: dict[Path, list[Path]] = {}
+        reached = set(starts)
+        pending = list(reached)
+        while pending:
+            path = pending.pop()
+            file = self._file(path)
+            for target in (file.leads_to or ()) if file is not None else ():
+                importers.setdefault(target, []).append(path)
+                if target not in reached:
+                    reached.add(target)
+                    pending.append(target)
+        leading = {path for path in reached if (file := self._file(path)) is not None and file.anchored}
+        pending = list(leading)
+        while pending:
+            for importer in importers.get(pending.pop(), ()):
+                if importer not in leading:
+                    leading.add(importer)
+                    pending.append(importer)
+        self._leading = leading
+        return leading
+
     def release(self) -> None:
         """Drop the trees and summaries once the launch context is built; keep what the checker asks
         (resolutions, class tables, which files were read)."""
@@ -374,6 +434,17 @@ class ModuleGraph:
     def read(self) -> list[Path]:
         """Every Python file the graph read (for a cached context's inputs)."""
         return [path for path, file in self._files.items() if file is not None]
+
+    def import_only(self, launched: Iterable[Path]) -> set[Path]:
+        """The files read that only their import lines can change the graph of: they import nothing
+        of the repository, and whether they hold an anchor cannot change (they hold one, or are
+        launched, so no import of them is followed for it)."""
+        starts = set(launched)
+        return {
+            path
+            for path, file in self._files.items()
+            if file is not None and not file.local and (self.anchors is None or file.anchored or path in starts)
+        }
 
     # -- names -----------------------------------------------------------------------------
 
@@ -388,6 +459,8 @@ class ModuleGraph:
             found.append(origin)
 
     def _reexport(self, module: Path, name: str) -> tuple[Path, str] | None:
+        if self._leading is not None and module not in self._leading:
+            return None  # its imports lead to nothing a rule can fire in
         summary = self.summary(module)
         if summary is None:
             return None
@@ -429,6 +502,18 @@ def _looked_up(node: ast.AST) -> set[str]:
         elif isinstance(inner, ast.Attribute) and inner.attr in _LOOKUPS and isinstance(inner.value, ast.Name):
             found.add(inner.value.id)
     return found
+
+
+# An import statement: `from .x import (a, b as c)` (names across lines in parentheses), or `import a.b as c, d`.
+_IMPORT_STATEMENT = re.compile(
+    rb"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)|import[ \t]+([^\n;#]*))", re.MULTILINE
+)
+_NAME = re.compile(rb"([\w.]+)(?:[ \t]+as[ \t]+\w+)?")
+
+
+def _names(written: bytes) -> list[str]:
+    """`(a, b as c)` -> ["a", "b"]; `a.b as c, d` -> ["a.b", "d"]."""
+    return [m.group(1).decode("ascii", "replace") for m in _NAME.finditer(written.strip(b"()")) if m.group(1) != b"*"]
 
 
 def _read_module(path: Path) -> bytes | None:
@@ -501,10 +586,11 @@ class ModuleSummary:
         # Top-level def/class, or a name a module-level assignment binds (`REGISTRY = {"llama": Loader}`)
         # -> the names it reads.
         self.names_by_definition: dict[str, set[str]] = {}
-        # Names bound to a dict literal (a registry of classes), and per definition the registries it
-        # takes a value out of (`REGISTRY[name]`, `REGISTRY.get(name)`): only those reach its classes.
+        # Names bound to a dict literal (a registry of classes). A definition that reads one reaches its
+        # classes only if it takes a value out of it (`REGISTRY[name]`, `REGISTRY.get(name)`).
         self.registries: set[str] = set()
-        self.looked_up: dict[str, set[str]] = {}
+        self._definition_nodes: dict[str, ast.AST] = {}
+        self._looked_up: dict[str, set[str]] = {}
         self.all_names: set[str] = set()
         self.defined: set[str] = set()  # what the module itself defines at the top level
 
@@ -515,7 +601,7 @@ class ModuleSummary:
             if isinstance(top, _DEFINITIONS):
                 summary.defined.add(top.name)
                 names = summary.names_by_definition.setdefault(top.name, set())
-                summary.looked_up[top.name] = _looked_up(top)
+                summary._definition_nodes[top.name] = top
             else:
                 names = summary.all_names
             summary._walk(top, names)
@@ -526,7 +612,7 @@ class ModuleSummary:
                     if isinstance(target, ast.Name):
                         summary.defined.add(target.id)
                         summary.names_by_definition.setdefault(target.id, set()).update(read)
-                        summary.looked_up[target.id] = _looked_up(top.value)
+                        summary._definition_nodes[target.id] = top.value
                         if isinstance(top.value, ast.Dict):
                             summary.registries.add(target.id)
         for top in module.body:
@@ -565,9 +651,16 @@ class ModuleSummary:
                     continue
                 names.add(name)
                 # `sorted(REGISTRY)` lists the names; `REGISTRY[name]` takes out a class that runs.
-                if name not in self.registries or name in self.looked_up.get(definition, ()):
+                if name not in self.registries or name in self.looked_up(definition):
                     pending.append(name)
         return names
+
+    def looked_up(self, definition: str) -> set[str]:
+        """The names `definition` takes values out of (walked only when it reads a registry: rare)."""
+        if definition not in self._looked_up:
+            node = self._definition_nodes.get(definition)
+            self._looked_up[definition] = _looked_up(node) if node is not None else set()
+        return self._looked_up[definition]
 
     def target(self, node: ast.ImportFrom | ast.Import, name: str) -> Path | None:
         return self.graph.resolve(name, getattr(node, "level", 0) or 0, self.path)

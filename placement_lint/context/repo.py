@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,13 +65,16 @@ def build_repo_context(
     display: Callable[[Path], str],
     also: tuple[Path, ...] = (),
     launchers: list[Path] | None = None,
+    anchors: tuple[bytes, ...] | None = None,
 ) -> RepoContext:
     """`also`: folders named on the command line; their launchers count even if the config excludes
-    them. `launchers`: the candidate files, when the caller's walk already covered the root."""
+    them. `launchers`: the candidate files, when the caller's walk already covered the root.
+    `anchors`: the tokens without which no rule can fire in a file (see ModuleGraph); None: follow
+    every import."""
     root = root.resolve()
     context = RepoContext(root)
     configs = ConfigReader(root)
-    graph = ModuleGraph(root)
+    graph = ModuleGraph(root, anchors=anchors)
     launched: dict[Path, list[Evidence]] = {}
     context.candidates = launcher_candidates(root, settings, also, launchers)
     for path in context.candidates:
@@ -110,7 +114,7 @@ def build_repo_context(
     modules_read = graph.read()
     context.inputs = [*context.candidates, *configs.read, *modules_read, *graph.layout.read]
     # A module read for its class bases (a trainer subclass) counts whole, not by its import lines.
-    context.import_only = {path for path in modules_read if graph.summary(path) is None} - set(classes_read)
+    context.import_only = graph.import_only(launched) - set(classes_read)
     graph.release()
     context.graph = graph
     return context
@@ -352,36 +356,59 @@ def _propagate_to_imports(
 ) -> dict[Path, set[Path]]:
     """Give the modules a launched script imports the script's launch evidence, for what it uses of
     them, and the modules those import, to any depth. Returns which modules each importer passed
-    evidence to. Ends on cycles: a module is followed again only for names not yet followed, and
-    never gets evidence through a chain it is already in."""
-    frontier = [(path, tuple(items), frozenset({"*"})) for path, items in launched.items()]
-    visited: set[tuple[Path, frozenset[str]]] = set()
+    evidence to."""
     edges: dict[Path, set[Path]] = {}
-    while frontier:
-        path, items, wanted = frontier.pop()
-        if (path, wanted) in visited:
+    scripts = {
+        script: carried for script, items in launched.items() if (carried := tuple(e for e in items if e.kind is not Kind.SINGLE))
+    }
+    # Modules whose imports cannot lead to a file a rule can fire in are not parsed to follow them.
+    # Every launched script is read: the context depends on its import lines, whatever it launches under.
+    worth_following = graph.leading_to_anchors(launched)
+    for script, carried in scripts.items():
+        _propagate_launch(context, script, carried, graph, display, edges, worth_following)
+    return edges
+
+
+def _propagate_launch(
+    context: RepoContext,
+    script: Path,
+    items: tuple[Evidence, ...],
+    graph: ModuleGraph,
+    display: Callable[[Path], str],
+    edges: dict[Path, set[Path]],
+    worth_following: set[Path] | None,
+) -> None:
+    """Breadth first from one launched script. Each module gets the script's evidence once, with the
+    shortest chain of importers; reached again, it is followed only for the names not yet followed
+    (what a module imports for a set of names is what it imports for each), so every module is
+    followed at most once per name and cycles end."""
+    given: dict[Path, tuple[Evidence, ...]] = {script: items}
+    followed: dict[Path, frozenset[str]] = {script: frozenset({"*"})}
+    queue = deque([(script, followed[script])])
+    while queue:
+        path, wanted = queue.popleft()
+        if worth_following is not None and path not in worth_following:
             continue
-        visited.add((path, wanted))
         summary = graph.summary(path)
         if summary is None:
             continue
         for module, names in summary.imports(wanted):
-            shown = display(module)
-            inherited = tuple(
-                e._replace(origin="import", chain=(shown, *e.chain))
-                for e in items
-                if e.kind is not Kind.SINGLE and shown not in e.chain
-            )
-            if not inherited:
-                continue
-            existing = context.by_file.get(module, ())
-            context.by_file[module] = existing + tuple(e for e in inherited if e not in existing)
+            if module == script:
+                continue  # the launched script itself: launched, not imported
+            if module not in given:
+                shown = display(module)
+                given[module] = tuple(e._replace(origin="import", chain=(shown, *e.chain)) for e in given[path])
+                existing = context.by_file.get(module, ())
+                context.by_file[module] = existing + tuple(e for e in given[module] if e not in existing)
             context.used[module] = context.used.get(module, frozenset()) | names
             edges.setdefault(path, set()).add(module)
-            # Go on through every module: helpers.py may import loader.py. A module that imports
-            # nothing of the repository costs a read and a regex, not a parse.
-            frontier.append((module, inherited, names))
-    return edges
+            done = followed.get(module, frozenset())
+            new = frozenset() if "*" in done else names - done
+            if new:
+                # Go on through every module: helpers.py may import loader.py. A module that imports
+                # nothing of the repository costs a read and a regex, not a parse.
+                followed[module] = followed.get(module, frozenset()) | new
+                queue.append((module, new))
 
 
 def _follow_returns(
