@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from placement_lint.context.module_graph import ModuleGraph, read_layout
 from placement_lint.engine import run
@@ -224,3 +226,39 @@ def test_a_graph_sent_to_a_worker_keeps_its_class_tables_not_its_trees(tmp_path:
     assert table is not None and table.classes == {"CustomSFT": ["SFTTrainer"]}
     copy = pickle.loads(pickle.dumps(graph))
     assert copy.class_table(path) == table and copy.read() == []  # answered without reading the file
+
+
+_LAYOUT_PIECES = [
+    "[tool.setuptools.packages.find]\n",
+    "[tool.setuptools.package-dir]\n",
+    "[tool.poetry]\n",
+    "[options]\n",
+    "[options.packages.find]\n",
+    'where = ["src", "..", 1]\n',
+    'packages = [{ include = "pkg", from = "lib" }, 3, "x"]\n',
+    '"" = "lib"\n',
+    "package_dir =\n    =src\n",
+    "setup(package_dir={'': 'src'}, packages=find_packages(where='lib'))\n",
+    "find_packages(3)\n",
+    "package_dir = {",
+    "\x00\xff",
+    "\n",
+]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(
+    name=st.sampled_from(["pyproject.toml", "setup.cfg", "setup.py"]),
+    pieces=st.lists(st.sampled_from(_LAYOUT_PIECES), max_size=8),
+)
+def test_any_packaging_config_gives_a_layout_inside_the_repository(
+    tmp_path_factory: pytest.TempPathFactory, name: str, pieces: list[str]
+) -> None:
+    root = tmp_path_factory.mktemp("layout").resolve()
+    for folder in ("src", "lib", "pkg"):
+        (root / folder).mkdir()
+    (root / name).write_bytes("".join(pieces).encode("utf-8", "surrogateescape"))
+    layout = read_layout(root)
+    assert layout.folders[:2] == (root, root / "src")
+    assert all(folder.is_relative_to(root) for folder in layout.folders)
+    assert all(folder.is_relative_to(root) for _, folder in layout.packages)
