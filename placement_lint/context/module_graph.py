@@ -210,6 +210,7 @@ class ModuleGraph:
         parsed to follow its imports only when its import lines lead (through any number of modules)
         to a module that holds one; without them, every module reached is followed."""
         self.root = root.resolve()
+        self._root_prefix = os.path.join(str(self.root), "")
         self._layout = layout
         self.anchors = anchors
         self._leading: set[Path] | None = None  # see leading_to_anchors
@@ -270,20 +271,17 @@ class ModuleGraph:
                 yield folder, parts[len(package) :]
 
     def _candidate(self, base: Path, parts: list[str], package_file: str) -> Path | None:
-        relative = Path(*parts) if parts else Path()
-        candidates = (
-            (base / relative / package_file,)
-            if not parts
-            else (base / relative.with_suffix(".py"), base / relative / package_file)
-        )
+        # Strings, not Paths: thousands of candidates are looked at in a big package.
+        folder = os.path.join(str(base), *[part for part in parts if part])
+        candidates = (os.path.join(folder, package_file),) if not parts else (folder + ".py", os.path.join(folder, package_file))
         for candidate in candidates:
-            try:
-                if candidate.is_file():
-                    resolved = candidate.resolve()
-                    if resolved.is_relative_to(self.root):
-                        return resolved
-            except (OSError, RuntimeError, ValueError):
-                continue
+            if os.path.isfile(candidate):
+                try:
+                    resolved = os.path.realpath(candidate)
+                except (OSError, ValueError):
+                    continue
+                if resolved.startswith(self._root_prefix):
+                    return Path(resolved)
         return None
 
     def launched_module(self, name: str, cwd: Path) -> Path | None:
