@@ -19,6 +19,7 @@ from placement_lint.context.evidence import Context, Evidence, FileContext, Over
 from placement_lint.context.helpers import ImportedFunctions
 from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
 from placement_lint.context.launches import NOT_LAUNCHED, Launched, Launches
+from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, python_bytes
@@ -70,8 +71,10 @@ class FileChecker:
         self._configs_read: list[Path] = []  # the configs the last file's in-file evidence looked at
         self._classes: ImportedClasses | None = None  # the last file's: the modules it read are dependencies
         self._helpers: ImportedFunctions | None = None  # likewise, for the helper functions it follows
-        self._modules_parsed: dict[Path, object] = {}  # for the class lookups of every file this checker checks
-        self._helper_modules: dict[Path, object] = {}  # likewise, for the helper lookups
+        self._helper_modules: dict[Path, object] = {}  # for the helper lookups of every file this checker checks
+        # Per repository root: its module graph, which the class lookups of every file checked here share
+        # (the launch context's, when it built one, with the modules it read).
+        self._graphs: dict[Path, ModuleGraph] = {}
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
@@ -239,8 +242,9 @@ class FileChecker:
         root = repository_root(source.path) or source.path.parent
         configs = ConfigReader(root)
         self._configs_read = configs.read
-        self._classes = ImportedClasses(module, source.path, root, self._modules_parsed)  # type: ignore[arg-type]
-        self._helpers = ImportedFunctions(module, source.path, root, self.display, self._helper_modules)  # type: ignore[arg-type]
+        graph = self._graph(root)
+        self._classes = ImportedClasses(module, source.path, graph)
+        self._helpers = ImportedFunctions(module, source.path, graph, self.display, self._helper_modules)  # type: ignore[arg-type]
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
         external, used, consumers = self._launch_evidence(source.path)
@@ -249,6 +253,12 @@ class FileChecker:
         # What the module reads of its arguments, and the library fields TRL reads for it (get_quantization_config).
         read = frozenset(n.attr for n in index_of(module).nodes if isinstance(n, ast.Attribute)) | LIBRARY_FIELDS.keys()
         return FileContext(module, found, override, external, used, read, parser_fields(module), consumers)
+
+    def _graph(self, root: Path) -> ModuleGraph:
+        root = root.resolve()
+        if root not in self._graphs:
+            self._graphs[root] = self.launches.graph(root) or ModuleGraph(root)
+        return self._graphs[root]
 
     def _override(self, source: SourceFile, display: str) -> Override | None:
         if self.options.context:

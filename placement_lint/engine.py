@@ -79,13 +79,22 @@ def repo_contexts(
             if candidates:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 
-                cached = build_repo_context(root, settings, display, (), candidates)
+                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens())
             else:
                 cached = RepoContext(root.resolve())  # nothing to read: no launch reaches any file
             if cache_folder is not None:
                 save_repo_context(cache_folder, cached, base)
         contexts.append(cached)
     return contexts
+
+
+def _anchor_tokens() -> tuple[bytes, ...]:
+    """The tokens without which no rule can fire in a file, whichever rules are enabled (a cached
+    launch context answers for every selection). Suppression comments are not among them: a module
+    with only a noqa comment holds nothing a launch changes."""
+    from placement_lint.rules import all_rules
+
+    return tuple(sorted({token for rule in all_rules() if not rule.checks_suppressions for token in rule.anchor_tokens()}))
 
 
 def _launchers_beside(folder: Path) -> list[str]:
@@ -224,7 +233,7 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
     root = repository_root(path) or real_path(path).parent
     # As for a file named on the command line, its folder's launchers count even if excluded.
     base = cwd.resolve()
-    repo = build_repo_context(root, settings, lambda p: display_path(p, base), (path.parent,))
+    repo = build_repo_context(root, settings, lambda p: display_path(p, base), (path.parent,), None, _anchor_tokens())
     result = FileChecker(settings, options, cwd, Launches([repo])).check(path, raw, write=False)
     return RunResult([result], 1, [], list(repo.warnings), rule_url_base=settings.rule_url_base)
 

@@ -107,6 +107,10 @@ def test_linted_code_and_configs_never_run(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_text(f"touch {marker}\ntorchrun --nproc_per_node 2 train.py\n")
     (tmp_path / "cfg.yaml").write_text(f"distributed_type: !!python/object/apply:os.system ['touch {marker}']\n")
     (tmp_path / "launch.sh").write_text("accelerate launch --config_file cfg.yaml train.py\n")
+    # The package layout is read from setup.py's literals, never by running it.
+    (tmp_path / "setup.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nfrom setuptools import setup\nsetup(package_dir={{'': 'src'}})\n"
+    )
     result = run_cli("check", "--fix", ".", cwd=tmp_path)
     assert result.returncode in (0, 1) and not marker.exists()
     assert "cfg.yaml: cannot parse config" in result.stderr

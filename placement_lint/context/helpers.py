@@ -2,8 +2,8 @@
 
 A `device_map=get_device_map()` is judged by what `get_device_map` returns, so the resolver asks
 for the function's definition and resolves its `return`s in its own module. Modules are located
-with `module_file`, as the class lookups do, parsed on demand (most files never ask), and every
-module read is a dependency of the file's cached result.
+by the repository's module graph, as the class lookups are, parsed on demand (most files never ask),
+and every module read is a dependency of the file's cached result.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 
 from placement_lint.analysis.dataflow import ForeignFunction, Resolver
 from placement_lint.analysis.index import index_of
-from placement_lint.context.classes import imports_of, locate_imported
-from placement_lint.context.modules import IMPORT_DEPTH
+from placement_lint.context.module_graph import ModuleGraph, bindings_of
 from placement_lint.distributed import Setup
 
 _MAX_BYTES = 1024 * 1024  # a helper module this large is generated or vendored: not followed
 _MAX_MODULES = 8  # read for one file
+_MAX_REEXPORTS = 8  # packages' __init__.py files a helper's name is followed through
 
 
 class ImportedFunctions:
@@ -31,14 +31,14 @@ class ImportedFunctions:
         self,
         module: ast.Module,
         path: Path,
-        root: Path,
+        graph: ModuleGraph,
         display: Callable[[Path], str],
         parsed: dict[Path, tuple[ast.Module, str] | None] | None = None,
     ) -> None:
         """`parsed`: modules already read, shared by the lookups of one run over a repository's files."""
         self.module = module
         self.path = path
-        self.root = root.resolve()
+        self.graph = graph
         self.display = display
         self.read: list[Path] = []  # the modules looked at, for the result cache
         self._own: dict[str, tuple[str, int, str | None]] | None = None
@@ -49,10 +49,10 @@ class ImportedFunctions:
     def __call__(self, written: str, setup: Setup) -> ForeignFunction | None:
         head, _, rest = written.partition(".")
         if self._own is None:
-            self._own = imports_of(index_of(self.module).nodes)
+            self._own = bindings_of(index_of(self.module).nodes)
         binding = self._own.get(head)
-        located = locate_imported(binding, rest, self.path, self.root) if binding is not None else None
-        for _ in range(IMPORT_DEPTH):  # a package's __init__.py may re-export it: `from .maps import get_device_map`
+        located = self.graph.locate(binding, rest, self.path) if binding is not None else None
+        for _ in range(_MAX_REEXPORTS):  # a package's __init__.py may re-export it: `from .maps import get_device_map`
             if located is None:
                 return None
             path, name = located
@@ -66,8 +66,8 @@ class ImportedFunctions:
                 if key not in self._resolvers:
                     self._resolvers[key] = Resolver(module, setup)
                 return ForeignFunction(self._resolvers[key], function, self.display(path), text)
-            binding = imports_of(module.body).get(name)
-            located = locate_imported(binding, "", path, self.root) if binding is not None else None
+            binding = bindings_of(module.body).get(name)
+            located = self.graph.locate(binding, "", path) if binding is not None else None
         return None
 
     def _load(self, path: Path) -> tuple[ast.Module, str] | None:

@@ -19,6 +19,7 @@ except ImportError:  # pragma: no cover - the fallback test hides it
 if TYPE_CHECKING:  # a run the cache answers decodes no evidence unless a file is checked again
     from placement_lint.analysis.consumers import Consumer
     from placement_lint.context.evidence import Evidence
+    from placement_lint.context.module_graph import ModuleGraph
 
 
 class Launched(NamedTuple):
@@ -140,6 +141,9 @@ class RepoContext:
         # Per file (resolved path, as a string): a digest of what the launches say of it, which the
         # result cache keys the file's findings on. Filled on demand, or from the cache.
         self.digests: dict[str, str] = {}
+        # The module graph the context was built with, for the class lookups of the files checked
+        # next (None when the context came from the cache: never stored).
+        self.graph: ModuleGraph | None = None
 
     def launched(self, path: Path) -> Launched | None:
         evidence = self.by_file.get(path)
@@ -162,13 +166,20 @@ class Launches:
 
     def __init__(self, contexts: Iterable[RepoContext] = ()) -> None:
         self._by_name: dict[str, RepoContext] = {}
+        self._graphs: dict[Path, ModuleGraph] = {}
         for context in contexts:
+            if context.graph is not None:
+                self._graphs[context.root] = context.graph
             by_file = context.by_file
             names = by_file.names() if isinstance(by_file, DecodedOnRead) else map(str, by_file)
             self._by_name.update(dict.fromkeys(names, context))
 
     def __bool__(self) -> bool:
         return bool(self._by_name)
+
+    def graph(self, root: Path) -> ModuleGraph | None:
+        """The module graph a launch context of `root` (resolved) was built with, if one was built this run."""
+        return self._graphs.get(root)
 
     def get(self, path: Path) -> Launched:
         context = self._by_name.get(str(path))

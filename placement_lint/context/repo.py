@@ -10,17 +10,16 @@ its importers do with the values its functions return (a model a helper loads go
 from __future__ import annotations
 
 import ast
-import functools
-import os
 import re
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.flow import ModelFlow
-from placement_lint.analysis.index import index_of
-from placement_lint.analysis.names import ImportTable, dotted
+from placement_lint.analysis.names import ImportTable
 from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import EFFICIENT_LOADING, ZERO3_INIT_OFF, Evidence, Kind
@@ -32,12 +31,15 @@ from placement_lint.context.launch_files import (
     launcher_kind,
 )
 from placement_lint.context.launcher_names import launcher_candidates
-from placement_lint.context.launches import IMPORT_LINE, RepoContext
-from placement_lint.context.modules import IMPORT_DEPTH, module_file
+from placement_lint.context.launches import RepoContext
+from placement_lint.context.module_graph import ModuleGraph, ModuleSummary
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES
 from placement_lint.settings import Settings
 from placement_lint.source import is_notebook
+
+if TYPE_CHECKING:
+    from placement_lint.context.classes import ImportedClasses
 
 _NAMED_ACCELERATE_CONFIGS = {  # `trl ... --accelerate_config NAME` (trl/accelerate_configs/NAME.yaml)
     "single_gpu": (Kind.SINGLE, None),
@@ -64,12 +66,16 @@ def build_repo_context(
     display: Callable[[Path], str],
     also: tuple[Path, ...] = (),
     launchers: list[Path] | None = None,
+    anchors: tuple[bytes, ...] | None = None,
 ) -> RepoContext:
     """`also`: folders named on the command line; their launchers count even if the config excludes
-    them. `launchers`: the candidate files, when the caller's walk already covered the root."""
+    them. `launchers`: the candidate files, when the caller's walk already covered the root.
+    `anchors`: the tokens without which no rule can fire in a file (see ModuleGraph); None: follow
+    every import."""
     root = root.resolve()
     context = RepoContext(root)
     configs = ConfigReader(root)
+    graph = ModuleGraph(root, anchors=anchors)
     launched: dict[Path, list[Evidence]] = {}
     context.candidates = launcher_candidates(root, settings, also, launchers)
     shipped = ShippedAccelerateConfigs(root, context.candidates, configs)
@@ -78,7 +84,7 @@ def build_repo_context(
             launch = parse_command(command.text)
             if launch is None:
                 continue
-            target = _target(launch, command, root)
+            target = _target(launch, command, root, graph)
             if target is None:
                 continue
             resolved = _resolve(launch, command, configs, target, shipped)
@@ -106,12 +112,15 @@ def build_repo_context(
     for target, items in launched.items():
         context.by_file[target] = tuple(items)
         context.used[target] = frozenset({"__main__"})
-    summaries, edges = _propagate_to_imports(context, launched, display)
-    parsers_read = _attach_parsers(context, launched, summaries, display)
-    classes_read = _follow_returns(context, summaries, edges, display)
-    context.inputs = [*context.candidates, *configs.read, *pins_read, *summaries, *classes_read, *parsers_read]
-    # A module read for its class bases (a trainer subclass) counts whole, not by its import lines.
-    context.import_only = {path for path, summary in summaries.items() if summary is None} - set(classes_read) - set(parsers_read)
+    edges = _propagate_to_imports(context, launched, graph, display)
+    parsers_read = _attach_parsers(context, launched, graph, display)
+    classes_read = _follow_returns(context, graph, edges, display)
+    modules_read = graph.read()
+    context.inputs = [*context.candidates, *configs.read, *pins_read, *modules_read, *graph.layout.read, *parsers_read]
+    # A module read for its class bases (a trainer subclass) or its parser counts whole, not by its import lines.
+    context.import_only = graph.import_only(launched) - set(classes_read) - set(parsers_read)
+    graph.release()
+    context.graph = graph
     return context
 
 
@@ -148,16 +157,14 @@ def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
         return []
 
 
-def _target(launch: Launch, command: CommandLine, root: Path) -> Path | None:
+def _target(launch: Launch, command: CommandLine, root: Path, graph: ModuleGraph) -> Path | None:
     """The repository file a launch runs: a script path, or a `-m package.module`."""
     bases = [command.cwd, command.source.parent, root]
     candidates: list[Path] = []
     if launch.target and launch.target.endswith(".py"):
         candidates = [base / launch.target for base in bases]
     elif launch.module:
-        relative = Path(*launch.module.split("."))
-        for base in (command.cwd, root, root / "src"):
-            candidates += [base / relative.with_suffix(".py"), base / relative / "__main__.py"]
+        return graph.launched_module(launch.module, command.cwd)
     for candidate in candidates:
         try:
             resolved = candidate.resolve()
@@ -448,45 +455,69 @@ def _short(text: str) -> str:
 
 
 def _propagate_to_imports(
-    context: RepoContext, launched: dict[Path, list[Evidence]], display: Callable[[Path], str]
-) -> tuple[dict[Path, _ModuleSummary | None], dict[Path, set[Path]]]:
+    context: RepoContext, launched: dict[Path, list[Evidence]], graph: ModuleGraph, display: Callable[[Path], str]
+) -> dict[Path, set[Path]]:
     """Give the modules a launched script imports the script's launch evidence, for what it uses of
-    them. Returns what it read of each Python file (None: only its import lines, nothing local), and
-    which modules each importer passed evidence to."""
-    frontier = [(path, tuple(items), frozenset({"*"}), 0) for path, items in launched.items()]
-    visited: set[tuple[Path, frozenset[str]]] = set()
-    summaries: dict[Path, _ModuleSummary | None] = {}
+    them, and the modules those import, to any depth. Returns which modules each importer passed
+    evidence to."""
     edges: dict[Path, set[Path]] = {}
-    while frontier:
-        path, items, wanted, depth = frontier.pop()
-        if depth >= IMPORT_DEPTH or (path, wanted) in visited:
+    scripts = {
+        script: carried for script, items in launched.items() if (carried := tuple(e for e in items if e.kind is not Kind.SINGLE))
+    }
+    # Modules whose imports cannot lead to a file a rule can fire in are not parsed to follow them.
+    # Every launched script is read: the context depends on its import lines, whatever it launches under.
+    worth_following = graph.leading_to_anchors(launched)
+    for script, carried in scripts.items():
+        _propagate_launch(context, script, carried, graph, display, edges, worth_following)
+    return edges
+
+
+def _propagate_launch(
+    context: RepoContext,
+    script: Path,
+    items: tuple[Evidence, ...],
+    graph: ModuleGraph,
+    display: Callable[[Path], str],
+    edges: dict[Path, set[Path]],
+    worth_following: set[Path] | None,
+) -> None:
+    """Breadth first from one launched script. Each module gets the script's evidence once, with the
+    shortest chain of importers; reached again, it is followed only for the names not yet followed
+    (what a module imports for a set of names is what it imports for each), so every module is
+    followed at most once per name and cycles end."""
+    given: dict[Path, tuple[Evidence, ...]] = {script: items}
+    followed: dict[Path, frozenset[str]] = {script: frozenset({"*"})}
+    queue = deque([(script, followed[script])])
+    while queue:
+        path, wanted = queue.popleft()
+        if worth_following is not None and path not in worth_following:
             continue
-        visited.add((path, wanted))
-        if path not in summaries:
-            summaries[path] = _ModuleSummary.of(path, context.root)
-        summary = summaries[path]
+        summary = graph.summary(path)
         if summary is None:
             continue
-        for module, names in summary.imports(wanted, context.root):
-            inherited = tuple(
-                e._replace(origin="import", chain=(display(module), *e.chain)) for e in items if e.kind is not Kind.SINGLE
-            )
-            if not inherited:
-                continue
-            existing = context.by_file.get(module, ())
-            context.by_file[module] = existing + tuple(e for e in inherited if e not in existing)
+        for module, names in summary.imports(wanted):
+            if module == script:
+                continue  # the launched script itself: launched, not imported
+            if module not in given:
+                shown = display(module)
+                given[module] = tuple(e._replace(origin="import", chain=(shown, *e.chain)) for e in given[path])
+                existing = context.by_file.get(module, ())
+                context.by_file[module] = existing + tuple(e for e in given[module] if e not in existing)
             context.used[module] = context.used.get(module, frozenset()) | names
             edges.setdefault(path, set()).add(module)
-            # Go on through every module: helpers.py may import loader.py. A module that imports
-            # nothing of the repository costs a read and a regex, not a parse.
-            frontier.append((module, inherited, names, depth + 1))
-    return summaries, edges
+            done = followed.get(module, frozenset())
+            new = frozenset() if "*" in done else names - done
+            if new:
+                # Go on through every module: helpers.py may import loader.py. A module that imports
+                # nothing of the repository costs a read and a regex, not a parse.
+                followed[module] = followed.get(module, frozenset()) | new
+                queue.append((module, new))
 
 
 def _attach_parsers(
     context: RepoContext,
     launched: dict[Path, list[Evidence]],
-    summaries: dict[Path, _ModuleSummary | None],
+    graph: ModuleGraph,
     display: Callable[[Path], str],
 ) -> list[Path]:
     """Give each launch's evidence, and what the modules its script imports inherit of it, the
@@ -498,13 +529,13 @@ def _attach_parsers(
 
     read: list[Path] = []
     attributes: dict[Path, frozenset[str]] = {}
-    # Shared by the scripts that import the same module; a module import propagation parsed is not parsed again.
-    parsed: dict[Path, ast.Module | None] = {path: summary.module for path, summary in summaries.items() if summary is not None}
+    # Shared by the scripts that import the same module; a module the graph parsed is not parsed again.
+    parsed: dict[Path, ast.Module | None] = {}
     for target in launched:
-        summary = summaries.get(target)
+        summary = graph.summary(target)
         if summary is None:
             continue
-        imported = [module for path in _local_imports(summary, context.root) if (module := _parser_module(path, parsed, read))]
+        imported = [module for path in _local_imports(summary) if (module := _parser_module(path, graph, parsed, read))]
         fields = parser_fields(summary.module, imported)
         if not fields:
             continue
@@ -536,12 +567,13 @@ def _attribute_names(path: Path) -> frozenset[str]:
     return frozenset(name.decode("ascii") for name in set(_ATTRIBUTE.findall(raw)))
 
 
-def _local_imports(summary: _ModuleSummary, root: Path) -> list[Path]:
-    return sorted({path for path, _ in summary.imports(frozenset({"*"}), root)})
+def _local_imports(summary: ModuleSummary) -> list[Path]:
+    return sorted({path for path, _ in summary.imports(frozenset({"*"}))})
 
 
-def _parser_module(path: Path, parsed: dict[Path, ast.Module | None], read: list[Path]) -> ast.Module | None:
-    """A module of the repository that may define the script's parser (dataclasses, add_argument), parsed (never run)."""
+def _parser_module(path: Path, graph: ModuleGraph, parsed: dict[Path, ast.Module | None], read: list[Path]) -> ast.Module | None:
+    """A module of the repository that may define the script's parser (dataclasses, add_argument),
+    parsed (never run); the graph's tree when it parsed the module already."""
     if path not in parsed:
         parsed[path] = None
         try:
@@ -549,45 +581,40 @@ def _parser_module(path: Path, parsed: dict[Path, ast.Module | None], read: list
                 raw = path.read_bytes()
                 if b"dataclass" in raw or b"add_argument" in raw:
                     read.append(path)
-                    parsed[path] = ast.parse(raw)
+                    summary = graph.summary(path)
+                    parsed[path] = summary.module if summary is not None else ast.parse(raw)
         except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
             pass
     return parsed[path]
 
 
 def _follow_returns(
-    context: RepoContext,
-    summaries: dict[Path, _ModuleSummary | None],
-    edges: dict[Path, set[Path]],
-    display: Callable[[Path], str],
+    context: RepoContext, graph: ModuleGraph, edges: dict[Path, set[Path]], display: Callable[[Path], str]
 ) -> list[Path]:
     """Fill `context.consumers`: for each module an importer gave evidence to, where the importer sends
     what its calls of the module's functions return. Through a chain too (train.py trains what
     helpers.build returns, which is what loader.load returns): an importer's own remote consumers
-    take part, so the passes repeat, at most once per import level. Returns the modules read to tell
-    trainer subclasses (inputs of the context, like the configs)."""
-    from placement_lint.context.classes import ImportedClasses  # it imports this module
-    from placement_lint.distributed import SINGLE
-
+    take part, so the passes repeat until nothing new is found (each pass must add a consumer, and
+    there are finitely many). Returns the modules read to tell trainer subclasses (inputs of the
+    context, like the configs)."""
     calls: dict[Path, dict[Path, dict[str, list[ast.Call]]]] = {}
-    modules_parsed: dict[Path, object] = {}  # shared by the importers' class lookups
     parsed: dict[Path, tuple[Resolver, ImportTable, ImportedClasses]] = {}
     pending = set(edges)
-    for _ in range(IMPORT_DEPTH):
+    for _ in range(len(edges) + 1):  # a consumer travels one importer per pass, and a chain has at most this many
+        if not pending:
+            break
         changed: set[Path] = set()
         for importer in sorted(pending):
-            summary = summaries.get(importer)
+            summary = graph.summary(importer)
             if summary is None:
                 continue
             if importer not in calls:
-                calls[importer] = summary.calls_into(context.root)
+                calls[importer] = summary.calls_into()
             wanted = {target: calls[importer][target] for target in sorted(edges[importer]) if target in calls[importer]}
             if not wanted:
                 continue
             if importer not in parsed:
-                resolver = Resolver(summary.module, SINGLE)
-                classes = ImportedClasses(summary.module, importer, context.root, modules_parsed)  # type: ignore[arg-type]
-                parsed[importer] = (resolver, ImportTable.of(summary.module, resolver.index.nodes), classes)
+                parsed[importer] = _flow_inputs(summary, graph)
             resolver, imports, classes = parsed[importer]
             # A fresh flow each pass: what it finds depends on the importer's own remote consumers.
             flow = ModelFlow(summary.module, imports, resolver, context.consumers.get(importer), classes)
@@ -597,188 +624,21 @@ def _follow_returns(
                     found = tuple(dict.fromkeys(c.elsewhere(where) for call in nodes for c in flow.consumers(call)))
                     # `from alignment import get_model` reaches alignment/__init__.py, which re-exports
                     # model_utils.get_model: the loader is there.
-                    for module, function in _definitions(summaries, target, name, context.root):
+                    for module, function in graph.definitions(target, name):
                         known = context.consumers.setdefault(module, {})
                         new = tuple(c for c in found if c not in known.get(function, ()))
                         if new:
                             known[function] = known.get(function, ()) + new
                             changed.add(module)
         pending = {path for path in changed if path in edges}
-        if not pending:
-            break
     context.consumers = {path: uses for path, uses in context.consumers.items() if uses}
     return sorted({path for _, _, classes in parsed.values() for path in classes.read})
 
 
-def _definitions(summaries: dict[Path, _ModuleSummary | None], module: Path, name: str, root: Path) -> list[tuple[Path, str]]:
-    """`module.name`, and where it is defined when `module` only re-exports it (a package's __init__.py)."""
-    found = [(module, name)]
-    for _ in range(IMPORT_DEPTH):
-        summary = summaries.get(found[-1][0])
-        origin = summary.reexport(found[-1][1], root) if summary is not None else None
-        if origin is None or origin in found:
-            break
-        found.append(origin)
-    return found
+def _flow_inputs(summary: ModuleSummary, graph: ModuleGraph) -> tuple[Resolver, ImportTable, ImportedClasses]:
+    from placement_lint.context.classes import ImportedClasses  # it imports this module
+    from placement_lint.distributed import SINGLE
 
-
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _imports_something_local(raw: bytes, folder: Path, root: Path) -> bool:
-    """A cheap look at the import lines: does any name a module of the repository?"""
-    for match in IMPORT_LINE.finditer(raw):
-        if match.group(1):
-            return True  # a relative import
-        name = (match.group(2) or match.group(3) or b"").decode("ascii", "replace").split(".")[0]
-        if name and _local_top_level(name, str(folder), str(root)):
-            return True
-    return False
-
-
-@functools.lru_cache(maxsize=8192)
-def _local_top_level(name: str, folder: str, root: str) -> bool:
-    for base in (folder, root, os.path.join(root, "src")):
-        candidate = os.path.join(base, name)
-        if os.path.isfile(candidate + ".py") or os.path.isdir(candidate):
-            return True
-    return False
-
-
-@dataclass
-class _ModuleSummary:
-    """What import propagation needs of one module, from one parse and one walk."""
-
-    path: Path
-    module: ast.Module
-    imports_: list[ast.Import | ast.ImportFrom]
-    attributes: dict[str, set[str]]  # alias head -> attribute chains read off it ("utils.model" -> {"load"})
-    names_by_definition: dict[str, set[str]]  # top-level def/class -> names it reads
-    all_names: set[str]
-
-    @classmethod
-    def of(cls, path: Path, root: Path) -> _ModuleSummary | None:
-        try:
-            raw = path.read_bytes()
-            if not _imports_something_local(raw, path.parent, root):
-                return None  # most launched scripts import only installed packages: no parse needed
-            module = ast.parse(raw)
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-        imports_: list[ast.Import | ast.ImportFrom] = []
-        attributes: dict[str, set[str]] = {}
-        all_names: set[str] = set()
-        names_by_definition: dict[str, set[str]] = {}
-        for top in module.body:  # one walk, each name filed under the top-level definition it is in
-            names = names_by_definition.setdefault(top.name, set()) if isinstance(top, _DEFINITIONS) else all_names
-            for node in ast.walk(top):
-                if isinstance(node, ast.Name):
-                    names.add(node.id)
-                elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                    imports_.append(node)
-                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                    chain: list[str] = []
-                    current: ast.AST = node
-                    while isinstance(current, ast.Attribute):
-                        chain.append(current.attr)
-                        current = current.value
-                    if isinstance(current, ast.Name):
-                        chain.append(current.id)
-                        chain.reverse()
-                        attributes.setdefault(".".join(chain[:-1]), set()).add(chain[-1])
-        for names in names_by_definition.values():
-            all_names |= names
-        return cls(path, module, imports_, attributes, names_by_definition, all_names)
-
-    def referenced(self, wanted: frozenset[str]) -> set[str]:
-        if "*" in wanted:
-            return self.all_names
-        names = set(wanted)
-        for name in wanted:
-            names |= self.names_by_definition.get(name, set())
-        return names
-
-    def imports(self, wanted: frozenset[str], root: Path) -> list[tuple[Path, frozenset[str]]]:
-        """The repository modules this one imports, with the names it uses of each (only from the
-        definitions `wanted` names, when it is itself an imported module)."""
-        referenced = self.referenced(wanted)
-        found: dict[Path, set[str]] = {}
-        for node in self.imports_:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    target = module_file(alias.name, 0, self.path, root)
-                    if target is not None:
-                        found.setdefault(target, set()).update(self.attributes.get(alias.asname or alias.name, set()))
-                continue
-            base = node.module or ""
-            for alias in node.names:
-                local = alias.asname or alias.name
-                if alias.name == "*":
-                    target = module_file(base, node.level, self.path, root)
-                    if target is not None:
-                        found.setdefault(target, set()).add("*")
-                    continue
-                if "*" not in wanted and local not in referenced:
-                    continue
-                submodule = module_file(f"{base}.{alias.name}" if base else alias.name, node.level, self.path, root)
-                if submodule is not None:
-                    found.setdefault(submodule, set()).update(self.attributes.get(local, set()))
-                    continue
-                target = module_file(base, node.level, self.path, root)
-                if target is not None:
-                    found.setdefault(target, set()).add(alias.name)
-        return [(target, frozenset(names)) for target, names in found.items() if names and target != self.path]
-
-    def reexport(self, name: str, root: Path) -> tuple[Path, str] | None:
-        """The repository module and name `name` is imported from here (`from .model_utils import get_model`)."""
-        for node in self.imports_:
-            if not isinstance(node, ast.ImportFrom):
-                continue
-            for alias in node.names:
-                if (alias.asname or alias.name) != name or alias.name == "*":
-                    continue
-                base = node.module or ""
-                if module_file(f"{base}.{alias.name}" if base else alias.name, node.level, self.path, root) is not None:
-                    return None  # a submodule, not a function
-                target = module_file(base, node.level, self.path, root)
-                return (target, alias.name) if target is not None else None
-        return None
-
-    def calls_into(self, root: Path) -> dict[Path, dict[str, list[ast.Call]]]:
-        """This module's calls of functions of the repository's modules, by module and function name:
-        `load_model(...)` after `from model_utils import load_model`, `utils.load_model(...)` after
-        `import utils`."""
-        functions: dict[str, tuple[Path, str]] = {}  # local name -> (module, its function)
-        modules: dict[str, Path] = {}  # local dotted name -> module
-        for node in self.imports_:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    target = module_file(alias.name, 0, self.path, root)
-                    if target is not None:
-                        modules[alias.asname or alias.name] = target
-                continue
-            base = node.module or ""
-            for alias in node.names:
-                if alias.name == "*":
-                    continue
-                local = alias.asname or alias.name
-                submodule = module_file(f"{base}.{alias.name}" if base else alias.name, node.level, self.path, root)
-                if submodule is not None:
-                    modules[local] = submodule
-                    continue
-                target = module_file(base, node.level, self.path, root)
-                if target is not None:
-                    functions[local] = (target, alias.name)
-        found: dict[Path, dict[str, list[ast.Call]]] = {}
-        if not functions and not modules:
-            return found
-        for node in index_of(self.module).calls:  # the index the flow over this module uses too
-            func = node.func
-            if isinstance(func, ast.Name) and func.id in functions:
-                target, name = functions[func.id]
-            elif isinstance(func, ast.Attribute) and dotted(func.value) in modules:
-                target, name = modules[dotted(func.value)], func.attr  # type: ignore[index]
-            else:
-                continue
-            found.setdefault(target, {}).setdefault(name, []).append(node)
-        return found
+    resolver = Resolver(summary.module, SINGLE)
+    classes = ImportedClasses(summary.module, summary.path, graph)
+    return resolver, ImportTable.of(summary.module, resolver.index.nodes), classes

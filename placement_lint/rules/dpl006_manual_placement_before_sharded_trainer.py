@@ -181,8 +181,8 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         target = call.args[0] if call.args else (keyword(call, "device").value if keyword(call, "device") else None)  # type: ignore[union-attr]
         if target is None:
             return None
-        if isinstance(target, ast.Attribute) and target.attr in _DTYPES:
-            return "dtype"
+        if isinstance(target, ast.Attribute) and (target.attr in _DTYPES or target.attr in ("dtype", "torch_dtype")):
+            return "dtype"  # `torch.bfloat16`, or a dtype read off something (`model.dtype`)
         if isinstance(target, ast.Constant):
             if isinstance(target.value, str):
                 return None if target.value.startswith(("cpu", "meta")) else "device"
