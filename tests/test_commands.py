@@ -156,7 +156,9 @@ def test_markdown_fences_only_shell(tmp_path: Path) -> None:
         ("Procfile", b"", "procfile"),
         ("train.yaml", b"", "yaml"),
         ("README.md", b"", "markdown"),
-        ("notes.md", b"", None),
+        ("notes.md", b"", "markdown"),  # Markdown anywhere, not only READMEs and docs/
+        ("guide.mdx", b"", "markdown"),
+        ("index.rst", b"", "rst"),
         ("data.csv", b"", None),
     ],
 )

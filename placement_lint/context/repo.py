@@ -25,6 +25,8 @@ from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import EFFICIENT_LOADING, Evidence, Kind
 from placement_lint.context.launch_files import (
+    DOC_CODE_MARKERS,
+    DOC_KINDS,
     LAUNCH_TOKENS,
     MAX_LAUNCHER_BYTES,
     CommandLine,
@@ -114,8 +116,8 @@ def build_repo_context(
 def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
     try:
         if path.stat().st_size > (MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_LAUNCHER_BYTES):
-            if launcher_kind(path, b"") in ("shell", "make", "docker", "procfile"):  # a big README or YAML is just data
-                context.warnings.append(f"{path.relative_to(context.root)}: skipped, larger than {MAX_LAUNCHER_BYTES} bytes")
+            if launcher_kind(path, b"") in ("shell", "make", "docker", "procfile", *DOC_KINDS):  # a big YAML is just data
+                context.warnings.append(f"{_shown(path, context)}: skipped, larger than {MAX_LAUNCHER_BYTES} bytes")
             return []
         raw = path.read_bytes()
     except OSError:
@@ -123,11 +125,23 @@ def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
     kind = launcher_kind(path, raw[:512])
     if kind is None or not any(token in raw for token in LAUNCH_TOKENS):
         return []
-    try:
-        return commands_in(path, raw.decode("utf-8", errors="replace"), kind)
-    except (RecursionError, ValueError) as exc:
-        context.warnings.append(f"{path}: cannot read launch commands: {exc}")
+    if kind in DOC_KINDS and not any(marker in raw for marker in DOC_CODE_MARKERS):
+        return []  # prose only: no code block to hold a command
+    if kind != "notebook" and b"\0" in raw:
+        context.warnings.append(f"{_shown(path, context)}: skipped, binary (NUL bytes), no launch commands read")
         return []
+    problems: list[str] = []
+    try:
+        commands = commands_in(path, raw.decode("utf-8", errors="replace"), kind, problems)
+    except (RecursionError, ValueError) as exc:
+        problems.append(f"cannot read launch commands: {exc}")
+        commands = []
+    context.warnings += [f"{_shown(path, context)}: {problem}" for problem in problems]
+    return commands
+
+
+def _shown(path: Path, context: RepoContext) -> str:
+    return str(path.relative_to(context.root)) if path.is_relative_to(context.root) else str(path)
 
 
 def _target(launch: Launch, command: CommandLine, root: Path) -> Path | None:
