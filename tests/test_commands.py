@@ -253,3 +253,172 @@ def test_yaml_alias_bomb_does_not_hang(tmp_path: Path) -> None:
     started = time.monotonic()
     commands_in(tmp_path / "bomb.yml", "\n".join(levels) + "\nscript: [torchrun x.py]\n", "yaml")
     assert time.monotonic() - started < 5
+
+
+# -- launches wherever repositories write them ---------------------------------------------------
+
+
+def texts(path: Path, text: str, kind: str) -> list[str]:
+    return [" ".join(c.text.split()) for c in commands_in(path, text, kind) if parse_command(c.text) is not None]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("```text\ntorchrun --nproc_per_node 2 train.py\n```\n", ["torchrun --nproc_per_node 2 train.py"]),
+        (
+            "```console\n$ torchrun --nproc_per_node 2 train.py\npython train.py printed this\n```\n",
+            ["torchrun --nproc_per_node 2 train.py"],
+        ),
+        ("```console\nme@box:~/repo$ torchrun a.py\n>>> python b.py\n```\n", ["torchrun a.py"]),
+        (
+            "```python\n# as run on the cluster\naccelerate launch --multi_gpu train.py\n```\n",
+            ["accelerate launch --multi_gpu train.py"],
+        ),
+        ("```python\nNPROC=8\ntorchrun --nproc_per_node $NPROC train.py\n```\n", ["torchrun --nproc_per_node 8 train.py"]),
+        (
+            "```py\n!pip install trl\n!accelerate launch \\\n  --multi_gpu train.py\nx = 1\n```\n",
+            ["accelerate launch --multi_gpu train.py"],
+        ),
+        ("```python\n%%bash\ntorchrun a.py\n```\n", ["torchrun a.py"]),
+        ("```yaml\ntorchrun a.py\n```\n", ["torchrun a.py"]),
+    ],
+)
+def test_markdown_blocks_of_every_label(tmp_path: Path, text: str, expected: list[str]) -> None:
+    assert texts(tmp_path / "notes.md", text, "markdown") == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '```python\nimport os\nos.system("torchrun --nproc_per_node 8 train.py")\n```\n',
+        '```python\ncmd = "python train.py"\nsubprocess.run(cmd.split())\n```\n',
+        "```python\ncd = 3\nprint(cd)\n```\n",  # valid Python that opens with a shell word
+        '```python\n# torchrun --nproc_per_node 8 train.py\nprint("python train.py")\n```\n',
+        '```json\n{"cmd": "torchrun train.py"}\n```\n',
+    ],
+)
+def test_real_python_in_a_block_is_never_shell(tmp_path: Path, text: str) -> None:
+    assert texts(tmp_path / "README.md", text, "markdown") == []
+
+
+def test_console_prompts_keep_their_line_numbers(tmp_path: Path) -> None:
+    text = "# T\n\n```console\n$ cd scripts\nok\n$ torchrun \\\n    a.py\n```\n"
+    [command] = [c for c in commands_in(tmp_path / "README.md", text, "markdown") if c.text.startswith("torchrun")]
+    assert (command.line, command.text, command.cwd) == (6, "torchrun a.py", tmp_path / "scripts")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "T\n=\n\n.. code-block:: bash\n   :linenos:\n\n   torchrun --nproc_per_node 2 a.py\n\nAfter.\n",
+            (7, "torchrun --nproc_per_node 2 a.py"),
+        ),
+        ("T\n=\n\n.. code:: console\n\n    $ deepspeed a.py\n    done\n", (6, "deepspeed a.py")),
+        (".. prompt:: bash $\n\n   torchrun a.py\n", (3, "torchrun a.py")),
+        ("Run it::\n\n    torchrun a.py\n", (3, "torchrun a.py")),
+        ("Run it:\n\n::\n\n  torchrun a.py\n", (5, "torchrun a.py")),
+        ("- item\n\n  Nested::\n\n      torchrun a.py\n\n  back in the item\n", (5, "torchrun a.py")),
+    ],
+)
+def test_rst_blocks(tmp_path: Path, text: str, expected: tuple[int, str]) -> None:
+    [command] = [c for c in commands_in(tmp_path / "index.rst", text, "rst") if parse_command(c.text)]
+    assert (command.line, command.text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Example::\n\n    import os\n    os.system('torchrun a.py')\n",
+        ".. note::\n\n   torchrun a.py\n",  # prose in a note, not a code block
+        ".. code-block:: python\n\n   launcher = 'torchrun a.py'\n",
+        "Title\n::::::\n\n    torchrun a.py\n",  # a title underline of colons is no literal block
+        "   torchrun a.py\n",
+    ],
+)
+def test_rst_text_that_is_not_a_shell_block(tmp_path: Path, text: str) -> None:
+    assert texts(tmp_path / "index.rst", text, "rst") == []
+
+
+def test_yaml_container_command_and_args(tmp_path: Path) -> None:
+    text = "containers:\n- name: a\n  command: [bash, -c]\n  args: ['cd src && torchrun --nproc_per_node 8 train.py']\n"
+    [command] = [c for c in commands_in(tmp_path / "job.yaml", text, "yaml") if c.text.startswith("torchrun")]
+    assert command.cwd == tmp_path / "src" and command.line == 4
+    text = 'spec:\n  command: ["torchrun"]\n  args: ["--nproc_per_node", 8, "train.py"]\n'
+    assert [(c.line, c.text) for c in commands_in(tmp_path / "job.yaml", text, "yaml")] == [
+        (2, "torchrun --nproc_per_node 8 train.py")
+    ]
+
+
+def test_yaml_that_does_not_parse_is_read_line_by_line_with_a_problem(tmp_path: Path) -> None:
+    text = (
+        "image: {{ image }}\n"
+        "steps:\n"
+        "  - run: torchrun --nproc_per_node 2 a.py\n"
+        "  - script: |\n"
+        "      cd sub\n"
+        "      deepspeed b.py\n"
+        "  - command: >\n"
+        "      accelerate launch\n"
+        "      c.py\n"
+        "  - script:\n"
+        "      - 'pip install .'\n"
+        "      - torchrun d.py\n"
+        "  - cmd: [torchrun, e.py]\n"
+        "bad: [\n"
+    )
+    problems: list[str] = []
+    commands = commands_in(tmp_path / "ci.yml", text, "yaml", problems)
+    assert [(c.line, c.text) for c in commands if parse_command(c.text)] == [
+        (3, "torchrun --nproc_per_node 2 a.py"),
+        (6, "deepspeed b.py"),
+        (8, "accelerate launch c.py"),
+        (12, "torchrun d.py"),
+        (13, "torchrun e.py"),
+    ]
+    assert [c.cwd for c in commands if c.text == "deepspeed b.py"] == [tmp_path / "sub"]
+    assert len(problems) == 1 and "YAML does not parse" in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        (
+            'deepspeed_args="--master_port=11000"\ndeepspeed ${deepspeed_args} examples/finetune.py',
+            "deepspeed --master_port=11000 examples/finetune.py",
+        ),
+        ("ARGS='--nproc_per_node 8 --nnodes 1'\ntorchrun $ARGS a.py", "torchrun --nproc_per_node 8 --nnodes 1 a.py"),
+        (
+            'N=2\nARGS="--nproc_per_node $N"\nARGS+=" --nnodes 1"\ntorchrun $ARGS a.py',
+            "torchrun --nproc_per_node 2 --nnodes 1 a.py",
+        ),
+        ('ARGS="\n  --nproc_per_node 4 \\\n  --nnodes 1\n"\ntorchrun $ARGS a.py', "torchrun --nproc_per_node 4 --nnodes 1 a.py"),
+        (
+            'A=(\n  --nproc_per_node 4  # GPUs\n  --nnodes=1\n)\ntorchrun "${A[@]}" a.py',
+            "torchrun --nproc_per_node 4 --nnodes=1 a.py",
+        ),
+        (
+            "A=(--multi_gpu)\nA+=(--num_processes 2)\naccelerate launch ${A[*]} a.py",
+            "accelerate launch --multi_gpu --num_processes 2 a.py",
+        ),
+        ("N=8\nN=$(nproc)\ntorchrun --nproc_per_node $N a.py", "torchrun --nproc_per_node $N a.py"),
+        ("N=8\nN=$(nvidia-smi -L | wc -l)\ntorchrun --nproc_per_node $N a.py", "torchrun --nproc_per_node $N a.py"),
+        ('N=8\nN="$(nproc)"\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node $N a.py"),
+        ("torchrun --nproc_per_node ${N:=4} a.py", "torchrun --nproc_per_node 4 a.py"),
+        ("CMD='torchrun --nproc_per_node 2 a.py'\n$CMD", "torchrun --nproc_per_node 2 a.py"),
+        ("bash -c 'N=2; torchrun --nproc_per_node $N a.py'", "torchrun --nproc_per_node 2 a.py"),
+        ('X="a b" torchrun c.py', 'X="a b" torchrun c.py'),  # an environment prefix, not an assignment
+    ],
+)
+def test_shell_variables_as_real_scripts_use_them(tmp_path: Path, script: str, expected: str) -> None:
+    assert texts(tmp_path / "run.sh", script + "\n", "shell") == [expected]
+
+
+def test_an_unknown_variable_before_the_script_hides_options_not_the_launch() -> None:
+    launch = parse_command("torchrun $DISTRIBUTED_ARGS train.py --bf16 True")
+    assert launch is not None and launch.target == "train.py" and launch.script_args == {"--bf16": "True"}
+    launch = parse_command('deepspeed "${HOST_ARGS[@]}" --master_port 1 train.py')
+    assert launch is not None and launch.target == "train.py" and launch.option("--master_port") == "1"
+    launch = parse_command("torchrun --nproc_per_node 2 $SCRIPT --lr 1")
+    assert launch is not None and launch.target is None, "an unknown script stays unknown"

@@ -52,6 +52,7 @@ _SHELL_ONLY_WORDS = {
 }  # fmt: skip
 _PROMPT = re.compile(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^\s$]*)?)?[$%]\s+")  # `$ `, `(venv) $ `, `me@box:~$ `
 _REPL = re.compile(r"^\s*(?:>>>|\.\.\.)(?:\s|$)")  # a Python prompt in a console session
+_BARE_ASSIGNMENT = re.compile(r"^(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*=\S*$")  # `NPROC=8`, never `n = 8`
 _SHELL_CELL = re.compile(r"^\s*%%(?:bash|sh)\b")
 _ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.DOTALL)
 _OPEN_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?[A-Za-z_][A-Za-z0-9_]*\+?=([\"'(])")
@@ -218,8 +219,9 @@ def _assign(segment: str, variables: dict[str, str], exported: dict[str, str]) -
         variables.pop(name, None)
         exported.pop(name, None)
         return True
-    if raw.startswith("(") and raw.endswith(")"):
-        value = raw[1:-1].strip()  # an array: its words, quotes kept, as `${NAME[@]}` gives them
+    array = raw.startswith("(") and raw.endswith(")")
+    if array:
+        value = raw[1:-1].strip()  # its words, quotes kept, as `${NAME[@]}` gives them
     else:
         words = split(raw) if raw else [""]
         if len(words) != 1:
@@ -233,7 +235,7 @@ def _assign(segment: str, variables: dict[str, str], exported: dict[str, str]) -
     if appends:
         if name not in variables:
             return True  # appended to a value we do not know: still unknown
-        value = f"{variables[name]} {value}".strip()
+        value = f"{variables[name]} {value}".strip() if array else variables[name] + value
     variables[name] = value
     if segment.startswith("export "):
         exported[name] = value
@@ -342,6 +344,8 @@ def _yaml(path: Path, text: str, problems: list[str]) -> Iterator[CommandLine]:
     for document in documents:
         for command in _yaml_commands(document, 0, budget):
             line = _line_of(text, command.splitlines()[0] if command.strip() else command)
+            if line == 0:  # written as an argv list: its first word is where it starts
+                line = max(_line_of(text, (split(command) or [""])[0]), 1)
             yield from _shell(path, command, line, path.parent, {})
 
 
@@ -441,8 +445,9 @@ def _yaml_scalar(value: str) -> str:
 
 
 def _line_of(text: str, needle: str) -> int:
+    """The line `needle` is first on; 0 when it is not in the text as written."""
     index = text.find(needle.strip()) if needle.strip() else -1
-    return text.count("\n", 0, index) + 1 if index >= 0 else 1
+    return text.count("\n", 0, index) + 1 if index >= 0 else 0
 
 
 def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
@@ -530,7 +535,9 @@ def _shell_in_other_block(lines: list[str]) -> list[str] | None:
         return ["" if index <= opening else line for index, line in enumerate(lines)]
     if any(line.lstrip().startswith("!") for line in code):
         return _escapes(lines)
-    opening = _PROMPT.sub("", code[0], count=1).strip()
+    # Shell-style assignments (`NPROC=8`) may come first: the first command decides.
+    commands = [_PROMPT.sub("", line, count=1).strip() for line in code]
+    opening = next((line for line in commands if not _BARE_ASSIGNMENT.match(line)), "")
     segment = (_segments(opening) or [""])[0]
     words = split(segment)
     if not words or (words[0] not in _SHELL_ONLY_WORDS and parse_command(segment) is None):
