@@ -33,6 +33,7 @@ LAUNCH_TOKENS = (
     b"trl ",
 )
 _YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "before_script", "after_script", "args"}
+_LAUNCH_WORDS = tuple(token.decode() for token in LAUNCH_TOKENS)
 # Documentation kinds: their code blocks hold commands only where a block is shell.
 DOC_KINDS = ("markdown", "rst")
 # A doc can hold a command only in a code block: a fence, or an rst directive or literal block.
@@ -149,8 +150,13 @@ def _join(parts: list[str]) -> str:
     return " ".join([parts[0].rstrip(), *(part.strip() for part in parts[1:])])
 
 
+_SEGMENT_MARKS = re.compile(r"[;&|#'\"]")
+
+
 def _segments(line: str) -> list[str]:
     """Split a logical line on `&&`, `||`, `;` and `|` outside quotes, without its trailing comment."""
+    if not _SEGMENT_MARKS.search(line):  # most lines: one command, nothing to scan for
+        return [line.strip()] if line.strip() else []
     out, current, quote = [], [], ""
     i = 0
     while i < len(line):
@@ -518,6 +524,8 @@ def _doc_block(path: Path, lines: list[str], first: int, language: str) -> Itera
     """The commands of a doc's code block: all of it when labelled shell; otherwise (```python, an rst
     `::` block) only a block that opens with a launch or a shell-only word and is not valid Python, or
     its IPython `!` escapes and `%%bash` body. Console prompts, when used, mark the commands."""
+    if not any(word in line for line in lines for word in _LAUNCH_WORDS):
+        return  # each block is read on its own: one without a launch word cannot launch anything
     if language not in _SHELL_LANGUAGES:
         shell = _shell_in_other_block(lines)
         if shell is None:
@@ -536,7 +544,7 @@ def _shell_in_other_block(lines: list[str]) -> list[str] | None:
     if any(line.lstrip().startswith("!") for line in code):
         return _escapes(lines)
     # Shell-style assignments (`NPROC=8`) may come first: the first command decides.
-    commands = [_PROMPT.sub("", line, count=1).strip() for line in code]
+    commands = (_PROMPT.sub("", line, count=1).strip() for line in code)
     opening = next((line for line in commands if not _BARE_ASSIGNMENT.match(line)), "")
     segment = (_segments(opening) or [""])[0]
     words = split(segment)
