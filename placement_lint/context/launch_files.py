@@ -398,16 +398,24 @@ def _list_commands(value: list[str]) -> Iterator[str]:
         v.startswith(("python", "torchrun", "accelerate", "deepspeed")) for v in value[1:]
     ):
         yield " ".join(value)
-    elif len(value) > 2 and value[1].startswith("-") and "c" in value[1] and value[0].rsplit("/", 1)[-1] in ("bash", "sh"):
-        yield from value[2:]  # ["bash", "-c", "torchrun ..."]: the script is the command
+    elif _shell_script(value) is not None:
+        yield _shell_script(value)  # type: ignore[misc]
     else:
         yield from value
 
 
 def _argv_text(argv: list[str]) -> str:
+    script = _shell_script(argv)
+    if script is not None:
+        return script
+    return " ".join(word if word and not any(c in word for c in " \t'\"") else shlex.quote(word) for word in argv)
+
+
+def _shell_script(argv: list[str]) -> str | None:
+    """`["bash", "-c", "torchrun ..."]`: the script the shell is given, which is the command."""
     if len(argv) > 2 and argv[0].rsplit("/", 1)[-1] in ("bash", "sh") and argv[1].startswith("-") and "c" in argv[1]:
         return argv[2]
-    return " ".join(word if word and not any(c in word for c in " \t'\"") else shlex.quote(word) for word in argv)
+    return None
 
 
 _YAML_LINE = re.compile(rf"^(\s*)(?:-\s+)?({'|'.join(sorted(_YAML_KEYS))})\s*:\s*(.*?)\s*$")
