@@ -146,13 +146,13 @@ def _shown(path: Path, context: RepoContext) -> str:
 
 def _target(launch: Launch, command: CommandLine, root: Path) -> Path | None:
     """The repository file a launch runs: a script path, or a `-m package.module`."""
-    bases = [command.cwd, command.source.parent, root]
+    bases = [command.cwd, command.source.parent, root, *_moved_from_the_top(command, root)]
     candidates: list[Path] = []
     if launch.target and launch.target.endswith(".py"):
         candidates = [base / launch.target for base in bases]
     elif launch.module:
         relative = Path(*launch.module.split("."))
-        for base in (command.cwd, root, root / "src"):
+        for base in (command.cwd, root, root / "src", *_moved_from_the_top(command, root)):
             candidates += [base / relative.with_suffix(".py"), base / relative / "__main__.py"]
     for candidate in candidates:
         try:
@@ -162,6 +162,14 @@ def _target(launch: Launch, command: CommandLine, root: Path) -> Path | None:
         if resolved.is_relative_to(root) and resolved.is_file():
             return resolved
     return None
+
+
+def _moved_from_the_top(command: CommandLine, root: Path) -> list[Path]:
+    """Docs (and many scripts) are run from the top of the repository: a `cd examples` in
+    docs/guide.md or scripts/run.sh moves to root/examples too."""
+    if command.cwd == command.source.parent or not command.cwd.is_relative_to(command.source.parent):
+        return []
+    return [root / command.cwd.relative_to(command.source.parent)]
 
 
 def _resolve(launch: Launch, command: CommandLine, configs: ConfigReader) -> Resolved:
