@@ -456,7 +456,10 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
     except ConfigError as exc:
         _error(str(exc))
         sys.exit(EXIT_ERROR)
-    reports = explain_contexts(targets, settings, cwd, show_all)
+    warnings: list[str] = []
+    reports = explain_contexts(targets, settings, cwd, show_all, warnings)
+    for warning in warnings:  # what could not be read, so a missing launch is not a mystery
+        _warn(warning)
     if output_format == "json":
         click.echo(
             json.dumps(

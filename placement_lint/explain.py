@@ -28,8 +28,11 @@ class FileContextReport:
     error: str | None = None
 
 
-def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_all: bool = False) -> list[FileContextReport]:
-    """The context every Python file gets, with its evidence chain, without running the rules."""
+def explain_contexts(
+    paths: Iterable[Path], settings: Settings, cwd: Path, show_all: bool = False, warnings: list[str] | None = None
+) -> list[FileContextReport]:
+    """The context every Python file gets, with its evidence chain, without running the rules.
+    `warnings` gets what the launch context could not read (a YAML that does not parse, a huge doc)."""
     from placement_lint.checker import FileChecker, in_cells
     from placement_lint.context.in_file import PragmaError
     from placement_lint.notebook import NotebookSource, python_bytes
@@ -38,6 +41,8 @@ def explain_contexts(paths: Iterable[Path], settings: Settings, cwd: Path, show_
     given = list(paths)
     found = discover(given, settings, also=launcher_name)
     repos = repo_contexts(found, settings, cwd, given)
+    if warnings is not None:
+        warnings += [warning for repo in repos for warning in repo.warnings]
     checker = FileChecker(settings, RunOptions(), cwd, Launches(repos))
     named = {Path(os.path.abspath(p)) for p in given if Path(p).is_file()}
     reports = []
