@@ -422,3 +422,20 @@ def test_an_unknown_variable_before_the_script_hides_options_not_the_launch() ->
     assert launch is not None and launch.target == "train.py" and launch.option("--master_port") == "1"
     launch = parse_command("torchrun --nproc_per_node 2 $SCRIPT --lr 1")
     assert launch is not None and launch.target is None, "an unknown script stays unknown"
+
+
+@pytest.mark.parametrize(
+    ("script", "target"),
+    [
+        ('SCRIPT_DIR=$(cd "$(dirname "$0")" && pwd)\ntorchrun --nproc_per_node 2 $SCRIPT_DIR/train.py', "scripts/train.py"),
+        ('ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"\ntorchrun $ROOT/train.py', "train.py"),
+        ("HERE=$(dirname $(readlink -f $0))\ncd $HERE/..\ntorchrun sub/train.py", "sub/train.py"),
+        ("cd ..\nTOP=$(pwd)\ntorchrun ${TOP}/train.py", "train.py"),
+        ("torchrun --nproc_per_node ${1:-8} ${2:-train.py}", "scripts/train.py"),
+    ],
+)
+def test_folders_a_script_computes(tmp_path: Path, script: str, target: str) -> None:
+    [command] = commands_in(tmp_path / "scripts" / "run.sh", script + "\n", "shell")
+    launch = parse_command(command.text)
+    assert launch is not None and launch.target is not None
+    assert (command.cwd / launch.target).resolve() == (tmp_path / target).resolve()

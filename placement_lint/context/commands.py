@@ -69,8 +69,8 @@ def _lookup(values: dict[str, str], names: tuple[str, ...]) -> str | None:
 
 
 def expand(text: str, variables: dict[str, str]) -> str:
-    """`$X`, `${X}`, `${X:-default}`, `${X-default}`, `${X:=default}`, `$(X)` from known assignments;
-    unknown ones stay."""
+    """`$X`, `${X}`, `${X:-default}`, `${X-default}`, `${X:=default}`, `$(X)` from known assignments,
+    and a script argument's default (`${1:-8}`); unknown ones stay."""
 
     def braced(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(3)
@@ -78,7 +78,7 @@ def expand(text: str, variables: dict[str, str]) -> str:
             return variables[name]
         return default if default is not None else match.group(0)
 
-    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:?[-=]([^}]*))?\}", braced, text)
+    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9])(:?[-=]([^}]*))?\}", braced, text)
     text = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: variables.get(m.group(1), m.group(0)), text)
     return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: variables.get(m.group(1), m.group(0)), text)
 

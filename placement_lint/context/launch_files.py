@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shlex
 from collections.abc import Iterator
@@ -198,6 +199,10 @@ def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[st
         opened = _HEREDOC.search(stripped)
         if opened:
             heredoc = opened.group(1)
+        folder = _folder_assignment(stripped, path, cwd)
+        if folder is not None:
+            variables[folder[0]] = folder[1]
+            continue
         for segment in _segments(stripped):
             segment = segment.removeprefix("$ ").strip()
             if _assign(segment, variables, exported):
@@ -296,7 +301,31 @@ def _change_directory(path: Path, cwd: Path, target: str) -> Path:
         return path.parent / target.split(")", 1)[1].lstrip("/") if ")/" in target else path.parent
     if not target or target == "~" or target.startswith("$"):
         return cwd
-    return (cwd / target) if not target.startswith("/") else cwd
+    # An absolute folder is kept: the script's folder a variable holds (`cd $SCRIPT_DIR`) is one, and
+    # one outside the repository resolves nothing there, so launches fall back to the repository's.
+    return Path(target) if target.startswith("/") else cwd / target
+
+
+_FOLDER_ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.+)$")
+_SCRIPT_FOLDER_UP = re.compile(r"dirname[^)]*\)[\"']?((?:/\.\.)*)")
+
+
+def _folder_assignment(line: str, path: Path, cwd: Path) -> tuple[str, str] | None:
+    """`DIR=$(cd "$(dirname "$0")/.." && pwd)`, `DIR=$(dirname $(realpath $0))`, `ROOT=$(pwd)`: the
+    folder a script names with the shell's help, as an absolute path; None for anything else."""
+    assignment = _FOLDER_ASSIGNMENT.match(line)
+    if assignment is None:
+        return None
+    value = assignment.group(2).strip()
+    if not value.startswith(("$(", '"$(', "`", '"`', "$PWD", "${PWD}", '"$PWD"', '"${PWD}"')):
+        return None
+    if "dirname" in value and ("$0" in value or "${0}" in value or "BASH_SOURCE" in value):
+        up = _SCRIPT_FOLDER_UP.search(value)
+        folder = path.parent.joinpath(*up.group(1).strip("/").split("/")) if up and up.group(1) else path.parent
+        return assignment.group(1), os.path.normpath(folder)
+    if value.strip('"`') in ("$(pwd)", "pwd", "$PWD", "${PWD}"):
+        return assignment.group(1), os.path.normpath(cwd)
+    return None
 
 
 def _makefile(path: Path, text: str) -> Iterator[CommandLine]:

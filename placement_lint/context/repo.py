@@ -83,7 +83,8 @@ def build_repo_context(
                 continue
             resolved = _resolve(launch, command, configs)
             where = f"{display(command.source)}:{command.where}"
-            text = f"{where} ({_short(launch.text)})"
+            # A folder the script computed (`$SCRIPT_DIR/train.py`) is absolute: shown from the root.
+            text = f"{where} ({_short(launch.text.replace(f'{root}{os.sep}', ''))})"
             if resolved.details:
                 text += f", {resolved.details}"
             env = {**dict(command.env), **launch.env}
