@@ -210,6 +210,7 @@ def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[st
             if segment.startswith("cd ") or segment == "cd":
                 cwd = _change_directory(path, cwd, expand(segment[3:].strip().strip("\"'"), variables))
                 continue
+            segment = _SCRIPT_DIRNAME.sub(lambda _: str(path.parent), segment)
             command = expand(_ARRAY_USE.sub(lambda use: variables.get(use.group(1), use.group(0)), segment), variables)
             inner = _SHELL_C.match(command)
             if inner:  # `bash -c "torchrun ..."`: the quoted text is the command
@@ -307,6 +308,9 @@ def _change_directory(path: Path, cwd: Path, target: str) -> Path:
 
 
 _FOLDER_ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.+)$")
+# `$(dirname "$0")` written inside a command: the script's folder.
+_SCRIPT_DIRNAME = re.compile(r"\"?\$\(dirname\s+[\"']?(?:\$0|\$\{0\}|\$\{?BASH_SOURCE(?:\[0\])?\}?)[\"']?\)\"?")
+_WHOLE_SUBSTITUTION = re.compile(r"(?:[)`}]|\$PWD)[\"']?(?:/\.\.)*[\"']?$")  # the value ends where the substitution does
 _SCRIPT_FOLDER_UP = re.compile(r"dirname[^)]*\)[\"']?((?:/\.\.)*)")
 
 
@@ -319,6 +323,8 @@ def _folder_assignment(line: str, path: Path, cwd: Path) -> tuple[str, str] | No
     value = assignment.group(2).strip()
     if not value.startswith(("$(", '"$(', "`", '"`', "$PWD", "${PWD}", '"$PWD"', '"${PWD}"')):
         return None
+    if not _WHOLE_SUBSTITUTION.search(value):
+        return None  # `PYTHONPATH="$(dirname $0)/..":$PYTHONPATH torchrun ...`: a prefix of a command
     if "dirname" in value and ("$0" in value or "${0}" in value or "BASH_SOURCE" in value):
         up = _SCRIPT_FOLDER_UP.search(value)
         folder = path.parent.joinpath(*up.group(1).strip("/").split("/")) if up and up.group(1) else path.parent
