@@ -432,8 +432,9 @@ def test_an_unknown_variable_before_the_script_hides_options_not_the_launch() ->
         ("HERE=$(dirname $(readlink -f $0))\ncd $HERE/..\ntorchrun sub/train.py", "sub/train.py"),
         ("cd ..\nTOP=$(pwd)\ntorchrun ${TOP}/train.py", "train.py"),
         ("torchrun --nproc_per_node ${1:-8} ${2:-train.py}", "scripts/train.py"),
-        ('PYTHONPATH="$(dirname $0)/..":$PYTHONPATH \\\n  torchrun $(dirname "$0")/train.py', "scripts/train.py"),
+        ('PYTHONPATH="$(dirname $0)/..":$PYTHONPATH \\\n  torchrun $(dirname "$0")/train.py ${@:3}', "scripts/train.py"),
         ("UP=$(dirname $0)/..\ntorchrun $UP/train.py", "train.py"),
+        ('python "$(dirname "$0")/train.py" "$OUT"', "scripts/train.py"),
     ],
 )
 def test_folders_a_script_computes(tmp_path: Path, script: str, target: str) -> None:

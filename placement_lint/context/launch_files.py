@@ -309,8 +309,8 @@ def _change_directory(path: Path, cwd: Path, target: str) -> Path:
 
 _FOLDER_ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.+)$")
 # `$(dirname "$0")` written inside a command: the script's folder.
-_SCRIPT_DIRNAME = re.compile(r"\"?\$\(dirname\s+[\"']?(?:\$0|\$\{0\}|\$\{?BASH_SOURCE(?:\[0\])?\}?)[\"']?\)\"?")
-_WHOLE_SUBSTITUTION = re.compile(r"(?:[)`}]|\$PWD)[\"']?(?:/\.\.)*[\"']?$")  # the value ends where the substitution does
+_SCRIPT_DIRNAME = re.compile(r"(\"?)\$\(dirname\s+[\"']?(?:\$0|\$\{0\}|\$\{?BASH_SOURCE(?:\[0\])?\}?)[\"']?\)\1")
+_WHOLE_SUBSTITUTION = re.compile(r"(?:[)`]|\$PWD|\$\{PWD\})[\"']?(?:/\.\.)*[\"']?$")  # the value ends where the substitution does
 _SCRIPT_FOLDER_UP = re.compile(r"dirname[^)]*\)[\"']?((?:/\.\.)*)")
 
 
