@@ -409,6 +409,9 @@ def test_yaml_that_does_not_parse_is_read_line_by_line_with_a_problem(tmp_path: 
         ("CMD='torchrun --nproc_per_node 2 a.py'\n$CMD", "torchrun --nproc_per_node 2 a.py"),
         ("bash -c 'N=2; torchrun --nproc_per_node $N a.py'", "torchrun --nproc_per_node 2 a.py"),
         ('X="a b" torchrun c.py', 'X="a b" torchrun c.py'),  # an environment prefix, not an assignment
+        ('CMD="torchrun --nproc_per_node 2 a.py"\neval "$CMD"', "torchrun --nproc_per_node 2 a.py"),
+        ("srun --ntasks 8 bash -c 'python a.py --lr 1'", "srun --ntasks 8 python a.py --lr 1"),
+        ('docker run --gpus all img bash -lc "cd /w && torchrun a.py"', "torchrun a.py"),
     ],
 )
 def test_shell_variables_as_real_scripts_use_them(tmp_path: Path, script: str, expected: str) -> None:

@@ -59,7 +59,9 @@ _SHELL_CELL = re.compile(r"^\s*%%(?:bash|sh)\b")
 _ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.DOTALL)
 _OPEN_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?[A-Za-z_][A-Za-z0-9_]*\+?=([\"'(])")
 _ARRAY_USE = re.compile(r"\"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}\"?")
-_SHELL_C = re.compile(r"^(?:\S*/)?(?:ba|z|da)?sh\s+-[a-z]*c[a-z]*\s+(['\"])(.*)\1$", re.DOTALL)
+_SHELL_C = re.compile(r"(?:^|\s)(?:\S*/)?(?:ba|z|da)?sh\s+-[a-z]*c[a-z]*\s+(['\"])(.*)\1$", re.DOTALL)
+_EVAL = re.compile(r"^eval\s+(.*)$", re.DOTALL)
+_WRAPPERS = ("srun", "mpirun", "mpiexec", "horovodrun", "env", "nohup", "time", "exec")
 _MAX_JOINED_LINES = 100  # an unclosed quote in an assignment takes at most this many lines with it
 _MAKE_ASSIGNMENT = re.compile(r"^(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*(?::=|::=|\?=|\+=|=)\s*(.*)$")
 
@@ -212,11 +214,29 @@ def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[st
                 continue
             segment = _SCRIPT_DIRNAME.sub(lambda _: str(path.parent), segment)
             command = expand(_ARRAY_USE.sub(lambda use: variables.get(use.group(1), use.group(0)), segment), variables)
-            inner = _SHELL_C.match(command)
-            if inner:  # `bash -c "torchrun ..."`: the quoted text is the command
-                yield from _shell(path, inner.group(2), number, cwd, dict(variables))
+            inner = _inner_script(command)
+            if inner is not None:
+                wrapper, script = inner
+                for line in _shell(path, script, number, cwd, dict(variables)):
+                    yield replace(line, text=f"{wrapper} {line.text}") if wrapper else line
                 continue
             yield CommandLine(path, number, command, cwd, tuple(exported.items()))
+
+
+def _inner_script(command: str) -> tuple[str, str] | None:
+    """`bash -c "torchrun ..."`, `srun -N 2 bash -c '...'` and `eval $CMD` run a script of their own:
+    (the wrapper that still applies, such as `srun -N 2`, or ""; the script). None for other commands."""
+    evaluated = _EVAL.match(command)
+    if evaluated:
+        return "", " ".join(split(evaluated.group(1)))
+    shell = _SHELL_C.search(command)
+    if shell is None:
+        return None
+    before = command[: shell.start()].strip()
+    first = before.split(maxsplit=1)[0] if before else ""
+    # `srun ... bash -c` still starts several processes; `docker run image bash -c` says nothing more.
+    keeps = first in _WRAPPERS or _BARE_ASSIGNMENT.match(first) is not None
+    return (before if keeps else ""), shell.group(2)
 
 
 def _assign(segment: str, variables: dict[str, str], exported: dict[str, str]) -> bool:
