@@ -351,6 +351,17 @@ def test_yaml_container_command_and_args(tmp_path: Path) -> None:
     ]
 
 
+def test_yaml_template_values_are_unknown_words(tmp_path: Path) -> None:
+    text = "steps:\n  - run: torchrun --nproc_per_node ${{ matrix.gpus }} train.py --config ${{ inputs.cfg }}.yaml\n"
+    [command] = commands_in(tmp_path / "ci.yml", text, "yaml")
+    launch = parse_command(command.text)
+    assert launch is not None and launch.target == "train.py" and launch.option("--nproc_per_node") == "${TEMPLATED}"
+    text = "{% for n in [2, 8] %}\njob:\n  run: torchrun {{ args }} train.py\n{% endfor %}\n"
+    [command] = commands_in(tmp_path / "ci.yml", text, "yaml", [])
+    launch = parse_command(command.text)
+    assert launch is not None and launch.target == "train.py"
+
+
 def test_yaml_that_does_not_parse_is_read_line_by_line_with_a_problem(tmp_path: Path) -> None:
     text = (
         "image: {{ image }}\n"

@@ -399,7 +399,7 @@ def _yaml(path: Path, text: str, problems: list[str]) -> Iterator[CommandLine]:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         problems.append(f"YAML does not parse ({reason}); its commands are read line by line")
         for line, command in _yaml_lines(text.splitlines()):
-            yield from _shell(path, command, line, path.parent, {})
+            yield from _shell(path, _untemplated(command), line, path.parent, {})
         return
     budget = [_YAML_NODE_BUDGET]
     for document in documents:
@@ -407,7 +407,19 @@ def _yaml(path: Path, text: str, problems: list[str]) -> Iterator[CommandLine]:
             line = _line_of(text, command.splitlines()[0] if command.strip() else command)
             if line == 0:  # written as an argv list: its first word is where it starts
                 line = max(_line_of(text, (split(command) or [""])[0]), 1)
-            yield from _shell(path, command, line, path.parent, {})
+            yield from _shell(path, _untemplated(command), line, path.parent, {})
+
+
+# `${{ matrix.gpus }}` (GitHub Actions), `{{ gpus }}` (Jinja, Helm): filled in by another tool, so one
+# unknown word; `{% for ... %}` lines are that tool's, not commands.
+_TEMPLATE_VALUE = re.compile(r"\$?\{\{.*?\}\}")
+_TEMPLATE_TAG = re.compile(r"\{%.*?%\}")
+
+
+def _untemplated(command: str) -> str:
+    if "{{" not in command and "{%" not in command:
+        return command
+    return _TEMPLATE_TAG.sub("", _TEMPLATE_VALUE.sub("${TEMPLATED}", command))
 
 
 _YAML_NODE_BUDGET = 50_000  # YAML aliases can make a small file a huge (or endless) tree: stop walking
