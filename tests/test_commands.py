@@ -271,6 +271,7 @@ def texts(path: Path, text: str, kind: str) -> list[str]:
             ["torchrun --nproc_per_node 2 train.py"],
         ),
         ("```console\nme@box:~/repo$ torchrun a.py\n>>> python b.py\n```\n", ["torchrun a.py"]),
+        ("```bash\n$ export N=2\ntorchrun --nproc_per_node $N a.py\n```\n", ["torchrun --nproc_per_node 2 a.py"]),
         (
             "```python\n# as run on the cluster\naccelerate launch --multi_gpu train.py\n```\n",
             ["accelerate launch --multi_gpu train.py"],

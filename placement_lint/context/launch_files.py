@@ -46,6 +46,7 @@ _SHELL_LANGUAGES = {
     "", "bash", "sh", "shell", "console", "zsh", "shell-session", "shellsession", "sh-session", "terminal",
     "text", "txt", "plaintext", "plain", "none", "sbatch", "slurm",
 }  # fmt: skip
+_SCRIPT_LANGUAGES = {"bash", "sh", "shell", "zsh", "sbatch", "slurm"}  # the others may show output too
 # First words no Python statement starts with: a block labelled otherwise (```python, an rst `::` block)
 # that opens with one of them, or with a launch, is shell under the wrong label.
 _SHELL_ONLY_WORDS = {
@@ -598,7 +599,8 @@ def _rst_body(lines: list[str], start: int, indent: int) -> tuple[int, list[str]
 def _doc_block(path: Path, lines: list[str], first: int, language: str) -> Iterator[CommandLine]:
     """The commands of a doc's code block: all of it when labelled shell; otherwise (```python, an rst
     `::` block) only a block that opens with a launch or a shell-only word and is not valid Python, or
-    its IPython `!` escapes and `%%bash` body. Console prompts, when used, mark the commands."""
+    its IPython `!` escapes and `%%bash` body. Outside a script (```bash), console prompts, when used,
+    mark the commands: the other lines are output."""
     if not any(word in line for line in lines for word in _LAUNCH_WORDS):
         return  # each block is read on its own: one without a launch word cannot launch anything
     if language not in _SHELL_LANGUAGES:
@@ -606,7 +608,11 @@ def _doc_block(path: Path, lines: list[str], first: int, language: str) -> Itera
         if shell is None:
             return
         lines = shell
-    yield from _shell(path, "\n".join(_console_commands(lines)), first, path.parent, {})
+    if language in _SCRIPT_LANGUAGES:  # a script: every line is a command, a prompt only decoration
+        lines = ["" if _REPL.match(line) else _PROMPT.sub("", line, count=1) for line in lines]
+    else:
+        lines = _console_commands(lines)
+    yield from _shell(path, "\n".join(lines), first, path.parent, {})
 
 
 def _shell_in_other_block(lines: list[str]) -> list[str] | None:
