@@ -295,6 +295,7 @@ def test_markdown_blocks_of_every_label(tmp_path: Path, text: str, expected: lis
         '```python\nimport os\nos.system("torchrun --nproc_per_node 8 train.py")\n```\n',
         '```python\ncmd = "python train.py"\nsubprocess.run(cmd.split())\n```\n',
         "```python\ncd = 3\nprint(cd)\n```\n",  # valid Python that opens with a shell word
+        '```python\nUSAGE = """\ntorchrun --nproc_per_node 8 train.py\n"""\nprint(USAGE)\n```\n',  # a launch in a string
         '```python\n# torchrun --nproc_per_node 8 train.py\nprint("python train.py")\n```\n',
         '```json\n{"cmd": "torchrun train.py"}\n```\n',
     ],
