@@ -458,3 +458,37 @@ def test_folders_a_script_computes(tmp_path: Path, script: str, target: str) -> 
     launch = parse_command(command.text)
     assert launch is not None and launch.target is not None
     assert (command.cwd / launch.target).resolve() == (tmp_path / target).resolve()
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        (
+            "for cfg in zero2 zero3; do\n  accelerate launch --config_file configs/$cfg.yaml train.py\ndone",
+            [
+                "accelerate launch --config_file configs/zero2.yaml train.py",
+                "accelerate launch --config_file configs/zero3.yaml train.py",
+            ],
+        ),
+        (
+            "for n in 1 8\ndo\n  torchrun --nproc_per_node $n a.py\ndone\ntorchrun b.py",
+            ["torchrun --nproc_per_node 1 a.py", "torchrun --nproc_per_node 8 a.py", "torchrun b.py"],
+        ),
+        (
+            "for n in 2 4; do torchrun --nproc_per_node $n a.py; done",
+            ["torchrun --nproc_per_node 2 a.py", "torchrun --nproc_per_node 4 a.py"],
+        ),
+        ("N=8\nfor N in $GPUS; do\n  torchrun --nproc_per_node $N a.py\ndone", ["torchrun --nproc_per_node $N a.py"]),
+        (
+            "for a in x y; do\n  for b in 1; do\n    torchrun --nproc_per_node $b $a.py\n  done\ndone",
+            ["torchrun --nproc_per_node 1 x.py", "torchrun --nproc_per_node 1 y.py"],
+        ),
+    ],
+)
+def test_loops_over_written_words_run_once_per_word(tmp_path: Path, script: str, expected: list[str]) -> None:
+    assert texts(tmp_path / "run.sh", script + "\n", "shell") == expected
+
+
+def test_a_loop_keeps_its_lines(tmp_path: Path) -> None:
+    commands = commands_in(tmp_path / "run.sh", "# x\nfor s in 1 2; do\n  echo $s\n  torchrun a.py\ndone\n", "shell")
+    assert [(c.line, c.text) for c in commands if c.text.startswith("torchrun")] == [(4, "torchrun a.py"), (4, "torchrun a.py")]

@@ -247,7 +247,7 @@ _LAUNCH_PIECES = [
     "torchrun ", "accelerate launch ", "deepspeed ", "python ", "train.py", "--nproc_per_node ", "8 ", "$N ",
     "${A[@]} ", "N=", '"', "'", "(", ")", "\\", "\n", "  ", "\t", "$ ", ">>> ", "!", "%%bash\n", "```", "```python\n",
     "~~~", "::\n", ".. code-block:: bash\n", ":linenos:\n", "run: ", "script:\n", "- ", "command: [", "]", "args: ",
-    "|\n", ">\n", "{{ x }}", "#", "cd ", "&& ", "; ", "<<EOF\n", "EOF\n", "bash -c '", "export ", "+=", "\x00", "é",
+    "|\n", ">\n", "{{ x }}", "#", "cd ", "&& ", "; ", "<<EOF\n", "EOF\n", "bash -c '", "export ", "+=", "\x00", "é", "for x in a b; do ", "for y in $Z\n", "do\n", "done", "eval ",
 ]  # fmt: skip
 
 

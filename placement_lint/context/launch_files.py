@@ -191,7 +191,7 @@ def _segments(line: str) -> list[str]:
 def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[str, str]) -> Iterator[CommandLine]:
     heredoc: str | None = None
     exported: dict[str, str] = {}
-    for number, line in _statements(text, first_line):
+    for number, line in _unrolled(_statements(text, first_line)):
         stripped = line.strip()
         if heredoc is not None:  # the text of a here-document is data, not commands
             if stripped == heredoc:
@@ -298,6 +298,57 @@ def _statements(text: str, first_line: int) -> Iterator[tuple[int, str]]:
             yield from held
             held = []
     yield from held
+
+
+_FOR = re.compile(r"^for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\s+([^;]*?)\s*(?:;\s*do\b\s*(.*))?$", re.DOTALL)
+_LITERAL_WORD = re.compile(r"^[\w./:=+,@%-]+$")
+_MAX_LOOP_VALUES = 16
+_MAX_LOOP_BODY = 200
+
+
+def _unrolled(statements: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """`for CFG in zero2 zero3; do ... done` read once per value, the loop variable set before each
+    pass; over words not written out (`$CONFIGS`, `*.yaml`) once, with the variable unknown."""
+    pending = iter(statements)
+    for number, line in pending:
+        loop = _FOR.match(line.strip())
+        if loop is None:
+            yield number, line
+            continue
+        name, words, rest = loop.group(1), split(loop.group(2)), loop.group(3)
+        if rest is not None and rest.rstrip().endswith("done"):  # the whole loop on one line
+            body = [(number, rest.rstrip()[: -len("done")].rstrip().rstrip(";"))]
+        else:
+            body = _loop_body(pending, number, rest)
+        literal = 0 < len(words) <= _MAX_LOOP_VALUES and all(_LITERAL_WORD.match(word) for word in words)
+        for value in words if literal else ["$(unknown)"]:
+            yield number, f"{name}={shlex.quote(value) if literal else value}"
+            yield from _unrolled(iter(body))  # a loop in the loop
+
+
+def _loop_body(pending: Iterator[tuple[int, str]], header: int, after_do: str | None) -> list[tuple[int, str]]:
+    """The statements up to the `done` that closes this loop (nested loops included)."""
+    body: list[tuple[int, str]] = []
+    depth = 1
+    opened = after_do is not None  # `for ...; do` on the header line; else a `do` line comes next
+    if after_do:
+        body.append((header, after_do))
+    for number, line in pending:
+        words = line.strip().split()
+        if not opened and words[:1] == ["do"]:
+            opened = True
+            words = words[1:]
+            line = " ".join(words)
+        if words[:1] in (["for"], ["while"], ["until"]):
+            depth += 1
+        if words[-1:] == ["done"] or words[:1] == ["done"]:
+            depth -= 1
+            if depth == 0:
+                return body
+        body.append((number, line))
+        if len(body) > _MAX_LOOP_BODY:
+            break
+    return body
 
 
 def _unclosed(rest: str, opener: str) -> bool:
