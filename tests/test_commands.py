@@ -492,3 +492,10 @@ def test_loops_over_written_words_run_once_per_word(tmp_path: Path, script: str,
 def test_a_loop_keeps_its_lines(tmp_path: Path) -> None:
     commands = commands_in(tmp_path / "run.sh", "# x\nfor s in 1 2; do\n  echo $s\n  torchrun a.py\ndone\n", "shell")
     assert [(c.line, c.text) for c in commands if c.text.startswith("torchrun")] == [(4, "torchrun a.py"), (4, "torchrun a.py")]
+
+
+def test_nested_loops_do_not_multiply_without_end(tmp_path: Path) -> None:
+    words = " ".join(str(n) for n in range(16))
+    script = "".join(f"for v{depth} in {words}; do\n" for depth in range(6)) + "torchrun a.py\n" + "done\n" * 6
+    commands = commands_in(tmp_path / "run.sh", script, "shell")
+    assert 1 <= len(commands) <= 5000

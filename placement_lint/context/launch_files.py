@@ -304,11 +304,14 @@ _FOR = re.compile(r"^for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\s+([^;]*?)\s*(?:;\s*do\
 _LITERAL_WORD = re.compile(r"^[\w./:=+,@%-]+$")
 _MAX_LOOP_VALUES = 16
 _MAX_LOOP_BODY = 200
+_MAX_UNROLLED = 2000
 
 
-def _unrolled(statements: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+def _unrolled(statements: Iterator[tuple[int, str]], budget: list[int] | None = None) -> Iterator[tuple[int, str]]:
     """`for CFG in zero2 zero3; do ... done` read once per value, the loop variable set before each
-    pass; over words not written out (`$CONFIGS`, `*.yaml`) once, with the variable unknown."""
+    pass; over words not written out (`$CONFIGS`, `*.yaml`) once, with the variable unknown. Nested
+    loops multiply: past `_MAX_UNROLLED` statements in a file, a loop is read once, unknown."""
+    budget = [_MAX_UNROLLED] if budget is None else budget
     pending = iter(statements)
     for number, line in pending:
         loop = _FOR.match(line.strip())
@@ -321,9 +324,12 @@ def _unrolled(statements: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]
         else:
             body = _loop_body(pending, number, rest)
         literal = 0 < len(words) <= _MAX_LOOP_VALUES and all(_LITERAL_WORD.match(word) for word in words)
+        literal = literal and budget[0] >= len(words) * len(body)
+        if literal:
+            budget[0] -= len(words) * len(body)
         for value in words if literal else ["$(unknown)"]:
             yield number, f"{name}={shlex.quote(value) if literal else value}"
-            yield from _unrolled(iter(body))  # a loop in the loop
+            yield from _unrolled(iter(body), budget)  # a loop in the loop
 
 
 def _loop_body(pending: Iterator[tuple[int, str]], header: int, after_do: str | None) -> list[tuple[int, str]]:
