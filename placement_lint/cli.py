@@ -489,8 +489,8 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
                 pins = dict.fromkeys(f"{p}{s} ({w})" for e in context.evidence for p, s, w in e.pins if s)
                 if pins:
                     click.echo(f"  - the repository pins {', '.join(pins)}")
-        for note in notes:
-            click.echo(f"note: {note}", err=True)
+    for note in notes:  # what could not be read (a config, a pin, a doc), so a missing launch is no mystery
+        click.echo(f"note: {note}", err=True)
     sys.exit(EXIT_ERROR if any(r.error for r in reports) else EXIT_CLEAN)
 
 

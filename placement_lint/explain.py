@@ -32,7 +32,8 @@ def explain_contexts(
     paths: Iterable[Path], settings: Settings, cwd: Path, show_all: bool = False, notes: list[str] | None = None
 ) -> list[FileContextReport]:
     """The context every Python file gets, with its evidence chain, without running the rules. `notes`
-    receives what the repositories' launch contexts left out (configs and version pins that do not parse)."""
+    receives what the repositories' launch contexts left out or could not read (configs and version
+    pins that do not parse, a YAML or a huge doc)."""
     from placement_lint.checker import FileChecker, in_cells
     from placement_lint.context.in_file import PragmaError
     from placement_lint.notebook import NotebookSource, python_bytes

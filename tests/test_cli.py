@@ -358,6 +358,17 @@ def test_context_command_shows_the_pins_and_notes_a_specifier_it_cannot_parse(tm
     assert "note: requirements.txt:1: transformers '>=4.x': cannot parse the version specifier, ignored" in result.stderr
 
 
+def test_context_names_the_launch_sources_it_could_not_read(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(SINGLE)
+    (tmp_path / "ci.yml").write_text("steps:\n  - run: torchrun --nproc_per_node 2 train.py\n  tags: [gpu\n")
+    (tmp_path / "notes.md").write_bytes(b"```bash\ntorchrun other.py\n```\n\x00")
+    result = cli("context", "train.py", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[1].startswith("  - train.py is launched by ci.yml:2 (torchrun --nproc_per_node 2 train.py)")
+    assert "ci.yml: YAML does not parse" in result.stderr and "notes.md: skipped, binary" in result.stderr
+
+
 def test_cache_flags_and_clean(repo: Path) -> None:
     assert cli("check", "--no-cache", ".", cwd=repo).returncode == 1
     assert not (repo / ".placement_lint_cache").exists()

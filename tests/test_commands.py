@@ -156,7 +156,9 @@ def test_markdown_fences_only_shell(tmp_path: Path) -> None:
         ("Procfile", b"", "procfile"),
         ("train.yaml", b"", "yaml"),
         ("README.md", b"", "markdown"),
-        ("notes.md", b"", None),
+        ("notes.md", b"", "markdown"),  # Markdown anywhere, not only READMEs and docs/
+        ("guide.mdx", b"", "markdown"),
+        ("index.rst", b"", "rst"),
         ("data.csv", b"", None),
     ],
 )
@@ -251,3 +253,249 @@ def test_yaml_alias_bomb_does_not_hang(tmp_path: Path) -> None:
     started = time.monotonic()
     commands_in(tmp_path / "bomb.yml", "\n".join(levels) + "\nscript: [torchrun x.py]\n", "yaml")
     assert time.monotonic() - started < 5
+
+
+# -- launches wherever repositories write them ---------------------------------------------------
+
+
+def texts(path: Path, text: str, kind: str) -> list[str]:
+    return [" ".join(c.text.split()) for c in commands_in(path, text, kind) if parse_command(c.text) is not None]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("```text\ntorchrun --nproc_per_node 2 train.py\n```\n", ["torchrun --nproc_per_node 2 train.py"]),
+        (
+            "```console\n$ torchrun --nproc_per_node 2 train.py\npython train.py printed this\n```\n",
+            ["torchrun --nproc_per_node 2 train.py"],
+        ),
+        ("```console\nme@box:~/repo$ torchrun a.py\n>>> python b.py\n```\n", ["torchrun a.py"]),
+        ("```bash\n$ export N=2\ntorchrun --nproc_per_node $N a.py\n```\n", ["torchrun --nproc_per_node 2 a.py"]),
+        (
+            "```python\n# as run on the cluster\naccelerate launch --multi_gpu train.py\n```\n",
+            ["accelerate launch --multi_gpu train.py"],
+        ),
+        ("```python\nNPROC=8\ntorchrun --nproc_per_node $NPROC train.py\n```\n", ["torchrun --nproc_per_node 8 train.py"]),
+        (
+            "```py\n!pip install trl\n!accelerate launch \\\n  --multi_gpu train.py\nx = 1\n```\n",
+            ["accelerate launch --multi_gpu train.py"],
+        ),
+        ("```python\n%%bash\ntorchrun a.py\n```\n", ["torchrun a.py"]),
+        ("```yaml\ntorchrun a.py\n```\n", ["torchrun a.py"]),
+    ],
+)
+def test_markdown_blocks_of_every_label(tmp_path: Path, text: str, expected: list[str]) -> None:
+    assert texts(tmp_path / "notes.md", text, "markdown") == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '```python\nimport os\nos.system("torchrun --nproc_per_node 8 train.py")\n```\n',
+        '```python\ncmd = "python train.py"\nsubprocess.run(cmd.split())\n```\n',
+        "```python\ncd = 3\nprint(cd)\n```\n",  # valid Python that opens with a shell word
+        '```python\nUSAGE = """\ntorchrun --nproc_per_node 8 train.py\n"""\nprint(USAGE)\n```\n',  # a launch in a string
+        '```python\n# torchrun --nproc_per_node 8 train.py\nprint("python train.py")\n```\n',
+        '```json\n{"cmd": "torchrun train.py"}\n```\n',
+    ],
+)
+def test_real_python_in_a_block_is_never_shell(tmp_path: Path, text: str) -> None:
+    assert texts(tmp_path / "README.md", text, "markdown") == []
+
+
+def test_console_prompts_keep_their_line_numbers(tmp_path: Path) -> None:
+    text = "# T\n\n```console\n$ cd scripts\nok\n$ torchrun \\\n    a.py\n```\n"
+    [command] = [c for c in commands_in(tmp_path / "README.md", text, "markdown") if c.text.startswith("torchrun")]
+    assert (command.line, command.text, command.cwd) == (6, "torchrun a.py", tmp_path / "scripts")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "T\n=\n\n.. code-block:: bash\n   :linenos:\n\n   torchrun --nproc_per_node 2 a.py\n\nAfter.\n",
+            (7, "torchrun --nproc_per_node 2 a.py"),
+        ),
+        ("T\n=\n\n.. code:: console\n\n    $ deepspeed a.py\n    done\n", (6, "deepspeed a.py")),
+        (".. prompt:: bash $\n\n   torchrun a.py\n", (3, "torchrun a.py")),
+        ("Run it::\n\n    torchrun a.py\n", (3, "torchrun a.py")),
+        ("Run it:\n\n::\n\n  torchrun a.py\n", (5, "torchrun a.py")),
+        ("- item\n\n  Nested::\n\n      torchrun a.py\n\n  back in the item\n", (5, "torchrun a.py")),
+    ],
+)
+def test_rst_blocks(tmp_path: Path, text: str, expected: tuple[int, str]) -> None:
+    [command] = [c for c in commands_in(tmp_path / "index.rst", text, "rst") if parse_command(c.text)]
+    assert (command.line, command.text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Example::\n\n    import os\n    os.system('torchrun a.py')\n",
+        ".. note::\n\n   torchrun a.py\n",  # prose in a note, not a code block
+        ".. code-block:: python\n\n   launcher = 'torchrun a.py'\n",
+        "Title\n::::::\n\n    torchrun a.py\n",  # a title underline of colons is no literal block
+        "   torchrun a.py\n",
+    ],
+)
+def test_rst_text_that_is_not_a_shell_block(tmp_path: Path, text: str) -> None:
+    assert texts(tmp_path / "index.rst", text, "rst") == []
+
+
+def test_yaml_container_command_and_args(tmp_path: Path) -> None:
+    text = "containers:\n- name: a\n  command: [bash, -c]\n  args: ['cd src && torchrun --nproc_per_node 8 train.py']\n"
+    [command] = [c for c in commands_in(tmp_path / "job.yaml", text, "yaml") if c.text.startswith("torchrun")]
+    assert command.cwd == tmp_path / "src" and command.line == 4
+    text = 'spec:\n  command: ["torchrun"]\n  args: ["--nproc_per_node", 8, "train.py"]\n'
+    assert [(c.line, c.text) for c in commands_in(tmp_path / "job.yaml", text, "yaml")] == [
+        (2, "torchrun --nproc_per_node 8 train.py")
+    ]
+
+
+def test_yaml_template_values_are_unknown_words(tmp_path: Path) -> None:
+    text = "steps:\n  - run: torchrun --nproc_per_node ${{ matrix.gpus }} train.py --config ${{ inputs.cfg }}.yaml\n"
+    [command] = commands_in(tmp_path / "ci.yml", text, "yaml")
+    launch = parse_command(command.text)
+    assert launch is not None and launch.target == "train.py" and launch.option("--nproc_per_node") == "${TEMPLATED}"
+    text = "{% for n in [2, 8] %}\njob:\n  run: torchrun {{ args }} train.py\n{% endfor %}\n"
+    [command] = commands_in(tmp_path / "ci.yml", text, "yaml", [])
+    launch = parse_command(command.text)
+    assert launch is not None and launch.target == "train.py"
+
+
+def test_yaml_that_does_not_parse_is_read_line_by_line_with_a_problem(tmp_path: Path) -> None:
+    text = (
+        "image: {{ image }}\n"
+        "steps:\n"
+        "  - run: torchrun --nproc_per_node 2 a.py\n"
+        "  - script: |\n"
+        "      cd sub\n"
+        "      deepspeed b.py\n"
+        "  - command: >\n"
+        "      accelerate launch\n"
+        "      c.py\n"
+        "  - script:\n"
+        "      - 'pip install .'\n"
+        "      - torchrun d.py\n"
+        "  - cmd: [torchrun, e.py]\n"
+        "bad: [\n"
+    )
+    problems: list[str] = []
+    commands = commands_in(tmp_path / "ci.yml", text, "yaml", problems)
+    assert [(c.line, c.text) for c in commands if parse_command(c.text)] == [
+        (3, "torchrun --nproc_per_node 2 a.py"),
+        (6, "deepspeed b.py"),
+        (8, "accelerate launch c.py"),
+        (12, "torchrun d.py"),
+        (13, "torchrun e.py"),
+    ]
+    assert [c.cwd for c in commands if c.text == "deepspeed b.py"] == [tmp_path / "sub"]
+    assert len(problems) == 1 and "YAML does not parse" in problems[0]
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        (
+            'deepspeed_args="--master_port=11000"\ndeepspeed ${deepspeed_args} examples/finetune.py',
+            "deepspeed --master_port=11000 examples/finetune.py",
+        ),
+        ("ARGS='--nproc_per_node 8 --nnodes 1'\ntorchrun $ARGS a.py", "torchrun --nproc_per_node 8 --nnodes 1 a.py"),
+        (
+            'N=2\nARGS="--nproc_per_node $N"\nARGS+=" --nnodes 1"\ntorchrun $ARGS a.py',
+            "torchrun --nproc_per_node 2 --nnodes 1 a.py",
+        ),
+        ('ARGS="\n  --nproc_per_node 4 \\\n  --nnodes 1\n"\ntorchrun $ARGS a.py', "torchrun --nproc_per_node 4 --nnodes 1 a.py"),
+        (
+            'A=(\n  --nproc_per_node 4  # GPUs\n  --nnodes=1\n)\ntorchrun "${A[@]}" a.py',
+            "torchrun --nproc_per_node 4 --nnodes=1 a.py",
+        ),
+        (
+            "A=(--multi_gpu)\nA+=(--num_processes 2)\naccelerate launch ${A[*]} a.py",
+            "accelerate launch --multi_gpu --num_processes 2 a.py",
+        ),
+        ("N=8\nN=$(nproc)\ntorchrun --nproc_per_node $N a.py", "torchrun --nproc_per_node $N a.py"),
+        ("N=8\nN=$(nvidia-smi -L | wc -l)\ntorchrun --nproc_per_node $N a.py", "torchrun --nproc_per_node $N a.py"),
+        ('N=8\nN="$(nproc)"\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node $N a.py"),
+        ("torchrun --nproc_per_node ${N:=4} a.py", "torchrun --nproc_per_node 4 a.py"),
+        ("CMD='torchrun --nproc_per_node 2 a.py'\n$CMD", "torchrun --nproc_per_node 2 a.py"),
+        ("bash -c 'N=2; torchrun --nproc_per_node $N a.py'", "torchrun --nproc_per_node 2 a.py"),
+        ('X="a b" torchrun c.py', 'X="a b" torchrun c.py'),  # an environment prefix, not an assignment
+        ('CMD="torchrun --nproc_per_node 2 a.py"\neval "$CMD"', "torchrun --nproc_per_node 2 a.py"),
+        ("srun --ntasks 8 bash -c 'python a.py --lr 1'", "srun --ntasks 8 python a.py --lr 1"),
+        ('docker run --gpus all img bash -lc "cd /w && torchrun a.py"', "torchrun a.py"),
+    ],
+)
+def test_shell_variables_as_real_scripts_use_them(tmp_path: Path, script: str, expected: str) -> None:
+    assert texts(tmp_path / "run.sh", script + "\n", "shell") == [expected]
+
+
+def test_an_unknown_variable_before_the_script_hides_options_not_the_launch() -> None:
+    launch = parse_command("torchrun $DISTRIBUTED_ARGS train.py --bf16 True")
+    assert launch is not None and launch.target == "train.py" and launch.script_args == {"--bf16": "True"}
+    launch = parse_command('deepspeed "${HOST_ARGS[@]}" --master_port 1 train.py')
+    assert launch is not None and launch.target == "train.py" and launch.option("--master_port") == "1"
+    launch = parse_command("torchrun --nproc_per_node 2 $SCRIPT --lr 1")
+    assert launch is not None and launch.target is None, "an unknown script stays unknown"
+
+
+@pytest.mark.parametrize(
+    ("script", "target"),
+    [
+        ('SCRIPT_DIR=$(cd "$(dirname "$0")" && pwd)\ntorchrun --nproc_per_node 2 $SCRIPT_DIR/train.py', "scripts/train.py"),
+        ('ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"\ntorchrun $ROOT/train.py', "train.py"),
+        ("HERE=$(dirname $(readlink -f $0))\ncd $HERE/..\ntorchrun sub/train.py", "sub/train.py"),
+        ("cd ..\nTOP=$(pwd)\ntorchrun ${TOP}/train.py", "train.py"),
+        ("torchrun --nproc_per_node ${1:-8} ${2:-train.py}", "scripts/train.py"),
+        ('PYTHONPATH="$(dirname $0)/..":$PYTHONPATH \\\n  torchrun $(dirname "$0")/train.py ${@:3}', "scripts/train.py"),
+        ("UP=$(dirname $0)/..\ntorchrun $UP/train.py", "train.py"),
+        ('python "$(dirname "$0")/train.py" "$OUT"', "scripts/train.py"),
+    ],
+)
+def test_folders_a_script_computes(tmp_path: Path, script: str, target: str) -> None:
+    [command] = commands_in(tmp_path / "scripts" / "run.sh", script + "\n", "shell")
+    launch = parse_command(command.text)
+    assert launch is not None and launch.target is not None
+    assert (command.cwd / launch.target).resolve() == (tmp_path / target).resolve()
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        (
+            "for cfg in zero2 zero3; do\n  accelerate launch --config_file configs/$cfg.yaml train.py\ndone",
+            [
+                "accelerate launch --config_file configs/zero2.yaml train.py",
+                "accelerate launch --config_file configs/zero3.yaml train.py",
+            ],
+        ),
+        (
+            "for n in 1 8\ndo\n  torchrun --nproc_per_node $n a.py\ndone\ntorchrun b.py",
+            ["torchrun --nproc_per_node 1 a.py", "torchrun --nproc_per_node 8 a.py", "torchrun b.py"],
+        ),
+        (
+            "for n in 2 4; do torchrun --nproc_per_node $n a.py; done",
+            ["torchrun --nproc_per_node 2 a.py", "torchrun --nproc_per_node 4 a.py"],
+        ),
+        ("N=8\nfor N in $GPUS; do\n  torchrun --nproc_per_node $N a.py\ndone", ["torchrun --nproc_per_node $N a.py"]),
+        (
+            "for a in x y; do\n  for b in 1; do\n    torchrun --nproc_per_node $b $a.py\n  done\ndone",
+            ["torchrun --nproc_per_node 1 x.py", "torchrun --nproc_per_node 1 y.py"],
+        ),
+    ],
+)
+def test_loops_over_written_words_run_once_per_word(tmp_path: Path, script: str, expected: list[str]) -> None:
+    assert texts(tmp_path / "run.sh", script + "\n", "shell") == expected
+
+
+def test_a_loop_keeps_its_lines(tmp_path: Path) -> None:
+    commands = commands_in(tmp_path / "run.sh", "# x\nfor s in 1 2; do\n  echo $s\n  torchrun a.py\ndone\n", "shell")
+    assert [(c.line, c.text) for c in commands if c.text.startswith("torchrun")] == [(4, "torchrun a.py"), (4, "torchrun a.py")]
+
+
+def test_nested_loops_do_not_multiply_without_end(tmp_path: Path) -> None:
+    words = " ".join(str(n) for n in range(16))
+    script = "".join(f"for v{depth} in {words}; do\n" for depth in range(6)) + "torchrun a.py\n" + "done\n" * 6
+    commands = commands_in(tmp_path / "run.sh", script, "shell")
+    assert 1 <= len(commands) <= 5000

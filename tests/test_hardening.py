@@ -217,3 +217,56 @@ def test_a_file_that_vanishes_after_discovery_is_named(tmp_path: Path, monkeypat
     [vanished] = [f for f in result.files if f.error]
     assert vanished.display == "gone.py" and "cannot read" in vanished.error
     assert [f.code for f in result.findings] == ["DPL001"]
+
+
+def test_hostile_launch_sources(tmp_path: Path) -> None:
+    """Every kind of file a launch can be written in, broken: none crashes the run or hides the one
+    real launch, and the ones it cannot read are named."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(BAD.replace('import torch.distributed as dist\ndist.init_process_group("nccl")\n', ""))
+    (tmp_path / "README.md").write_text("```bash\ntorchrun --nproc_per_node 2 train.py\n```\n")
+    (tmp_path / "HUGE.md").write_bytes(b"```bash\ntorchrun --nproc_per_node 2 other.py\n" + b"x\n" * 700_000)
+    (tmp_path / "binary.md").write_bytes(b"```bash\ntorchrun x.py\n```\n\x00\x01\x02" * 100)
+    (tmp_path / "open_fence.md").write_text("```python\n" + "torchrun \\\n" * 20_000)
+    (tmp_path / "docs.mdx").write_text("<Tabs>\n  ```\n  $ torchrun \\\n" + "<" * 50_000 + "\n")
+    (tmp_path / "nested.rst").write_text("".join(f"{' ' * i}Para::\n\n" for i in range(3000)) + "torchrun x.py\n")
+    (tmp_path / "directive.rst").write_text(".. code-block::\n" + "   :opt:\n" * 10_000)
+    (tmp_path / "template.yml").write_text("run: |\n  torchrun {{ x }}\nbad: [\n" + "  - script: >\n" * 5_000)
+    (tmp_path / "deep.yaml").write_text("command: " + "[" * 10_000 + "\n")
+    (tmp_path / "unclosed.sh").write_text('ARGS="\n' + "--nproc_per_node 8 \\\n" * 5_000 + "torchrun $ARGS train.py\n")
+    (tmp_path / "array.sh").write_text("A=(\n" * 5_000 + "torchrun ${A[@]} train.py\n")
+    (tmp_path / "job.ipynb").write_text('{"cells": [{"cell_type": "code", "source": "%%bash\\nA=\\"\\ntorchrun"}]}')
+    started = time.monotonic()
+    result = run_cli("check", "--output-format", "concise", "--no-cache", ".", cwd=tmp_path, timeout=120)
+    assert time.monotonic() - started < 60
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert "train.py:" in result.stdout and "README.md:2 (torchrun --nproc_per_node 2 train.py)" in result.stdout
+    assert "HUGE.md: skipped, larger than" in result.stderr
+    assert "binary.md: skipped, binary" in result.stderr
+    assert "template.yml: YAML does not parse" in result.stderr
+
+
+_LAUNCH_PIECES = [
+    "torchrun ", "accelerate launch ", "deepspeed ", "python ", "train.py", "--nproc_per_node ", "8 ", "$N ",
+    "${A[@]} ", "N=", '"', "'", "(", ")", "\\", "\n", "  ", "\t", "$ ", ">>> ", "!", "%%bash\n", "```", "```python\n",
+    "~~~", "::\n", ".. code-block:: bash\n", ":linenos:\n", "run: ", "script:\n", "- ", "command: [", "]", "args: ",
+    "|\n", ">\n", "{{ x }}", "#", "cd ", "&& ", "; ", "<<EOF\n", "EOF\n", "bash -c '", "export ", "+=", "\x00", "é", "for x in a b; do ", "for y in $Z\n", "do\n", "done", "eval ",
+]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    kind=st.sampled_from(["shell", "markdown", "rst", "yaml", "make", "docker", "procfile"]),
+    pieces=st.lists(st.sampled_from(_LAUNCH_PIECES), max_size=60),
+)
+def test_launch_readers_never_raise(kind: str, pieces: list[str]) -> None:
+    """Any text, in any launch source: commands or nothing, each on a line of the file, never an error."""
+    from placement_lint.context.commands import parse_command
+    from placement_lint.context.launch_files import commands_in
+
+    text = "".join(pieces)
+    problems: list[str] = []
+    for command in commands_in(Path("/repo/x"), text, kind, problems):
+        assert 1 <= command.line <= text.count("\n") + 2, (command, text)
+        parse_command(command.text)

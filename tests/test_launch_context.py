@@ -123,7 +123,9 @@ def test_a_trainer_subclass_from_another_module_counts_with_in_file_evidence(tmp
     assert "MyXPO (a XPOTrainer)" in result.findings[0].message
 
 
-@pytest.mark.parametrize("name", ["train.dockerfile", "RUN.SH", "jobs/train.SBATCH", "Makefile", "ci.yml"])
+@pytest.mark.parametrize(
+    "name", ["train.dockerfile", "RUN.SH", "jobs/train.SBATCH", "Makefile", "ci.yml", "src/notes.md", "site/guide.mdx", "api.RST"]
+)
 def test_every_launcher_the_walk_keeps_is_one_an_extractor_reads(name: str) -> None:
     """The walk's name check and the extractor's choice agree (they once disagreed on case and .dockerfile)."""
     from placement_lint.context.launch_files import launcher_kind

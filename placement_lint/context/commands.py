@@ -13,6 +13,9 @@ import shlex
 from dataclasses import dataclass, field
 
 _ENV_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# A whole word that is a variable nobody set (`torchrun $DISTRIBUTED_ARGS train.py`): launcher options
+# we cannot see, not the script.
+_UNKNOWN_WORD = re.compile(r"^\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\])?\})$")
 _PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
 _PASSTHROUGH = {"nohup", "time", "exec", "sudo", "stdbuf", "nice", "ionice", "command", "builtin"}
 _RUNNERS = {("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("conda", "run"), ("pixi", "run")}
@@ -66,7 +69,8 @@ def _lookup(values: dict[str, str], names: tuple[str, ...]) -> str | None:
 
 
 def expand(text: str, variables: dict[str, str]) -> str:
-    """`$X`, `${X}`, `${X:-default}`, `${X-default}`, `$(X)` from known assignments; unknown ones stay."""
+    """`$X`, `${X}`, `${X:-default}`, `${X-default}`, `${X:=default}`, `$(X)` from known assignments,
+    and a script argument's default (`${1:-8}`); unknown ones stay."""
 
     def braced(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(3)
@@ -74,7 +78,7 @@ def expand(text: str, variables: dict[str, str]) -> str:
             return variables[name]
         return default if default is not None else match.group(0)
 
-    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(:?-([^}]*))?\}", braced, text)
+    text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9])(:?[-=]([^}]*))?\}", braced, text)
     text = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: variables.get(m.group(1), m.group(0)), text)
     return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: variables.get(m.group(1), m.group(0)), text)
 
@@ -179,6 +183,10 @@ def _with_target(launcher: str, tokens: list[str], flags: set[str]) -> Launch:
     module_next = False
     while i < len(tokens):
         token = tokens[i]
+        if _UNKNOWN_WORD.match(token) and launch.target is None and launch.module is None:
+            launch.options[token] = ""
+            i += 1
+            continue
         if token.startswith("-") and launch.target is None and launch.module is None:
             name, eq, value = token.partition("=")
             if eq:

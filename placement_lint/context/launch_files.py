@@ -1,19 +1,23 @@
 """Find the command lines in the files that launch training: shell scripts, Makefiles, SLURM/PBS jobs,
-Dockerfiles, CI/job YAML, Procfiles, and fenced code blocks in READMEs and docs.
+Dockerfiles, CI/job YAML, Procfiles, notebooks, and the code blocks of Markdown, MDX and reStructuredText
+documentation anywhere in the repository.
 
 Each command comes with the line it starts on and the folder it runs in (after any `cd`).
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from placement_lint.context.commands import expand
-from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, SHELL_SUFFIXES
+from placement_lint.context.commands import expand, parse_command, split
+from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, RST_SUFFIXES, SHELL_SUFFIXES
 from placement_lint.source import SourceError, is_notebook
 
 MAX_LAUNCHER_BYTES = 1024 * 1024
@@ -29,12 +33,37 @@ LAUNCH_TOKENS = (
     b"python",
     b"trl ",
 )
-_YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "before_script", "after_script"}
+_YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "before_script", "after_script", "args"}
+_LAUNCH_WORDS = tuple(token.decode() for token in LAUNCH_TOKENS)
+# Documentation kinds: their code blocks hold commands only where a block is shell.
+DOC_KINDS = ("markdown", "rst")
+# A doc can hold a command only in a code block: a fence, or an rst directive or literal block.
+DOC_CODE_MARKERS = (b"```", b"~~~", b"::")
 _FENCE_OPEN = re.compile(r"^(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)")
 _QUOTE_OR_INDENT = re.compile(r"^[ \t>]*")
 _HEREDOC = re.compile(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
-_SHELL_LANGUAGES = {"", "bash", "sh", "shell", "console", "zsh", "shell-session", "text", "sbatch"}
-_ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|declare\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_SHELL_LANGUAGES = {
+    "", "bash", "sh", "shell", "console", "zsh", "shell-session", "shellsession", "sh-session", "terminal",
+    "text", "txt", "plaintext", "plain", "none", "sbatch", "slurm",
+}  # fmt: skip
+_SCRIPT_LANGUAGES = {"bash", "sh", "shell", "zsh", "sbatch", "slurm"}  # the others may show output too
+# First words no Python statement starts with: a block labelled otherwise (```python, an rst `::` block)
+# that opens with one of them, or with a launch, is shell under the wrong label.
+_SHELL_ONLY_WORDS = {
+    "cd", "pip", "pip3", "export", "git", "conda", "source", "bash", "sh", "sbatch", "mkdir", "wget", "uv",
+    "huggingface-cli", "nvidia-smi",
+}  # fmt: skip
+_PROMPT = re.compile(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^\s$]*)?)?[$%]\s+")  # `$ `, `(venv) $ `, `me@box:~$ `
+_REPL = re.compile(r"^\s*(?:>>>|\.\.\.)(?:\s|$)")  # a Python prompt in a console session
+_BARE_ASSIGNMENT = re.compile(r"^(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*=\S*$")  # `NPROC=8`, never `n = 8`
+_SHELL_CELL = re.compile(r"^\s*%%(?:bash|sh)\b")
+_ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.DOTALL)
+_OPEN_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?[A-Za-z_][A-Za-z0-9_]*\+?=([\"'(])")
+_ARRAY_USE = re.compile(r"\"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}\"?")
+_SHELL_C = re.compile(r"(?:^|\s)(?:\S*/)?(?:ba|z|da)?sh\s+-[a-z]*c[a-z]*\s+(['\"])(.*)\1$", re.DOTALL)
+_EVAL = re.compile(r"^eval\s+(.*)$", re.DOTALL)
+_WRAPPERS = ("srun", "mpirun", "mpiexec", "horovodrun", "env", "nohup", "time", "exec")
+_MAX_JOINED_LINES = 100  # an unclosed quote in an assignment takes at most this many lines with it
 _MAKE_ASSIGNMENT = re.compile(r"^(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*(?::=|::=|\?=|\+=|=)\s*(.*)$")
 
 
@@ -70,12 +99,15 @@ def launcher_kind(path: Path, head: bytes) -> str | None:
         return "procfile"
     if suffix in (".yml", ".yaml"):
         return "yaml"
-    if suffix in MARKDOWN_SUFFIXES and (name.upper().startswith("README") or "docs" in path.parts):
+    if suffix in MARKDOWN_SUFFIXES:
         return "markdown"
+    if suffix in RST_SUFFIXES:
+        return "rst"
     return None
 
 
-def commands_in(path: Path, text: str, kind: str) -> list[CommandLine]:
+def commands_in(path: Path, text: str, kind: str, problems: list[str] | None = None) -> list[CommandLine]:
+    """The commands of a file of `kind`; what could not be read well is added to `problems`."""
     if kind == "shell":
         return list(_shell(path, text, 1, path.parent, {}))
     if kind == "make":
@@ -89,9 +121,11 @@ def commands_in(path: Path, text: str, kind: str) -> list[CommandLine]:
             if ":" in line and not line.lstrip().startswith("#")
         ]
     if kind == "yaml":
-        return list(_yaml(path, text))
+        return list(_yaml(path, text, [] if problems is None else problems))
     if kind == "markdown":
         return list(_markdown(path, text))
+    if kind == "rst":
+        return list(_rst(path, text))
     if kind == "notebook":
         return list(_notebook(path, text))
     return []
@@ -120,8 +154,13 @@ def _join(parts: list[str]) -> str:
     return " ".join([parts[0].rstrip(), *(part.strip() for part in parts[1:])])
 
 
+_SEGMENT_MARKS = re.compile(r"[;&|#'\"]")
+
+
 def _segments(line: str) -> list[str]:
     """Split a logical line on `&&`, `||`, `;` and `|` outside quotes, without its trailing comment."""
+    if not _SEGMENT_MARKS.search(line):  # most lines: one command, nothing to scan for
+        return [line.strip()] if line.strip() else []
     out, current, quote = [], [], ""
     i = 0
     while i < len(line):
@@ -152,7 +191,7 @@ def _segments(line: str) -> list[str]:
 def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[str, str]) -> Iterator[CommandLine]:
     heredoc: str | None = None
     exported: dict[str, str] = {}
-    for number, line in _logical_lines(text, first_line):
+    for number, line in _unrolled(_statements(text, first_line)):
         stripped = line.strip()
         if heredoc is not None:  # the text of a here-document is data, not commands
             if stripped == heredoc:
@@ -163,18 +202,177 @@ def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[st
         opened = _HEREDOC.search(stripped)
         if opened:
             heredoc = opened.group(1)
+        folder = _folder_assignment(stripped, path, cwd)
+        if folder is not None:
+            variables[folder[0]] = folder[1]
+            continue
         for segment in _segments(stripped):
             segment = segment.removeprefix("$ ").strip()
-            assignment = _ASSIGNMENT.match(segment)
-            if assignment and " " not in assignment.group(2).strip().strip("\"'"):
-                variables[assignment.group(1)] = expand(assignment.group(2).strip().strip("\"'"), variables)
-                if segment.startswith("export "):
-                    exported[assignment.group(1)] = variables[assignment.group(1)]
+            if _assign(segment, variables, exported):
                 continue
             if segment.startswith("cd ") or segment == "cd":
                 cwd = _change_directory(path, cwd, expand(segment[3:].strip().strip("\"'"), variables))
                 continue
-            yield CommandLine(path, number, expand(segment, variables), cwd, tuple(exported.items()))
+            segment = _SCRIPT_DIRNAME.sub(lambda _: str(path.parent), segment)
+            command = expand(_ARRAY_USE.sub(lambda use: variables.get(use.group(1), use.group(0)), segment), variables)
+            inner = _inner_script(command)
+            if inner is not None:
+                wrapper, script = inner
+                for line in _shell(path, script, number, cwd, dict(variables)):
+                    yield replace(line, text=f"{wrapper} {line.text}") if wrapper else line
+                continue
+            yield CommandLine(path, number, command, cwd, tuple(exported.items()))
+
+
+def _inner_script(command: str) -> tuple[str, str] | None:
+    """`bash -c "torchrun ..."`, `srun -N 2 bash -c '...'` and `eval $CMD` run a script of their own:
+    (the wrapper that still applies, such as `srun -N 2`, or ""; the script). None for other commands."""
+    evaluated = _EVAL.match(command)
+    if evaluated:
+        return "", " ".join(split(evaluated.group(1)))
+    shell = _SHELL_C.search(command)
+    if shell is None:
+        return None
+    before = command[: shell.start()].strip()
+    first = before.split(maxsplit=1)[0] if before else ""
+    # `srun ... bash -c` still starts several processes; `docker run image bash -c` says nothing more.
+    keeps = first in _WRAPPERS or _BARE_ASSIGNMENT.match(first) is not None
+    return (before if keeps else ""), shell.group(2)
+
+
+def _assign(segment: str, variables: dict[str, str], exported: dict[str, str]) -> bool:
+    """Record `NAME=value`, `NAME="several words"`, `NAME=(an array)`, `NAME+=...` and `export NAME=...`;
+    True when the segment is only that. A value computed when the script runs (`$(nproc)`) makes the
+    name unknown from there on, never a guess."""
+    assignment = _ASSIGNMENT.match(segment)
+    if assignment is None:
+        return False
+    name, appends, raw = assignment.group(1), assignment.group(2), assignment.group(3).strip()
+    if raw.startswith(("$(", "`")) and (segment.endswith((")", "`")) or ")" not in raw):
+        variables.pop(name, None)
+        exported.pop(name, None)
+        return True
+    array = raw.startswith("(") and raw.endswith(")")
+    if array:
+        value = raw[1:-1].strip()  # its words, quotes kept, as `${NAME[@]}` gives them
+    else:
+        words = split(raw) if raw else [""]
+        if len(words) != 1:
+            return False  # `NAME=value command ...`: an environment prefix of that one command
+        value = words[0]
+    if "$(" in value or "`" in value:
+        variables.pop(name, None)
+        exported.pop(name, None)
+        return True
+    value = value if raw.startswith("'") else expand(value, variables)
+    if appends:
+        if name not in variables:
+            return True  # appended to a value we do not know: still unknown
+        value = f"{variables[name]} {value}".strip() if array else variables[name] + value
+    variables[name] = value
+    if segment.startswith("export "):
+        exported[name] = value
+    return True
+
+
+def _statements(text: str, first_line: int) -> Iterator[tuple[int, str]]:
+    """Logical lines, where an assignment whose quoted value or array runs over several lines
+    (`ARGS="` ... `"`, `ARGS=(` ... `)`) is joined into one, without its comments."""
+    held: list[tuple[int, str]] = []
+    opener = ""
+    for number, line in _logical_lines(text, first_line):
+        if not held:
+            opening = _OPEN_ASSIGNMENT.match(line)
+            if opening is None or not _unclosed(line[opening.start(1) :], opening.group(1)):
+                yield number, line
+                continue
+            opener = opening.group(1)
+            held = [(number, line)]
+            continue
+        held.append((number, _without_comment(line).strip()))
+        joined = " ".join(part for _, part in held)
+        if not _unclosed(joined[_OPEN_ASSIGNMENT.match(joined).start(1) :], opener):  # type: ignore[union-attr]
+            yield held[0][0], joined
+            held = []
+        elif len(held) > _MAX_JOINED_LINES:  # a stray quote, not a long value: read the lines as they are
+            yield from held
+            held = []
+    yield from held
+
+
+_FOR = re.compile(r"^for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\s+([^;]*?)\s*(?:;\s*do\b\s*(.*))?$", re.DOTALL)
+_LITERAL_WORD = re.compile(r"^[\w./:=+,@%-]+$")
+_MAX_LOOP_VALUES = 16
+_MAX_LOOP_BODY = 200
+_MAX_UNROLLED = 2000
+
+
+def _unrolled(statements: Iterator[tuple[int, str]], budget: list[int] | None = None) -> Iterator[tuple[int, str]]:
+    """`for CFG in zero2 zero3; do ... done` read once per value, the loop variable set before each
+    pass; over words not written out (`$CONFIGS`, `*.yaml`) once, with the variable unknown. Nested
+    loops multiply: past `_MAX_UNROLLED` statements in a file, a loop is read once, unknown."""
+    budget = [_MAX_UNROLLED] if budget is None else budget
+    pending = iter(statements)
+    for number, line in pending:
+        loop = _FOR.match(line.strip())
+        if loop is None:
+            yield number, line
+            continue
+        name, words, rest = loop.group(1), split(loop.group(2)), loop.group(3)
+        if rest is not None and rest.rstrip().endswith("done"):  # the whole loop on one line
+            body = [(number, rest.rstrip()[: -len("done")].rstrip().rstrip(";"))]
+        else:
+            body = _loop_body(pending, number, rest)
+        literal = 0 < len(words) <= _MAX_LOOP_VALUES and all(_LITERAL_WORD.match(word) for word in words)
+        literal = literal and budget[0] >= len(words) * len(body)
+        if literal:
+            budget[0] -= len(words) * len(body)
+        for value in words if literal else ["$(unknown)"]:
+            yield number, f"{name}={shlex.quote(value) if literal else value}"
+            yield from _unrolled(iter(body), budget)  # a loop in the loop
+
+
+def _loop_body(pending: Iterator[tuple[int, str]], header: int, after_do: str | None) -> list[tuple[int, str]]:
+    """The statements up to the `done` that closes this loop (nested loops included)."""
+    body: list[tuple[int, str]] = []
+    depth = 1
+    opened = after_do is not None  # `for ...; do` on the header line; else a `do` line comes next
+    if after_do:
+        body.append((header, after_do))
+    for number, line in pending:
+        words = line.strip().split()
+        if not opened and words[:1] == ["do"]:
+            opened = True
+            words = words[1:]
+            line = " ".join(words)
+        if words[:1] in (["for"], ["while"], ["until"]):
+            depth += 1
+        if words[-1:] == ["done"] or words[:1] == ["done"]:
+            depth -= 1
+            if depth == 0:
+                return body
+        body.append((number, line))
+        if len(body) > _MAX_LOOP_BODY:
+            break
+    return body
+
+
+def _unclosed(rest: str, opener: str) -> bool:
+    if opener == "(":
+        return rest.count("(") > rest.count(")")
+    return (rest.count(opener) - rest.count("\\" + opener)) % 2 == 1
+
+
+def _without_comment(line: str) -> str:
+    quote = ""
+    for index, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1].isspace()):
+            return line[:index]
+    return line
 
 
 def _change_directory(path: Path, cwd: Path, target: str) -> Path:
@@ -182,7 +380,36 @@ def _change_directory(path: Path, cwd: Path, target: str) -> Path:
         return path.parent / target.split(")", 1)[1].lstrip("/") if ")/" in target else path.parent
     if not target or target == "~" or target.startswith("$"):
         return cwd
-    return (cwd / target) if not target.startswith("/") else cwd
+    # An absolute folder is kept: the script's folder a variable holds (`cd $SCRIPT_DIR`) is one, and
+    # one outside the repository resolves nothing there, so launches fall back to the repository's.
+    return Path(target) if target.startswith("/") else cwd / target
+
+
+_FOLDER_ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.+)$")
+# `$(dirname "$0")` written inside a command: the script's folder.
+_SCRIPT_DIRNAME = re.compile(r"(\"?)\$\(dirname\s+[\"']?(?:\$0|\$\{0\}|\$\{?BASH_SOURCE(?:\[0\])?\}?)[\"']?\)\1")
+_WHOLE_SUBSTITUTION = re.compile(r"(?:[)`]|\$PWD|\$\{PWD\})[\"']?(?:/\.\.)*[\"']?$")  # the value ends where the substitution does
+_SCRIPT_FOLDER_UP = re.compile(r"dirname[^)]*\)[\"']?((?:/\.\.)*)")
+
+
+def _folder_assignment(line: str, path: Path, cwd: Path) -> tuple[str, str] | None:
+    """`DIR=$(cd "$(dirname "$0")/.." && pwd)`, `DIR=$(dirname $(realpath $0))`, `ROOT=$(pwd)`: the
+    folder a script names with the shell's help, as an absolute path; None for anything else."""
+    assignment = _FOLDER_ASSIGNMENT.match(line)
+    if assignment is None:
+        return None
+    value = assignment.group(2).strip()
+    if not value.startswith(("$(", '"$(', "`", '"`', "$PWD", "${PWD}", '"$PWD"', '"${PWD}"')):
+        return None
+    if not _WHOLE_SUBSTITUTION.search(value):
+        return None  # `PYTHONPATH="$(dirname $0)/..":$PYTHONPATH torchrun ...`: a prefix of a command
+    if "dirname" in value and ("$0" in value or "${0}" in value or "BASH_SOURCE" in value):
+        up = _SCRIPT_FOLDER_UP.search(value)
+        folder = path.parent.joinpath(*up.group(1).strip("/").split("/")) if up and up.group(1) else path.parent
+        return assignment.group(1), os.path.normpath(folder)
+    if value.strip('"`') in ("$(pwd)", "pwd", "$PWD", "${PWD}"):
+        return assignment.group(1), os.path.normpath(cwd)
+    return None
 
 
 def _makefile(path: Path, text: str) -> Iterator[CommandLine]:
@@ -219,20 +446,38 @@ def _dockerfile(path: Path, text: str) -> Iterator[CommandLine]:
 _YAML_COMMAND_KEY = re.compile(rf"^\s*-?\s*({'|'.join(sorted(_YAML_KEYS))})\s*:", re.MULTILINE)
 
 
-def _yaml(path: Path, text: str) -> Iterator[CommandLine]:
+def _yaml(path: Path, text: str, problems: list[str]) -> Iterator[CommandLine]:
     if not _YAML_COMMAND_KEY.search(text):
         return  # a config, not a job: nothing runs here
     import yaml
 
     try:
         documents = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-    except Exception:  # not our job to validate every YAML file; a non-parsing one holds no commands
+    except Exception as exc:  # a template (`{{ }}`) or a typo: its commands are still there, line by line
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        problems.append(f"YAML does not parse ({reason}); its commands are read line by line")
+        for line, command in _yaml_lines(text.splitlines()):
+            yield from _shell(path, _untemplated(command), line, path.parent, {})
         return
     budget = [_YAML_NODE_BUDGET]
     for document in documents:
         for command in _yaml_commands(document, 0, budget):
             line = _line_of(text, command.splitlines()[0] if command.strip() else command)
-            yield from _shell(path, command, line, path.parent, {})
+            if line == 0:  # written as an argv list: its first word is where it starts
+                line = max(_line_of(text, (split(command) or [""])[0]), 1)
+            yield from _shell(path, _untemplated(command), line, path.parent, {})
+
+
+# `${{ matrix.gpus }}` (GitHub Actions), `{{ gpus }}` (Jinja, Helm): filled in by another tool, so one
+# unknown word; `{% for ... %}` lines are that tool's, not commands.
+_TEMPLATE_VALUE = re.compile(r"\$?\{\{.*?\}\}")
+_TEMPLATE_TAG = re.compile(r"\{%.*?%\}")
+
+
+def _untemplated(command: str) -> str:
+    if "{{" not in command and "{%" not in command:
+        return command
+    return _TEMPLATE_TAG.sub("", _TEMPLATE_VALUE.sub("${TEMPLATED}", command))
 
 
 _YAML_NODE_BUDGET = 50_000  # YAML aliases can make a small file a huge (or endless) tree: stop walking
@@ -243,18 +488,19 @@ def _yaml_commands(node: object, depth: int, budget: list[int]) -> Iterator[str]
     if depth > 30 or budget[0] < 0:
         return
     if isinstance(node, dict):
+        # A container spec: `command: [torchrun]` and `args: [--nproc_per_node, "8", train.py]` are one argv.
+        argv = _argv(node.get("command")), _argv(node.get("args"))
+        joined = argv[0] is not None and argv[1] is not None
+        if joined:
+            yield _argv_text([*argv[0], *argv[1]])  # type: ignore[misc]
         for key, value in node.items():
             if key in _YAML_KEYS:
+                if joined and key in ("command", "args"):
+                    continue
                 if isinstance(value, str):
                     yield value
                 elif isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-                    # ["torchrun", "--nproc_per_node", "8", "train.py"] is one command in argv form
-                    if all(" " not in v for v in value) and not any(
-                        v.startswith(("python", "torchrun", "accelerate", "deepspeed")) for v in value[1:]
-                    ):
-                        yield " ".join(value)
-                    else:
-                        yield from value
+                    yield from _list_commands(value)
             else:
                 yield from _yaml_commands(value, depth + 1, budget)
     elif isinstance(node, list):
@@ -262,13 +508,89 @@ def _yaml_commands(node: object, depth: int, budget: list[int]) -> Iterator[str]
             yield from _yaml_commands(item, depth + 1, budget)
 
 
+def _argv(value: object) -> list[str] | None:
+    if isinstance(value, str):
+        return split(value)
+    if isinstance(value, list) and value and all(isinstance(v, (str, int, float)) for v in value):
+        return [str(v) for v in value]
+    return None
+
+
+def _list_commands(value: list[str]) -> Iterator[str]:
+    # ["torchrun", "--nproc_per_node", "8", "train.py"] is one command in argv form;
+    # ["pip install .", "torchrun ... train.py"] a command a line.
+    if all(" " not in v for v in value) and not any(
+        v.startswith(("python", "torchrun", "accelerate", "deepspeed")) for v in value[1:]
+    ):
+        yield " ".join(value)
+    elif _shell_script(value) is not None:
+        yield _shell_script(value)  # type: ignore[misc]
+    else:
+        yield from value
+
+
+def _argv_text(argv: list[str]) -> str:
+    script = _shell_script(argv)
+    if script is not None:
+        return script
+    return " ".join(word if word and not any(c in word for c in " \t'\"") else shlex.quote(word) for word in argv)
+
+
+def _shell_script(argv: list[str]) -> str | None:
+    """`["bash", "-c", "torchrun ..."]`: the script the shell is given, which is the command."""
+    if len(argv) > 2 and argv[0].rsplit("/", 1)[-1] in ("bash", "sh") and argv[1].startswith("-") and "c" in argv[1]:
+        return argv[2]
+    return None
+
+
+_YAML_LINE = re.compile(rf"^(\s*)(?:-\s+)?({'|'.join(sorted(_YAML_KEYS))})\s*:\s*(.*?)\s*$")
+
+
+def _yaml_lines(lines: list[str]) -> Iterator[tuple[int, str]]:
+    """The commands of a YAML file that does not parse, found by their keys: a value on the key's line
+    (plain, quoted, or a `[...]` list), a `|` / `>` block, or `- item` lines below the key."""
+    number = 0
+    while number < len(lines):
+        match = _YAML_LINE.match(lines[number])
+        number += 1
+        if match is None:
+            continue
+        indent, value = len(match.group(1)), match.group(3)
+        if value and value[0] not in "|>" and not value.startswith("#"):
+            yield number, _yaml_scalar(value)
+            continue
+        start = number
+        while number < len(lines) and (not lines[number].strip() or len(lines[number]) - len(lines[number].lstrip()) > indent):
+            number += 1
+        block = lines[start:number]
+        if value[:1] in ("|", ">"):
+            margin = min((len(line) - len(line.lstrip()) for line in block if line.strip()), default=0)
+            body = "\n".join(line[margin:] for line in block)
+            yield start + 1, body.replace("\n", " ") if value.startswith(">") else body
+            continue
+        for offset, line in enumerate(block):
+            item = line.strip()
+            if item.startswith("- "):
+                yield start + offset + 1, _yaml_scalar(item[2:].strip())
+
+
+def _yaml_scalar(value: str) -> str:
+    if value.startswith("[") and value.endswith("]"):
+        words = [word.strip().strip("\"'") for word in value[1:-1].split(",")]
+        return "\n".join(_list_commands(words)) if words and all(words) else value
+    if len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]:
+        return value[1:-1]
+    return value
+
+
 def _line_of(text: str, needle: str) -> int:
+    """The line `needle` is first on; 0 when it is not in the text as written."""
     index = text.find(needle.strip()) if needle.strip() else -1
-    return text.count("\n", 0, index) + 1 if index >= 0 else 1
+    return text.count("\n", 0, index) + 1 if index >= 0 else 0
 
 
 def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
-    """Fenced blocks of shell (or no language): ``` or ~~~ of any length, indented in a list or quoted."""
+    """Fenced blocks (``` or ~~~ of any length, indented in a list or quoted) of any language label."""
     lines = text.splitlines()
     number = 0
     while number < len(lines):
@@ -287,8 +609,127 @@ def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
             if inner.startswith(fence[0] * len(fence)) and not inner.strip(fence[0]).strip():
                 break
             body.append(line[len(prefix) :] if line.startswith(prefix) else inner)
-        if language in _SHELL_LANGUAGES:
-            yield from _shell(path, "\n".join(body), first, path.parent, {})
+        yield from _doc_block(path, body, first, language)
+
+
+_RST_CODE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::[ \t]*([A-Za-z0-9_+-]*)")
+_RST_DIRECTIVE = re.compile(r"^\s*\.\.\s")  # any other directive (`.. note::`) or a comment
+
+
+def _rst(path: Path, text: str) -> Iterator[CommandLine]:
+    """`.. code-block:: LANG` / `.. code::` / `.. prompt::` directives, and `::` literal blocks (no
+    language: shell only when they open with a launch)."""
+    lines = text.splitlines()
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        number += 1
+        directive = _RST_CODE.match(line)
+        if directive:
+            indent, language = len(directive.group(1)), directive.group(2).lower()
+        elif line.rstrip().endswith("::") and not _RST_DIRECTIVE.match(line) and line.strip().strip(":"):
+            indent, language = len(line) - len(line.lstrip()), "literal"
+        elif line.strip() == "::":
+            indent, language = len(line) - len(line.lstrip()), "literal"
+        else:
+            continue
+        start, body = _rst_body(lines, number, indent)
+        number = start + len(body)
+        yield from _doc_block(path, body, start + 1, language)
+
+
+def _rst_body(lines: list[str], start: int, indent: int) -> tuple[int, list[str]]:
+    """The block indented past `indent` from `start` (after a directive's `:option:` lines): the index
+    of its first line, and its lines, dedented."""
+    while start < len(lines) and (not lines[start].strip() or lines[start].strip().startswith(":")):
+        if lines[start].strip() and len(lines[start]) - len(lines[start].lstrip()) <= indent:
+            return start, []
+        start += 1
+    end = start
+    while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    body = lines[start:end]
+    margin = min((len(line) - len(line.lstrip()) for line in body if line.strip()), default=0)
+    return start, [line[margin:] for line in body]
+
+
+def _doc_block(path: Path, lines: list[str], first: int, language: str) -> Iterator[CommandLine]:
+    """The commands of a doc's code block: all of it when labelled shell; otherwise (```python, an rst
+    `::` block) only a block that opens with a launch or a shell-only word and is not valid Python, or
+    its IPython `!` escapes and `%%bash` body. Outside a script (```bash), console prompts, when used,
+    mark the commands: the other lines are output."""
+    if not any(word in line for line in lines for word in _LAUNCH_WORDS):
+        return  # each block is read on its own: one without a launch word cannot launch anything
+    if language not in _SHELL_LANGUAGES:
+        shell = _shell_in_other_block(lines)
+        if shell is None:
+            return
+        lines = shell
+    if language in _SCRIPT_LANGUAGES:  # a script: every line is a command, a prompt only decoration
+        lines = ["" if _REPL.match(line) else _PROMPT.sub("", line, count=1) for line in lines]
+    else:
+        lines = _console_commands(lines)
+    yield from _shell(path, "\n".join(lines), first, path.parent, {})
+
+
+def _shell_in_other_block(lines: list[str]) -> list[str] | None:
+    code = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not code:
+        return None
+    if _SHELL_CELL.match(code[0]):
+        opening = lines.index(code[0])
+        return ["" if index <= opening else line for index, line in enumerate(lines)]
+    if any(line.lstrip().startswith("!") for line in code):
+        return _escapes(lines)
+    # Shell-style assignments (`NPROC=8`) may come first: the first command decides.
+    commands = (_PROMPT.sub("", line, count=1).strip() for line in code)
+    opening = next((line for line in commands if not _BARE_ASSIGNMENT.match(line)), "")
+    segment = (_segments(opening) or [""])[0]
+    words = split(segment)
+    if not words or (words[0] not in _SHELL_ONLY_WORDS and parse_command(segment) is None):
+        return None
+    return None if _is_python("\n".join(lines)) else lines
+
+
+def _escapes(lines: list[str]) -> list[str]:
+    """The `!command` lines of a Python block (and their `\\` continuations); the rest blanked, so line
+    numbers hold."""
+    out: list[str] = []
+    continued = False
+    for line in lines:
+        stripped = line.lstrip()
+        if stripped.startswith("!") or continued:
+            out.append(stripped.removeprefix("!"))
+            continued = line.rstrip().endswith("\\")
+        else:
+            out.append("")
+    return out
+
+
+def _is_python(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _console_commands(lines: list[str]) -> list[str]:
+    """Python prompts (`>>> `) blanked; where shell prompts (`$ `) are used, only the prompted lines
+    (and their continuations) kept: the others are what the commands printed."""
+    lines = ["" if _REPL.match(line) else line for line in lines]
+    if not any(_PROMPT.match(line) for line in lines):
+        return lines
+    out: list[str] = []
+    continued = False
+    for line in lines:
+        prompt = _PROMPT.match(line)
+        if prompt or continued:
+            out.append(line[prompt.end() :] if prompt else line)
+            continued = line.rstrip().endswith("\\")
+        else:
+            out.append("")
+    return out
 
 
 def _notebook(path: Path, text: str) -> Iterator[CommandLine]:

@@ -13,9 +13,10 @@ from placement_lint.settings import Settings
 SHELL_SUFFIXES = {".sh", ".bash", ".zsh", ".sbatch", ".slurm", ".pbs", ".job", ".qsub", ".lsf"}
 MAKE_NAMES = ("Makefile", "makefile", "GNUmakefile")
 DOCKER_NAMES = ("Dockerfile", "Containerfile")
-MARKDOWN_SUFFIXES = (".md", ".markdown", ".rst")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
+RST_SUFFIXES = (".rst",)
 # Suffixes whose files `launcher_kind` may read; a name without a suffix may be a shebang script.
-_LAUNCHER_SUFFIXES = SHELL_SUFFIXES | {".mk", ".dockerfile", ".yml", ".yaml", *MARKDOWN_SUFFIXES, ".ipynb"}
+_LAUNCHER_SUFFIXES = SHELL_SUFFIXES | {".mk", ".dockerfile", ".yml", ".yaml", *MARKDOWN_SUFFIXES, *RST_SUFFIXES, ".ipynb"}
 
 
 def launcher_name(name: str) -> bool:

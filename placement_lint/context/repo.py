@@ -10,6 +10,7 @@ its importers do with the values its functions return (a model a helper loads go
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections import deque
 from collections.abc import Callable
@@ -24,6 +25,8 @@ from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import EFFICIENT_LOADING, ZERO3_INIT_OFF, Evidence, Kind
 from placement_lint.context.launch_files import (
+    DOC_CODE_MARKERS,
+    DOC_KINDS,
     LAUNCH_TOKENS,
     MAX_LAUNCHER_BYTES,
     CommandLine,
@@ -89,7 +92,8 @@ def build_repo_context(
                 continue
             resolved = _resolve(launch, command, configs, target, shipped)
             where = f"{display(command.source)}:{command.where}"
-            text = f"{where} ({_short(launch.text)})"
+            # A folder the script computed (`$SCRIPT_DIR/train.py`) is absolute: shown from the root.
+            text = f"{where} ({_short(launch.text.replace(f'{root}{os.sep}', ''))})"
             if resolved.details:
                 text += f", {resolved.details}"
             env = {**dict(command.env), **launch.env}
@@ -141,8 +145,8 @@ def _attach_pins(root: Path, launched: dict[Path, list[Evidence]], context: Repo
 def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
     try:
         if path.stat().st_size > (MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_LAUNCHER_BYTES):
-            if launcher_kind(path, b"") in ("shell", "make", "docker", "procfile"):  # a big README or YAML is just data
-                context.warnings.append(f"{path.relative_to(context.root)}: skipped, larger than {MAX_LAUNCHER_BYTES} bytes")
+            if launcher_kind(path, b"") in ("shell", "make", "docker", "procfile", *DOC_KINDS):  # a big YAML is just data
+                context.warnings.append(f"{_shown(path, context)}: skipped, larger than {MAX_LAUNCHER_BYTES} bytes")
             return []
         raw = path.read_bytes()
     except OSError:
@@ -150,21 +154,40 @@ def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
     kind = launcher_kind(path, raw[:512])
     if kind is None or not any(token in raw for token in LAUNCH_TOKENS):
         return []
-    try:
-        return commands_in(path, raw.decode("utf-8", errors="replace"), kind)
-    except (RecursionError, ValueError) as exc:
-        context.warnings.append(f"{path}: cannot read launch commands: {exc}")
+    if kind in DOC_KINDS and not any(marker in raw for marker in DOC_CODE_MARKERS):
+        return []  # prose only: no code block to hold a command
+    if kind != "notebook" and b"\0" in raw:
+        context.warnings.append(f"{_shown(path, context)}: skipped, binary (NUL bytes), no launch commands read")
         return []
+    problems: list[str] = []
+    try:
+        commands = commands_in(path, raw.decode("utf-8", errors="replace"), kind, problems)
+    except (RecursionError, ValueError) as exc:
+        problems.append(f"cannot read launch commands: {exc}")
+        commands = []
+    context.warnings += [f"{_shown(path, context)}: {problem}" for problem in problems]
+    return commands
+
+
+def _shown(path: Path, context: RepoContext) -> str:
+    return str(path.relative_to(context.root)) if path.is_relative_to(context.root) else str(path)
 
 
 def _target(launch: Launch, command: CommandLine, root: Path, graph: ModuleGraph) -> Path | None:
     """The repository file a launch runs: a script path, or a `-m package.module`."""
-    bases = [command.cwd, command.source.parent, root]
+    bases = [command.cwd, command.source.parent, root, *_moved_from_the_top(command, root)]
     candidates: list[Path] = []
     if launch.target and launch.target.endswith(".py"):
         candidates = [base / launch.target for base in bases]
     elif launch.module:
-        return graph.launched_module(launch.module, command.cwd)
+        found = graph.launched_module(launch.module, command.cwd)
+        if found is not None:
+            return found
+        for base in _moved_from_the_top(command, root):
+            found = graph.launched_module(launch.module, base)
+            if found is not None:
+                return found
+        return None
     for candidate in candidates:
         try:
             resolved = candidate.resolve()
@@ -173,6 +196,14 @@ def _target(launch: Launch, command: CommandLine, root: Path, graph: ModuleGraph
         if resolved.is_relative_to(root) and resolved.is_file():
             return resolved
     return None
+
+
+def _moved_from_the_top(command: CommandLine, root: Path) -> list[Path]:
+    """Docs (and many scripts) are run from the top of the repository: a `cd examples` in
+    docs/guide.md or scripts/run.sh moves to root/examples too."""
+    if command.cwd == command.source.parent or not command.cwd.is_relative_to(command.source.parent):
+        return []
+    return [root / command.cwd.relative_to(command.source.parent)]
 
 
 def _resolve(
@@ -295,6 +326,9 @@ def _accelerate(
             return Resolved(Kind.POSSIBLE, None, f"{why}: one process per GPU on a multi-GPU host")
         if kind is None and launch.option("--cpu", "--use_cpu") is not None:
             return Resolved(Kind.POSSIBLE, None, "--cpu: processes on the CPU")
+        unknown = next((name for name, value in launch.options.items() if "$" in name or "$" in value), None)
+        if kind is None and unknown is not None:  # `$ACCELERATE_ARGS`, `--num_processes $GPUS`: maybe one process
+            return Resolved(Kind.POSSIBLE, None, f"{unknown} is only known when the script runs")
         if kind is None:
             return _accelerate_default(beside, configs, shipped)
     return Resolved(kind, stage, details)
