@@ -34,6 +34,7 @@ from placement_lint.context.launch_files import (
 from placement_lint.context.launcher_names import launcher_candidates
 from placement_lint.context.launches import IMPORT_LINE, RepoContext
 from placement_lint.context.modules import IMPORT_DEPTH, module_file
+from placement_lint.context.projects import ConsoleScript, Projects, ScriptNames
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES
 from placement_lint.settings import Settings
 from placement_lint.source import is_notebook
@@ -70,20 +71,24 @@ def build_repo_context(
     context = RepoContext(root)
     configs = ConfigReader(root)
     launched: dict[Path, list[Evidence]] = {}
+    uses: dict[Path, set[str]] = {}  # what of each launched file runs: "__main__", or a console script's function
+    projects = Projects(root)
     context.candidates = launcher_candidates(root, settings, also, launchers)
     for path in context.candidates:
         for command in _commands(path, context):
-            launch = parse_command(command.text)
+            launch = parse_command(command.text, ScriptNames(projects, command.cwd, command.source.parent))
             if launch is None:
                 continue
-            target = _target(launch, command, root)
+            script = _console_script(launch, command, projects, context, display) if launch.program else None
+            found = (projects.module_of(script), "") if script else _target(launch, command, root, projects, display)
+            target, found_from = found if found is not None else (None, "")
             if target is None:
                 continue
             resolved = _resolve(launch, command, configs)
             where = f"{display(command.source)}:{command.where}"
             text = f"{where} ({_short(launch.text)})"
-            if resolved.details:
-                text += f", {resolved.details}"
+            for said in (found_from, script.describe(display(script.declared_in)) if script else "", resolved.details):
+                text += f", {said}" if said else ""
             env = {**dict(command.env), **launch.env}
             evidence = Evidence(
                 resolved.kind,
@@ -99,10 +104,11 @@ def build_repo_context(
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
             )
             launched.setdefault(target, []).append(evidence)
+            uses.setdefault(target, set()).add(script.function if script else "__main__")
     context.warnings += configs.warnings
     for target, items in launched.items():
         context.by_file[target] = tuple(items)
-        context.used[target] = frozenset({"__main__"})
+        context.used[target] = frozenset(uses[target])
     summaries, edges = _propagate_to_imports(context, launched, display)
     classes_read = _follow_returns(context, summaries, edges, display)
     context.inputs = [*context.candidates, *configs.read, *summaries, *classes_read]
@@ -130,24 +136,56 @@ def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
         return []
 
 
-def _target(launch: Launch, command: CommandLine, root: Path) -> Path | None:
-    """The repository file a launch runs: a script path, or a `-m package.module`."""
-    bases = [command.cwd, command.source.parent, root]
-    candidates: list[Path] = []
+def _target(
+    launch: Launch, command: CommandLine, root: Path, projects: Projects, display: Callable[[Path], str]
+) -> tuple[Path, str] | None:
+    """The repository file a launch runs (a script path, or a `-m package.module`), and, in a monorepo,
+    where its path was found: from the folder the command runs in or the launch script's, else from the
+    nearest project root above the launch script, else from the top of the repository."""
+    name = launch.target or launch.module
+    project = projects.root_of(command.source.parent)
+    outer: list[tuple[Path, str]] = [(root, "")]
+    if project is not None and project != root:  # a project nested in the repository: say which one matched
+        outer = [
+            (project, f"{name} found from the project root {display(project)}"),
+            (root, f"{name} found from the repository top"),
+        ]
+    candidates: list[tuple[Path, str]] = []
     if launch.target and launch.target.endswith(".py"):
-        candidates = [base / launch.target for base in bases]
+        bases = [(command.cwd, ""), (command.source.parent, ""), *outer]
+        candidates = [(base / launch.target, said) for base, said in bases]
     elif launch.module:
         relative = Path(*launch.module.split("."))
-        for base in (command.cwd, root, root / "src"):
-            candidates += [base / relative.with_suffix(".py"), base / relative / "__main__.py"]
-    for candidate in candidates:
+        bases = [(command.cwd, ""), *((folder, said) for base, said in outer for folder in (base, base / "src"))]
+        for base, said in bases:
+            candidates += [(base / relative.with_suffix(".py"), said), (base / relative / "__main__.py", said)]
+    for candidate, said in candidates:
         try:
             resolved = candidate.resolve()
         except (OSError, RuntimeError):
             continue
         if resolved.is_relative_to(root) and resolved.is_file():
-            return resolved
+            return resolved, said
     return None
+
+
+def _console_script(
+    launch: Launch, command: CommandLine, projects: Projects, context: RepoContext, display: Callable[[Path], str]
+) -> ConsoleScript | None:
+    """The console script a launch runs by name, when the repository declares it and has its module."""
+    assert launch.program is not None
+    folders = (command.cwd, command.source.parent)
+    script = projects.scripts_near(*folders).get(launch.program)
+    problems: list[str] = []
+    if script is None:  # a packaging file that could not be read may declare it: say so, guess nothing
+        for project in projects.projects_of(*folders):
+            problems += [f"{display(project / name)}: {reason}" for name, reason in projects.packaging(project).problems]
+    elif projects.module_of(script) is None:
+        where = f"{display(command.source)}:{command.where}"
+        problems.append(f"{where}: {script.describe(display(script.declared_in))}: no module {script.module} in the repository")
+        script = None
+    context.warnings += [problem for problem in problems if problem not in context.warnings]
+    return script
 
 
 def _resolve(launch: Launch, command: CommandLine, configs: ConfigReader) -> Resolved:
@@ -350,7 +388,9 @@ def _propagate_to_imports(
     """Give the modules a launched script imports the script's launch evidence, for what it uses of
     them. Returns what it read of each Python file (None: only its import lines, nothing local), and
     which modules each importer passed evidence to."""
-    frontier = [(path, tuple(items), frozenset({"*"}), 0) for path, items in launched.items()]
+    # A launched script runs all of itself; a console script's module, what its function reaches.
+    wanted = {path: frozenset({"*"}) if "__main__" in context.used[path] else context.used[path] for path in launched}
+    frontier = [(path, tuple(items), wanted[path], 0) for path, items in launched.items()]
     visited: set[tuple[Path, frozenset[str]]] = set()
     summaries: dict[Path, _ModuleSummary | None] = {}
     edges: dict[Path, set[Path]] = {}
