@@ -96,6 +96,7 @@ def split(text: str) -> list[str]:
 def parse_command(text: str, programs: Container[str] = ()) -> Launch | None:
     """`programs`: names that run a Python entry point when a command starts with them (console scripts)."""
     looked_up: set[str] = set()
+    written = text
     if "which" in text or "command" in text:
         text = _WHICH.sub(lambda match: _looked_up(match, looked_up), text)
     tokens = split(text)
@@ -130,7 +131,7 @@ def parse_command(text: str, programs: Container[str] = ()) -> Launch | None:
         return None
     if launch.target is not None and _runs_by_name(launch, looked_up):
         launch.program, launch.target = launch.target, None
-    launch.env, launch.wrapped_by, launch.text = env, wrapped_by, " ".join(text.split())
+    launch.env, launch.wrapped_by, launch.text = env, wrapped_by, " ".join(written.split())
     launch.wrapper_options = wrapper_options
     return launch
 

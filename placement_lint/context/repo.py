@@ -104,11 +104,13 @@ def build_repo_context(
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
             )
             launched.setdefault(target, []).append(evidence)
-            uses.setdefault(target, set()).add(script.function if script else "__main__")
+            # A one-process launch of a console script lends its function to no other launch of the module.
+            if not (script and resolved.kind is Kind.SINGLE):
+                uses.setdefault(target, set()).add(script.function if script else "__main__")
     context.warnings += configs.warnings
     for target, items in launched.items():
         context.by_file[target] = tuple(items)
-        context.used[target] = frozenset(uses[target])
+        context.used[target] = frozenset(uses.get(target, ()))
     summaries, edges = _propagate_to_imports(context, launched, display)
     classes_read = _follow_returns(context, summaries, edges, display)
     context.inputs = [*context.candidates, *configs.read, *summaries, *classes_read]
