@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import os
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -58,6 +59,7 @@ class Projects:
     def root_of(self, folder: Path) -> Path | None:
         """The nearest folder from `folder` up to the top holding a pyproject.toml, setup.py or
         setup.cfg: the project a file of a monorepo belongs to."""
+        folder = Path(os.path.normpath(folder))  # a command's folder after `cd ..` is written `scripts/..`
         if folder not in self._roots:
             found = None
             if folder.is_relative_to(self.top):

@@ -69,10 +69,10 @@ def build_repo_context(
     them. `launchers`: the candidate files, when the caller's walk already covered the root."""
     root = root.resolve()
     context = RepoContext(root)
-    configs = ConfigReader(root)
+    projects = Projects(root)
+    configs = ConfigReader(root, projects.root_of)
     launched: dict[Path, list[Evidence]] = {}
     uses: dict[Path, set[str]] = {}  # what of each launched file runs: "__main__", or a console script's function
-    projects = Projects(root)
     context.candidates = launcher_candidates(root, settings, also, launchers)
     for path in context.candidates:
         for command in _commands(path, context):
