@@ -149,7 +149,7 @@ def test_one_file_behind_a_console_script_is_checked_with_its_launch(tmp_path: P
         ("python `which sft` --x 1", "python", "sft", None),
         ("srun --ntasks-per-node 8 sft --epochs 3", "python", "sft", "srun"),
         ("mpirun -np 4 sft", "python", "sft", "mpirun"),
-        ("sft --epochs 1", "python", "sft", None),
+        ("srun $(which sft)", "python", "sft", "srun"),
     ],
 )
 def test_a_console_script_named_by_a_launch(command: str, launcher: str, program: str, wrapped_by: str | None) -> None:
@@ -165,12 +165,19 @@ def test_a_console_script_named_by_a_launch(command: str, launcher: str, program
         "deepspeed sft",  # deepspeed runs `python sft`: a file, not the program
         "torchrun --nproc_per_node 2 sft",
         "sft --epochs 1",  # not a console script of this repository (no programs given)
+        "srun -N 2 other",
         "srun -N 2 hostname",
     ],
 )
 def test_a_name_that_is_no_console_script_launch(command: str) -> None:
     launch = parse_command(command)
     assert launch is None or launch.program is None
+
+
+@pytest.mark.parametrize("command", ["sft --deepspeed ds.json", "$(which sft) train", "FORCE_TORCHRUN=1 sft train x.yaml"])
+def test_a_console_script_run_alone_is_not_followed(command: str) -> None:
+    """It may start its own launcher for some subcommands and not for others: nothing to tell which."""
+    assert parse_command(command, {"sft"}) is None
 
 
 def _packaging(tmp_path: Path, files: dict[str, str | bytes]) -> Projects:

@@ -51,8 +51,8 @@ class Launch:
     wrapped_by: str | None = None  # "srun", "mpirun": several processes whatever the launcher
     wrapper_options: dict[str, str] = field(default_factory=dict)  # `srun --gpus-per-task 1` -> {"--gpus-per-task": "1"}
     text: str = ""  # the command as written, for messages
-    # A program run by name, not a file: `$(which NAME)`, `torchrun --no-python NAME`, or NAME itself
-    # when it is one of the `programs` the caller knows (the repository's console scripts).
+    # A program run by name, not a file: `$(which NAME)`, `torchrun --no-python NAME`, or NAME itself under
+    # srun/mpirun when it is one of the `programs` the caller knows (the repository's console scripts).
     program: str | None = None
 
     def option(self, *names: str) -> str | None:
@@ -94,7 +94,8 @@ def split(text: str) -> list[str]:
 
 
 def parse_command(text: str, programs: Container[str] = ()) -> Launch | None:
-    """`programs`: names that run a Python entry point when a command starts with them (console scripts)."""
+    """`programs`: names that run a Python entry point (console scripts), followed when a wrapper
+    (srun, mpirun) runs them."""
     looked_up: set[str] = set()
     written = text
     if "which" in text or "command" in text:
@@ -124,8 +125,10 @@ def parse_command(text: str, programs: Container[str] = ()) -> Launch | None:
     if not tokens:
         return None
     launch = _launcher(tokens, looked_up)
-    if launch is None and (tokens[0] in looked_up or tokens[0] in programs):
-        launch = Launch("python", program=tokens[0])  # one process, unless a wrapper starts several
+    if launch is None and wrapped_by and (tokens[0] in looked_up or tokens[0] in programs):
+        # `srun NAME`: every process runs the program. Run alone, a console script may start its own
+        # launcher for some subcommands (`llamafactory-cli train`) and not others: not followed.
+        launch = Launch("python", program=tokens[0])
         _read_args(tokens[1:], launch.script_args)
     if launch is None:
         return None
