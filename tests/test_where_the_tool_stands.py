@@ -6,11 +6,14 @@ test_launch_context.py); here they are driven through the command line, one file
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from placement_lint import discover
 from placement_lint.cli import main
@@ -20,6 +23,7 @@ from placement_lint.discover import repository_root
 from placement_lint.notebook import read_notebook
 
 LAUNCH = Path(__file__).parent / "fixtures" / "launch"
+FUZZ_EXAMPLES = int(os.environ.get("PLACEMENT_LINT_FUZZ_EXAMPLES", "25"))
 
 
 def copy_case(name: str, tmp_path: Path, git: bool) -> Path:
@@ -302,3 +306,53 @@ def test_a_notebook_with_ipython_syntax_is_checked_not_skipped(tmp_path: Path, m
     )
     code, lines = cli(monkeypatch, tmp_path, "check", "ddp.ipynb")
     assert code == 1 and [line.split(" ")[:3] for line in lines] == [["ddp.ipynb:cell", "3:1:62:", "DPL001"]]
+
+
+# -- hostile input -----------------------------------------------------------------------------------
+
+
+def test_hostile_packaging_never_crashes_never_runs_and_is_never_guessed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = tmp_path / "executed"
+    loader = 'from transformers import AutoModelForCausalLM, Trainer\n\n\ndef main():\n    Trainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto")).train()\n'
+    files: dict[str, str | bytes] = {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        "setup.py": f"open({str(marker)!r}, 'w')\nfrom setuptools import setup\nsetup(entry_points=compute())\n",
+        "setup.cfg": "[options.entry_points\nconsole_scripts = a = pkg.a:main\n",
+        "pkg/__init__.py": "",
+        "pkg/a.py": loader,
+        "binary/pyproject.toml": b"\x00\xff\xfe[project.scripts]\nb = \x00",
+        "binary/run.sh": "torchrun --nproc_per_node 2 --no-python b\n",
+        "deep/pyproject.toml": "[project.scripts]\n" + "x = [" * 5000 + "\n",
+        "deep/run.sh": "srun -N 2 x\n",
+        "missing/pyproject.toml": '[project.scripts]\nghost = "ghost.mod:main"\nweird = "1nvalid:ref"\n',
+        "missing/run.sh": "accelerate launch --multi_gpu $(which ghost)\naccelerate launch --multi_gpu $(which weird)\n",
+        "run.sh": "accelerate launch --multi_gpu $(which a)\ndeepspeed --no_python a\nsrun $(which\n",
+        "notebook.ipynb": json.dumps(
+            {"cells": [{"cell_type": "code", "source": "cd \x00\n" + "time " * 10_000 + "(", "metadata": {}}]}
+        ),
+    }
+    _packaging(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "concise", "."])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code in (0, 1, 2) and "Traceback" not in result.output
+    assert not marker.exists()
+    assert ": DPL" not in result.output, "no console script could be read: nothing to guess"
+    assert "no module ghost.mod in the repository" in result.output
+
+
+_TEXT = st.text(st.sampled_from(list("[]{}=:\"' \n\t.,-_#$()`ab1xsrunwhich")), max_size=200)
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(text=_TEXT)
+def test_packaging_readers_and_commands_take_any_text(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+    """Whatever a packaging file or a command holds: read, or named as unreadable; never an exception."""
+    folder = tmp_path_factory.mktemp("packaging")
+    for name in ("pyproject.toml", "setup.cfg", "setup.py"):
+        (folder / name).write_text(text)
+    projects = Projects(folder.resolve())
+    for script in projects.packaging(folder.resolve()).scripts.values():
+        projects.module_of(script)
+    parse_command(text, {"a", "x"})
+    read_notebook(_notebook(text))
