@@ -356,3 +356,29 @@ def test_packaging_readers_and_commands_take_any_text(tmp_path_factory: pytest.T
         projects.module_of(script)
     parse_command(text, {"a", "x"})
     read_notebook(_notebook(text))
+
+
+def test_a_cached_launch_context_sees_a_changed_console_script(tmp_path: Path) -> None:
+    """The packaging files are inputs of the cached context: pointing the script at another function
+    changes what the launch reaches, on the next warm run."""
+    from placement_lint.engine import run
+    from placement_lint.results import RunOptions
+    from placement_lint.settings import Settings
+
+    from helpers import CODES
+
+    root = copy_case("bad_console_script_which", tmp_path, git=True)
+
+    def codes_by_file() -> list[tuple[str, str]]:
+        result = run([root], Settings(root=root, codes=CODES), RunOptions(), root, root / ".placement_lint_cache")
+        return sorted((f.display, f.code) for f in result.findings)
+
+    before = codes_by_file()
+    assert ("src/tinytune/loading.py", "DPL001") in before
+    assert codes_by_file() == before
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace('tinytune-sft = "tinytune.cli:main"', 'tinytune-sft = "tinytune.cli:serve"')
+    )
+    after = codes_by_file()
+    assert ("src/tinytune/loading.py", "DPL001") not in after and ("src/tinytune/serving.py", "DPL007") in after

@@ -55,6 +55,8 @@ class Projects:
         self._roots: dict[Path, Path | None] = {}
         self._packaging: dict[Path, Packaging] = {}
         self._scripts: dict[tuple[Path, ...], dict[str, ConsoleScript]] = {}
+        # The packaging files looked at (there or not): what a cached launch context depends on.
+        self.read: list[Path] = []
 
     def root_of(self, folder: Path) -> Path | None:
         """The nearest folder from `folder` up to the top holding a pyproject.toml, setup.py or
@@ -63,8 +65,10 @@ class Projects:
         if folder not in self._roots:
             found = None
             if folder.is_relative_to(self.top):
-                if any((folder / name).is_file() for name in PROJECT_FILES):
+                marker = next((folder / name for name in PROJECT_FILES if (folder / name).is_file()), None)
+                if marker is not None:
                     found = folder
+                    self.read.append(marker)
                 elif folder != self.top and folder.parent != folder:
                     found = self.root_of(folder.parent)
             self._roots[folder] = found
@@ -90,6 +94,7 @@ class Projects:
         """The console scripts and package folders `project`'s packaging files declare."""
         if project not in self._packaging:
             self._packaging[project] = _read_packaging(project)
+            self.read += [project / name for name in PROJECT_FILES]
         return self._packaging[project]
 
     def module_of(self, script: ConsoleScript) -> Path | None:

@@ -113,7 +113,7 @@ def build_repo_context(
         context.used[target] = frozenset(uses.get(target, ()))
     summaries, edges = _propagate_to_imports(context, launched, display)
     classes_read = _follow_returns(context, summaries, edges, display)
-    context.inputs = [*context.candidates, *configs.read, *summaries, *classes_read]
+    context.inputs = [*context.candidates, *configs.read, *summaries, *classes_read, *dict.fromkeys(projects.read)]
     # A module read for its class bases (a trainer subclass) counts whole, not by its import lines.
     context.import_only = {path for path, summary in summaries.items() if summary is None} - set(classes_read)
     return context
