@@ -59,6 +59,13 @@ def test_an_archive_file_checked_alone_sees_the_launches_a_check_from_the_top_se
     assert all(line.startswith("scripts/dpo.py:") for line in from_top)
     assert cli(monkeypatch, root, "check", "scripts/dpo.py") == (1, from_top)
     assert cli(monkeypatch, root, "check", "scripts") == (1, from_top)
+    monkeypatch.chdir(root)
+    editor = CliRunner().invoke(
+        main,
+        ["check", "--output-format", "concise", "--stdin-filename", "scripts/dpo.py", "-"],
+        input=(root / "scripts" / "dpo.py").read_text(),
+    )
+    assert [line for line in editor.output.splitlines() if ": DPL" in line] == from_top, "an editor's buffer too"
     # From inside scripts/: the same findings, named from there.
     code, inside = cli(monkeypatch, root / "scripts", "check", "dpo.py")
     assert code == 1
