@@ -125,8 +125,12 @@ def test_pre_commit_naming_one_file_of_a_nested_project_uses_the_repository_laun
 ) -> None:
     root = copy_case("bad_monorepo_nested_project", tmp_path, git=True)
     _, whole = cli(monkeypatch, root, "check", ".")
-    assert whole and all(line.startswith("services/trainer/train/sft.py:") for line in whole)
-    assert cli(monkeypatch, root, "check", "--force-exclude", "services/trainer/train/sft.py") == (1, whole)
+    for name in ("services/trainer/train/sft.py", "services/trainer/src/trainer_pkg/sft.py"):
+        mine = [line for line in whole if line.startswith(f"{name}:")]
+        assert mine and cli(monkeypatch, root, "check", "--force-exclude", name) == (1, mine)
+    assert "console script trainer-sft = trainer_pkg.sft:main in services/trainer/pyproject.toml" in context(
+        monkeypatch, root, "services/trainer/src/trainer_pkg/sft.py"
+    ), "a launch file at the top runs the nested project's console script"
     shown = context(monkeypatch, root, "services/trainer/train/sft.py")
     assert "train/sft.py found from the project root services/trainer" in shown
     assert "distributed_type DEEPSPEED, zero_stage 3" in shown, "the config is found from the project root too"

@@ -15,6 +15,7 @@ import ast
 import configparser
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -50,8 +51,12 @@ class Projects:
     """The projects of one repository (under `top`, resolved), read when a launch asks and once each:
     built with each launch context, so an editor that runs for hours sees packaging files change."""
 
-    def __init__(self, top: Path) -> None:
+    def __init__(self, top: Path, launch_files: Sequence[Path] = ()) -> None:
         self.top = top
+        # The repository's launch files: the folders holding them tell which nested projects there are
+        # (most have a README or a script), without a walk of their own.
+        self._launch_files = launch_files
+        self._elsewhere: dict[str, list[ConsoleScript]] | None = None
         self._roots: dict[Path, Path | None] = {}
         self._packaging: dict[Path, Packaging] = {}
         self._scripts: dict[tuple[Path, ...], dict[str, ConsoleScript]] = {}
@@ -85,6 +90,23 @@ class Projects:
                     found.setdefault(name, script)
             self._scripts[projects] = found
         return self._scripts[projects]
+
+    def find(self, name: str, *folders: Path) -> ConsoleScript | None:
+        """The console script `name` that a command run from `folders` names: declared by the projects
+        holding them or by the top; else by the one other project of the repository declaring it (a
+        launch file at the top running a nested project's script). None when several other projects
+        declare it differently: nothing tells which one is installed."""
+        near = self.scripts_near(*folders).get(name)
+        if near is not None:
+            return near
+        if self._elsewhere is None:
+            self._elsewhere = {}
+            projects = dict.fromkeys(self.root_of(path.parent) for path in self._launch_files)
+            for project in filter(None, projects):
+                for script_name, script in self.packaging(project).scripts.items():
+                    self._elsewhere.setdefault(script_name, []).append(script)
+        candidates = {(script.module, script.function): script for script in self._elsewhere.get(name, ())}
+        return next(iter(candidates.values())) if len(candidates) == 1 else None
 
     def projects_of(self, *folders: Path) -> list[Path]:
         projects = [self.root_of(folder) for folder in folders]
@@ -132,7 +154,7 @@ class ScriptNames:
         self._folders = folders
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in self._projects.scripts_near(*self._folders)
+        return isinstance(name, str) and self._projects.find(name, *self._folders) is not None
 
 
 def _read_packaging(project: Path) -> Packaging:

@@ -69,11 +69,11 @@ def build_repo_context(
     them. `launchers`: the candidate files, when the caller's walk already covered the root."""
     root = root.resolve()
     context = RepoContext(root)
-    projects = Projects(root)
+    context.candidates = launcher_candidates(root, settings, also, launchers)
+    projects = Projects(root, context.candidates)
     configs = ConfigReader(root, projects.root_of)
     launched: dict[Path, list[Evidence]] = {}
     uses: dict[Path, set[str]] = {}  # what of each launched file runs: "__main__", or a console script's function
-    context.candidates = launcher_candidates(root, settings, also, launchers)
     for path in context.candidates:
         for command in _commands(path, context):
             launch = parse_command(command.text, ScriptNames(projects, command.cwd, command.source.parent))
@@ -177,7 +177,7 @@ def _console_script(
     """The console script a launch runs by name, when the repository declares it and has its module."""
     assert launch.program is not None
     folders = (command.cwd, command.source.parent)
-    script = projects.scripts_near(*folders).get(launch.program)
+    script = projects.find(launch.program, *folders)
     problems: list[str] = []
     if script is None:  # a packaging file that could not be read may declare it: say so, guess nothing
         for project in projects.projects_of(*folders):
