@@ -57,6 +57,7 @@ class Projects:
         # (most have a README or a script), without a walk of their own.
         self._launch_files = launch_files
         self._elsewhere: dict[str, list[ConsoleScript]] | None = None
+        self._modules: dict[ConsoleScript, Path | None] = {}
         self._roots: dict[Path, Path | None] = {}
         self._packaging: dict[Path, Packaging] = {}
         self._scripts: dict[tuple[Path, ...], dict[str, ConsoleScript]] = {}
@@ -122,6 +123,11 @@ class Projects:
     def module_of(self, script: ConsoleScript) -> Path | None:
         """The file of the repository holding the script's module: in its project's folder, its `src/`,
         or the package folders its packaging declares."""
+        if script not in self._modules:
+            self._modules[script] = self._find_module(script)
+        return self._modules[script]
+
+    def _find_module(self, script: ConsoleScript) -> Path | None:
         project = script.declared_in.parent
         parts = script.module.split(".")
         for package, folder in self._package_dirs(project, parts[0]):
