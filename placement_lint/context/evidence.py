@@ -42,6 +42,7 @@ class Evidence(NamedTuple):
     one_gpu: bool = False  # launch: each process sees one GPU (CUDA_VISIBLE_DEVICES=0, --gpus-per-task 1)
     bypass: bool = False  # launch: ACCELERATE_BYPASS_DEVICE_MAP=true in its environment
     cell: int | None = None  # in a notebook: the cell, and `line` is the line in it
+    entry: str = ""  # launch: the function a console script runs ("": the file's own code)
 
     @property
     def where(self) -> str:
@@ -87,7 +88,7 @@ def _group_launches(
     keys: dict[tuple[object, ...], tuple[tuple[str, str, str], ...]] = {}
     for evidence in external:
         relevant = tuple(sorted((name, value, evidence.where) for name, value in evidence.arguments if name in field_names))
-        key = (evidence.kind, evidence.zero_stage, tuple((n, v) for n, v, _ in relevant))
+        key = (evidence.kind, evidence.zero_stage, tuple((n, v) for n, v, _ in relevant), evidence.entry)
         groups.setdefault(key, []).append(evidence)
         keys.setdefault(key, relevant)
     return [(keys[key], tuple(items)) for key, items in groups.items()]
@@ -222,10 +223,20 @@ class FileContext:
                 self._cache[key] = Context(local + group, self.override, arguments)
         return self._cache[key]
 
+    @cached_property
+    def _owners_by_launch(self) -> list[set[int] | None]:
+        """What of the file each launch runs (None: all of it): a console script's launch runs its
+        function, not the module's other console scripts; any other, what `_external_owners` says."""
+        return [
+            self.parts.reachable(frozenset({group[0].entry})) if group[0].entry else self._external_owners
+            for _, group in self._launches
+        ]
+
     def _launch_numbers(self, owner: int) -> list[int]:
         if not self._launches or (self._external_owners is not None and owner not in self._external_owners):
             return [-1]
-        return list(range(len(self._launches)))
+        numbers = [n for n, owners in enumerate(self._owners_by_launch) if owners is None or owner in owners]
+        return numbers or [-1]
 
     def contexts_at(self, node: object) -> list[Context]:
         """Every context the code at `node` runs under, strongest first."""
@@ -239,7 +250,7 @@ class FileContext:
             return [Context((), self.override)]
         found = [self._context(p, n) for _, p, owner in self._evidence for n in self._launch_numbers(owner)]
         if self._launches and self._external_owners != set():
-            found += [self._context(-1, n) for n in range(len(self._launches))]
+            found += [self._context(-1, n) for n, owners in enumerate(self._owners_by_launch) if owners != set()]
         unique: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Context] = {}
         for context in sorted(found, key=lambda c: (_strength(c), -len(c.evidence))):
             unique.setdefault((context.setup, context.arguments), context)

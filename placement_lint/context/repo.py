@@ -102,6 +102,7 @@ def build_repo_context(
                 single_process=_one_process(launch),
                 one_gpu=_one_gpu(launch, env),
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
+                entry=script.function if script else "",
             )
             launched.setdefault(target, []).append(evidence)
             # A one-process launch of a console script lends its function to no other launch of the module.
@@ -408,7 +409,9 @@ def _propagate_to_imports(
             continue
         for module, names in summary.imports(wanted, context.root):
             inherited = tuple(
-                e._replace(origin="import", chain=(display(module), *e.chain)) for e in items if e.kind is not Kind.SINGLE
+                e._replace(origin="import", chain=(display(module), *e.chain), entry="")
+                for e in items
+                if e.kind is not Kind.SINGLE
             )
             if not inherited:
                 continue
