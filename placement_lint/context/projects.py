@@ -152,8 +152,9 @@ class Projects:
 
 
 class ScriptNames:
-    """The console script names a command can run (a Container for `parse_command`), read only when a
-    command is not a launch of its own: most commands are, or are `cd`, `echo`, `pip`."""
+    """The console script names a command can run (a Container for `parse_command`), looked at only
+    for a command that srun/mpirun runs and that is no launcher of its own: packaging files are read
+    when a command could name one of their scripts, not for every `cd`, `echo` or `pip`."""
 
     def __init__(self, projects: Projects, *folders: Path) -> None:
         self._projects = projects
