@@ -76,20 +76,61 @@ def gitignore_spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
+# Without a .git, what marks a project's top: packaging, requirements or environment files (a downloaded
+# archive of a repository has no .git, and often no pyproject.toml: only a requirements.txt).
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml")
+
+
 def repository_root(start: Path) -> Path | None:
-    """The folder holding `.git` above `start`, else the nearest with a pyproject.toml; None if neither."""
+    """The top of the repository holding `start`: the nearest folder above with a `.git`, else the
+    outermost one holding a project marker (PROJECT_MARKERS, requirements*.txt), so that a file or
+    folder checked alone finds the same root as a check from the top, and a project nested in it
+    belongs to it. None if neither. The search stops below the home folder, the temporary folder and
+    the filesystem root: a stray marker there must not make a run read all of it."""
     folder = start if start.is_dir() else start.parent
     real = _real_folder(os.path.abspath(folder))  # a linked folder's repository is its target's
-    return _nearest(real, ".git") or _nearest(real, "pyproject.toml")
+    return _nearest(real, ".git") or _outermost_project(real)
 
 
 @functools.lru_cache(maxsize=8192)
 def _nearest(folder: str, marker: str) -> Path | None:
     """Each (resolved) folder is looked at once per marker, however many files below it ask."""
+    if folder in _shared_folders():
+        return None
     if os.path.exists(os.path.join(folder, marker)):
         return Path(folder)
     parent = os.path.dirname(folder)
     return None if parent == folder else _nearest(parent, marker)
+
+
+@functools.lru_cache(maxsize=8192)
+def _outermost_project(folder: str) -> Path | None:
+    if folder in _shared_folders():
+        return None
+    parent = os.path.dirname(folder)
+    above = None if parent == folder else _outermost_project(parent)
+    return above or (Path(folder) if _holds_project_marker(folder) else None)
+
+
+def _holds_project_marker(folder: str) -> bool:
+    if any(os.path.isfile(os.path.join(folder, name)) for name in PROJECT_MARKERS):
+        return True
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(name.startswith("requirements") and name.endswith(".txt") for name in names)
+
+
+@functools.cache
+def _shared_folders() -> frozenset[str]:
+    """Folders that hold many unrelated projects, never a repository's top: the home and temporary
+    folders (and the filesystem root, where every walk up ends)."""
+    found = {os.path.sep}
+    for folder in (os.path.expanduser("~"), os.environ.get("TMPDIR"), "/tmp", "/var/tmp"):
+        if folder and folder != "~":
+            found.add(os.path.realpath(folder))
+    return frozenset(found)
 
 
 class _Ignores:

@@ -10,6 +10,7 @@ Cells are numbered as Jupyter and ruff number them: 1-based among all cells, mar
 
 from __future__ import annotations
 
+import ast
 import bisect
 import json
 import re
@@ -28,7 +29,16 @@ SHELL_CELL_MAGICS = frozenset({"bash", "sh", "script"})
 _BREAK = re.compile(r"(\r\n|\r|\n)")
 _ASSIGN_ESCAPE = re.compile(r"^([ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*)([!%])")
 _SHELL_MAGIC = re.compile(r"^%(?:sx|system)\b\s*")
-_CD_MAGIC = re.compile(r"^%cd\b(?:\s+-[qb])*\s*")
+_CD_MAGIC = re.compile(r"^%?cd\b(?:\s+-[qb])*\s*")  # `%cd data`, or `cd data` with automagic
+# Line magics and shell aliases IPython runs without their `%` (automagic): `cd data`, `pip install x`,
+# `load_ext autoreload`. Such a line is masked only when it is not Python (`ls -la` and `cd /x` parse).
+_AUTOMAGIC = re.compile(
+    r"^(?:cd|ls|ll|pwd|pip|conda|mamba|micromamba|uv|run|time|timeit|prun|load_ext|reload_ext|unload_ext|autoreload"
+    r"|aimport|matplotlib|pylab|env|set_env|mkdir|rmdir|rm|cp|mv|cat|less|more|man|clear|alias|unalias|who|whos|reset"
+    r"|history|pushd|popd|dirs|dhist|bookmark|pdb|debug|xmode|precision|config|tensorboard|store|sx|system|load|pycat"
+    r"|psearch|rerun|recall|macro|save|edit|notebook|colors|automagic|autocall|magic|lsmagic|rehashx|killbgscripts"
+    r"|doctest_mode|page|pinfo|pinfo2|pdef|pdoc|psource|pfile|logstart|logstop|logon|logoff|tb|sc|wandb)[ \t]+\S"
+)
 
 
 class Masked(NamedTuple):
@@ -214,7 +224,24 @@ def _escape_placeholder(line: str) -> str | None:
     code = line[: _code_end(line)].rstrip()
     if code.endswith("?") and code.strip():  # `model?`, `model.forward??`: never Python
         return indent + PLACEHOLDER
+    if _AUTOMAGIC.match(stripped) and _automagic(code.strip()):
+        return indent + PLACEHOLDER
     return None
+
+
+def _automagic(code: str) -> bool:
+    """A line that starts like a magic is one only when it is a whole line that Python cannot read
+    (`time = compute(a,` opens a bracket: Python going on over the next lines)."""
+    depth, quote, continued = _scan(code, 0, None)
+    if depth or quote or continued or code.endswith(":"):
+        return False
+    try:
+        compile(code, "<cell>", "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError:
+        return True
+    except (ValueError, RecursionError, MemoryError):
+        return False
+    return False
 
 
 def _code_end(line: str) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 _ENV_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -17,6 +18,9 @@ _ENV_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # we cannot see, not the script.
 _UNKNOWN_WORD = re.compile(r"^\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\])?\})$")
 _PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
+# `$(which NAME)`, `` `which NAME` ``, `$(command -v NAME)`: the path of an installed program, a console
+# script when the repository declares NAME; python runs that file.
+_WHICH = re.compile(r"\$\(\s*(?:which|command\s+-v)\s+([\w.+-]+)\s*\)|`\s*(?:which|command\s+-v)\s+([\w.+-]+)\s*`")
 _PASSTHROUGH = {"nohup", "time", "exec", "sudo", "stdbuf", "nice", "ionice", "command", "builtin"}
 _RUNNERS = {("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("conda", "run"), ("pixi", "run")}
 # Options that take no value, per launcher (everything else starting with - takes one, unless written --x=y).
@@ -50,6 +54,9 @@ class Launch:
     wrapped_by: str | None = None  # "srun", "mpirun": several processes whatever the launcher
     wrapper_options: dict[str, str] = field(default_factory=dict)  # `srun --gpus-per-task 1` -> {"--gpus-per-task": "1"}
     text: str = ""  # the command as written, for messages
+    # A program run by name, not a file: `$(which NAME)`, `torchrun --no-python NAME`, or NAME itself under
+    # srun/mpirun when it is one of the `programs` the caller knows (the repository's console scripts).
+    program: str | None = None
 
     def option(self, *names: str) -> str | None:
         """A launcher option, in either spelling (`--num_processes` / `--num-processes`)."""
@@ -90,7 +97,13 @@ def split(text: str) -> list[str]:
         return text.split()
 
 
-def parse_command(text: str) -> Launch | None:
+def parse_command(text: str, programs: Container[str] = ()) -> Launch | None:
+    """`programs`: names that run a Python entry point (console scripts), followed when a wrapper
+    (srun, mpirun) runs them."""
+    looked_up: set[str] = set()
+    written = text
+    if "which" in text or "command" in text:
+        text = _WHICH.sub(lambda match: _looked_up(match, looked_up), text)
     tokens = split(text)
     env: dict[str, str] = {}
     wrapped_by: str | None = None
@@ -115,10 +128,17 @@ def parse_command(text: str) -> Launch | None:
             break
     if not tokens:
         return None
-    launch = _launcher(tokens)
+    launch = _launcher(tokens, looked_up)
+    if launch is None and wrapped_by and (tokens[0] in looked_up or tokens[0] in programs):
+        # `srun NAME`: every process runs the program. Run alone, a console script may start its own
+        # launcher for some subcommands (`llamafactory-cli train`) and not others: not followed.
+        launch = Launch("python", program=tokens[0])
+        _read_args(tokens[1:], launch.script_args)
     if launch is None:
         return None
-    launch.env, launch.wrapped_by, launch.text = env, wrapped_by, " ".join(text.split())
+    if launch.target is not None and _runs_by_name(launch, looked_up):
+        launch.program, launch.target = launch.target, None
+    launch.env, launch.wrapped_by, launch.text = env, wrapped_by, " ".join(written.split())
     launch.wrapper_options = wrapper_options
     return launch
 
@@ -145,7 +165,23 @@ def _skip_options(
     return tokens[i:]
 
 
-def _launcher(tokens: list[str]) -> Launch | None:
+def _looked_up(match: re.Match[str], found: set[str]) -> str:
+    """`$(which NAME)` -> NAME, remembered as a program (python runs the file the shell finds)."""
+    name = match.group(1) or match.group(2)
+    found.add(name)
+    return name
+
+
+def _runs_by_name(launch: Launch, looked_up: set[str]) -> bool:
+    """The launcher runs its target as a program: found with `which`, or `--no-python` (torchrun,
+    accelerate, and deepspeed's `--no_python`, which execute the target instead of `python target`)."""
+    assert launch.target is not None
+    if launch.target in looked_up:
+        return True
+    return launch.option("--no_python") is not None and "/" not in launch.target and not launch.target.endswith(".py")
+
+
+def _launcher(tokens: list[str], looked_up: Container[str] = ()) -> Launch | None:
     head = tokens[0].rsplit("/", 1)[-1]
     rest = tokens[1:]
     if head == "accelerate" and rest[:1] == ["launch"]:
@@ -170,7 +206,7 @@ def _launcher(tokens: list[str]) -> Launch | None:
             launch = Launch("python", module=args[1])
             _read_args(args[2:], launch.script_args)
             return launch
-        if args and args[0].endswith(".py"):
+        if args and (args[0].endswith(".py") or args[0] in looked_up):  # `python $(which NAME)`
             launch = Launch("python", target=args[0])
             _read_args(args[1:], launch.script_args)
             return launch

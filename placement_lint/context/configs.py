@@ -6,22 +6,27 @@ Only files inside the repository root are read, and only up to a size cap.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 MAX_CONFIG_BYTES = 2 * 1024 * 1024
 
 
 class ConfigReader:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, project_of: Callable[[Path], Path | None] | None = None) -> None:
         self.root = root.resolve()
+        self._project_of = project_of  # in a monorepo: the project holding a folder, where its paths may start
         self._cache: dict[Path, object] = {}
         self.warnings: list[str] = []
         self.read: list[Path] = []  # every config read or looked for: the inputs a cached result depends on
 
     def find(self, name: str, near: Path) -> Path | None:
-        """A config path as a script names it: relative to the script's folder, then to the repo root."""
+        """A config path as a script names it: relative to the script's folder, then to its project's
+        root (in a monorepo), then to the repo root."""
         candidate = Path(name)
-        options = [candidate] if candidate.is_absolute() else [near / candidate, self.root / candidate]
+        project = self._project_of(near) if self._project_of is not None else None
+        bases = [near, *([project] if project is not None else []), self.root]
+        options = [candidate] if candidate.is_absolute() else [base / candidate for base in dict.fromkeys(bases)]
         for option in options:
             try:
                 resolved = option.resolve()

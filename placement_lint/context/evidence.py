@@ -48,6 +48,7 @@ class Evidence(NamedTuple):
     # launch/import: the launched script's parser fields ((key, *analysis.arguments.Field)), when the repository
     # pass read them: a module the script imports reads `args.use_4bit` without seeing the parser.
     parser: tuple[tuple[str, ...], ...] = ()
+    entry: str = ""  # launch: the function a console script runs ("": the file's own code)
 
     @property
     def where(self) -> str:
@@ -113,7 +114,7 @@ def _group_launches(
             and not (name in local and local[name].origin == "dataclass")  # the resolver reads its default in the file
         ]
         ordered = tuple(sorted(relevant))
-        key = (evidence.kind, evidence.zero_stage, tuple((n, v) for n, v, _ in ordered))
+        key = (evidence.kind, evidence.zero_stage, tuple((n, v) for n, v, _ in ordered), evidence.entry)
         groups.setdefault(key, []).append(evidence)
         keys.setdefault(key, ordered)
     return [(keys[key], tuple(items)) for key, items in groups.items()]
@@ -259,10 +260,20 @@ class FileContext:
                 self._cache[key] = Context(local + group, self.override, arguments)
         return self._cache[key]
 
+    @cached_property
+    def _owners_by_launch(self) -> list[set[int] | None]:
+        """What of the file each launch runs (None: all of it): a console script's launch runs its
+        function, not the module's other console scripts; any other, what `_external_owners` says."""
+        return [
+            self.parts.reachable(frozenset({group[0].entry})) if group[0].entry else self._external_owners
+            for _, group in self._launches
+        ]
+
     def _launch_numbers(self, owner: int) -> list[int]:
         if not self._launches or (self._external_owners is not None and owner not in self._external_owners):
             return [-1]
-        return list(range(len(self._launches)))
+        numbers = [n for n, owners in enumerate(self._owners_by_launch) if owners is None or owner in owners]
+        return numbers or [-1]
 
     def contexts_at(self, node: object) -> list[Context]:
         """Every context the code at `node` runs under, strongest first."""
@@ -276,7 +287,7 @@ class FileContext:
             return [Context((), self.override)]
         found = [self._context(p, n) for _, p, owner in self._evidence for n in self._launch_numbers(owner)]
         if self._launches and self._external_owners != set():
-            found += [self._context(-1, n) for n in range(len(self._launches))]
+            found += [self._context(-1, n) for n, owners in enumerate(self._owners_by_launch) if owners != set()]
         unique: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Context] = {}
         for context in sorted(found, key=lambda c: (_strength(c), -len(c.evidence))):
             unique.setdefault((context.setup, context.arguments), context)

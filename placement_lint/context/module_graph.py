@@ -19,7 +19,7 @@ import ast
 import os
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -206,11 +206,20 @@ class _File:
 class ModuleGraph:
     """The modules of one repository, as imports reach them."""
 
-    def __init__(self, root: Path, layout: Layout | None = None, anchors: tuple[bytes, ...] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        layout: Layout | None = None,
+        anchors: tuple[bytes, ...] | None = None,
+        project_of: Callable[[Path], Path | None] | None = None,
+    ) -> None:
         """`anchors`: the tokens without which no rule can fire in a file. With them, a module is
         parsed to follow its imports only when its import lines lead (through any number of modules)
-        to a module that holds one; without them, every module reached is followed."""
+        to a module that holds one; without them, every module reached is followed. `project_of`:
+        the root of the project nested in the repository that a folder belongs to, whose packages an
+        import there finds too (a monorepo's `projects/p1/p1/train.py` imports `p1.modeling`)."""
         self.root = root.resolve()
+        self._project_of = project_of
         self._root_prefix = os.path.join(str(self.root), "")
         self._layout = layout
         self.anchors = anchors
@@ -256,7 +265,7 @@ class ModuleGraph:
         if not self._local_top_level(parts[0], folder):
             return None  # an installed package (one look per name and folder, not one per submodule)
         # The importing script's folder first (Python puts it on sys.path), then where packages live.
-        for base in (folder, *self.layout.folders):
+        for base in (folder, *self._nested_project(folder), *self.layout.folders):
             found = self._candidate(base, parts, "__init__.py")
             if found is not None:
                 return found
@@ -265,6 +274,10 @@ class ModuleGraph:
             if found is not None:
                 return found
         return None
+
+    def _nested_project(self, folder: Path) -> tuple[Path, ...]:
+        project = self._project_of(folder) if self._project_of is not None else None
+        return (project,) if project is not None and project != self.root else ()
 
     def _mapped(self, parts: list[str]) -> Iterator[tuple[Path, list[str]]]:
         for package, folder in self.layout.packages:
@@ -330,7 +343,7 @@ class ModuleGraph:
     def _local_top_level(self, name: str, folder: Path) -> bool:
         key = (name, folder)
         if key not in self._top_level:
-            bases = (str(folder), *map(str, self.layout.folders))
+            bases = (str(folder), *map(str, self._nested_project(folder)), *map(str, self.layout.folders))
             self._top_level[key] = any(
                 os.path.isfile(os.path.join(base, name) + ".py") or os.path.isdir(os.path.join(base, name)) for base in bases
             ) or any(package[0] == name for package, _ in self.layout.packages)

@@ -36,6 +36,7 @@ from placement_lint.context.launch_files import (
 from placement_lint.context.launcher_names import launcher_candidates
 from placement_lint.context.launches import RepoContext
 from placement_lint.context.module_graph import ModuleGraph, ModuleSummary
+from placement_lint.context.projects import ConsoleScript, Projects, ScriptNames
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES
 from placement_lint.settings import Settings
@@ -77,25 +78,29 @@ def build_repo_context(
     every import."""
     root = root.resolve()
     context = RepoContext(root)
-    configs = ConfigReader(root)
-    graph = ModuleGraph(root, anchors=anchors)
-    launched: dict[Path, list[Evidence]] = {}
     context.candidates = launcher_candidates(root, settings, also, launchers)
+    projects = Projects(root, context.candidates)
+    configs = ConfigReader(root, projects.root_of)
+    graph = ModuleGraph(root, anchors=anchors, project_of=projects.root_of)
+    launched: dict[Path, list[Evidence]] = {}
+    uses: dict[Path, set[str]] = {}  # what of each launched file runs: "__main__", or a console script's function
     shipped = ShippedAccelerateConfigs(root, context.candidates, configs)
     for path in context.candidates:
         for command in _commands(path, context):
-            launch = parse_command(command.text)
+            launch = parse_command(command.text, ScriptNames(projects, command.cwd, command.source.parent))
             if launch is None:
                 continue
-            target = _target(launch, command, root, graph)
+            script = _console_script(launch, command, projects, context, display) if launch.program else None
+            found = (projects.module_of(script), "") if script else _target(launch, command, root, projects, display, graph)
+            target, found_from = found if found is not None else (None, "")
             if target is None:
                 continue
             resolved = _resolve(launch, command, configs, target, shipped)
             where = f"{display(command.source)}:{command.where}"
             # A folder the script computed (`$SCRIPT_DIR/train.py`) is absolute: shown from the root.
             text = f"{where} ({_short(launch.text.replace(f'{root}{os.sep}', ''))})"
-            if resolved.details:
-                text += f", {resolved.details}"
+            for said in (found_from, script.describe(display(script.declared_in)) if script else "", resolved.details):
+                text += f", {said}" if said else ""
             env = {**dict(command.env), **launch.env}
             evidence = Evidence(
                 resolved.kind,
@@ -109,18 +114,22 @@ def build_repo_context(
                 single_process=_one_process(launch),
                 one_gpu=_one_gpu(launch, env),
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
+                entry=script.function if script else "",
             )
             launched.setdefault(target, []).append(evidence)
+            # A one-process launch of a console script lends its function to no other launch of the module.
+            if not (script and resolved.kind is Kind.SINGLE):
+                uses.setdefault(target, set()).add(script.function if script else "__main__")
     context.warnings += configs.warnings
     pins_read = _attach_pins(root, launched, context) if launched else ()
     for target, items in launched.items():
         context.by_file[target] = tuple(items)
-        context.used[target] = frozenset({"__main__"})
+        context.used[target] = frozenset(uses.get(target, ()))
     edges = _propagate_to_imports(context, launched, graph, display)
     parsers_read = _attach_parsers(context, launched, graph, display)
     classes_read = _follow_returns(context, graph, edges, display)
     modules_read = graph.read()
-    context.inputs = [*context.candidates, *configs.read, *pins_read, *modules_read, *graph.layout.read, *parsers_read]
+    context.inputs = [*context.candidates, *configs.read, *pins_read, *modules_read, *graph.layout.read, *parsers_read, *dict.fromkeys(projects.read)]
     # A module read for its class bases (a trainer subclass) or its parser counts whole, not by its import lines.
     context.import_only = graph.import_only(launched) - set(classes_read) - set(parsers_read)
     graph.release()
@@ -173,28 +182,44 @@ def _shown(path: Path, context: RepoContext) -> str:
     return str(path.relative_to(context.root)) if path.is_relative_to(context.root) else str(path)
 
 
-def _target(launch: Launch, command: CommandLine, root: Path, graph: ModuleGraph) -> Path | None:
-    """The repository file a launch runs: a script path, or a `-m package.module`."""
-    bases = [command.cwd, command.source.parent, root, *_moved_from_the_top(command, root)]
-    candidates: list[Path] = []
+def _target(
+    launch: Launch,
+    command: CommandLine,
+    root: Path,
+    projects: Projects,
+    display: Callable[[Path], str],
+    graph: ModuleGraph,
+) -> tuple[Path, str] | None:
+    """The repository file a launch runs (a script path, or a `-m package.module`), and, in a monorepo,
+    where its path was found: from the folder the command runs in or the launch script's, else from the
+    nearest project root above the launch script, else from the top of the repository."""
+    name = launch.target or launch.module
+    project = projects.root_of(command.source.parent)
+    outer: list[tuple[Path, str]] = [(root, "")]
+    if project is not None and project != root:  # a project nested in the repository: say which one matched
+        outer = [
+            (project, f"{name} found from the project root {display(project)}"),
+            (root, f"{name} found from the repository top"),
+        ]
+    moved = [(base, "") for base in _moved_from_the_top(command, root)]
+    candidates: list[tuple[Path, str]] = []
     if launch.target and launch.target.endswith(".py"):
-        candidates = [base / launch.target for base in bases]
+        bases = [(command.cwd, ""), (command.source.parent, ""), *outer, *moved]
+        candidates = [(base / launch.target, said) for base, said in bases]
     elif launch.module:
-        found = graph.launched_module(launch.module, command.cwd)
-        if found is not None:
-            return found
-        for base in _moved_from_the_top(command, root):
+        packages = [(folder, said) for top, said in outer for folder in (top, top / "src")]
+        for base, said in [(command.cwd, ""), *packages, *moved]:
             found = graph.launched_module(launch.module, base)
             if found is not None:
-                return found
+                return found, said
         return None
-    for candidate in candidates:
+    for candidate, said in candidates:
         try:
             resolved = candidate.resolve()
         except (OSError, RuntimeError):
             continue
         if resolved.is_relative_to(root) and resolved.is_file():
-            return resolved
+            return resolved, said
     return None
 
 
@@ -204,6 +229,25 @@ def _moved_from_the_top(command: CommandLine, root: Path) -> list[Path]:
     if command.cwd == command.source.parent or not command.cwd.is_relative_to(command.source.parent):
         return []
     return [root / command.cwd.relative_to(command.source.parent)]
+
+
+def _console_script(
+    launch: Launch, command: CommandLine, projects: Projects, context: RepoContext, display: Callable[[Path], str]
+) -> ConsoleScript | None:
+    """The console script a launch runs by name, when the repository declares it and has its module."""
+    assert launch.program is not None
+    folders = (command.cwd, command.source.parent)
+    script = projects.find(launch.program, *folders)
+    problems: list[str] = []
+    if script is None:  # a packaging file that could not be read may declare it: say so, guess nothing
+        for project in projects.projects_of(*folders):
+            problems += [f"{display(project / name)}: {reason}" for name, reason in projects.packaging(project).problems]
+    elif projects.module_of(script) is None:
+        where = f"{display(command.source)}:{command.where}"
+        problems.append(f"{where}: {script.describe(display(script.declared_in))}: no module {script.module} in the repository")
+        script = None
+    context.warnings += [problem for problem in problems if problem not in context.warnings]
+    return script
 
 
 def _resolve(
@@ -492,8 +536,8 @@ def _propagate_to_imports(
     context: RepoContext, launched: dict[Path, list[Evidence]], graph: ModuleGraph, display: Callable[[Path], str]
 ) -> dict[Path, set[Path]]:
     """Give the modules a launched script imports the script's launch evidence, for what it uses of
-    them, and the modules those import, to any depth. Returns which modules each importer passed
-    evidence to."""
+    them, and the modules those import, to any depth (a console script's module, for what its
+    function reaches). Returns which modules each importer passed evidence to."""
     edges: dict[Path, set[Path]] = {}
     scripts = {
         script: carried for script, items in launched.items() if (carried := tuple(e for e in items if e.kind is not Kind.SINGLE))
@@ -520,7 +564,9 @@ def _propagate_launch(
     (what a module imports for a set of names is what it imports for each), so every module is
     followed at most once per name and cycles end."""
     given: dict[Path, tuple[Evidence, ...]] = {script: items}
-    followed: dict[Path, frozenset[str]] = {script: frozenset({"*"})}
+    # A launched script runs all of itself; a console script's module, what its function reaches.
+    used = context.used.get(script, frozenset({"__main__"}))
+    followed: dict[Path, frozenset[str]] = {script: frozenset({"*"}) if "__main__" in used else used}
     queue = deque([(script, followed[script])])
     while queue:
         path, wanted = queue.popleft()
@@ -534,7 +580,7 @@ def _propagate_launch(
                 continue  # the launched script itself: launched, not imported
             if module not in given:
                 shown = display(module)
-                given[module] = tuple(e._replace(origin="import", chain=(shown, *e.chain)) for e in given[path])
+                given[module] = tuple(e._replace(origin="import", chain=(shown, *e.chain), entry="") for e in given[path])
                 existing = context.by_file.get(module, ())
                 context.by_file[module] = existing + tuple(e for e in given[module] if e not in existing)
             context.used[module] = context.used.get(module, frozenset()) | names

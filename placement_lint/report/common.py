@@ -14,8 +14,8 @@ from placement_lint.results import FileResult, Finding, RunResult
 
 
 class SourceRoot:
-    """Where CI tools expect paths to start: the repository holding the working folder (`.git`,
-    else `pyproject.toml`), or the working folder itself outside any repository."""
+    """Where CI tools expect paths to start: the repository holding the working folder (`.git`, else
+    the outermost project marker, see `discover.repository_root`), or the working folder itself."""
 
     def __init__(self, cwd: Path, root: Path | None = None) -> None:
         self.cwd = cwd

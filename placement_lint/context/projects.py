@@ -1,0 +1,351 @@
+"""What a repository's packaging files declare, read as data and never run: where each project in it
+starts (a monorepo holds several), and the console scripts each declares, so that a launch naming a
+console script (`accelerate launch $(which sft)`, `torchrun --no-python sft`, `srun sft`) reaches the
+module and function behind it.
+
+Read: `[project.scripts]` and Poetry's `[tool.poetry.scripts]` in pyproject.toml (tomllib),
+`console_scripts` in setup.cfg's `[options.entry_points]` (configparser), and a literal `entry_points=`
+in setup.py (ast, literals only: a setup.py that computes its entry points declares nothing here).
+A file that cannot be read or parsed declares nothing; nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from placement_lint.settings import _toml as toml_reader
+
+# The files that make a folder a project's root (requirements files mark a repository's top, not a package).
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+MAX_PACKAGING_BYTES = 1024 * 1024
+# `pkg.mod:func`, `pkg.mod:obj.attr`, with optional extras `[gpu]`.
+_REFERENCE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_][\w.]*)\s*(?:\[[^\]]*\])?\s*$")
+
+
+class ConsoleScript(NamedTuple):
+    name: str
+    module: str  # "pkg.cli"
+    function: str  # "main": what of the module the script runs
+    declared_in: Path  # the packaging file
+
+    def describe(self, display: str) -> str:
+        """`console script sft = pkg.cli:main in pyproject.toml`."""
+        return f"console script {self.name} = {self.module}:{self.function} in {display}"
+
+
+class Packaging(NamedTuple):
+    """What one project root's packaging files say."""
+
+    scripts: dict[str, ConsoleScript]
+    package_dirs: tuple[tuple[str, str], ...]  # ("", "src"): top-level packages live in src; ("pkg", "lib/pkg")
+    problems: tuple[tuple[str, str], ...]  # (file name, why it was not read)
+
+
+class Projects:
+    """The projects of one repository (under `top`, resolved), read when a launch asks and once each:
+    built with each launch context, so an editor that runs for hours sees packaging files change."""
+
+    def __init__(self, top: Path, launch_files: Sequence[Path] = ()) -> None:
+        self.top = top
+        # The repository's launch files: the folders holding them tell which nested projects there are
+        # (most have a README or a script), without a walk of their own.
+        self._launch_files = launch_files
+        self._elsewhere: dict[str, list[ConsoleScript]] | None = None
+        self._modules: dict[ConsoleScript, Path | None] = {}
+        self._roots: dict[Path, Path | None] = {}
+        self._packaging: dict[Path, Packaging] = {}
+        self._scripts: dict[tuple[Path, ...], dict[str, ConsoleScript]] = {}
+        # The packaging files looked at (there or not): what a cached launch context depends on.
+        self.read: list[Path] = []
+
+    def root_of(self, folder: Path) -> Path | None:
+        """The nearest folder from `folder` up to the top holding a pyproject.toml, setup.py or
+        setup.cfg: the project a file of a monorepo belongs to."""
+        folder = Path(os.path.normpath(folder))  # a command's folder after `cd ..` is written `scripts/..`
+        if folder not in self._roots:
+            found = None
+            if folder.is_relative_to(self.top):
+                marker = next((folder / name for name in PROJECT_FILES if (folder / name).is_file()), None)
+                if marker is not None:
+                    found = folder
+                    self.read.append(marker)
+                elif folder != self.top and folder.parent != folder:
+                    found = self.root_of(folder.parent)
+            self._roots[folder] = found
+        return self._roots[folder]
+
+    def scripts_near(self, *folders: Path) -> dict[str, ConsoleScript]:
+        """The console scripts a command run from these folders can name: those of the projects
+        holding them, nearest first, then the top's."""
+        projects = tuple(self.projects_of(*folders))
+        if projects not in self._scripts:
+            found: dict[str, ConsoleScript] = {}
+            for project in projects:
+                for name, script in self.packaging(project).scripts.items():
+                    found.setdefault(name, script)
+            self._scripts[projects] = found
+        return self._scripts[projects]
+
+    def find(self, name: str, *folders: Path) -> ConsoleScript | None:
+        """The console script `name` that a command run from `folders` names: declared by the projects
+        holding them or by the top; else by the one other project of the repository declaring it (a
+        launch file at the top running a nested project's script). None when several other projects
+        declare it differently: nothing tells which one is installed."""
+        near = self.scripts_near(*folders).get(name)
+        if near is not None:
+            return near
+        if self._elsewhere is None:
+            self._elsewhere = {}
+            projects = dict.fromkeys(self.root_of(path.parent) for path in self._launch_files)
+            for project in filter(None, projects):
+                for script_name, script in self.packaging(project).scripts.items():
+                    self._elsewhere.setdefault(script_name, []).append(script)
+        candidates = {(script.module, script.function): script for script in self._elsewhere.get(name, ())}
+        return next(iter(candidates.values())) if len(candidates) == 1 else None
+
+    def projects_of(self, *folders: Path) -> list[Path]:
+        projects = [self.root_of(folder) for folder in folders]
+        return list(dict.fromkeys(p for p in (*projects, self.top) if p is not None))
+
+    def packaging(self, project: Path) -> Packaging:
+        """The console scripts and package folders `project`'s packaging files declare."""
+        if project not in self._packaging:
+            self._packaging[project] = _read_packaging(project)
+            self.read += [project / name for name in PROJECT_FILES]
+        return self._packaging[project]
+
+    def module_of(self, script: ConsoleScript) -> Path | None:
+        """The file of the repository holding the script's module: in its project's folder, its `src/`,
+        or the package folders its packaging declares."""
+        if script not in self._modules:
+            self._modules[script] = self._find_module(script)
+        return self._modules[script]
+
+    def _find_module(self, script: ConsoleScript) -> Path | None:
+        project = script.declared_in.parent
+        parts = script.module.split(".")
+        for package, folder in self._package_dirs(project, parts[0]):
+            base, rest = project / folder, parts[1:] if package else parts
+            relative = Path(*rest) if rest else Path()
+            for candidate in (base / relative.with_suffix(".py") if rest else None, base / relative / "__init__.py"):
+                try:
+                    if candidate is not None and candidate.is_file():
+                        resolved = candidate.resolve()
+                        if resolved.is_relative_to(self.top):
+                            return resolved
+                except (OSError, RuntimeError, ValueError):
+                    continue
+        return None
+
+    def _package_dirs(self, project: Path, package: str) -> list[tuple[str, str]]:
+        """Where a top-level package may live, as (the package it stands for, folder); ("", ".") is the flat layout."""
+        declared = self.packaging(project).package_dirs
+        exact = [(name, folder) for name, folder in declared if name == package]
+        roots = [(name, folder) for name, folder in declared if name == ""]
+        return list(dict.fromkeys([*exact, *roots, ("", "."), ("", "src")]))
+
+
+class ScriptNames:
+    """The console script names a command can run (a Container for `parse_command`), looked at only
+    for a command that srun/mpirun runs and that is no launcher of its own: packaging files are read
+    when a command could name one of their scripts, not for every `cd`, `echo` or `pip`."""
+
+    def __init__(self, projects: Projects, *folders: Path) -> None:
+        self._projects = projects
+        self._folders = folders
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._projects.find(name, *self._folders) is not None
+
+
+def _read_packaging(project: Path) -> Packaging:
+    scripts: dict[str, ConsoleScript] = {}
+    package_dirs: list[tuple[str, str]] = []
+    problems: list[tuple[str, str]] = []
+    for name, reader in (("setup.py", _setup_py), ("setup.cfg", _setup_cfg), ("pyproject.toml", _pyproject)):
+        path = project / name
+        try:
+            if not path.is_file():
+                continue
+            if path.stat().st_size > MAX_PACKAGING_BYTES:
+                problems.append((name, f"larger than {MAX_PACKAGING_BYTES} bytes, not read"))
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            problems.append((name, f"cannot read: {exc.strerror or exc}"))
+            continue
+        try:
+            references, dirs = reader(text)
+        except _Unreadable as exc:
+            problems.append((name, str(exc)))
+            continue
+        # Later files win, as pyproject.toml's [project] table wins over setup.py's arguments.
+        for script, reference in references.items():
+            parsed = _REFERENCE.match(reference)
+            if parsed:
+                scripts[script] = ConsoleScript(script, parsed.group(1), parsed.group(2).split(".")[0], path)
+        package_dirs += dirs
+    return Packaging(scripts, tuple(dict.fromkeys(package_dirs)), tuple(problems))
+
+
+class _Unreadable(Exception):
+    """A packaging file that does not parse, or declares its entry points in a way not read as data."""
+
+
+# -- the readers: each returns {script name: "module:function"} and the package folders -------------
+
+
+def _pyproject(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    if "scripts" not in text and "package" not in text and "where" not in text:
+        return {}, []
+    tomllib = toml_reader()
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise _Unreadable(f"invalid TOML: {exc}") from None
+    tool = _table(data.get("tool"))
+    poetry = _table(tool.get("poetry"))
+    references = {
+        name: value for name, value in _table(_table(data.get("project")).get("scripts")).items() if isinstance(value, str)
+    }
+    for name, value in _table(poetry.get("scripts")).items():
+        if isinstance(value, str):
+            references[name] = value
+        elif isinstance(value, dict) and value.get("type", "console") == "console":
+            target = value.get("reference") or value.get("callable")  # Poetry 2 / Poetry 1 table forms
+            if isinstance(target, str):
+                references[name] = target
+    setuptools = _table(tool.get("setuptools"))
+    dirs = _string_pairs(setuptools.get("package-dir"))
+    find = _table(_table(setuptools.get("packages")).get("find"))
+    dirs += [("", where) for where in _strings(find.get("where"))]
+    for entry in poetry.get("packages") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("include"), str) and isinstance(entry.get("from"), str):
+            dirs.append((entry["include"], f"{entry['from']}/{entry['include']}"))
+    return {name: value for name, value in references.items() if isinstance(name, str)}, dirs
+
+
+def _setup_cfg(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error as exc:
+        raise _Unreadable(f"cannot parse: {str(exc).splitlines()[0]}") from None
+    references: dict[str, str] = {}
+    if parser.has_option("options.entry_points", "console_scripts"):
+        references = _ini_scripts(parser.get("options.entry_points", "console_scripts"))
+    dirs: list[tuple[str, str]] = []
+    if parser.has_option("options", "package_dir"):
+        for line in parser.get("options", "package_dir").splitlines():
+            name, equals, folder = line.partition("=")
+            if equals and folder.strip():
+                dirs.append((name.strip(), folder.strip()))
+    if parser.has_option("options.packages.find", "where"):
+        dirs += [("", where) for where in parser.get("options.packages.find", "where").split()]
+    return references, dirs
+
+
+def _ini_scripts(value: str) -> dict[str, str]:
+    """`name = pkg.mod:func` lines (setup.cfg's console_scripts, or a list from setup.py)."""
+    found: dict[str, str] = {}
+    for line in value.splitlines():
+        name, equals, reference = line.partition("=")
+        if equals and name.strip() and not name.strip().startswith(("#", ";")):
+            found[name.strip()] = reference.strip()
+    return found
+
+
+def _setup_py(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    if "entry_points" not in text and "package_dir" not in text:
+        return {}, []
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise _Unreadable(f"cannot parse: {exc}") from None
+    literals = _module_literals(module)
+    references: dict[str, str] = {}
+    dirs: list[tuple[str, str]] = []
+    for node in ast.walk(module):
+        if not (isinstance(node, ast.Call) and _callee(node.func) == "setup"):
+            continue
+        for keyword in node.keywords:
+            value = _literal(keyword.value, literals)
+            if keyword.arg == "entry_points":
+                references.update(_entry_points(value))
+            elif keyword.arg == "package_dir":
+                dirs += _string_pairs(value)
+    return references, dirs
+
+
+def _entry_points(value: object) -> dict[str, str]:
+    """setup(entry_points=...) as data: a dict whose console_scripts is a list or a string of lines,
+    or the INI text setuptools also takes."""
+    if isinstance(value, str):
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string(value)
+        except configparser.Error:
+            return {}
+        return dict(parser.items("console_scripts")) if parser.has_section("console_scripts") else {}
+    if not isinstance(value, dict):
+        return {}
+    scripts = value.get("console_scripts")
+    if isinstance(scripts, str):
+        return _ini_scripts(scripts)
+    if isinstance(scripts, (list, tuple)):
+        return _ini_scripts("\n".join(item for item in scripts if isinstance(item, str)))
+    return {}
+
+
+def _callee(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _module_literals(module: ast.Module) -> dict[str, ast.expr]:
+    """Module-level names bound once, to a value (`ENTRY_POINTS = {...}`; read as a literal or not at all)."""
+    bound: dict[str, ast.expr] = {}
+    seen: set[str] = set()
+    for node in module.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in seen:
+                bound.pop(name, None)
+            else:
+                bound[name] = node.value
+            seen.add(name)
+    return bound
+
+
+def _literal(node: ast.expr, names: dict[str, ast.expr]) -> object:
+    if isinstance(node, ast.Name) and node.id in names:
+        node = names[node.id]
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _table(value: object) -> dict[str, object]:
+    return value if isinstance(value, dict) else {}
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _string_pairs(value: object) -> list[tuple[str, str]]:
+    if not isinstance(value, dict):
+        return []
+    return [(name, folder) for name, folder in value.items() if isinstance(name, str) and isinstance(folder, str)]
