@@ -7,7 +7,7 @@ from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.context.evidence import Context, Evidence, Kind, Override
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
-from placement_lint.rules.violation import Violation
+from placement_lint.rules.violation import Note, Related, Violation
 
 
 def violation_json(violation: Violation) -> dict[str, object]:
@@ -24,6 +24,8 @@ def violation_json(violation: Violation) -> dict[str, object]:
             "edits": [edit._asdict() for edit in violation.fix.edits],
         },
         "context": None if violation.context is None else _context_json(violation.context),
+        "notes": [list(note) for note in violation.notes],
+        "related": [list(span) for span in violation.related],
     }
 
 
@@ -42,6 +44,8 @@ def violation_from_json(data: dict[str, object]) -> Violation:
             tuple(Edit(**edit) for edit in fix["edits"]),  # type: ignore[index]
         ),
         None if data["context"] is None else _context(data["context"]),  # type: ignore[arg-type]
+        tuple(Note(*note) for note in data.get("notes", ())),  # type: ignore[attr-defined]
+        tuple(Related(*span) for span in data.get("related", ())),  # type: ignore[attr-defined]
     )
 
 
@@ -56,6 +60,7 @@ def evidence_from_json(e: dict[str, object]) -> Evidence:
             "kind": Kind(e["kind"]),
             "chain": tuple(e["chain"]),  # type: ignore[arg-type]
             "arguments": tuple(tuple(a) for a in e["arguments"]),  # type: ignore[attr-defined]
+            "configs": tuple(e.get("configs", ())),  # type: ignore[call-overload]
         }
     )
 

@@ -177,3 +177,22 @@ def parse_python(source: SourceFile) -> ast.Module:
         raise SourceError(f"cannot parse: {where}{exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise SourceError(f"cannot parse: {exc}") from None
+
+
+QUOTED_FILE_LIMIT = 2 * 1024 * 1024
+
+
+def quoted_lines(path: Path) -> list[str] | None:
+    """The lines of a file a finding's path passes through (a launch script, a config, an importer),
+    for a note or a code frame; None when it cannot be quoted: gone, unreadable, binary (a NUL byte),
+    larger than 2 MiB. Never raises: a line that cannot be shown becomes a `path:line` note."""
+    try:
+        if path.stat().st_size > QUOTED_FILE_LIMIT:
+            return None
+        raw = path.read_bytes()
+    except (OSError, ValueError):
+        return None
+    if b"\0" in raw:
+        return None
+    text = raw.decode("utf-8", errors="replace")
+    return [line.rstrip("\r\n") for line in split_lines(text.removeprefix("\ufeff"))]

@@ -42,6 +42,7 @@ class Evidence(NamedTuple):
     one_gpu: bool = False  # launch: each process sees one GPU (CUDA_VISIBLE_DEVICES=0, --gpus-per-task 1)
     bypass: bool = False  # launch: ACCELERATE_BYPASS_DEVICE_MAP=true in its environment
     cell: int | None = None  # in a notebook: the cell, and `line` is the line in it
+    configs: tuple[str, ...] = ()  # launch: the config files read to tell its setup, as the run names them
 
     @property
     def where(self) -> str:

@@ -79,7 +79,9 @@ def build_repo_context(
             target = _target(launch, command, root)
             if target is None:
                 continue
+            asked = len(configs.loaded)
             resolved = _resolve(launch, command, configs)
+            read = tuple(dict.fromkeys(display(path) for path in configs.loaded[asked:]))
             where = f"{display(command.source)}:{command.where}"
             text = f"{where} ({_short(launch.text)})"
             if resolved.details:
@@ -97,6 +99,7 @@ def build_repo_context(
                 single_process=_one_process(launch),
                 one_gpu=_one_gpu(launch, env),
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
+                configs=read,
             )
             launched.setdefault(target, []).append(evidence)
     context.warnings += configs.warnings

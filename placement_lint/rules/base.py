@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
+from pathlib import Path
 from typing import ClassVar, NamedTuple
 
-from placement_lint.analysis.consumers import ConsumerKind
+from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
 from placement_lint.analysis.names import ImportTable, dotted, keyword
@@ -18,8 +19,9 @@ from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.evidence import Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
+from placement_lint.rules.chain import path_of
 from placement_lint.rules.noqa import Directive
-from placement_lint.rules.violation import Violation
+from placement_lint.rules.violation import Note, Related, Violation
 from placement_lint.source import SourceFile
 
 
@@ -48,12 +50,14 @@ class CheckedFile:
         contexts: FileContext,
         display: str,
         classes: ImportedClasses | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.source = source
         self.module = module
         self.imports = imports
         self.contexts = contexts
         self.display = display
+        self.cwd = cwd if cwd is not None else Path.cwd()  # what `display` and the evidence's paths are relative to
         # The base classes of classes the file imports from the repository (None: not looked up).
         self.classes = classes
         self._resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = {}
@@ -341,9 +345,28 @@ class Rule:
         applied, `judged` the codes that ran (or were free to run) on this file."""
         return []
 
-    def violation(self, file: CheckedFile, node: ast.AST, message: str, fix: Fix | None, context: Context | None) -> Violation:
+    def violation(
+        self,
+        file: CheckedFile,
+        node: ast.AST,
+        message: str | Message,
+        fix: Fix | None,
+        context: Context | None,
+        consumers: Iterable[Consumer] = (),
+        role: str = "finding",
+    ) -> Violation:
+        """The finding, with its path (launch, config, imports, this span as `role`, consumer) as data and notes."""
         start, end = file.source.node_span(node)
-        return Violation(self.code, message, start, end, fix, context)
+        said = message if isinstance(message, Message) else Message(message)
+        if not said.error and not said.help and not said.facts and context is None:
+            return Violation(self.code, headline(said.headline), start, end, fix)  # nothing more to tell (DPL100)
+        row, column = file.source.position(start)
+        end_row, end_column = file.source.position(end)
+        label = "loaded here" if role == "load" else self.code
+        primary = Related(role, file.display, row, column, end_row, end_column, label)
+        related, chain_notes = path_of(file, context, primary, consumers)
+        notes = (*chain_notes, *said.facts, *said.notes(fix))
+        return Violation(self.code, headline(said.headline), start, end, fix, context, notes, related)
 
     def placement_violation(
         self, file: CheckedFile, device_map: DeviceMap, context: Context, message: str, make_fix: Callable[[], Fix]
@@ -351,10 +374,42 @@ class Rule:
         """A finding on a device_map, at its site; a value passed on a launch's command line gets no fix
         (the command line is where it would have to change)."""
         fix = None if device_map.candidate.from_launch else make_fix()
-        return self.violation(file, file.site(device_map).node, message, fix, context)
+        return self.violation(file, file.site(device_map).node, message, fix, context, device_map.consumers, "load")
 
 
-# -- message and fix pieces the device_map rules share --------------------------------------------
+# -- message and fix pieces the rules share ---------------------------------------------------------
+
+HEADLINE_LIMIT = 160
+
+
+class Message(NamedTuple):
+    """What a rule says of a finding: a short headline (what is wrong, under which setup), then one
+    fact per note. The path (launch, config, imports, consumer) is added from the evidence."""
+
+    headline: str
+    error: str | None = None  # what the library raises or does at run time
+    help: str | None = None  # what to do; the fix's safety is added when there is a fix
+    facts: tuple[Note, ...] = ()  # anything else worth a line: why TRL keeps "auto", where the config is created
+
+    def notes(self, fix: Fix | None) -> tuple[Note, ...]:
+        said = []
+        if self.error:
+            said.append(Note("error", self.error))
+        if self.help:
+            safety = "" if fix is None else " (safe fix)" if fix.safe else " (unsafe fix)"
+            said.append(Note("help", f"{self.help}{safety}"))
+        return tuple(said)
+
+
+def headline(text: str) -> str:
+    """At most HEADLINE_LIMIT characters: a long value written in the code is what gets cut."""
+    return text if len(text) <= HEADLINE_LIMIT else text[: HEADLINE_LIMIT - 3] + "..."
+
+
+def under(setup: Setup) -> str:
+    """`under DeepSpeed ZeRO-3`, for a headline."""
+    return f"under {setup.describe()}"
+
 
 PER_PROCESS_MAP = '{"": PartialState().local_process_index}'
 # What the libraries raise, quoted the same way by every rule that predicts it (domain.md §1.2).
@@ -415,14 +470,6 @@ def written(file: CheckedFile, node: ast.AST, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def consumer_phrase(device_map: DeviceMap) -> str:
-    trains = [c for c in device_map.consumers if c.trains]
-    if not trains:
-        return ""
-    first = trains[0]
-    return f" and trains it with {first.name} ({first.where})"
-
-
 def is_local(file: CheckedFile, device_map: DeviceMap) -> bool:
     """The value is written in the loader's own scope, so changing it changes only this load. A
     dataclass field default never is: it is every run's default for that command-line argument."""
@@ -481,7 +528,14 @@ def fix(applicability: Applicability, message: str, *edits: Edit | None) -> Fix:
     return Fix(applicability, message, tuple(sorted(e for e in edits if e is not None)))
 
 
-def passed_by_launch(device_map: DeviceMap) -> str:
-    """` (--device_map auto, passed by scripts/run.sh:4)` when the value comes from a launch's command line."""
+def shown_value(file: CheckedFile, device_map: DeviceMap) -> str:
+    """`device_map="auto"`, or `device_map=args.device_map (--device_map auto)` when a launch passes it."""
     argument = device_map.candidate.from_launch
-    return f" (--{argument.name} {argument.value}, passed by {argument.where})" if argument else ""
+    passed = f" (--{argument.name} {argument.value})" if argument else ""
+    return f"device_map={written(file, device_map.node)}{passed}"
+
+
+def passed_by_launch(device_map: DeviceMap) -> tuple[Note, ...]:
+    """`passed by: scripts/run.sh:4` when the value comes from a launch's command line."""
+    argument = device_map.candidate.from_launch
+    return (Note("passed by", f"{argument.where} --{argument.name} {argument.value}"),) if argument else ()

@@ -19,14 +19,15 @@ from placement_lint.rules.base import (
     ZERO3_LOAD_ERROR,
     CheckedFile,
     FixAvailability,
+    Message,
     Rule,
     Violation,
-    consumer_phrase,
     fix,
     passed_by_launch,
+    shown_value,
     state_exists_at_load,
+    under,
     wrapped_by_ddp,
-    written,
     zero3_live_at_load,
 )
 
@@ -78,9 +79,8 @@ class SpreadDeviceMapInDistributed(Rule):
             return False
         return wrapped_by_ddp(device_map) or (device_map.quantized and not state_exists_at_load(device_map, context))
 
-    def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> str:
+    def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> Message:
         setup = context.setup
-        value = f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)}"
         if setup.zero3 and zero3_live_at_load(device_map, context):
             consequence = ZERO3_LOAD_ERROR
         elif wrapped_by_ddp(device_map):
@@ -98,9 +98,11 @@ class SpreadDeviceMapInDistributed(Rule):
                 else "with None a 4/8-bit model loaded before any distributed state exists lands on GPU 0"
             )
             advice = f"use device_map={PER_PROCESS_MAP} ({reason})"
-        return (
-            f"{value} spreads one process's model over every GPU, but this script runs under {setup.describe()} "
-            f"({context.because(file.display)}){consumer_phrase(device_map)}: {consequence}; {advice}"
+        return Message(
+            f"{shown_value(file, device_map)} spreads each rank's model over every GPU {under(setup)}",
+            consequence,
+            advice,
+            passed_by_launch(device_map),
         )
 
     def _fix(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> Fix:

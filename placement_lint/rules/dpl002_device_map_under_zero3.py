@@ -13,11 +13,12 @@ from placement_lint.rules.base import (
     ZERO3_LOAD_ERROR,
     CheckedFile,
     FixAvailability,
+    Message,
     Rule,
     Violation,
     fix,
     passed_by_launch,
-    written,
+    shown_value,
     zero3_live_at_load,
 )
 
@@ -45,11 +46,11 @@ class DeviceMapUnderZero3(Rule):
             # Only a load while the ZeRO-3 config is live raises; a load before it is DPL008's concern.
             if not context.setup.zero3 or not zero3_live_at_load(device_map, context):
                 continue
-            consequence = ZERO3_LOAD_ERROR
-            message = (
-                f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} is not allowed under DeepSpeed ZeRO-3 "
-                f"({context.because(file.display)}): {consequence}; ZeRO-3 partitions and places the model itself: "
-                "use device_map=None"
+            message = Message(
+                f"{shown_value(file, device_map)} is not allowed under DeepSpeed ZeRO-3",
+                ZERO3_LOAD_ERROR,
+                "ZeRO-3 partitions and places the model itself: use device_map=None",
+                passed_by_launch(device_map),
             )
             yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map))
 

@@ -13,11 +13,14 @@ from placement_lint.rules.base import (
     PER_PROCESS_MAP,
     CheckedFile,
     FixAvailability,
+    Message,
+    Note,
     Rule,
     Violation,
     fix,
     passed_by_launch,
-    written,
+    shown_value,
+    under,
     zero3_live_at_load,
 )
 
@@ -54,10 +57,17 @@ class FixedDeviceInDistributed(Rule):
                 advice = "DeepSpeed places the model itself: use device_map=None"
             else:
                 advice = f"give each process its own GPU: use device_map={PER_PROCESS_MAP}"
-            message = (
-                f"device_map={written(file, device_map.node)}{passed_by_launch(device_map)} puts every process's model on device {device!r}, but this "
-                f"script runs under {setup.describe()} ({context.because(file.display)}): every rank loads onto the same GPU "
-                f'(out of memory, or bitsandbytes\' "loaded ... on a different device" error); {advice}'
+            message = Message(
+                f"{shown_value(file, device_map)} puts every rank's model on device {device!r} {under(setup)}",
+                help=advice,
+                facts=(
+                    *passed_by_launch(device_map),
+                    Note(
+                        "effect",
+                        "every rank loads onto the same GPU (out of memory, or bitsandbytes' "
+                        '"loaded ... on a different device" error)',
+                    ),
+                ),
             )
             yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, setup))
 

@@ -18,10 +18,13 @@ from placement_lint.rules.base import (
     ZERO3_LOAD_ERROR,
     CheckedFile,
     FixAvailability,
+    Message,
+    Note,
     Rule,
     Violation,
     fix,
     trl_config_call,
+    under,
 )
 
 # TRL trainers that load a model id string with `device_map="auto"` unless the kwargs name one, and
@@ -146,11 +149,14 @@ class TrlModelIdAutoDefault(Rule):
             consequence = ZERO3_LOAD_ERROR
         else:
             consequence = SPREAD_PREPARE_ERROR
-        message = (
-            f'{_trainer_written(call, trainer)}({name}=<model id>) loads {_shown(file, id_node)} with device_map="auto" (TRL\'s default for id '
-            f"strings since 0.26; {why}), but this script runs under {setup.describe()} "
-            f"({context.because(file.display)}): every process spreads its copy over every GPU and {consequence}; "
-            f'add "device_map": None to {field}'
+        message = Message(
+            f'{_trainer_written(call, trainer)}({name}=<model id>) loads {_shown(file, id_node)} with device_map="auto" {under(setup)}',
+            consequence,
+            f'add "device_map": None to {field}',
+            (
+                Note("why", f"TRL's default for id strings since 0.26; {why}"),
+                Note("effect", "every process spreads its copy over every GPU"),
+            ),
         )
         edit = _add_none_device_map(file, kwargs, field)
         made = fix(Applicability.SAFE, f'Add "device_map": None to {field}', edit) if edit else None
