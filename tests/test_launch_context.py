@@ -100,13 +100,13 @@ def test_an_importers_use_reaches_a_loader_through_a_helper_module(tmp_path: Pat
     (tmp_path / "loader.py").write_text('def load():\n    return X.from_pretrained("m", device_map="auto")\n')
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL007")]
-    assert "(model.generate, train.py:3)" in result.findings[0].message
+    assert ("used by", "model.generate at train.py:3") in result.findings[0].violation.notes
     # A second launched script that trains with it makes it DPL001, told where.
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\ntorchrun --nproc_per_node 2 sft.py\n")
     (tmp_path / "sft.py").write_text("import helpers\nfrom trl import SFTTrainer\nSFTTrainer(model=helpers.build()).train()\n")
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
-    assert "and trains it with SFTTrainer (sft.py:3)" in result.findings[0].message
+    assert ("trained by", "SFTTrainer at sft.py:3") in result.findings[0].violation.notes
     assert result.findings[0].violation.fix is not None
     assert result.findings[0].violation.fix.applicability.value == "unsafe", "other importers may need the map"
 

@@ -99,6 +99,7 @@ def build_repo_context(
                 single_process=_one_process(launch),
                 one_gpu=_one_gpu(launch, env),
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
+                cell=command.cell,  # a notebook's shell escape: `line` is in that cell
                 configs=read,
             )
             launched.setdefault(target, []).append(evidence)

@@ -85,7 +85,7 @@ def path_of(
         if first.origin == "file":
             span = lines.span("config", first.path, first.line, first.text)
             spans.append(span)
-            notes.append(Note("set up by", f"{span.where if first.path != file.display else _row(first)} {first.text}"))
+            notes.append(Note("set up by", f"{first.text}, {span.where if first.path != file.display else _row(first)}"))
         else:
             _launch(lines, first, spans, notes)
         others = [e.where for e in deciding[1:4]]
@@ -103,7 +103,10 @@ def _row(evidence: Evidence) -> str:
 
 def _launch(lines: _Lines, evidence: Evidence, spans: list[Related], notes: list[Note]) -> None:
     command, details = launch_parts(evidence)
-    launch = lines.span("launch", evidence.path, evidence.line, command)
+    if evidence.cell is not None:  # a notebook's shell escape: its line is in a cell, not in the file's JSON
+        launch = Related("launch", evidence.path, evidence.line, 1, evidence.line, 1, command, evidence.cell)
+    else:
+        launch = lines.span("launch", evidence.path, evidence.line, command)
     spans.append(launch)
     shown = command if len(command) <= COMMAND_LIMIT else command[: COMMAND_LIMIT - 3] + "..."
     configs = [_configs(lines, name) for name in evidence.configs]
