@@ -1,7 +1,7 @@
 """Repo-wide launch context: fixture repositories under tests/fixtures/launch/, one per launcher form.
 
 Each case is copied into a temporary folder with a `.git` marker (its repository root) and checked
-from there. `expected.txt` holds the concise findings (regenerate with
+from there. `expected.txt` holds the concise findings, each with its notes indented under it (regenerate with
 PLACEMENT_LINT_UPDATE_GOLDENS=1, then read the diff); `warnings.txt`, where present, lines the run must warn.
 `bad_*` cases must produce findings, `good_*` (the single-process look-alikes) none.
 """
@@ -19,7 +19,7 @@ from placement_lint.report.text import concise
 from placement_lint.results import RunOptions
 from placement_lint.settings import Settings
 
-from helpers import CODES
+from helpers import CODES, notes_of
 
 CASES = sorted(p for p in (Path(__file__).parent / "fixtures" / "launch").iterdir() if p.is_dir())
 UPDATE = os.environ.get("PLACEMENT_LINT_UPDATE_GOLDENS") == "1"
@@ -36,7 +36,11 @@ def check_case(case: Path, tmp_path: Path, **options: object):  # type: ignore[n
 def test_launch_case(case: Path, tmp_path: Path) -> None:
     result = check_case(case, tmp_path)
     assert not result.errors and not any(f.error for f in result.files)
-    lines = concise(result, RunOptions())
+    lines = [
+        line
+        for finding, headline in zip(result.findings, concise(result, RunOptions()), strict=True)
+        for line in (headline, *notes_of(finding).splitlines())
+    ]
     golden = case / "expected.txt"
     if UPDATE:
         golden.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")

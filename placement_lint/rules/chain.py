@@ -88,7 +88,7 @@ def path_of(
             notes.append(Note("set up by", f"{first.text}, {span.where if first.path != file.display else _row(first)}"))
         else:
             _launch(lines, first, spans, notes)
-        others = [e.where for e in deciding[1:4]]
+        others = [f"{e.text}, {_row(e)}" if e.origin == "file" and e.path == file.display else e.where for e in deciding[1:4]]
         if others:
             more = f" and {len(deciding) - 4} more" if len(deciding) > 4 else ""
             notes.append(Note("also", f"{', '.join(others)}{more}"))
@@ -143,18 +143,32 @@ _STAGE_KEYS = ("zero_stage", "stage")
 
 def _configs(lines: _Lines, display: str) -> list[Related]:
     """The line of a config that makes the run distributed (`distributed_type: DEEPSPEED`), and the
-    line with its ZeRO stage when that is another (`zero_stage: 3`, `"stage": 3`)."""
+    line with its ZeRO stage when that is another (`zero_stage: 3`, `"stage": 3`); each span starts at
+    its key, so a one-line JSON config points at the key too."""
     found = lines.of(display)
     spans: list[Related] = []
-    for keys in (_CONFIG_KEYS, _STAGE_KEYS):
-        for key in keys if found is not None else ():
-            pattern = re.compile(rf'^\s*"?{key}"?\s*:')
-            row = next((n for n, line in enumerate(found, 1) if pattern.match(line)), 0)  # type: ignore[arg-type]
-            if row:
-                if not any(span.row == row for span in spans):
-                    spans.append(lines.span("config", display, row, found[row - 1].strip().rstrip(",")))  # type: ignore[index]
+    for keys in (_CONFIG_KEYS, _STAGE_KEYS) if found is not None else ():
+        for key in keys:
+            span = _key_span(found, display, key)  # type: ignore[arg-type]
+            if span is not None:
+                if not any(known.row == span.row for known in spans):
+                    spans.append(span)
                 break
     return spans or [lines.span("config", display, 0, "")]
+
+
+def _key_span(found: list[str], display: str, key: str) -> Related | None:
+    """`key: value` (YAML) or `"key": value` (JSON, where several may share a line), as written."""
+    pattern = re.compile(rf'(?:^|(?<=[{{,\s]))"?{key}"?\s*:(?:\s*("[^"]*"|[^,}}\s#]+))?')
+    for row, line in enumerate(found, 1):
+        if line.lstrip().startswith("#"):
+            continue
+        match = pattern.search(line)
+        if match:
+            text = match.group()
+            shown = text if len(text) <= COMMAND_LIMIT else text[: COMMAND_LIMIT - 3] + "..."
+            return Related("config", display, row, match.start() + 1, row, match.end() + 1, shown)
+    return None
 
 
 def _module_name(display: str) -> str:

@@ -62,7 +62,6 @@ class SpreadDeviceMapInDistributedInference(Rule):
                 "processes; if it does not, keep the spreading map and run inference in one process",
                 facts=(
                     *passed_by_launch(device_map),
-                    *((Note("used by", "a pipeline"),) if device_map.loader.kind is LoaderKind.PIPELINE else ()),
                     Note(
                         "effect",
                         "the model is only used for inference, and N processes load N copies that compete for the same memory",

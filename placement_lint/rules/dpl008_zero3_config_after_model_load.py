@@ -63,7 +63,7 @@ class Zero3ConfigAfterModelLoad(Rule):
                     advice = f"create {dotted(config.func) or 'it'}(...) before the load and keep it alive"
                 reported.add(id(load.call))
                 message = Message(
-                    f"{load.loader.name}(...) runs before ZeRO-3 is visible to transformers, under DeepSpeed ZeRO-3",
+                    f"{load.loader.name}(...) runs before transformers knows of ZeRO-3: no zero.Init, a full copy per rank",
                     help=advice,
                     facts=(
                         Note("why", later),
