@@ -7,7 +7,8 @@ from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.context.evidence import Context, Evidence, Kind, Override
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
-from placement_lint.rules.violation import Note, Related, Violation
+from placement_lint.rules.spans import Note, Related
+from placement_lint.rules.violation import Violation
 
 
 def violation_json(violation: Violation) -> dict[str, object]:

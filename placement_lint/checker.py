@@ -23,7 +23,6 @@ from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, python_b
 from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
-from placement_lint.rules.violation import Related
 from placement_lint.settings import Settings
 from placement_lint.source import (
     SourceError,
@@ -37,6 +36,7 @@ from placement_lint.source import (
 
 if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diffs or adds noqa
     from placement_lint.fixes.apply import AppliedFix, Fixable
+    from placement_lint.rules.spans import Related
 
 _POSSIBLE = Setup(Mode.POSSIBLE)
 # Script arguments that library dataclasses read (TRL's ModelConfig), which no file of the repository declares.

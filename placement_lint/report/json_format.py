@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from placement_lint.catalogue import page_url
 from placement_lint.results import FileResult, Finding, RunResult
 from placement_lint.rules import rule_by_code
-from placement_lint.rules.violation import Related
+from placement_lint.rules.spans import Related
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report

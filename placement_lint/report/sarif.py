@@ -17,7 +17,8 @@ from placement_lint.catalogue import catalogue_dir, page, page_url
 from placement_lint.report.common import Located, SourceRoot, located, problems, relative_uri
 from placement_lint.rules import all_rules
 from placement_lint.rules.base import Rule
-from placement_lint.rules.violation import Related, Violation
+from placement_lint.rules.spans import Related
+from placement_lint.rules.violation import Violation
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report

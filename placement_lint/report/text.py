@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report
     from placement_lint.results import FileResult, Finding, RunOptions, RunResult
-    from placement_lint.rules.violation import Related
+    from placement_lint.rules.spans import Related
 
 # A tiny style vocabulary; `style(text, name)` renders it in colour (the CLI's ANSI codes) or leaves it plain.
 Style = Callable[[str, str], str]
@@ -111,14 +111,19 @@ class _Quoted:
         return self._files[display]
 
 
-class _Frame(NamedTuple):
-    span: Related
-    rows: list[tuple[int, str]]  # (row, text) quoted, context included
-    label: str
+class _Frame:
+    """A span's quoted lines and its caret label (a plain class: this module is imported by every run)."""
+
+    __slots__ = ("span", "rows", "label")
+
+    def __init__(self, span: Related, rows: list[tuple[int, str]], label: str) -> None:
+        self.span = span
+        self.rows = rows  # (row, text) quoted, context included
+        self.label = label
 
 
 def _frames(file: FileResult, finding: Finding, style: Style, quoted: _Quoted) -> list[str]:
-    from placement_lint.rules.violation import Related  # a run with nothing to report never needs it
+    from placement_lint.rules.spans import Related  # a run with nothing to report never needs it
 
     related = finding.violation.related
     own = Related("finding", finding.display, finding.row, finding.column, finding.end_row, finding.end_column, "", finding.cell)

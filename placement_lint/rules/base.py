@@ -7,7 +7,7 @@ import enum
 from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
@@ -19,10 +19,12 @@ from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.evidence import Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
-from placement_lint.rules.chain import path_of
 from placement_lint.rules.noqa import Directive
-from placement_lint.rules.violation import Note, Related, Violation
+from placement_lint.rules.violation import Violation
 from placement_lint.source import SourceFile
+
+if TYPE_CHECKING:  # made only for findings: a clean run never creates their classes
+    from placement_lint.rules.spans import Note
 
 
 class FixAvailability(enum.Enum):
@@ -360,12 +362,15 @@ class Rule:
         said = message if isinstance(message, Message) else Message(message)
         if not said.error and not said.help and not said.facts and context is None:
             return Violation(self.code, headline(said.headline), start, end, fix)  # nothing more to tell (DPL100)
+        from placement_lint.rules.chain import path_of  # only a run with findings tells their path
+        from placement_lint.rules.spans import Related
+
         row, column = file.source.position(start)
         end_row, end_column = file.source.position(end)
         label = "loaded here" if role == "load" else self.code
         primary = Related(role, file.display, row, column, end_row, end_column, label)
         related, chain_notes = path_of(file, context, primary, consumers)
-        notes = (*chain_notes, *said.facts, *said.notes(fix))
+        notes = (*chain_notes, *said.notes(fix))
         return Violation(self.code, headline(said.headline), start, end, fix, context, notes, related)
 
     def placement_violation(
@@ -382,17 +387,29 @@ class Rule:
 HEADLINE_LIMIT = 160
 
 
-class Message(NamedTuple):
+class Message:
     """What a rule says of a finding: a short headline (what is wrong, under which setup), then one
-    fact per note. The path (launch, config, imports, consumer) is added from the evidence."""
+    fact per note. The path (launch, config, imports, consumer) is added from the evidence. A plain
+    class: every rule module imports it, and a named tuple's class costs a clean run its creation."""
 
-    headline: str
-    error: str | None = None  # what the library raises or does at run time
-    help: str | None = None  # what to do; the fix's safety is added when there is a fix
-    facts: tuple[Note, ...] = ()  # anything else worth a line: why TRL keeps "auto", where the config is created
+    __slots__ = ("headline", "error", "help", "facts")
+
+    def __init__(
+        self,
+        headline: str,
+        error: str | None = None,  # what the library raises at run time
+        help: str | None = None,  # what to do; the fix's safety is added when there is a fix
+        facts: tuple[tuple[str, str], ...] = (),  # (label, text) more facts: why TRL keeps "auto", what happens
+    ) -> None:
+        self.headline = headline
+        self.error = error
+        self.help = help
+        self.facts = facts
 
     def notes(self, fix: Fix | None) -> tuple[Note, ...]:
-        said = []
+        from placement_lint.rules.spans import Note
+
+        said = [Note(*fact) for fact in self.facts]
         if self.error:
             said.append(Note("error", self.error))
         if self.help:
@@ -535,7 +552,7 @@ def shown_value(file: CheckedFile, device_map: DeviceMap) -> str:
     return f"device_map={written(file, device_map.node)}{passed}"
 
 
-def passed_by_launch(device_map: DeviceMap) -> tuple[Note, ...]:
+def passed_by_launch(device_map: DeviceMap) -> tuple[tuple[str, str], ...]:
     """`passed by: scripts/run.sh:4` when the value comes from a launch's command line."""
     argument = device_map.candidate.from_launch
-    return (Note("passed by", f"{argument.where} --{argument.name} {argument.value}"),) if argument else ()
+    return (("passed by", f"{argument.where} --{argument.name} {argument.value}"),) if argument else ()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from placement_lint.analysis.consumers import Consumer
 from placement_lint.context.evidence import Context, Evidence
-from placement_lint.rules.violation import Note, Related
+from placement_lint.rules.spans import Note, Related
 from placement_lint.source import quoted_lines
 
 if TYPE_CHECKING:

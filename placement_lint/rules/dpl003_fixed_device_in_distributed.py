@@ -14,7 +14,6 @@ from placement_lint.rules.base import (
     CheckedFile,
     FixAvailability,
     Message,
-    Note,
     Rule,
     Violation,
     fix,
@@ -62,7 +61,7 @@ class FixedDeviceInDistributed(Rule):
                 help=advice,
                 facts=(
                     *passed_by_launch(device_map),
-                    Note(
+                    (
                         "effect",
                         "every rank loads onto the same GPU (out of memory, or bitsandbytes' "
                         '"loaded ... on a different device" error)',

@@ -19,7 +19,6 @@ from placement_lint.rules.base import (
     CheckedFile,
     FixAvailability,
     Message,
-    Note,
     Rule,
     Violation,
     fix,
@@ -154,8 +153,8 @@ class TrlModelIdAutoDefault(Rule):
             consequence,
             f'add "device_map": None to {field}',
             (
-                Note("why", f"TRL's default for id strings since 0.26; {why}"),
-                Note("effect", "every process spreads its copy over every GPU"),
+                ("why", f"TRL's default for id strings since 0.26; {why}"),
+                ("effect", "every process spreads its copy over every GPU"),
             ),
         )
         edit = _add_none_device_map(file, kwargs, field)

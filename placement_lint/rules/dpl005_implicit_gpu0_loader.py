@@ -15,7 +15,6 @@ from placement_lint.rules.base import (
     CheckedFile,
     FixAvailability,
     Message,
-    Note,
     Rule,
     Violation,
     fix,
@@ -133,7 +132,7 @@ class ImplicitGpu0Loader(Rule):
             "every rank loads onto the same GPU (out of memory, or \"You can't train a model that has been loaded in "
             '8-bit or 4-bit precision on a different device")',
             f"pass device_map={PER_PROCESS_MAP}",
-            (Note("why", why),),
+            (("why", why),),
         )
         return self.violation(file, load.call.func, message, self._fix(file, load), context, load.consumers, "load")
 

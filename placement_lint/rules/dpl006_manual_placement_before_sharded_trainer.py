@@ -12,7 +12,7 @@ from placement_lint.analysis.names import dotted, keyword, last_segment
 from placement_lint.analysis.placements import ModelLoad
 from placement_lint.distributed import SINGLE, Mode
 from placement_lint.edits import Applicability, Fix
-from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Note, Rule, Violation, fix, under, written
+from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rule, Violation, fix, under, written
 
 _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
 # The PEFT wrappers that take the model as their first argument (the rest of flow.WRAPPERS load one).
@@ -124,7 +124,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                     f"{placement} puts a full copy of the model on each rank's GPU before {consumer.name} shards it {under(setup)}",
                     help="remove it",
                     facts=(
-                        Note(
+                        (
                             "effect",
                             f"{framework} places the model itself (the Trainer skips its own move for it), so every rank "
                             "holds the whole unsharded model on its GPU first (out of memory on big models; on "
@@ -139,7 +139,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 f"(line {full_eval.lineno})",
                 help="remove it",
                 facts=(
-                    Note(
+                    (
                         "effect",
                         f"{consumer.name} casts the model before placing it, so the fp32 copy lands on the GPU "
                         "first (wasted memory, out of memory on big models)",

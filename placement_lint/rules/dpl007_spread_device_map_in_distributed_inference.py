@@ -12,7 +12,6 @@ from placement_lint.rules.base import (
     PER_PROCESS_MAP,
     CheckedFile,
     Message,
-    Note,
     Rule,
     Violation,
     passed_by_launch,
@@ -62,7 +61,7 @@ class SpreadDeviceMapInDistributedInference(Rule):
                 "processes; if it does not, keep the spreading map and run inference in one process",
                 facts=(
                     *passed_by_launch(device_map),
-                    Note(
+                    (
                         "effect",
                         "the model is only used for inference, and N processes load N copies that compete for the same memory",
                     ),

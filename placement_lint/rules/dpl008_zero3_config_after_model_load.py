@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from placement_lint.analysis.names import dotted
-from placement_lint.rules.base import CheckedFile, Message, Note, Rule, Violation, trl_config_call, zero3_live_at_load
+from placement_lint.rules.base import CheckedFile, Message, Rule, Violation, trl_config_call, zero3_live_at_load
 
 # TrainingArguments, HfDeepSpeedConfig, Accelerator(), argument parsing, deepspeed.initialize; TRL configs below.
 _ZERO3_CONFIG_TOKENS = (b"TrainingArguments", b"HfDeepSpeedConfig", b"Accelerator(", b"parse_args", b"deepspeed.initialize")
@@ -66,8 +66,8 @@ class Zero3ConfigAfterModelLoad(Rule):
                     f"{load.loader.name}(...) runs before transformers knows of ZeRO-3: no zero.Init, a full copy per rank",
                     help=advice,
                     facts=(
-                        Note("why", later),
-                        Note(
+                        ("why", later),
+                        (
                             "effect",
                             "the load cannot use deepspeed.zero.Init, so every rank materialises the whole model before "
                             "DeepSpeed partitions it (N full copies in CPU RAM, out of memory on big models), and the "

@@ -10,7 +10,7 @@ from placement_lint.analysis.names import keyword, last_segment
 from placement_lint.analysis.values import Placement, classify
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability
-from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Note, Rule, Violation, fix, written
+from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rule, Violation, fix, written
 
 _TENSOR_PARALLEL = ("tp_plan", "tp_size", "distributed_config")
 # A keyword argument: the name after `(`, `,` or a space. One pattern per name, each starting with
@@ -61,7 +61,7 @@ class DeviceMapWithTensorParallel(Rule):
                 f"device_map={written(file, device_map.value)} together with {parallel.arg}= (line {parallel.lineno})",
                 f"transformers raises {error}",
                 "remove device_map",
-                (Note("why", "tensor parallelism places every weight itself"),),
+                (("why", "tensor parallelism places every weight itself"),),
             )
             # A map chosen by a condition may serve the runs without tensor parallelism: removing it is a judgement.
             applicability = Applicability.UNSAFE if guarded else Applicability.SAFE

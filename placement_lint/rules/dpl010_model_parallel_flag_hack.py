@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from placement_lint.analysis.names import dotted
-from placement_lint.rules.base import CheckedFile, Message, Note, Rule, Violation, reachable_under, under
+from placement_lint.rules.base import CheckedFile, Message, Rule, Violation, reachable_under, under
 
 _FLAGS = ("is_parallelizable", "model_parallel")
 
@@ -44,7 +44,7 @@ class ModelParallelFlagHack(Rule):
                         f"{owner}.{target.attr} = True asks for naive model parallelism {under(setup)}",
                         help="remove it, or set it only when the run is a single process (`if not ddp:`)",
                         facts=(
-                            Note(
+                            (
                                 "effect",
                                 "the two contradict each other: on transformers <= 4.57 the Trainer then treats the model as "
                                 "split over GPUs (is_model_parallel) and skips placing it; since 5.0 the flag is ignored",
