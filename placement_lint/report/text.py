@@ -66,7 +66,7 @@ def concise(result: RunResult, options: RunOptions, style: Style = plain) -> lis
     for f in result.findings:
         head = f"{f.display}:{finding_position(f)}: {f.code} {marker(f, options)}"
         lines.append(
-            f"{style(f.display, 'path')}:{finding_position(f)}: {style(f.code, 'code')} {marker(f, options)}"
+            f"{style(f'{f.display}:{finding_position(f)}', 'location')}: {style(f.code, 'code')} {marker(f, options)}"
             f"{one_line(f, head, CONCISE_LIMIT)}"
         )
     return lines
@@ -80,7 +80,7 @@ def full(result: RunResult, options: RunOptions, style: Style = plain, cwd: Path
     for file in result.files:
         for finding in file.findings:
             lines.append(
-                f"{style(finding.display, 'path')}:{finding_position(finding)}: "
+                f"{style(f'{finding.display}:{finding_position(finding)}', 'location')}: "
                 f"{style(finding.code, 'code')} {marker(finding, options)}{finding.violation.message}"
             )
             lines += _frames(file, finding, style, quoted)
