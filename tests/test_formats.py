@@ -125,10 +125,11 @@ def test_sarif_related_locations_and_code_flow_start_at_the_launch_script(repo: 
         ("config", "launch/configs/zero3.yaml"),
         ("config", "launch/configs/zero3.yaml"),
         ("import", "launch/train.py"),
+        ("helper", "launch/train.py"),
         ("load", "launch/model_utils.py"),
         ("consumer", "launch/train.py"),
     ]
-    assert [step["executionOrder"] for step in thread["locations"]] == list(range(1, 7))
+    assert [step["executionOrder"] for step in thread["locations"]] == list(range(1, 8))
     assert [step["location"] for step in thread["locations"]] == [{k: v for k, v in r.items() if k != "id"} for r in related]
 
 

@@ -89,6 +89,7 @@ def test_json_keeps_ruffs_fields_and_adds_the_path(launched: Path, monkeypatch: 
         ("config", "zero3.yaml", 2),
         ("config", "zero3.yaml", 5),
         ("import", "train.py", 7),
+        ("helper", "train.py", 18),
         ("load", "model_utils.py", 6),
         ("consumer", "train.py", 19),
     ]
@@ -104,11 +105,12 @@ def test_json_keeps_ruffs_fields_and_adds_the_path(launched: Path, monkeypatch: 
 def test_full_format_frames_every_span_in_data_flow_order(launched: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     full = _render(launched, "full", monkeypatch)
     order = [full.index(f"--> {where}") for where in (
-        "scripts/run_z3.sh:6:1", "configs/zero3.yaml:2:1", "train.py:7:1", "model_utils.py:6:94", "train.py:19:5"
+        "scripts/run_z3.sh:6:1", "configs/zero3.yaml:2:1", "train.py:7:1", "train.py:18:13", "model_utils.py:6:94",
+        "train.py:19:5",
     )]  # fmt: skip
     assert order == sorted(order)
     assert " 6 | accelerate launch --config_file configs/zero3.yaml \\\n   | ^^^^" in full
-    assert "^^^^^^ DPL001" in full and "^^^^^^^ trained by Trainer" in full
+    assert "^^^^^^ DPL001" in full and "^^^^^^^ trained by Trainer" in full and "^^^^^^^^^^ calls load_model" in full
     assert '  = error: transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`"' in full
 
 

@@ -123,6 +123,9 @@ def _launch(lines: _Lines, evidence: Evidence, spans: list[Related], notes: list
         span = _import(lines, importer, imported)
         spans.append(span)
         notes.append(Note("imported by", f"{span.where} {span.message}" if span.row else f"{importer} (imports {imported})"))
+        call = _helper_call(lines, span, _module_name(imported)) if span.row else None
+        if call is not None:
+            spans.append(call)
 
 
 def launch_parts(evidence: Evidence) -> tuple[str, str]:
@@ -185,6 +188,34 @@ def _import(lines: _Lines, importer: str, imported: str) -> Related:
         if match and word.search(line):
             return lines.span("import", importer, row, line.strip())
     return lines.span("import", importer, 0, f"imports {imported}")
+
+
+def _helper_call(lines: _Lines, imported_at: Related, module: str) -> Related | None:
+    """The importer's first call into what the import brings in (`model = load_model(...)` after
+    `from model_utils import load_model`): where the model comes back from the flagged module."""
+    try:
+        statement = ast.parse(imported_at.message).body[0]
+    except (SyntaxError, ValueError, IndexError):
+        return None  # an import over several lines: its line is enough
+    if isinstance(statement, ast.ImportFrom):
+        brought = [a.asname or a.name for a in statement.names if a.name != "*"]
+        # `from pkg import module`: calls go through the module's name; `from module import f`: through f.
+        patterns = [rf"{re.escape(name)}\.\w+" if name == module else re.escape(name) for name in brought]
+    elif isinstance(statement, ast.Import):
+        patterns = [rf"{re.escape(a.asname or a.name)}\.\w+" for a in statement.names]
+    else:
+        return None
+    if not patterns:
+        return None
+    call = re.compile(rf"(?<![\w.])(?:{'|'.join(patterns)})(?=\s*\()")
+    found = lines.of(imported_at.path) if imported_at.path != lines.file.display else None
+    for row, line in enumerate(found or (), 1):
+        if row <= imported_at.row or line.lstrip().startswith("#"):
+            continue
+        match = call.search(line)
+        if match:
+            return Related("helper", imported_at.path, row, match.start() + 1, row, match.end() + 1, f"calls {match.group()}")
+    return None
 
 
 def _consumer(file: CheckedFile, lines: _Lines, consumers: list[Consumer], spans: list[Related], notes: list[Note]) -> None:

@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 # The roles of the spans on a finding's path, in the order the data flows: the command that runs the
 # script, the config (or the in-file evidence) that makes the run distributed, the imports that lead
-# from the launched script to the flagged module, the model's load, what trains or uses it. `helper`:
-# a call in an importer that returns the model to it; `finding`: the flagged code, when it is not a load.
+# from the launched script to the flagged module and the importer's call into it (`helper`), the
+# model's load, what trains or uses it. `finding`: the flagged code, when it is not a load.
 ROLES = ("launch", "config", "import", "helper", "load", "finding", "consumer")
 
 
