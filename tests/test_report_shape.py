@@ -109,7 +109,9 @@ def test_full_format_frames_every_span_in_data_flow_order(launched: Path, monkey
         "train.py:19:5",
     )]  # fmt: skip
     assert order == sorted(order)
+    # The launch command's frame covers its continuation lines: the script it runs is in it.
     assert " 6 | accelerate launch --config_file configs/zero3.yaml \\\n   | ^^^^" in full
+    assert " 7 |     train.py \\\n   |     ^^^^^^^^\n" in full and "^^^^^^^^^^^^^ launched here" in full
     assert "^^^^^^ DPL001" in full and "^^^^^^^ trained by Trainer" in full and "^^^^^^^^^^ calls load_model" in full
     assert '  = error: transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`"' in full
 

@@ -155,7 +155,7 @@ def _frames(file: FileResult, finding: Finding, style: Style, quoted: _Quoted) -
             out.append(f"{style(str(row).rjust(width), 'gutter')} {bar} {text}")
             if span.row <= row <= span.end_row:
                 start = span.column - 1 if row == span.row else len(text) - len(text.lstrip())
-                end = span.end_column - 1 if row == span.end_row else len(text)
+                end = span.end_column - 1 if row == span.end_row else len(text.rstrip().removesuffix("\\").rstrip())
                 label = f" {frame.label}" if row == span.end_row and frame.label else ""
                 out.append(f"{gutter}{bar} {' ' * start}{style('^' * max(1, end - start) + label, 'caret')}")
         out.append(f"{gutter}{bar}")

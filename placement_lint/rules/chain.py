@@ -106,7 +106,7 @@ def _launch(lines: _Lines, evidence: Evidence, spans: list[Related], notes: list
     if evidence.cell is not None:  # a notebook's shell escape: its line is in a cell, not in the file's JSON
         launch = Related("launch", evidence.path, evidence.line, 1, evidence.line, 1, command, evidence.cell)
     else:
-        launch = lines.span("launch", evidence.path, evidence.line, command)
+        launch = _continued(lines, lines.span("launch", evidence.path, evidence.line, command))
     spans.append(launch)
     shown = command if len(command) <= COMMAND_LIMIT else command[: COMMAND_LIMIT - 3] + "..."
     configs = [_configs(lines, name) for name in evidence.configs]
@@ -126,6 +126,25 @@ def _launch(lines: _Lines, evidence: Evidence, spans: list[Related], notes: list
         call = _helper_call(lines, span, _module_name(imported)) if span.row else None
         if call is not None:
             spans.append(call)
+
+
+CONTINUATION_LIMIT = 8  # lines of one command a frame shows
+
+
+def _continued(lines: _Lines, span: Related) -> Related:
+    """A command continued over several lines (`accelerate launch ... \\`) spans them all, so its frame
+    shows the script it runs and the arguments that matter."""
+    row = span.row
+    while row and row - span.row < CONTINUATION_LIMIT:
+        line = lines.line(span.path, row)
+        following = lines.line(span.path, row + 1)
+        if line is None or following is None or not line.rstrip().endswith("\\") or not following.strip():
+            break
+        row += 1
+    if row == span.row:
+        return span
+    last = (lines.line(span.path, row) or "").rstrip().removesuffix("\\").rstrip()
+    return span._replace(end_row=row, end_column=len(last) + 1)
 
 
 def launch_parts(evidence: Evidence) -> tuple[str, str]:
