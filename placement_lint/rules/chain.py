@@ -34,7 +34,7 @@ _CONFIG_KEYS = (
     "fsdp_config",
     "stage",
 )
-_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\b(.*)|import\s+(.+))")
+_IMPORT = re.compile(r"^\s*(?:from\s+[\w.]+\s+import\b|import\s)")
 
 
 class _Lines:
@@ -203,8 +203,7 @@ def _import(lines: _Lines, importer: str, imported: str) -> Related:
     name = _module_name(imported)
     word = re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
     for row, line in enumerate(lines.of(importer) or (), 1):
-        match = _IMPORT.match(line)
-        if match and word.search(line):
+        if _IMPORT.match(line) and word.search(line):
             return lines.span("import", importer, row, line.strip())
     return lines.span("import", importer, 0, f"imports {imported}")
 
