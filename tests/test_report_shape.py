@@ -72,6 +72,15 @@ def test_every_format_matches_its_golden(output_format: str, launched: Path, mon
     assert actual == golden.read_text(encoding="utf-8"), f"{golden.name} differs from the run"
 
 
+def test_the_sarif_message_links_each_span_to_its_related_location(launched: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    [result] = json.loads(_render(launched, "sarif", monkeypatch))["runs"][0]["results"]
+    headline, *notes, path = result["message"]["text"].split("\n")
+    assert headline.startswith('device_map="auto" spreads') and "launched by: scripts/run_z3.sh:6 " in notes[0]
+    links = re.findall(r"\[([^\]]+)\]\((\d+)\)", path)
+    assert [where for where, _ in links][:2] == ["scripts/run_z3.sh:6", "configs/zero3.yaml:2"]
+    assert [int(number) for _, number in links] == [r["id"] for r in result["relatedLocations"]]
+
+
 def test_the_github_and_gitlab_lines_name_the_launch(launched: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     github = _render(launched, "github", monkeypatch)
     assert "(launched by scripts/run_z3.sh:6)" in github.splitlines()[0]

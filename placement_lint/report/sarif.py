@@ -183,5 +183,15 @@ def _located(span: Related, root: SourceRoot) -> dict[str, object]:
 
 
 def message_text(violation: Violation) -> str:
-    """The headline, then one note per line: code scanning shows the first line as the alert's title."""
-    return "\n".join([violation.message, *(f"{note.label}: {note.text}" for note in violation.notes)])
+    """The headline, then one note per line (code scanning shows the first line as the alert's title),
+    then the path with each span an embedded link to its related location (`[train.py:7](4)`), which
+    code scanning turns into a link. Brackets that are not a link are escaped, as SARIF asks (§3.11.6)."""
+    lines = [_escaped(violation.message), *(f"{note.label}: {_escaped(note.text)}" for note in violation.notes)]
+    if len(violation.related) > 1:
+        steps = [f"{span.role} [{_escaped(span.where)}]({number})" for number, span in enumerate(violation.related, 1)]
+        lines.append(f"path: {' -> '.join(steps)}")
+    return "\n".join(lines)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("[", "\\[").replace("]", "\\]")
