@@ -177,3 +177,15 @@ def test_a_piped_report_is_byte_stable_and_never_imports_rich(launched: Path) ->
     assert _imported_by_a_check(launched, ["--no-cache", "."], ("rich",), exit_code=1) == []
     (launched / "model_utils.py").write_text("def load_model(name):\n    return name\n")
     assert _imported_by_a_check(launched, ["--no-cache", "--color", "."], ("rich",), exit_code=0) == []
+
+
+def test_a_message_written_as_one_long_string_keeps_every_word_in_a_note() -> None:
+    """A rule (or a new code path) that still says everything in one string gets a short headline and
+    loses nothing: the whole text becomes a note."""
+    from placement_lint.rules.base import Message, headline
+
+    text = "device_map='auto' spreads one process's model over every GPU, but this script runs under " + "x" * 120
+    said = Message.of(text)
+    assert len(headline(said.headline)) == HEADLINE_LIMIT and headline(said.headline).endswith("...")
+    assert [(note.label, note.text) for note in said.notes(None)] == [("message", text)]
+    assert Message.of("short").notes(None) == ()

@@ -359,7 +359,7 @@ class Rule:
     ) -> Violation:
         """The finding, with its path (launch, config, imports, this span as `role`, consumer) as data and notes."""
         start, end = file.source.node_span(node)
-        said = message if isinstance(message, Message) else Message(message)
+        said = message if isinstance(message, Message) else Message.of(message)
         if not said.error and not said.help and not said.facts and context is None:
             return Violation(self.code, headline(said.headline), start, end, fix)  # nothing more to tell (DPL100)
         from placement_lint.rules.chain import path_of  # only a run with findings tells their path
@@ -405,6 +405,14 @@ class Message:
         self.error = error
         self.help = help
         self.facts = facts
+
+    @classmethod
+    def of(cls, text: str) -> Message:
+        """A message written as one string: its headline, and the whole text as a note when it is too long
+        to be one (nothing is lost; the rule should say it as a Message)."""
+        if len(text) <= HEADLINE_LIMIT:
+            return cls(text)
+        return cls(text, facts=(("message", text),))
 
     def notes(self, fix: Fix | None) -> tuple[Note, ...]:
         from placement_lint.rules.spans import Note
