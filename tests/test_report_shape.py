@@ -189,3 +189,18 @@ def test_a_message_written_as_one_long_string_keeps_every_word_in_a_note() -> No
     assert len(headline(said.headline)) == HEADLINE_LIMIT and headline(said.headline).endswith("...")
     assert [(note.label, note.text) for note in said.notes(None)] == [("message", text)]
     assert Message.of("short").notes(None) == ()
+
+
+def test_a_launch_in_a_notebook_cell_is_framed_from_that_cell(tmp_path: Path) -> None:
+    from test_notebooks import TRAIN_PY, notebook, write
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(TRAIN_PY)
+    write(tmp_path / "run.ipynb", notebook("%pip install accelerate", "x = 1\n!torchrun --nproc_per_node 2 train.py"))
+    full = cli("check", "--no-cache", ".", cwd=tmp_path).stdout
+    assert "--> run.ipynb:cell 2:2:1\n" in full
+    command = "!torchrun --nproc_per_node 2 train.py"
+    assert f"\n2 | {command}\n  | {'^' * len(command)} launched here\n" in full
+    [item] = json.loads(cli("check", "--no-cache", "--output-format", "json", ".", cwd=tmp_path).stdout)
+    launch = item["related"][0]
+    assert (launch["role"], Path(launch["filename"]).name, launch["cell"], launch["location"]["row"]) == ("launch", "run.ipynb", 2, 2)

@@ -106,9 +106,34 @@ class _Quoted:
         if display not in self._files:
             from placement_lint.source import quoted_lines
 
-            path = Path(display)
-            self._files[display] = quoted_lines(path if path.is_absolute() else self.cwd / path)
+            self._files[display] = quoted_lines(self._path(display))
         return self._files[display]
+
+    def cell(self, display: str, cell: int) -> list[str] | None:
+        """A cell of another notebook (a launch in a shell escape), as written, with its own rows."""
+        key = f"{display}\0cell {cell}"
+        if key not in self._files:
+            self._files[key] = _cell_lines(self._path(display), cell)
+        return self._files[key]
+
+    def _path(self, display: str) -> Path:
+        path = Path(display)
+        return path if path.is_absolute() else self.cwd / path
+
+
+def _cell_lines(path: Path, cell: int) -> list[str] | None:
+    from placement_lint.source import QUOTED_FILE_LIMIT, SourceError, read_source
+
+    try:
+        if path.stat().st_size > QUOTED_FILE_LIMIT:
+            return None
+        notebook = read_source(path, path.read_bytes())
+    except (OSError, ValueError, SourceError):
+        return None
+    source = notebook.frame_source(cell)
+    if source is notebook:  # no such cell: the notebook changed since the check
+        return None
+    return [source.line(row) for row in range(1, source.line_count + 1)]
 
 
 class _Frame:
@@ -154,8 +179,11 @@ def _frames(file: FileResult, finding: Finding, style: Style, quoted: _Quoted) -
         for row, text in frame.rows:
             out.append(f"{style(str(row).rjust(width), 'gutter')} {bar} {text}")
             if span.row <= row <= span.end_row:
+                code = text.rstrip().removesuffix("\\").rstrip()
                 start = span.column - 1 if row == span.row else len(text) - len(text.lstrip())
-                end = span.end_column - 1 if row == span.end_row else len(text.rstrip().removesuffix("\\").rstrip())
+                end = span.end_column - 1 if row == span.end_row else len(code)
+                if (span.row, span.column) == (span.end_row, span.end_column):  # only the line is known: all of it
+                    start, end = len(code) - len(code.lstrip()), len(code)
                 label = f" {frame.label}" if row == span.end_row and frame.label else ""
                 out.append(f"{gutter}{bar} {' ' * start}{style('^' * max(1, end - start) + label, 'caret')}")
         out.append(f"{gutter}{bar}")
@@ -174,10 +202,9 @@ def _quote(file: FileResult, finding: Finding, span: Related, quoted: _Quoted, p
         found = [lines.line(row) for row in range(max(1, span.row - 1), min(lines.line_count, span.end_row + 1) + 1)]
         offset = max(1, span.row - 1)
         count = lines.line_count
-    elif span.cell is not None:
-        return None  # a cell of another notebook: its file's lines are JSON
     else:
-        whole = quoted.lines(span.path)
+        # A cell of another notebook (its file's lines are JSON), or a file.
+        whole = quoted.cell(span.path, span.cell) if span.cell is not None else quoted.lines(span.path)
         if whole is None:
             return None
         found, offset, count = whole, 1, len(whole)
