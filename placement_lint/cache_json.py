@@ -7,7 +7,8 @@ from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.context.evidence import Context, Evidence, Kind, Override
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
-from placement_lint.rules.violation import Related, Violation
+from placement_lint.rules.spans import Note, Related
+from placement_lint.rules.violation import Violation
 
 
 def violation_json(violation: Violation) -> dict[str, object]:
@@ -24,7 +25,8 @@ def violation_json(violation: Violation) -> dict[str, object]:
             "edits": [edit._asdict() for edit in violation.fix.edits],
         },
         "context": None if violation.context is None else _context_json(violation.context),
-        "related": [list(r) for r in violation.related],
+        "notes": [list(note) for note in violation.notes],
+        "related": [list(span) for span in violation.related],
     }
 
 
@@ -43,7 +45,8 @@ def violation_from_json(data: dict[str, object]) -> Violation:
             tuple(Edit(**edit) for edit in fix["edits"]),  # type: ignore[index]
         ),
         None if data["context"] is None else _context(data["context"]),  # type: ignore[arg-type]
-        tuple(Related(*r) for r in data.get("related", ())),  # type: ignore[attr-defined]
+        tuple(Note(*note) for note in data.get("notes", ())),  # type: ignore[attr-defined]
+        tuple(Related(*span) for span in data.get("related", ())),  # type: ignore[attr-defined]
     )
 
 
@@ -60,6 +63,7 @@ def evidence_from_json(e: dict[str, object]) -> Evidence:
             "arguments": tuple(tuple(a) for a in e["arguments"]),  # type: ignore[attr-defined]
             "pins": tuple(tuple(p) for p in e.get("pins", ())),  # type: ignore[attr-defined]
             "parser": tuple(tuple(f) for f in e.get("parser", ())),  # type: ignore[attr-defined]
+            "configs": tuple(e.get("configs", ())),  # type: ignore[call-overload]
         }
     )
 

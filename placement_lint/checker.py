@@ -40,6 +40,7 @@ from placement_lint.source import (
 
 if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diffs or adds noqa
     from placement_lint.fixes.apply import AppliedFix, Fixable
+    from placement_lint.rules.spans import Related
 
 _POSSIBLE = Setup(Mode.POSSIBLE)
 _IN_FILE_LITERALS = IN_FILE_EVIDENCE.literals()
@@ -209,7 +210,7 @@ class FileChecker:
         module = parse_python(source)
         imports = ImportTable.of(module, index_of(module).nodes)
         contexts = self._context(source, module, imports, display)
-        checked = CheckedFile(source, module, imports, contexts, display, self._classes, self._helpers)
+        checked = CheckedFile(source, module, imports, contexts, display, self._classes, self._helpers, self.cwd)
         violations: list[Violation] = []
         ignored = self._ignored_codes(source.path)
         for rule in self.rules:
@@ -387,13 +388,27 @@ def _in_cell(source: NotebookSource, applied: AppliedFix) -> AppliedFix:
 
 def _in_notebook(source: NotebookSource, violations: list[Violation], display: str) -> list[Violation]:
     """ "TrainingArguments(...), line 9" names a row of the joined cells: say which cell, as ruff does."""
+
+    def cells(text: str) -> str:
+        return _LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), text)
+
     return [
         v._replace(
-            message=_LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), v.message),
+            message=cells(v.message),
             context=in_cells(source, v.context, display) if v.context is not None else None,
+            notes=tuple(note._replace(text=cells(note.text)) for note in v.notes),
+            related=tuple(_span_in_cell(source, span, display) for span in v.related),
         )
         for v in violations
     ]
+
+
+def _span_in_cell(source: NotebookSource, span: Related, display: str) -> Related:
+    if span.path != display or not span.row or source.notebook is None or not source.notebook.cells:
+        return span
+    cell = source.notebook.cell_at(span.row)
+    shift = cell.first_row - 1
+    return span._replace(row=span.row - shift, end_row=span.end_row - shift, cell=cell.number)
 
 
 def in_cells(source: NotebookSource, context: Context, display: str) -> Context:

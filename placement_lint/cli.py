@@ -353,7 +353,12 @@ def _report(  # type: ignore[no-untyped-def]
             click.echo(f"Would fix {text.plural(count, 'problem')}.", err=True)
         return "".join(f.diff for f in result.files if f.diff).removesuffix("\n"), False
     chosen = FORMATS[output_format]
-    style = _ansi_style() if color else text.plain
+    if color:
+        from placement_lint.report.terminal import terminal_style
+
+        style = terminal_style(cwd)
+    else:
+        style = text.plain
     if statistics:
         if output_format == "json":
             from placement_lint.report.json_format import render_statistics
@@ -377,23 +382,6 @@ def _report(  # type: ignore[no-untyped-def]
     if not quiet:
         lines.append(text.summary(result, options))
     return "\n".join(lines), color
-
-
-def _ansi_style():  # type: ignore[no-untyped-def]
-    """Colour as ANSI codes around the styled pieces only: the source lines and messages around them
-    are printed as they are (a markup language would read `x[i]` in a code frame as a tag)."""
-    styles = {
-        "path": {"bold": True},
-        "code": {"bold": True, "fg": "red"},
-        "help": {"fg": "cyan"},
-        "gutter": {"fg": "blue"},
-        "caret": {"fg": "red"},
-    }
-
-    def style(value: str, name: str) -> str:
-        return click.style(value, **styles[name])  # type: ignore[arg-type]
-
-    return style
 
 
 def _emit(report: str, color: bool, err: bool = False) -> None:

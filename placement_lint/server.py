@@ -29,9 +29,7 @@ from pygls.workspace import TextDocument
 from placement_lint import __version__
 from placement_lint.api import CheckError, check_source
 from placement_lint.catalogue import page_url
-from placement_lint.context.evidence import Evidence
 from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, SHELL_SUFFIXES
-from placement_lint.discover import repository_root
 from placement_lint.edits import Edit
 from placement_lint.fixes.noqa import noqa_edits
 from placement_lint.results import Finding
@@ -68,45 +66,19 @@ class RelatedLocation(NamedTuple):
 
 def related_locations(finding: Finding, cwd: Path | None = None) -> list[RelatedLocation]:
     """The places that make `finding` true, in the order the data flows: the launch line, the config,
-    the importers. Built from the evidence the finding carries today (`context.deciding`); when the
-    findings carry structured related locations of their own, only this function needs to change."""
+    the imports, the load, the consumer: the spans the finding carries (`violation.related`), less its
+    own. A span in a notebook cell has no line of its own in the file, and is left out."""
     base = cwd or Path.cwd()
     found: list[RelatedLocation] = []
-    for evidence in finding.context.deciding:
-        found += _evidence_locations(evidence, finding.display, base)
+    for span in finding.violation.related:
+        if span.cell is not None or (span.row, span.column) == (finding.row, finding.column) and span.path == finding.display:
+            continue
+        path = _absolute(span.path, base)
+        if not span.row:  # only the file is known
+            found.append(RelatedLocation(path, 1, 1, 2, 0, span.role, span.message))
+            continue
+        found.append(RelatedLocation(path, span.row, span.column, span.end_row, span.end_column, span.role, span.message))
     return list(dict.fromkeys(found))
-
-
-def _evidence_locations(evidence: Evidence, here: str, base: Path) -> list[RelatedLocation]:
-    where = _absolute(evidence.path, base)
-    if evidence.origin == "file":
-        if evidence.cell is not None:
-            return []  # a notebook cell has no line of its own in the file
-        return [_line(where, evidence.line, "config", f"{evidence.text} (makes this run distributed)")]
-    launch = _line(where, evidence.line, "launch", evidence.describe(here))
-    if evidence.origin != "import":
-        return [launch]
-    # chain: the finding's file, the files that import it, ..., the launched script. An importer's
-    # import line is not in the evidence: the link names the file.
-    root = repository_root(where) or base
-    files = [_absolute(name, base) for name in evidence.chain]
-    importers = [
-        _line(importer, 1, "import", f"{_short(importer, root)} imports {_short(imported, root)}")
-        for imported, importer in zip(files, files[1:], strict=False)
-    ]
-    return [launch, *reversed(importers)]
-
-
-def _short(path: Path, root: Path) -> str:
-    """A file as a note names it: relative to its repository."""
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def _line(path: Path, row: int, role: str, message: str) -> RelatedLocation:
-    return RelatedLocation(path, row, 1, row + 1, 0, role, message)
 
 
 def _absolute(path: str, base: Path) -> Path:

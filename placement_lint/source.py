@@ -177,3 +177,42 @@ def parse_python(source: SourceFile) -> ast.Module:
         raise SourceError(f"cannot parse: {where}{exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise SourceError(f"cannot parse: {exc}") from None
+
+
+QUOTED_FILE_LIMIT = 2 * 1024 * 1024
+# The files findings quote, by path, with the (mtime, size) they were read at: a thousand scripts
+# launched by one shell script read it once per process, and a changed file is read again.
+_QUOTED: dict[Path, tuple[tuple[int, int], list[str] | None]] = {}
+
+
+def quoted_lines(path: Path) -> list[str] | None:
+    """The lines of a file a finding's path passes through (a launch script, a config, an importer),
+    for a note or a code frame; None when it cannot be quoted: gone, unreadable, binary (a NUL byte),
+    larger than 2 MiB. Never raises: a line that cannot be shown becomes a `path:line` note.
+    The list is shared between callers: read it, never change it."""
+    try:
+        status = path.stat()
+    except (OSError, ValueError):
+        return None
+    key = (status.st_mtime_ns, status.st_size)
+    known = _QUOTED.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    lines = _read_quoted(path, status.st_size)
+    if len(_QUOTED) >= 256:
+        _QUOTED.clear()
+    _QUOTED[path] = (key, lines)
+    return lines
+
+
+def _read_quoted(path: Path, size: int) -> list[str] | None:
+    if size > QUOTED_FILE_LIMIT:
+        return None
+    try:
+        raw = path.read_bytes()
+    except (OSError, ValueError):
+        return None
+    if b"\0" in raw:
+        return None
+    text = raw.decode("utf-8", errors="replace")
+    return [line.rstrip("\r\n") for line in split_lines(text.removeprefix("\ufeff"))]

@@ -32,3 +32,8 @@ def lint_source(
 
 def codes(result: FileResult) -> list[str]:
     return [finding.code for finding in result.findings]
+
+
+def notes_of(finding) -> str:  # type: ignore[no-untyped-def]
+    """A finding's notes as a golden shows them, one indented line each under its headline."""
+    return "".join(f"    = {note.label}: {note.text}\n" for note in finding.violation.notes)

@@ -326,7 +326,8 @@ def test_a_run_the_cache_answers_imports_no_rule_analysis_or_renderer(repo: Path
     files = ["a.py", "b.py", "clean.py"]
     cold = _imported_by_a_check(repo, files, heavy, exit_code=1)  # a.py's finding, from the checker or from the cache
     assert "placement_lint.checker" in cold  # the probe sees what a run that checks imports
-    allowed = {"placement_lint.analysis.consumers", "placement_lint.rules.violation"}  # the cached findings' data
+    # The cached findings' data: what a violation is, and the spans and notes of its path.
+    allowed = {"placement_lint.analysis.consumers", "placement_lint.rules.violation", "placement_lint.rules.spans"}
     assert [m for m in _imported_by_a_check(repo, files, heavy, exit_code=1) if m not in allowed] == []
 
 

@@ -1,7 +1,8 @@
 """Golden fixtures, one folder per rule (TorchFix style).
 
 For every `tests/fixtures/DPLnnn/<case>.py`:
-- `<case>.expected` holds the findings (`row:col CODE message`), empty or absent for a clean file;
+- `<case>.expected` holds the findings (`row:col CODE headline`, then its notes indented), empty or
+  absent for a clean file;
 - `<case>.fixed.py` holds the file after `--fix --unsafe-fixes`; absent when nothing is fixed.
 Cases named `bad_*` must produce their folder's rule; cases named `good_*` must produce nothing.
 Each folder's rule is enabled on top of the default set, so opt-in rules (DPL100) are checked too.
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CODES, lint_file
+from helpers import CODES, lint_file, notes_of
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = sorted(p for p in FIXTURES.glob("DPL*/*.py") if not p.name.endswith(".fixed.py"))
@@ -28,7 +29,7 @@ def _ids(path: Path) -> str:
 
 
 def _render(result) -> str:  # type: ignore[no-untyped-def]
-    return "".join(f"{f.row}:{f.column} {f.code} {f.violation.message}\n" for f in result.findings)
+    return "".join(f"{f.row}:{f.column} {f.code} {f.violation.message}\n{notes_of(f)}" for f in result.findings)
 
 
 def _golden(path: Path, actual: str | None) -> None:

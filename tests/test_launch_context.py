@@ -1,7 +1,7 @@
 """Repo-wide launch context: fixture repositories under tests/fixtures/launch/, one per launcher form.
 
 Each case is copied into a temporary folder with a `.git` marker (its repository root) and checked
-from there. `expected.txt` holds the concise findings (regenerate with
+from there. `expected.txt` holds the concise findings, each with its notes indented under it (regenerate with
 PLACEMENT_LINT_UPDATE_GOLDENS=1, then read the diff); `warnings.txt`, where present, lines the run must warn.
 `bad_*` cases must produce findings, `good_*` (the single-process look-alikes) none.
 """
@@ -19,7 +19,7 @@ from placement_lint.report.text import concise
 from placement_lint.results import RunOptions
 from placement_lint.settings import Settings
 
-from helpers import CODES
+from helpers import CODES, notes_of
 
 CASES = sorted(p for p in (Path(__file__).parent / "fixtures" / "launch").iterdir() if p.is_dir())
 UPDATE = os.environ.get("PLACEMENT_LINT_UPDATE_GOLDENS") == "1"
@@ -36,7 +36,11 @@ def check_case(case: Path, tmp_path: Path, **options: object):  # type: ignore[n
 def test_launch_case(case: Path, tmp_path: Path) -> None:
     result = check_case(case, tmp_path)
     assert not result.errors and not any(f.error for f in result.files)
-    lines = concise(result, RunOptions())
+    lines = [
+        line
+        for finding, headline in zip(result.findings, concise(result, RunOptions()), strict=True)
+        for line in (headline, *notes_of(finding).splitlines())
+    ]
     golden = case / "expected.txt"
     if UPDATE:
         golden.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
@@ -100,13 +104,13 @@ def test_an_importers_use_reaches_a_loader_through_a_helper_module(tmp_path: Pat
     (tmp_path / "loader.py").write_text('def load():\n    return X.from_pretrained("m", device_map="auto")\n')
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL007")]
-    assert "(model.generate, train.py:3)" in result.findings[0].message
+    assert ("used by", "model.generate at train.py:3") in result.findings[0].violation.notes
     # A second launched script that trains with it makes it DPL001, told where.
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\ntorchrun --nproc_per_node 2 sft.py\n")
     (tmp_path / "sft.py").write_text("import helpers\nfrom trl import SFTTrainer\nSFTTrainer(model=helpers.build()).train()\n")
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
-    assert "and trains it with SFTTrainer (sft.py:3)" in result.findings[0].message
+    assert ("trained by", "SFTTrainer at sft.py:3") in result.findings[0].violation.notes
     assert result.findings[0].violation.fix is not None
     assert result.findings[0].violation.fix.applicability.value == "unsafe", "other importers may need the map"
 
@@ -147,7 +151,7 @@ def test_a_bare_accelerate_launch_takes_the_nearest_shipped_config(tmp_path: Pat
     (tmp_path / "dpo" / "train.py").write_text('X.from_pretrained("m", device_map={"": 0})\n')
     (tmp_path / "run.sh").write_text("accelerate launch sft/train.py\naccelerate launch dpo/train.py\n")
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
-    messages = {(f.display, f.code): f.message for f in result.findings}
+    messages = {(f.display, f.code): f.message + notes_of(f) for f in result.findings}
     assert "the repository ships sft/zero3.yaml (distributed_type DEEPSPEED, zero_stage 3)" in messages["sft/train.py", "DPL003"]
     assert "the repository ships configs/fsdp.yaml (distributed_type FSDP)" in messages["dpo/train.py", "DPL003"]
 
@@ -194,8 +198,9 @@ def test_zero3_init_flag_off_on_the_command_line_follows_the_pinned_accelerate(
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     (finding,) = result.findings
     assert finding.code == "DPL001"
-    assert ("transformers raises" in finding.message) is load_error
-    assert ("the load does not fail" in finding.message) is (pinned != "accelerate>=1.0")
+    said = notes_of(finding)
+    assert ("transformers raises" in said) is load_error
+    assert ("the load does not fail" in said) is (pinned != "accelerate>=1.0")
 def test_a_parser_the_tool_cannot_follow_leaves_the_branch_as_unknown(tmp_path: Path) -> None:
     """Options named at run time and `**vars(args)`: the launch's `--use_4bit` binds to nothing the
     tool can read, so the branch stays undecided, as without a launch; nothing crashes."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -172,9 +173,10 @@ def test_what_needs_a_human_is_grouped_by_rule_and_by_what_to_do() -> None:
     text = "\n".join(render_summary(summary))
     assert "  DPL003 (1)  no automatic fix" in text and "      a.py:9:1" in text
     assert table_row(text, "DPL003") == ["DPL003", "fixed-device-in-distributed", "2", "0", "2"]
-    marked = "\n".join(render_summary(summary, lambda value, name: f"<{name}>{value}</>", terminal=True))
-    # On a terminal: a plain table whose columns line up however the code cells are marked up.
-    assert "<code>DPL001</>   spread-device-map-in-distributed       2       1           1" in marked
+    drawn = "\n".join(render_summary(summary, terminal=True))
+    # On a terminal: a table drawn by rich, the codes in bold red, the columns lined up under the colour codes.
+    assert "\x1b[1;31mDPL001" in drawn and "|" not in drawn
+    assert re.search(r"^DPL001 +spread-device-map-in-distributed +2 +1 +1$", re.sub(r"\x1b\[[0-9;]*m", "", drawn), re.M)
 
 
 def test_long_groups_are_cut_short() -> None:

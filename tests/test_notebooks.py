@@ -28,7 +28,7 @@ from placement_lint.settings import Settings
 from placement_lint.source import SourceError
 
 import helpers
-from helpers import CODES, lint_file
+from helpers import CODES, lint_file, notes_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 CASES = sorted(p for p in FIXTURES.glob("*.ipynb") if not p.name.endswith(".fixed.ipynb"))
@@ -75,7 +75,7 @@ def without_sources(data: dict) -> dict:  # type: ignore[type-arg]
 
 
 def _render(result) -> str:  # type: ignore[no-untyped-def]
-    return "".join(f"cell {f.cell}:{f.row}:{f.column} {f.code} {f.violation.message}\n" for f in result.findings)
+    return "".join(f"cell {f.cell}:{f.row}:{f.column} {f.code} {f.violation.message}\n{notes_of(f)}" for f in result.findings)
 
 
 def _golden(path: Path, actual: str | bytes | None) -> None:
@@ -125,7 +125,7 @@ def test_deepspeed_notebook_is_found_and_fixed_through_the_cli(tmp_path: Path) -
     found = cli("check", "--no-cache", "nb", cwd=tmp_path)
     assert found.returncode == 1, found.stderr
     assert "nb/train_zero3.ipynb:cell 5:5:16: DPL001 [*]" in found.stdout
-    assert '(TrainingArguments(deepspeed="ds_z3.json"), cell 4, line 2)' in found.stdout
+    assert '= set up by: TrainingArguments(deepspeed="ds_z3.json"), cell 4, line 2' in found.stdout
     assert '5 |     device_map="auto",  # spread over the node' in found.stdout  # the cell's own rows
     fixed = cli("check", "--no-cache", "--fix", "nb", cwd=tmp_path)
     assert fixed.returncode == 0 and "Fixed 1 problem" in fixed.stdout, fixed.stdout + fixed.stderr
@@ -321,8 +321,9 @@ def test_cell_numbers_count_every_cell_as_ruff_does(tmp_path: Path) -> None:
     write(tmp_path / "train.ipynb", data)
     concise = cli("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert concise.stdout.startswith("train.ipynb:cell 5:2:65: DPL001 [*]"), concise.stdout
-    assert "cell 4, line 1" in concise.stdout and "(cell 6, line 1)" in concise.stdout
     full = cli("check", "--no-cache", ".", cwd=tmp_path)
+    assert "cell 4, line 1" in full.stdout and "= trained by: Trainer at cell 6, line 1" in full.stdout
+    assert "--> train.ipynb:cell 4:1:1" in full.stdout and "--> train.ipynb:cell 6:1:1" in full.stdout  # each span in its cell
     assert "train.ipynb:cell 5:2:65: DPL001" in full.stdout
     assert "1 | %pip install x\n2 | " + LOADER in full.stdout  # the cell as written, with its own rows
     [item] = json.loads(cli("check", "--no-cache", "--output-format", "json", ".", cwd=tmp_path).stdout)
@@ -442,7 +443,7 @@ def test_shell_escapes_in_a_notebook_launch_scripts(tmp_path: Path, cells: list[
     write(tmp_path / "run.ipynb", notebook(*cells))
     result = cli("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "train.py:2:62: DPL001" in result.stdout and f"launched by run.ipynb:{where} (" in result.stdout
+    assert "train.py:2:62: DPL001" in result.stdout and f"(launched by run.ipynb:{where})" in result.stdout
 
 
 def test_a_shell_escape_that_only_mentions_a_launcher_launches_nothing(tmp_path: Path) -> None:
@@ -460,7 +461,7 @@ def test_notebook_launcher_is_evidence_for_the_notebook(tmp_path: Path) -> None:
     )
     result = lint_file(write(tmp_path / "train.ipynb", data))
     assert [(f.code, f.cell, f.row) for f in result.findings] == [("DPL001", 2, 2)]
-    assert "notebook_launcher(num_processes=2), cell 3, line 1" in result.findings[0].violation.message
+    assert "notebook_launcher(num_processes=2), cell 3, line 1" in str(result.findings[0].violation.notes)
     one = json.loads(json.dumps(data).replace("num_processes=2", "num_processes=1"))
     assert lint_file(write(tmp_path / "one.ipynb", one)).findings == []
 
@@ -522,7 +523,7 @@ def test_findings_left_after_a_fix_that_adds_a_line_name_the_fixed_cells(tmp_pat
     )
     path = write(tmp_path / "train.ipynb", data)
     fixed = lint_file(path, fix=True, unsafe_fixes=True)  # DPL003's fix imports PartialState: cell 1 grows
-    assert [f.code for f in fixed.findings] == ["DPL010"] and "cell 2, line 1" in fixed.findings[0].message
+    assert [f.code for f in fixed.findings] == ["DPL010"] and "cell 2, line 1" in str(fixed.findings[0].violation.notes)
     assert _shown(fixed.findings) == _shown(lint_file(path).findings)
 
 

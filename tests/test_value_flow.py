@@ -11,7 +11,8 @@ from placement_lint.cache_json import violation_from_json, violation_json
 from placement_lint.distributed import Mode, Setup
 from placement_lint.engine import run
 from placement_lint.results import RunOptions
-from placement_lint.rules.violation import Related, Violation
+from placement_lint.rules.spans import Related
+from placement_lint.rules.violation import Violation
 from placement_lint.settings import Settings
 
 from helpers import CODES, lint_source
@@ -61,6 +62,14 @@ def test_a_key_stored_under_a_computed_name_makes_absence_unknown() -> None:
     ]
 
 
+def _spans(finding, *roles: str) -> list[tuple[str, str, int, int]]:  # type: ignore[no-untyped-def]
+    return [(s.role, s.path, s.row, s.column) for s in finding.violation.related if s.role in roles]
+
+
+def _notes(finding) -> str:  # type: ignore[no-untyped-def]
+    return "\n".join(f"{note.label}: {note.text}" for note in finding.violation.notes)
+
+
 def test_a_finding_on_a_helpers_value_names_the_load_and_the_call(tmp_path: Path) -> None:
     source = (
         "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
@@ -71,10 +80,12 @@ def test_a_finding_on_a_helpers_value_names_the_load_and_the_call(tmp_path: Path
     [finding] = lint_source(tmp_path, source).findings
     assert (finding.code, finding.row, finding.column) == ("DPL001", 3, 12)
     assert finding.violation.fix is None  # other callers may rely on the helper: a person decides
-    assert finding.violation.related == (
-        Related("train.py", 4, 9, "load", "AutoModelForCausalLM.from_pretrained"),
-        Related("train.py", 4, 62, "helper call", "get_device_map()"),
-    )
+    assert _spans(finding, "helper", "load", "finding") == [
+        ("helper", "train.py", 4, 62),  # the call that returns the value
+        ("load", "train.py", 4, 9),
+        ("finding", "train.py", 3, 12),  # the value, in the helper
+    ]
+    assert "get_device_map(), line 4" in _notes(finding)
 
 
 def test_a_helper_map_that_follows_the_rank_is_not_spread(tmp_path: Path) -> None:
@@ -102,8 +113,8 @@ def test_a_helper_in_another_module_is_reported_at_its_call_with_the_origin(tmp_
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     [finding] = result.findings
     assert (finding.display, finding.row, finding.code) == ("train.py", 3, "DPL001")
-    assert "returns {'model.layers.0': 0, 'lm_head': 1}, maps.py:2" in finding.message
-    assert finding.violation.related[0] == Related("maps.py", 2, 12, "origin", "{'model.layers.0': 0, 'lm_head': 1}")
+    assert "maps.spread(): {'model.layers.0': 0, 'lm_head': 1} (maps.py:2)" in _notes(finding)
+    assert _spans(finding, "origin") == [("origin", "maps.py", 2, 12)]
 
 
 def test_a_helper_module_that_does_not_parse_gives_no_value_and_no_error(tmp_path: Path) -> None:
@@ -119,7 +130,7 @@ def test_a_helper_module_that_does_not_parse_gives_no_value_and_no_error(tmp_pat
 
 
 def test_related_locations_survive_the_cache() -> None:
-    violation = Violation("DPL001", "m", 1, 2, related=(Related("a.py", 3, 4, "load", "X.from_pretrained"),))
+    violation = Violation("DPL001", "m", 1, 2, related=(Related("origin", "a.py", 3, 4, 3, 9, "returns 'auto'"),))
     assert violation_from_json(violation_json(violation)) == violation
     old = {k: v for k, v in violation_json(violation).items() if k != "related"}
     assert violation_from_json(old).related == ()
@@ -186,7 +197,7 @@ def test_a_helper_re_exported_by_a_package_is_found(tmp_path: Path) -> None:
     )
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("train.py", "DPL001")]
-    assert "(returns 'balanced', utils/maps.py:2)" in result.findings[0].message
+    assert "spread(): 'balanced' (utils/maps.py:2)" in _notes(result.findings[0])
 
 
 def test_imported_helpers_are_followed_only_for_callers_that_ask() -> None:
@@ -249,11 +260,8 @@ def test_a_map_filled_in_a_loop_names_the_loop(tmp_path: Path) -> None:
         "model = AutoModelForCausalLM.from_pretrained('m', device_map=device_map)\n" + TRAIN
     )
     [finding] = lint_source(tmp_path, source).findings
-    assert "(its layers spread over devices in the loop at line 4)" in finding.message
-    assert finding.violation.related == (
-        Related("train.py", 5, 9, "load", "AutoModelForCausalLM.from_pretrained"),
-        Related("train.py", 4, 5, "loop", "device_map[f'model.layers.{i}'] = i // 8"),
-    )
+    assert "the loop at line 4 puts its layers on several devices" in _notes(finding)
+    assert _spans(finding, "origin") == [("origin", "train.py", 4, 5)]
     assert finding.violation.fix is not None  # the load's own argument is replaced, not the display the loop fills
 
 
@@ -266,6 +274,6 @@ def test_a_dict_comprehension_over_the_layers_spreads_and_one_over_the_rank_does
         "model = AutoModelForCausalLM.from_pretrained('m', device_map=get_device_map())\n" + TRAIN
     )
     [finding] = lint_source(tmp_path, source.format(spread=spread)).findings
-    assert finding.code == "DPL001" and "loop at line 4" in finding.message
+    assert finding.code == "DPL001" and "loop at line 4" in _notes(finding)
     per_rank = "{f'model.layers.{i}': int(os.environ['LOCAL_RANK']) for i in range(32)}"
     assert lint_source(tmp_path, source.format(spread=per_rank)).findings == []

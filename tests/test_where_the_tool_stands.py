@@ -149,7 +149,10 @@ def test_a_nested_projects_own_file_wins_over_the_one_at_the_top(tmp_path: Path,
 def test_one_file_behind_a_console_script_is_checked_with_its_launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = copy_case("bad_console_script_which", tmp_path, git=True)
     code, lines = cli(monkeypatch, root, "check", "src/tinytune/loading.py")
-    assert code == 1 and len(lines) == 1 and "console script tinytune-sft = tinytune.cli:main in pyproject.toml" in lines[0]
+    assert code == 1 and len(lines) == 1 and "(launched by scripts/train.sh:3)" in lines[0]
+    monkeypatch.chdir(root)
+    full = CliRunner().invoke(main, ["check", "--no-cache", "src/tinytune/loading.py"]).output
+    assert "console script tinytune-sft = tinytune.cli:main in pyproject.toml" in full
     assert cli(monkeypatch, root, "check", "src/tinytune/serving.py") == (0, []), "serve() is not what tinytune-sft runs"
 
 

@@ -19,6 +19,7 @@ class ConfigReader:
         self._cache: dict[Path, object] = {}
         self.warnings: list[str] = []
         self.read: list[Path] = []  # every config read or looked for: the inputs a cached result depends on
+        self.loaded: list[Path] = []  # every load asked for, in order, repeats included: what each launch read
 
     def find(self, name: str, near: Path) -> Path | None:
         """A config path as a script names it: relative to the script's folder, then to its project's
@@ -45,6 +46,7 @@ class ConfigReader:
             return str(path)
 
     def load(self, path: Path) -> object:
+        self.loaded.append(path)
         if path in self._cache:
             return self._cache[path]
         data: object = None

@@ -49,6 +49,7 @@ class Evidence(NamedTuple):
     # pass read them: a module the script imports reads `args.use_4bit` without seeing the parser.
     parser: tuple[tuple[str, ...], ...] = ()
     entry: str = ""  # launch: the function a console script runs ("": the file's own code)
+    configs: tuple[str, ...] = ()  # launch: the config files read to tell its setup, as the run names them
 
     @property
     def where(self) -> str:

@@ -95,7 +95,9 @@ def build_repo_context(
             target, found_from = found if found is not None else (None, "")
             if target is None:
                 continue
+            asked = len(configs.loaded)
             resolved = _resolve(launch, command, configs, target, shipped)
+            read = tuple(dict.fromkeys(display(path) for path in configs.loaded[asked:]))
             where = f"{display(command.source)}:{command.where}"
             # A folder the script computed (`$SCRIPT_DIR/train.py`) is absolute: shown from the root.
             text = f"{where} ({_short(launch.text.replace(f'{root}{os.sep}', ''))})"
@@ -115,6 +117,8 @@ def build_repo_context(
                 one_gpu=_one_gpu(launch, env),
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
                 entry=script.function if script else "",
+                cell=command.cell,  # a notebook's shell escape: `line` is in that cell
+                configs=read,
             )
             launched.setdefault(target, []).append(evidence)
             # A one-process launch of a console script lends its function to no other launch of the module.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from placement_lint.report.common import SourceRoot, located, problems
-from placement_lint.report.text import finding_position
+from placement_lint.report.text import finding_position, one_line
 from placement_lint.rules import rule_by_code
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def render(report: Report) -> str:
         lines.append(
             command(
                 "error",
-                f"{finding.display}:{finding_position(finding)}: {finding.code} {finding.violation.message}",
+                f"{finding.display}:{finding_position(finding)}: {finding.code} {one_line(finding)}",
                 file=item.path,
                 line=span[0],
                 col=span[1],

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement_lint.report.common import SourceRoot, located, problems
+from placement_lint.report.text import one_line
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report
@@ -27,7 +28,7 @@ def render(report: Report) -> str:
     root = SourceRoot(report.cwd, Path(project) if project else None)
     issues: list[dict[str, object]] = [
         {
-            "description": f"{item.finding.code}: {item.finding.violation.message}",
+            "description": f"{item.finding.code}: {one_line(item.finding)}",
             "check_name": item.finding.code,
             "fingerprint": item.fingerprint,
             "severity": "major",

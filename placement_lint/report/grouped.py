@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from placement_lint.report.text import marker
+from placement_lint.report.text import marker, one_line
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report
@@ -24,8 +24,6 @@ def render(report: Report) -> str:
         for finding in file.findings:
             row = str(finding.row) if finding.cell is None else f"cell {finding.cell}:{finding.row}"
             position = f"{row.rjust(row_width)}:{str(finding.column).ljust(column_width)}"
-            lines.append(
-                f"  {position} {style(finding.code, 'code')} {marker(finding, report.options)}{finding.violation.message}"
-            )
+            lines.append(f"  {position} {style(finding.code, 'code')} {marker(finding, report.options)}{one_line(finding)}")
         lines.append("")
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from placement_lint.catalogue import page_url
 from placement_lint.results import FileResult, Finding, RunResult
 from placement_lint.rules import rule_by_code
+from placement_lint.rules.spans import Related
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report
@@ -40,14 +41,34 @@ def finding_json(file: FileResult, finding: Finding, cwd: Path, rule_url_base: s
         "cell": finding.cell,
         "code": finding.code,
         "message": violation.message,
-        "filename": str((cwd / finding.display).resolve()) if not Path(finding.display).is_absolute() else finding.display,
+        "filename": _absolute(finding.display, cwd),
         "location": {"row": finding.row, "column": finding.column},
         "end_location": {"row": finding.end_row, "column": finding.end_column},
         "fix": fix,
         "url": page_url(finding.code, rule_url_base) if rule else None,
         "noqa_row": finding.noqa_row or finding.row,
         "context": finding.context.to_json(),
+        "notes": [{"label": note.label, "text": note.text} for note in violation.notes],
+        "related": [related_json(span, cwd) for span in violation.related],
     }
+
+
+def related_json(span: Related, cwd: Path) -> dict[str, object]:
+    """One span of the finding's path, shaped like a finding's own location; a span whose line is not
+    known (the file, not the line) has null locations."""
+    known = span.row > 0
+    return {
+        "role": span.role,
+        "message": span.message,
+        "filename": _absolute(span.path, cwd),
+        "cell": span.cell,
+        "location": {"row": span.row, "column": span.column} if known else None,
+        "end_location": {"row": span.end_row, "column": span.end_column} if known else None,
+    }
+
+
+def _absolute(display: str, cwd: Path) -> str:
+    return str((cwd / display).resolve()) if not Path(display).is_absolute() else display
 
 
 def render_report(report: Report) -> str:

@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from placement_lint.report.common import SourceRoot, located, problems
+from placement_lint.report.text import one_line
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report
@@ -56,10 +57,11 @@ def render(report: Report) -> str:
         # A notebook's rows are in its cells, not in the file: no line attribute, as ruff does.
         position = {} if finding.cell is not None else {"line": str(finding.row), "column": str(finding.column)}
         case = suite(finding.display).case(f"{TOOL}.{finding.code}", _classname(finding.display), file=item.path, **position)
-        message = _xml_text(finding.violation.message)
+        message = _xml_text(one_line(finding))
         failure = ET.SubElement(case, "failure", message=message, type=finding.code)
         cell = "" if finding.cell is None else f"cell {finding.cell}, "
-        failure.text = f"{cell}line {finding.row}, col {finding.column}, {message}"
+        notes = "".join(f"\n{note.label}: {note.text}" for note in finding.violation.notes)
+        failure.text = f"{cell}line {finding.row}, col {finding.column}, {message}{_xml_text(notes)}"
         suites[finding.display].failures += 1
     for problem in problems(report.result):
         target = suite(problem.display or TOOL)

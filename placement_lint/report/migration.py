@@ -153,7 +153,8 @@ def _rule_table(rules: list[RuleCounts], style: Style, terminal: bool) -> list[s
         return out
 
     if terminal:
-        table = ["   ".join(cells(header, False)), "─" * (sum(widths) + 3 * (len(widths) - 1))]
-        return table + ["   ".join(cells(row, True)) for row in rows]
+        from placement_lint.report.terminal import rich_table
+
+        return rich_table(header, rows, right_from=2)
     markdown = [f"| {' | '.join(cells(header, False))} |", "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     return markdown + [f"| {' | '.join(cells(row, True))} |" for row in rows]

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 
 from placement_lint import __version__
 from placement_lint.catalogue import REPOSITORY_URL, page, page_url
-from placement_lint.context.evidence import Evidence
 from placement_lint.report.common import Located, SourceRoot, located, problems, relative_uri
 from placement_lint.rules import all_rules
 from placement_lint.rules.base import Rule
+from placement_lint.rules.spans import Related
+from placement_lint.rules.violation import Violation
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report
@@ -107,7 +108,7 @@ def _result(item: Located, root: SourceRoot, index: dict[str, int]) -> dict[str,
         "ruleId": finding.code,
         **({"ruleIndex": index[finding.code]} if finding.code in index else {}),
         "level": "error",
-        "message": {"text": violation.message},
+        "message": {"text": message_text(violation)},
         "locations": [
             {
                 "physicalLocation": {
@@ -125,9 +126,24 @@ def _result(item: Located, root: SourceRoot, index: dict[str, int]) -> dict[str,
         # A notebook's rows are in its cells, not in the JSON file a viewer shows: the region is
         # line 1 (as ruff's other formats fall back), the cell and row are properties.
         result["properties"] = {**result["properties"], "cell": finding.cell, "cellLine": finding.row}  # type: ignore[dict-item]
-    related = [_related(number, evidence, finding.display, root) for number, evidence in enumerate(finding.context.deciding, 1)]
-    if related:
-        result["relatedLocations"] = related
+    if violation.related:
+        spans = [_located(span, root) for span in violation.related]
+        result["relatedLocations"] = [{"id": number, **span} for number, span in enumerate(spans, 1)]
+        # The path as code scanning draws it: from the launch, through the config and the imports, to the
+        # load and what trains the model.
+        result["codeFlows"] = [
+            {
+                "message": {"text": f"How {finding.display} runs {finding.context.setup.describe()}"},
+                "threadFlows": [
+                    {
+                        "locations": [
+                            {"location": span, "kinds": [related.role], "nestingLevel": 0, "executionOrder": order}
+                            for order, (span, related) in enumerate(zip(spans, violation.related, strict=True), 1)
+                        ]
+                    }
+                ],
+            }
+        ]
     if finding.context.override is not None:
         result["properties"] = {**result["properties"], "setBy": finding.context.override.source}  # type: ignore[dict-item]
     fix = violation.fix
@@ -154,8 +170,28 @@ def _result(item: Located, root: SourceRoot, index: dict[str, int]) -> dict[str,
     return result
 
 
-def _related(number: int, evidence: Evidence, here: str, root: SourceRoot) -> dict[str, object]:
-    physical: dict[str, object] = _artifact(root, evidence.path)
-    if evidence.line >= 1 and evidence.cell is None:
-        physical["region"] = {"startLine": evidence.line}
-    return {"id": number, "physicalLocation": physical, "message": {"text": evidence.describe(here)}}
+def _located(span: Related, root: SourceRoot) -> dict[str, object]:
+    """A span of the finding's path: its file, its region when the line is known (a notebook's cell rows
+    are not the file's lines: the cell goes into the properties), and its role as the message."""
+    physical: dict[str, object] = _artifact(root, span.path)
+    if span.row > 0 and span.cell is None:
+        physical["region"] = _region(span.row, span.column, span.end_row, span.end_column)
+    located: dict[str, object] = {"physicalLocation": physical, "message": {"text": f"{span.role}: {span.message}"}}
+    if span.cell is not None:
+        located["properties"] = {"cell": span.cell, "cellLine": span.row}
+    return located
+
+
+def message_text(violation: Violation) -> str:
+    """The headline, then one note per line (code scanning shows the first line as the alert's title),
+    then the path with each span an embedded link to its related location (`[train.py:7](4)`), which
+    code scanning turns into a link. Brackets that are not a link are escaped, as SARIF asks (§3.11.6)."""
+    lines = [_escaped(violation.message), *(f"{note.label}: {_escaped(note.text)}" for note in violation.notes)]
+    if len(violation.related) > 1:
+        steps = [f"{span.role} [{_escaped(span.where)}]({number})" for number, span in enumerate(violation.related, 1)]
+        lines.append(f"path: {' -> '.join(steps)}")
+    return "\n".join(lines)
+
+
+def _escaped(text: str) -> str:
+    return text.replace("[", "\\[").replace("]", "\\]")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report
-    from placement_lint.results import Finding, RunOptions, RunResult
+    from placement_lint.results import FileResult, Finding, RunOptions, RunResult
+    from placement_lint.rules.spans import Related
 
 # A tiny style vocabulary; `style(text, name)` renders it in colour (the CLI's ANSI codes) or leaves it plain.
 Style = Callable[[str, str], str]
@@ -19,7 +21,7 @@ def plain(text: str, _: str) -> str:
 
 
 def render_full(report: Report) -> str:
-    return "\n".join(full(report.result, report.options, report.style))
+    return "\n".join(full(report.result, report.options, report.style, report.cwd))
 
 
 def render_concise(report: Report) -> str:
@@ -41,49 +43,177 @@ def finding_position(finding: Finding) -> str:
     return f"{cell}{finding.row}:{finding.column}"
 
 
+CONCISE_LIMIT = 200  # a concise line, path and position included, when the launch is added to it
+
+
+def launched_by(finding: Finding) -> str | None:
+    """Where the command that runs the finding's file is (`scripts/run.sh:3`), if a launch does."""
+    return next((span.where for span in finding.violation.related if span.role == "launch"), None)
+
+
+def one_line(finding: Finding, prefix: str = "", limit: int | None = None) -> str:
+    """The headline, and the launch that runs the file when there is one (and `prefix` + it fit in `limit`)."""
+    headline = finding.violation.message
+    launch = launched_by(finding)
+    if launch is None:
+        return headline
+    longer = f"{headline} (launched by {launch})"
+    return longer if limit is None or len(prefix) + len(longer) <= limit else headline
+
+
 def concise(result: RunResult, options: RunOptions, style: Style = plain) -> list[str]:
-    return [
-        f"{style(f.display, 'path')}:{finding_position(f)}: {style(f.code, 'code')} {marker(f, options)}{f.violation.message}"
-        for f in result.findings
-    ]
+    lines = []
+    for f in result.findings:
+        head = f"{f.display}:{finding_position(f)}: {f.code} {marker(f, options)}"
+        lines.append(
+            f"{style(f'{f.display}:{finding_position(f)}', 'location')}: {style(f.code, 'code')} {marker(f, options)}"
+            f"{one_line(f, head, CONCISE_LIMIT)}"
+        )
+    return lines
 
 
-def full(result: RunResult, options: RunOptions, style: Style = plain) -> list[str]:
+def full(result: RunResult, options: RunOptions, style: Style = plain, cwd: Path | None = None) -> list[str]:
+    """Each finding: its headline, a numbered frame for each span of its path (launch, config, imports,
+    load, consumer) in the order the data flows, then its notes."""
+    quoted = _Quoted(cwd or Path.cwd())
     lines: list[str] = []
     for file in result.files:
         for finding in file.findings:
             lines.append(
-                f"{style(finding.display, 'path')}:{finding_position(finding)}: "
+                f"{style(f'{finding.display}:{finding_position(finding)}', 'location')}: "
                 f"{style(finding.code, 'code')} {marker(finding, options)}{finding.violation.message}"
             )
-            lines += _frame(file.source.frame_source(finding.cell) if file.source else None, finding, style)
+            lines += _frames(file, finding, style, quoted)
+            notes = finding.violation.notes
+            for note in notes:
+                lines.append(f"  {style('= ' + note.label, 'help')}: {note.text}")
             fix = finding.violation.fix
-            if fix is not None:
+            if fix is not None and not any(note.label == "help" for note in notes):
                 suffix = "" if fix.safe else " (unsafe fix)"
                 lines.append(f"  {style('= help', 'help')}: {fix.message}{suffix}")
             lines.append("")
     return lines
 
 
-def _frame(source, finding: Finding, style: Style) -> list[str]:  # type: ignore[no-untyped-def]
-    if source is None:
-        return []
-    first = max(1, finding.row - 1)
-    last = min(source.line_count, finding.end_row + 1)
-    width = len(str(last))
+class _Quoted:
+    """The lines of the files frames quote, read once per report; None for a file that cannot be quoted."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self._files: dict[str, list[str] | None] = {}
+
+    def lines(self, display: str) -> list[str] | None:
+        if display not in self._files:
+            from placement_lint.source import quoted_lines
+
+            self._files[display] = quoted_lines(self._path(display))
+        return self._files[display]
+
+    def cell(self, display: str, cell: int) -> list[str] | None:
+        """A cell of another notebook (a launch in a shell escape), as written, with its own rows."""
+        key = f"{display}\0cell {cell}"
+        if key not in self._files:
+            self._files[key] = _cell_lines(self._path(display), cell)
+        return self._files[key]
+
+    def _path(self, display: str) -> Path:
+        path = Path(display)
+        return path if path.is_absolute() else self.cwd / path
+
+
+def _cell_lines(path: Path, cell: int) -> list[str] | None:
+    from placement_lint.source import QUOTED_FILE_LIMIT, SourceError, read_source
+
+    try:
+        if path.stat().st_size > QUOTED_FILE_LIMIT:
+            return None
+        notebook = read_source(path, path.read_bytes())
+    except (OSError, ValueError, SourceError):
+        return None
+    source = notebook.frame_source(cell)
+    if source is notebook:  # no such cell: the notebook changed since the check
+        return None
+    return [source.line(row) for row in range(1, source.line_count + 1)]
+
+
+class _Frame:
+    """A span's quoted lines and its caret label (a plain class: this module is imported by every run)."""
+
+    __slots__ = ("span", "rows", "label")
+
+    def __init__(self, span: Related, rows: list[tuple[int, str]], label: str) -> None:
+        self.span = span
+        self.rows = rows  # (row, text) quoted, context included
+        self.label = label
+
+
+def _frames(file: FileResult, finding: Finding, style: Style, quoted: _Quoted) -> list[str]:
+    from placement_lint.rules.spans import Related  # a run with nothing to report never needs it
+
+    related = finding.violation.related
+    own = Related("finding", finding.display, finding.row, finding.column, finding.end_row, finding.end_column, "", finding.cell)
+    spans = list(related) if related else [own]
+    frames: list[_Frame | Related] = []
+    for span in spans:
+        primary = span.path == finding.display and (span.row, span.column, span.cell) == (
+            finding.row,
+            finding.column,
+            finding.cell,
+        )
+        frame = _quote(file, finding, span, quoted, primary)
+        frames.append(frame if frame is not None else span)
+    width = max((len(str(row)) for frame in frames if isinstance(frame, _Frame) for row, _ in frame.rows), default=1)
     gutter = " " * (width + 1)
-    out = [f"{gutter}{style('|', 'gutter')}"]
-    for row in range(first, last + 1):
-        text = source.line(row).expandtabs(4)
-        out.append(f"{style(str(row).rjust(width), 'gutter')} {style('|', 'gutter')} {text}")
-        if finding.row <= row <= finding.end_row:
-            start = finding.column - 1 if row == finding.row else len(text) - len(text.lstrip())
-            end = finding.end_column - 1 if row == finding.end_row else len(text)
-            carets = "^" * max(1, end - start)
-            label = f" {finding.code}" if row == finding.end_row else ""
-            out.append(f"{gutter}{style('|', 'gutter')} {' ' * start}{style(carets + label, 'caret')}")
-    out.append(f"{gutter}{style('|', 'gutter')}")
+    bar = style("|", "gutter")
+    out: list[str] = []
+    for frame in frames:
+        if not isinstance(frame, _Frame):  # the line cannot be quoted (a deleted or binary file): say where
+            out.append(f"{gutter}{style('= ' + frame.role, 'help')}: {frame.where}")
+            continue
+        span = frame.span
+        if len(spans) > 1:
+            cell = f"cell {span.cell}:" if span.cell is not None else ""
+            where = f"{span.path}:{cell}{span.row}:{span.column}"
+            out.append(f"{' ' * width}{style('-->', 'gutter')} {style(where, 'location')}")
+        out.append(f"{gutter}{bar}")
+        for row, text in frame.rows:
+            out.append(f"{style(str(row).rjust(width), 'gutter')} {bar} {text}")
+            if span.row <= row <= span.end_row:
+                code = text.rstrip().removesuffix("\\").rstrip()
+                start = span.column - 1 if row == span.row else len(text) - len(text.lstrip())
+                end = span.end_column - 1 if row == span.end_row else len(code)
+                if (span.row, span.column) == (span.end_row, span.end_column):  # only the line is known: all of it
+                    start, end = len(code) - len(code.lstrip()), len(code)
+                label = f" {frame.label}" if row == span.end_row and frame.label else ""
+                out.append(f"{gutter}{bar} {' ' * start}{style('^' * max(1, end - start) + label, 'caret')}")
+        out.append(f"{gutter}{bar}")
     return out
+
+
+_LABELS = {"launch": "launched here", "config": "makes it distributed", "import": "imported here"}
+
+
+def _quote(file: FileResult, finding: Finding, span: Related, quoted: _Quoted, primary: bool) -> _Frame | None:
+    """The span's lines (the flagged one with a line of context either side), or None when they cannot be read."""
+    if span.row < 1:
+        return None
+    if span.path == finding.display and file.source is not None:
+        lines = file.source.frame_source(span.cell)
+        found = [lines.line(row) for row in range(max(1, span.row - 1), min(lines.line_count, span.end_row + 1) + 1)]
+        offset = max(1, span.row - 1)
+        count = lines.line_count
+    else:
+        # A cell of another notebook (its file's lines are JSON), or a file.
+        whole = quoted.cell(span.path, span.cell) if span.cell is not None else quoted.lines(span.path)
+        if whole is None:
+            return None
+        found, offset, count = whole, 1, len(whole)
+    if span.end_row > count:
+        return None
+    first, last = (max(1, span.row - 1), min(count, span.end_row + 1)) if primary else (span.row, span.end_row)
+    rows = [(row, found[row - offset].expandtabs(4)) for row in range(first, last + 1)]
+    label = finding.code if primary else _LABELS.get(span.role, span.message)
+    return _Frame(span, rows, label)
 
 
 def statistics(result: RunResult, names: dict[str, str]) -> list[str]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
-from typing import ClassVar, NamedTuple
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from placement_lint.analysis.arguments import parser_fields, shown
-from placement_lint.analysis.consumers import ConsumerKind
+from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import ForeignFunction, HelperLocator, Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
 from placement_lint.analysis.names import ImportTable, dotted, keyword
@@ -20,8 +21,11 @@ from placement_lint.context.evidence import ZERO3_INIT_OFF, Context, FileContext
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.rules.noqa import Directive
-from placement_lint.rules.violation import Related, Violation
+from placement_lint.rules.violation import Violation
 from placement_lint.source import SourceFile
+
+if TYPE_CHECKING:  # made only for findings: a clean run never creates their classes
+    from placement_lint.rules.spans import Note, Related
 
 
 class FixAvailability(enum.Enum):
@@ -50,12 +54,14 @@ class CheckedFile:
         display: str,
         classes: ImportedClasses | None = None,
         helpers: HelperLocator | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.source = source
         self.module = module
         self.imports = imports
         self.contexts = contexts
         self.display = display
+        self.cwd = cwd if cwd is not None else Path.cwd()  # what `display` and the evidence's paths are relative to
         # The base classes of classes the file imports from the repository (None: not looked up).
         self.classes = classes
         # Finds the helper functions the file imports from the repository (None: not followed).
@@ -364,9 +370,31 @@ class Rule:
         applied, `judged` the codes that ran (or were free to run) on this file."""
         return []
 
-    def violation(self, file: CheckedFile, node: ast.AST, message: str, fix: Fix | None, context: Context | None) -> Violation:
+    def violation(
+        self,
+        file: CheckedFile,
+        node: ast.AST,
+        message: str | Message,
+        fix: Fix | None,
+        context: Context | None,
+        consumers: Iterable[Consumer] = (),
+        role: str = "finding",
+    ) -> Violation:
+        """The finding, with its path (launch, config, imports, this span as `role`, consumer) as data and notes."""
         start, end = file.source.node_span(node)
-        return Violation(self.code, message, start, end, fix, context)
+        said = message if isinstance(message, Message) else Message.of(message)
+        if not said.error and not said.help and not said.facts and context is None:
+            return Violation(self.code, headline(said.headline), start, end, fix)  # nothing more to tell (DPL100)
+        from placement_lint.rules.chain import path_of  # only a run with findings tells their path
+        from placement_lint.rules.spans import Related
+
+        row, column = file.source.position(start)
+        end_row, end_column = file.source.position(end)
+        label = "loaded here" if role == "load" else self.code
+        primary = Related(role, file.display, row, column, end_row, end_column, label)
+        related, chain_notes = path_of(file, context, primary, consumers)
+        notes = (*chain_notes, *said.notes(fix))
+        return Violation(self.code, headline(said.headline), start, end, fix, context, notes, related)
 
     def placement_violation(
         self, file: CheckedFile, device_map: DeviceMap, context: Context, message: str, make_fix: Callable[[], Fix]
@@ -382,11 +410,70 @@ class Rule:
             and file.site(device_map).node is device_map.node
         )
         fix = None if candidate.from_launch or candidate.helper or filled else make_fix()
-        violation = self.violation(file, file.site(device_map).node, message, fix, context)
-        return violation._replace(related=related_locations(file, device_map))
+        # Flagged inside a helper of this module, the span is the value: the load is another span.
+        role = "finding" if candidate.helper is not None and candidate.helper.foreign is None else "load"
+        violation = self.violation(file, file.site(device_map).node, message, fix, context, device_map.consumers, role)
+        origins = value_origins(file, device_map)
+        if not origins:
+            return violation
+        from placement_lint.rules.spans import ROLES
+
+        return violation._replace(related=tuple(sorted((*violation.related, *origins), key=lambda span: ROLES.index(span.role))))
 
 
-# -- message and fix pieces the device_map rules share --------------------------------------------
+# -- message and fix pieces the rules share ---------------------------------------------------------
+
+HEADLINE_LIMIT = 160
+
+
+class Message:
+    """What a rule says of a finding: a short headline (what is wrong, under which setup), then one
+    fact per note. The path (launch, config, imports, consumer) is added from the evidence. A plain
+    class: every rule module imports it, and a named tuple's class costs a clean run its creation."""
+
+    __slots__ = ("headline", "error", "help", "facts")
+
+    def __init__(
+        self,
+        headline: str,
+        error: str | None = None,  # what the library raises at run time
+        help: str | None = None,  # what to do; the fix's safety is added when there is a fix
+        facts: tuple[tuple[str, str], ...] = (),  # (label, text) more facts: why TRL keeps "auto", what happens
+    ) -> None:
+        self.headline = headline
+        self.error = error
+        self.help = help
+        self.facts = facts
+
+    @classmethod
+    def of(cls, text: str) -> Message:
+        """A message written as one string: its headline, and the whole text as a note when it is too long
+        to be one (nothing is lost; the rule should say it as a Message)."""
+        if len(text) <= HEADLINE_LIMIT:
+            return cls(text)
+        return cls(text, facts=(("message", text),))
+
+    def notes(self, fix: Fix | None) -> tuple[Note, ...]:
+        from placement_lint.rules.spans import Note
+
+        said = [Note(*fact) for fact in self.facts]
+        if self.error:
+            said.append(Note("error", self.error))
+        if self.help:
+            safety = "" if fix is None else " (safe fix)" if fix.safe else " (unsafe fix)"
+            said.append(Note("help", f"{self.help}{safety}"))
+        return tuple(said)
+
+
+def headline(text: str) -> str:
+    """At most HEADLINE_LIMIT characters: a long value written in the code is what gets cut."""
+    return text if len(text) <= HEADLINE_LIMIT else text[: HEADLINE_LIMIT - 3] + "..."
+
+
+def under(setup: Setup) -> str:
+    """`under DeepSpeed ZeRO-3`, for a headline."""
+    return f"under {setup.describe()}"
+
 
 PER_PROCESS_MAP = '{"": PartialState().local_process_index}'
 # What the libraries raise, quoted the same way by every rule that predicts it (domain.md §1.2).
@@ -497,14 +584,6 @@ def written(file: CheckedFile, node: ast.AST, limit: int = 48) -> str:
     return _shortened(file.source.text[start:end], limit)
 
 
-def consumer_phrase(device_map: DeviceMap) -> str:
-    trains = [c for c in device_map.consumers if c.trains]
-    if not trains:
-        return ""
-    first = trains[0]
-    return f" and trains it with {first.name} ({first.where})"
-
-
 def is_local(file: CheckedFile, device_map: DeviceMap) -> bool:
     """The value is written in the loader's own scope, so changing it changes only this load. A
     dataclass field default never is: it is every run's default for that command-line argument."""
@@ -570,54 +649,77 @@ def fix(applicability: Applicability, message: str, *edits: Edit | None) -> Fix:
     return Fix(applicability, message, tuple(sorted(e for e in edits if e is not None)))
 
 
-def value_written(file: CheckedFile, device_map: DeviceMap) -> str:
-    """`device_map="auto"` as the user wrote it, and where it came from when that is not the load:
-    a launch's command line, a helper's return in this module or in another one."""
+def shown_value(file: CheckedFile, device_map: DeviceMap) -> str:
+    """`device_map="auto"`, `device_map=args.device_map (--device_map auto)` when a launch passes it, or
+    `device_map=get_device_map()` when a helper of another module returns the value."""
     helper = device_map.candidate.helper
-    entries = device_map.candidate.entries
-    loop = entries.spread_by if entries is not None else None
+    if helper is not None and helper.foreign is not None:
+        return f"device_map={written(file, helper.call)}"
+    argument = device_map.candidate.from_launch
+    passed = f" (--{argument.name} {shown(argument.value)})" if argument else ""
+    return f"device_map={written(file, device_map.node)}{passed}"
+
+
+def value_facts(file: CheckedFile, device_map: DeviceMap) -> tuple[tuple[str, str], ...]:
+    """Where the value comes from when that is not the load, one note each: the helper that returns it
+    (in this module or another), the loop that spreads its layers, the launch that passes it, and the
+    launch argument (or the flag's default) that takes the branch holding it."""
+    facts: list[tuple[str, str]] = []
+    helper = device_map.candidate.helper
     if helper is not None and helper.foreign is not None:
         value = _foreign_text(helper.foreign, device_map.node)
-        where = f"{helper.foreign.path}:{device_map.node.lineno}"
-        filled = f", its layers spread over devices in the loop at line {loop.lineno}" if loop is not None else ""
-        return f"device_map={written(file, helper.call)} (returns {value}, {where}{filled})"
-    notes = [f"its layers spread over devices in the loop at line {loop.lineno}"] if loop is not None else []
-    if helper is not None:
-        notes.append(
-            f"returned by {written(file, helper.call)}, line {file.source.position(file.source.node_span(helper.call)[0])[0]}"
-        )
-    detail = f" ({'; '.join(notes)})" if notes else ""
-    return f"device_map={written(file, device_map.node)}{detail}{passed_by_launch(device_map)}"
+        facts.append(("returned by", f"{written(file, helper.call)}: {value} ({helper.foreign.path}:{device_map.node.lineno})"))
+    elif helper is not None:
+        row = file.source.position(file.source.node_span(helper.call)[0])[0]
+        facts.append(("returned by", f"{written(file, helper.call)}, line {row}"))
+    entries = device_map.candidate.entries
+    loop = entries.spread_by if entries is not None else None
+    if loop is not None:
+        facts.append(("spread by", f"the loop at line {loop.lineno} puts its layers on several devices"))
+    argument = device_map.candidate.from_launch
+    if argument:
+        facts.append(("passed by", f"{argument.where} --{argument.name} {shown(argument.value)}"))
+        return tuple(facts)
+    passed, defaults = branch_arguments(device_map)
+    if passed:
+        values = ", ".join(f"{name}={shown(value)}" for name, value, _ in passed)
+        facts.append(("branch", f"taken under {passed[0][2]}, which sets {values}"))
+    elif defaults:
+        facts.append(("branch", f"taken by default: {', '.join(f'{name}={value}' for name, value in defaults)}"))
+    return tuple(facts)
 
 
-def related_locations(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ...]:
-    """Where a value that is not written in the load comes from: for a helper's return, the load it
-    reaches and the helper's call (for a helper in another module, the value where the helper writes
-    it: the call is then the finding's own place); for a map filled in a loop, that loop's store."""
+def value_origins(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ...]:
+    """The spans a value not written in the load comes through: for a helper's return, the helper's
+    call (`helper`) and the value where the helper writes it (`origin`), and the load it reaches when
+    the finding is at the value; for a map filled in a loop, that loop's store."""
     helper = device_map.candidate.helper
     entries = device_map.candidate.entries
     loop = entries.spread_by if entries is not None else None
     if helper is None and loop is None:
         return ()
+    from placement_lint.rules.spans import Related
 
     def here(node: ast.AST, role: str, label: str) -> Related:
-        row, column = file.source.position(file.source.node_span(node)[0])
-        return Related(file.display, row, column, role, label)
+        start, end = file.source.node_span(node)
+        return Related(role, file.display, *file.source.position(start), *file.source.position(end), label)
 
     foreign = helper.foreign if helper is not None else None
 
-    def origin_of(node: ast.AST, role: str) -> Related:
+    def origin_of(node: ast.AST, label: str) -> Related:
         if foreign is None:
-            return here(node, role, written(file, node))
-        return Related(foreign.path, node.lineno, node.col_offset + 1, role, _foreign_text(foreign, node))  # type: ignore[attr-defined]
+            return here(node, "origin", label)
+        end = (getattr(node, "end_lineno", None) or node.lineno, (getattr(node, "end_col_offset", None) or 0) + 1)  # type: ignore[attr-defined]
+        return Related("origin", foreign.path, node.lineno, node.col_offset + 1, *end, label)  # type: ignore[attr-defined]
 
-    found = [here(device_map.loader.node, "load", device_map.loader.name)]
-    if foreign is not None:
-        found.insert(0, origin_of(device_map.node, "origin"))
-    elif helper is not None:
-        found.append(here(helper.call, "helper call", written(file, helper.call)))
+    found: list[Related] = []
+    if foreign is not None:  # the finding is the call; the value is written in the helper's module
+        found.append(origin_of(device_map.node, f"returns {_foreign_text(foreign, device_map.node)}"))
+    elif helper is not None:  # the finding is the value in the helper; the call and the load are here
+        found.append(here(helper.call, "helper", f"{written(file, helper.call)} returns it"))
+        found.append(here(device_map.loader.node, "load", "loaded here"))
     if loop is not None:
-        found.append(origin_of(loop, "loop"))
+        found.append(origin_of(loop, "its layers spread over devices here"))
     return tuple(found)
 
 
@@ -629,23 +731,6 @@ def _foreign_text(foreign: ForeignFunction, node: ast.AST) -> str:
 def _shortened(text: str, limit: int = 48) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def passed_by_launch(device_map: DeviceMap) -> str:
-    """` (--device_map auto, passed by scripts/run.sh:4)` when the value comes from a launch's command
-    line; ` (in a branch taken under scripts/run.sh:4, which sets use_4bit=True)` when a launch's
-    argument is what makes the branch holding the value (or the load) run; ` (in a branch taken by
-    default: low_memory_load=True)` when a flag no launch passes does."""
-    argument = device_map.candidate.from_launch
-    if argument:
-        return f" (--{argument.name} {shown(argument.value)}, passed by {argument.where})"
-    passed, defaults = branch_arguments(device_map)
-    if passed:
-        values = ", ".join(f"{name}={shown(value)}" for name, value, _ in passed)
-        return f" (in a branch taken under {passed[0][2]}, which sets {values})"
-    if defaults:
-        return f" (in a branch taken by default: {', '.join(f'{name}={value}' for name, value in defaults)})"
-    return ""
 
 
 def branch_arguments(device_map: DeviceMap) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:

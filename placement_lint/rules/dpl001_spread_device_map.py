@@ -19,13 +19,15 @@ from placement_lint.rules.base import (
     SPREAD_PREPARE_ERROR,
     CheckedFile,
     FixAvailability,
+    Message,
     Rule,
     Violation,
-    consumer_phrase,
     fix,
+    shown_value,
     spread_prepare_consequence,
     state_exists_at_load,
-    value_written,
+    under,
+    value_facts,
     wrapped_by_ddp,
     zero3_live_at_load,
     zero3_load_consequence,
@@ -78,9 +80,8 @@ class SpreadDeviceMapInDistributed(Rule):
             return False
         return wrapped_by_ddp(device_map) or (device_map.quantized and not state_exists_at_load(device_map, context))
 
-    def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> str:
+    def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> Message:
         setup = context.setup
-        value = value_written(file, device_map)
         if _raises_at_load(device_map, context):
             consequence = zero3_load_consequence(
                 context, SPREAD_PREPARE_ERROR.replace("accelerate raises", "accelerate then raises", 1)
@@ -97,9 +98,11 @@ class SpreadDeviceMapInDistributed(Rule):
                 else "with None a 4/8-bit model loaded before any distributed state exists lands on GPU 0"
             )
             advice = f"use device_map={PER_PROCESS_MAP} ({reason})"
-        return (
-            f"{value} spreads one process's model over every GPU, but this script runs under {setup.describe()} "
-            f"({context.because(file.display)}){consumer_phrase(device_map)}: {consequence}; {advice}"
+        return Message(
+            f"{shown_value(file, device_map)} spreads each rank's model over every GPU {under(setup)}",
+            consequence,
+            advice,
+            value_facts(file, device_map),
         )
 
     def _fix(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> Fix:

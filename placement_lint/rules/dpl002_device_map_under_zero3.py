@@ -12,10 +12,12 @@ from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
     CheckedFile,
     FixAvailability,
+    Message,
     Rule,
     Violation,
     fix,
-    value_written,
+    shown_value,
+    value_facts,
     zero3_live_at_load,
     zero3_load_consequence,
 )
@@ -48,10 +50,11 @@ class DeviceMapUnderZero3(Rule):
                 context,
                 "every process loads the whole model where the map says before DeepSpeed partitions it (out of memory on big models)",
             )
-            message = (
-                f"{value_written(file, device_map)} is not allowed under DeepSpeed ZeRO-3 "
-                f"({context.because(file.display)}): {consequence}; ZeRO-3 partitions and places the model itself: "
-                "use device_map=None"
+            message = Message(
+                f"{shown_value(file, device_map)} is not allowed under DeepSpeed ZeRO-3",
+                consequence,
+                "ZeRO-3 partitions and places the model itself: use device_map=None",
+                value_facts(file, device_map),
             )
             yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map))
 

@@ -16,11 +16,14 @@ from placement_lint.rules.base import (
     PER_PROCESS_MAP,
     CheckedFile,
     FixAvailability,
+    Message,
     Rule,
     Violation,
     fix,
+    shown_value,
     state_exists_at_load,
-    value_written,
+    under,
+    value_facts,
     written,
     zero3_live_at_load,
 )
@@ -29,6 +32,11 @@ from placement_lint.rules.base import (
 # current device: `init_process_group(device_id=...)` (torch >= 2.3) and DeepSpeed's
 # `init_distributed()`, which passes device_id on (deepspeed/comm/torch.py). Silent after them.
 _MAYBE_SETS_DEVICE = {"init_distributed"}
+
+_SAME_GPU = (
+    "effect",
+    "every rank loads onto the same GPU (out of memory, or bitsandbytes' \"loaded ... on a different device\" error)",
+)
 
 
 class FixedDeviceInDistributed(Rule):
@@ -75,10 +83,10 @@ class FixedDeviceInDistributed(Rule):
             if setup.single_process or context.one_gpu_per_process:
                 continue  # one process, or each process sees one GPU: that fixed device is its own
             device = device_map.classified.device
-            message = (
-                f"{value_written(file, device_map)} puts every process's model on device {device!r}, but this "
-                f"script runs under {setup.describe()} ({context.because(file.display)}): every rank loads onto the same GPU "
-                f'(out of memory, or bitsandbytes\' "loaded ... on a different device" error); {_advice(setup)}'
+            message = Message(
+                f"{shown_value(file, device_map)} puts every rank's model on device {device!r} {under(setup)}",
+                help=_advice(setup),
+                facts=(*value_facts(file, device_map), _SAME_GPU),
             )
             yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, setup))
 
@@ -100,12 +108,18 @@ class FixedDeviceInDistributed(Rule):
                 if below is False:
                     continue  # transformers >= 5.0 maps "cuda" to this process's LOCAL_RANK
                 version = f" with {below}" if below else ' on transformers < 5.0 (5.0 maps "cuda" to the local rank)'
-            message = (
-                f"{value_written(file, device_map)} resolves to the current CUDA device{version}, "
-                f"and nothing sets this process's device before the load (torch.cuda.set_device, Accelerator(), "
-                f"PartialState() or TrainingArguments), but this script runs under "
-                f"{setup.describe()} ({context.because(file.display)}): every rank loads onto GPU 0 (out of memory, or "
-                f'bitsandbytes\' "loaded ... on a different device" error); {_advice(setup)}'
+            message = Message(
+                f"{shown_value(file, device_map)} is GPU 0 in every rank {under(setup)}: nothing set this process's device",
+                help=_advice(setup),
+                facts=(
+                    *value_facts(file, device_map),
+                    (
+                        "why",
+                        f"it resolves to the current CUDA device{version}, and nothing sets it before the load "
+                        "(torch.cuda.set_device, Accelerator(), PartialState() or TrainingArguments)",
+                    ),
+                    _SAME_GPU,
+                ),
             )
             yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, setup))
 
@@ -145,14 +159,19 @@ class FixedDeviceInDistributed(Rule):
                     break  # an importer, or this file, has set the device by then
                 if _in_device_block(file, call):
                     break
-                message = (
-                    f"{_move_text(file, call)} moves the model to the current CUDA device, and nothing sets this "
-                    f"process's device before it (torch.cuda.set_device, Accelerator(), PartialState() or TrainingArguments), "
-                    f"but this script runs under {setup.describe()} ({context.because(file.display)}): every rank puts its "
-                    f"copy on GPU 0 (out of memory; a DistributedDataParallel(device_ids=[local_rank]) of it then fails); "
-                    f"call torch.cuda.set_device(local_rank) first, or move it to PartialState().device"
+                message = Message(
+                    f"{_move_text(file, call)} moves each rank's model to GPU 0 {under(setup)}: nothing set its device",
+                    help="call torch.cuda.set_device(local_rank) first, or move it to PartialState().device",
+                    facts=(
+                        (
+                            "why",
+                            "it moves the model to the current CUDA device, and nothing sets this process's device before "
+                            "it (torch.cuda.set_device, Accelerator(), PartialState() or TrainingArguments)",
+                        ),
+                        ("effect", "every rank puts its copy on GPU 0 (out of memory; a DistributedDataParallel(device_ids=[local_rank]) of it then fails)"),
+                    ),
                 )
-                yield self.violation(file, call, message, None, context)
+                yield self.violation(file, call, message, None, context, role="finding")
                 break
 
 

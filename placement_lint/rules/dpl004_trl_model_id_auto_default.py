@@ -17,11 +17,13 @@ from placement_lint.rules.base import (
     SPREAD_PREPARE_ERROR,
     CheckedFile,
     FixAvailability,
+    Message,
     Rule,
     Violation,
     fix,
     spread_prepare_consequence,
     trl_config_call,
+    under,
     zero3_load_consequence,
 )
 
@@ -155,11 +157,14 @@ class TrlModelIdAutoDefault(Rule):
             )
         else:
             consequence = spread_prepare_consequence(context, True)
-        message = (
-            f'{_trainer_written(call, trainer)}({name}=<model id>) loads {_shown(file, id_node)} with device_map="auto" (TRL\'s default for id '
-            f"strings since 0.26; {why}), but this script runs under {setup.describe()} "
-            f"({context.because(file.display)}): every process spreads its copy over every GPU and {consequence}; "
-            f'add "device_map": None to {field}'
+        message = Message(
+            f'{_trainer_written(call, trainer)}({name}=<model id>) loads {_shown(file, id_node)} with device_map="auto" {under(setup)}',
+            consequence,
+            f'add "device_map": None to {field}',
+            (
+                ("why", f"TRL's default for id strings since 0.26; {why}"),
+                ("effect", "every process spreads its copy over every GPU"),
+            ),
         )
         edit = _add_none_device_map(file, kwargs, field)
         made = fix(Applicability.SAFE, f'Add "device_map": None to {field}', edit) if edit else None

@@ -14,11 +14,13 @@ from placement_lint.rules.base import (
     PER_PROCESS_MAP,
     CheckedFile,
     FixAvailability,
+    Message,
     Rule,
     Violation,
     fix,
     reachable_under,
     state_exists_at_load,
+    under,
 )
 
 # unsloth's loaders default to device_map="sequential": one process fills GPU 0 first (unsloth#2457).
@@ -115,23 +117,25 @@ class ImplicitGpu0Loader(Rule):
     def _violation(self, file: CheckedFile, load: ModelLoad, context: Context, unsloth: bool) -> Violation:
         setup = context.setup
         if unsloth:
-            cause = (
-                f'{load.loader.name}(...) without device_map uses unsloth\'s default "sequential" map, which unsloth '
-                "releases without per-rank pinning (before PR #11129) fill from GPU 0 in every process"
+            headline = f"{load.loader.name}(...) without device_map fills GPU 0 first in every rank {under(setup)}"
+            why = (
+                'unsloth\'s default map is "sequential", which unsloth releases without per-rank pinning '
+                "(before PR #11129) fill from GPU 0 in every process"
             )
         else:
-            cause = (
-                f"{load.loader.name}(...) loads a 4/8-bit model without device_map before anything has set this "
-                "process's GPU (TrainingArguments, a TRL config, Accelerator() or PartialState()), so bitsandbytes puts "
-                "it on the current device, GPU 0, in every process"
+            headline = f"{load.loader.name}(...) loads a 4/8-bit model onto GPU 0 in every rank {under(setup)}"
+            why = (
+                "no device_map, and nothing has set this process's GPU yet (TrainingArguments, a TRL config, "
+                "Accelerator() or PartialState()), so bitsandbytes puts it on the current device, GPU 0"
             )
-        advice = f"pass device_map={PER_PROCESS_MAP}"
-        message = (
-            f"{cause}, but this script runs under {setup.describe()} ({context.because(file.display)}): every rank "
-            f"loads onto the same GPU (out of memory, or \"You can't train a model that has been loaded in 8-bit or "
-            f'4-bit precision on a different device"); {advice}'
+        message = Message(
+            headline,
+            "every rank loads onto the same GPU (out of memory, or \"You can't train a model that has been loaded in "
+            '8-bit or 4-bit precision on a different device")',
+            f"pass device_map={PER_PROCESS_MAP}",
+            (("why", why),),
         )
-        return self.violation(file, load.call.func, message, self._fix(file, load), context)
+        return self.violation(file, load.call.func, message, self._fix(file, load), context, load.consumers, "load")
 
     @staticmethod
     def _fix(file: CheckedFile, load: ModelLoad) -> Fix:

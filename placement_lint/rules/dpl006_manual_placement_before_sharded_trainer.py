@@ -12,7 +12,7 @@ from placement_lint.analysis.names import dotted, keyword, last_segment
 from placement_lint.analysis.placements import ModelLoad
 from placement_lint.distributed import SINGLE, Mode
 from placement_lint.edits import Applicability, Fix
-from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, written
+from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rule, Violation, fix, under, written
 
 _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
 # The PEFT wrappers that take the model as their first argument (the rest of flow.WRAPPERS load one).
@@ -102,9 +102,10 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 if move == "dtype"
                 else '"Calling `cuda()` is not supported for `8-bit` quantized models"'
             )
-            message = (
-                f"{placement} on a bitsandbytes-quantized model ({load.loader.name}, line {load.loader.line}): transformers "
-                f"raises {error}; the quantized weights are already placed and typed by the load: remove it"
+            message = Message(
+                f"{placement} on a bitsandbytes-quantized model ({load.loader.name}, line {load.loader.line})",
+                f"transformers raises {error}",
+                "remove it: the quantized weights are already placed and typed by the load",
             )
             return self.violation(file, call, message, self._fix(file, call), None)
         if move == "dtype":
@@ -120,21 +121,33 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 if setup.zero3 and load.after_zero3_config:
                     break  # built under zero.Init: .to() moves only the partition placeholders
                 framework = "DeepSpeed ZeRO-3" if setup.zero3 else "FSDP"
-                message = (
-                    f"{placement} puts a full copy of the model on this process's GPU before {consumer.name} "
-                    f"({consumer.where}) hands it to {framework}, but this script runs under {setup.describe()} "
-                    f"({context.because(file.display)}): {framework} places the model itself (the Trainer skips its own "
-                    f"move for it), so every rank holds the whole unsharded model on its GPU first (out of memory on big "
-                    f'models; on transformers 4.x with FSDP efficient loading, "Cannot copy out of meta tensor"); remove it'
+                message = Message(
+                    f"{placement} puts a full copy of the model on each rank's GPU before {consumer.name} shards it {under(setup)}",
+                    help="remove it",
+                    facts=(
+                        (
+                            "effect",
+                            f"{framework} places the model itself (the Trainer skips its own move for it), so every rank "
+                            "holds the whole unsharded model on its GPU first (out of memory on big models; on "
+                            'transformers 4.x with FSDP efficient loading, "Cannot copy out of meta tensor")',
+                        ),
+                    ),
                 )
-                return self.violation(file, call, message, self._fix(file, call), context)
+                return self.violation(file, call, message, self._fix(file, call), context, (consumer,))
         if full_eval is not None and consumer.kind is ConsumerKind.TRAINER:
-            message = (
-                f"{placement} puts the full-precision model on the GPU before {consumer.name} ({consumer.where}), "
-                f"but {full_eval.arg}=True (line {full_eval.lineno}) asks the Trainer to cast it before placing it: the "
-                f"fp32 copy lands on the GPU first (wasted memory, out of memory on big models); remove it"
+            message = Message(
+                f"{placement} puts the full-precision model on the GPU before {full_eval.arg}=True casts it "
+                f"(line {full_eval.lineno})",
+                help="remove it",
+                facts=(
+                    (
+                        "effect",
+                        f"{consumer.name} casts the model before placing it, so the fp32 copy lands on the GPU "
+                        "first (wasted memory, out of memory on big models)",
+                    ),
+                ),
             )
-            return self.violation(file, call, message, self._fix(file, call), None)
+            return self.violation(file, call, message, self._fix(file, call), None, (consumer,))
         return None
 
     def _fix(self, file: CheckedFile, call: ast.Call) -> Fix | None:

@@ -11,9 +11,12 @@ from placement_lint.analysis.values import Placement
 from placement_lint.rules.base import (
     PER_PROCESS_MAP,
     CheckedFile,
+    Message,
     Rule,
     Violation,
-    value_written,
+    shown_value,
+    under,
+    value_facts,
     zero3_live_at_load,
 )
 
@@ -52,22 +55,19 @@ class SpreadDeviceMapInDistributedInference(Rule):
                 continue  # trained or unknown: DPL001's business
             if context.one_gpu_per_process or self._one_process_loads(file, device_map):
                 continue
-            message = (
-                f"{value_written(file, device_map)} spreads the model over every "
-                f"GPU in each process, but this script runs as several processes ({setup.describe()}: "
-                f"{context.because(file.display)}) and only runs inference with it ({self._use(device_map)}): every "
-                f"process puts a slice of its own copy on every GPU, so N processes load N copies that compete for the "
-                f"same memory. If the model fits on one GPU, use device_map={PER_PROCESS_MAP} and split the inputs "
-                f"between processes; if it does not, keep the spreading map and run inference in one process"
+            message = Message(
+                f"{shown_value(file, device_map)} spreads a copy of the model over every GPU in each rank {under(setup)}",
+                help=f"if the model fits on one GPU, use device_map={PER_PROCESS_MAP} and split the inputs between "
+                "processes; if it does not, keep the spreading map and run inference in one process",
+                facts=(
+                    *value_facts(file, device_map),
+                    (
+                        "effect",
+                        "the model is only used for inference, and N processes load N copies that compete for the same memory",
+                    ),
+                ),
             )
-            yield self.violation(file, file.site(device_map).node, message, None, context)
-
-    @staticmethod
-    def _use(device_map: DeviceMap) -> str:
-        if device_map.loader.kind is LoaderKind.PIPELINE:
-            return "a pipeline"
-        first = device_map.consumers[0]
-        return f"{first.name}, {first.where}"
+            yield self.violation(file, file.site(device_map).node, message, None, context, device_map.consumers, "load")
 
     @staticmethod
     def _one_process_loads(file: CheckedFile, device_map: DeviceMap) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from placement_lint.analysis.names import dotted
-from placement_lint.rules.base import CheckedFile, Rule, Violation, trl_config_call, zero3_live_at_load
+from placement_lint.rules.base import CheckedFile, Message, Rule, Violation, trl_config_call, zero3_live_at_load
 
 # TrainingArguments, HfDeepSpeedConfig, Accelerator(), argument parsing, deepspeed.initialize; TRL configs below.
 _ZERO3_CONFIG_TOKENS = (b"TrainingArguments", b"HfDeepSpeedConfig", b"Accelerator(", b"parse_args", b"deepspeed.initialize")
@@ -63,10 +63,17 @@ class Zero3ConfigAfterModelLoad(Rule):
                     later = f"{dotted(config.func) or 'the config'}(...) is only created at line {config.lineno}"
                     advice = f"create {dotted(config.func) or 'it'}(...) before the load and keep it alive"
                 reported.add(id(load.call))
-                message = (
-                    f"{load.loader.name}(...) runs before ZeRO-3 is visible to transformers ({later}), but this script "
-                    f"runs under DeepSpeed ZeRO-3 ({context.because(file.display)}): the load cannot use deepspeed.zero.Init, "
-                    f"so every rank materialises the whole model before DeepSpeed partitions it (N full copies in CPU "
-                    f"RAM, out of memory on big models), and the ZeRO-3 check on device_map is skipped; {advice}"
+                message = Message(
+                    f"{load.loader.name}(...) runs before transformers knows of ZeRO-3: no zero.Init, a full copy per rank",
+                    help=advice,
+                    facts=(
+                        ("why", later),
+                        (
+                            "effect",
+                            "the load cannot use deepspeed.zero.Init, so every rank materialises the whole model before "
+                            "DeepSpeed partitions it (N full copies in CPU RAM, out of memory on big models), and the "
+                            "ZeRO-3 check on device_map is skipped",
+                        ),
+                    ),
                 )
-                yield self.violation(file, load.call.func, message, None, context)
+                yield self.violation(file, load.call.func, message, None, context, load.consumers, "load")

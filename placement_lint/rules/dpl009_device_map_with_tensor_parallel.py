@@ -10,7 +10,7 @@ from placement_lint.analysis.names import keyword, last_segment
 from placement_lint.analysis.values import Placement, classify
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability
-from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix, written
+from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rule, Violation, fix, written
 
 _TENSOR_PARALLEL = ("tp_plan", "tp_size", "distributed_config")
 # A keyword argument: the name after `(`, `,` or a space. One pattern per name, each starting with
@@ -58,14 +58,16 @@ class DeviceMapWithTensorParallel(Rule):
                 if parallel.arg == "distributed_config"
                 else '"`tp_plan` and `device_map` are mutually exclusive. Choose either one for parallelization."'
             )
-            message = (
-                f"device_map={written(file, device_map.value)} together with {parallel.arg}= (line {parallel.lineno}): "
-                f"tensor parallelism places every weight itself, and transformers raises {error}; remove device_map"
+            message = Message(
+                f"device_map={written(file, device_map.value)} together with {parallel.arg}= (line {parallel.lineno})",
+                f"transformers raises {error}",
+                "remove device_map",
+                (("why", "tensor parallelism places every weight itself"),),
             )
             # A map chosen by a condition may serve the runs without tensor parallelism: removing it is a judgement.
             applicability = Applicability.UNSAFE if guarded else Applicability.SAFE
             edit = fix(applicability, "Remove device_map", file.remove_keyword(call, device_map))
-            yield self.violation(file, device_map, message, edit, None)
+            yield self.violation(file, device_map, message, edit, None, role="load")
 
     @staticmethod
     def _together(file: CheckedFile, call: ast.Call, device_map: ast.keyword) -> tuple[ast.keyword, bool] | None:

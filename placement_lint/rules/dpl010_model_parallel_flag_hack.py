@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from placement_lint.analysis.names import dotted
-from placement_lint.rules.base import CheckedFile, Rule, Violation, reachable_under
+from placement_lint.rules.base import CheckedFile, Message, Rule, Violation, reachable_under, under
 
 _FLAGS = ("is_parallelizable", "model_parallel")
 
@@ -40,13 +40,16 @@ class ModelParallelFlagHack(Rule):
                     setup = context.setup
                     if not setup.distributed or setup.single_process or not reachable_under(file, node, setup, context.arguments):
                         continue
-                    message = (
-                        f"{owner}.{target.attr} = True asks the Trainer for naive model parallelism (one process "
-                        f"spreading the model over its GPUs), but this script runs under {setup.describe()} "
-                        f"({context.because(file.display)}): the two contradict each other. On transformers <= 4.57 "
-                        "the Trainer then treats the model as split over GPUs (is_model_parallel) and skips placing it; "
-                        "since 5.0 the flag is ignored. Remove it, or set it only when the run is a single process "
-                        "(`if not ddp:`)"
+                    message = Message(
+                        f"{owner}.{target.attr} = True asks for naive model parallelism {under(setup)}",
+                        help="remove it, or set it only when the run is a single process (`if not ddp:`)",
+                        facts=(
+                            (
+                                "effect",
+                                "the two contradict each other: on transformers <= 4.57 the Trainer then treats the model as "
+                                "split over GPUs (is_model_parallel) and skips placing it; since 5.0 the flag is ignored",
+                            ),
+                        ),
                     )
                     yield self.violation(file, node, message, None, context)
                     break

@@ -8,24 +8,15 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from placement_lint.context.evidence import Context
     from placement_lint.edits import Fix
-
-
-class Related(NamedTuple):
-    """Another place a finding points to: the load a reported value reaches, the call of the helper
-    that returned it, or (when the helper is in another module) the value where it is written."""
-
-    path: str  # as messages name files
-    line: int
-    column: int  # 1-based
-    role: str  # "load", "helper call", "origin"
-    label: str  # the code there, shortened
+    from placement_lint.rules.spans import Note, Related
 
 
 class Violation(NamedTuple):
     code: str
-    message: str
+    message: str  # the headline: what is wrong, and under which setup (at most 160 characters)
     start: int
     end: int
     fix: Fix | None = None
     context: Context | None = None  # the evidence behind the finding
-    related: tuple[Related, ...] = ()
+    notes: tuple[Note, ...] = ()  # one fact each, in the order they are shown (rules/spans.py)
+    related: tuple[Related, ...] = ()  # the path, as data: every span, the flagged one included, in data-flow order
