@@ -304,7 +304,7 @@ class PlacementAnalysis:
             return False
         for name in ("quantization_config", "load_in_4bit", "load_in_8bit"):
             kw = keyword(call, name)
-            if kw is not None and not (isinstance(kw.value, ast.Constant) and not kw.value.value):
+            if kw is not None and self._set(kw.value):
                 return True
             for splat in (k for k in call.keywords if k.arg is None):
                 values = self.resolver.key_candidates(splat.value, name)
@@ -314,6 +314,20 @@ class PlacementAnalysis:
                 ):
                     return True
         return False
+
+    def _set(self, value: ast.expr) -> bool:
+        """A quantization argument that holds something: a literal or a config the file builds. One
+        that resolves to nothing but itself (`self.quant_config`, a parameter) may well be None, as
+        scripts default it: not reason enough to call the load quantized."""
+        if isinstance(value, ast.Constant):
+            return bool(value.value)
+        if not isinstance(value, (ast.Name, ast.Attribute)):
+            return True  # a call (BitsAndBytesConfig(...), get_quantization_config(...)) or an expression
+        found = self.resolver.candidates(value)
+        return any(
+            isinstance(c.value, ast.expr) and c.value is not value and not (isinstance(c.value, ast.Constant) and not c.value.value)
+            for c in found
+        )
 
     @cached_property
     def _state_creations(self) -> list[tuple[int, int]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -121,6 +122,10 @@ def _group_launches(
     return [(keys[key], tuple(items)) for key, items in groups.items()]
 
 
+# In-file evidence that starts processes of its own, whatever launched the file.
+_SPAWNS = re.compile(r"\b(spawn|start_processes|notebook_launcher|Process)\(")
+
+
 @dataclass(frozen=True)
 class Context:
     evidence: tuple[Evidence, ...] = ()
@@ -151,9 +156,12 @@ class Context:
         return SINGLE
 
     def _single(self, kind: Kind) -> bool:
-        """Every piece of evidence of this kind is a launch that starts one process."""
-        items = [e for e in self.evidence if e.kind is kind]
-        return bool(items) and all(e.single_process for e in items)
+        """Every launch of this kind starts one process. What the file itself sets up (`init_process_group`,
+        `deepspeed.initialize`) runs in the processes its launches start, so it does not count, unless it
+        starts processes of its own (`mp.spawn`, `notebook_launcher`)."""
+        launches = [e for e in self.evidence if e.kind is kind and e.origin != "file"]
+        spawns = any(e.origin == "file" and _SPAWNS.search(e.text) for e in self.evidence)
+        return bool(launches) and all(e.single_process for e in launches) and not spawns
 
     @property
     def one_gpu_per_process(self) -> bool:

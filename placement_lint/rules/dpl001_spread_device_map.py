@@ -63,6 +63,10 @@ class SpreadDeviceMapInDistributed(Rule):
             # report it only when the model is seen going into training.
             if not loads_under_zero3 and device_map.trained is None and _computed(device_map):
                 continue
+            # One process spreading its model is big-model inference; only training it trips accelerate's
+            # check (`python train.py --deepspeed ds.json`), so an unknown use is not enough there.
+            if not loads_under_zero3 and context.setup.single_process and device_map.trained is not True:
+                continue
             # ACCELERATE_BYPASS_DEVICE_MAP=true is accelerate's explicit opt-out of its check; a process
             # that sees one GPU maps the model onto that GPU (domain.md §2.2).
             if not loads_under_zero3 and (
