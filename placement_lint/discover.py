@@ -97,7 +97,7 @@ def _nearest(folder: str, marker: str) -> Path | None:
     """Each (resolved) folder is looked at once per marker, however many files below it ask."""
     if folder in _shared_folders():
         return None
-    if os.path.exists(os.path.join(folder, marker)):
+    if marker in _names(folder):
         return Path(folder)
     parent = os.path.dirname(folder)
     return None if parent == folder else _nearest(parent, marker)
@@ -113,13 +113,19 @@ def _outermost_project(folder: str) -> Path | None:
 
 
 def _holds_project_marker(folder: str) -> bool:
-    if any(os.path.isfile(os.path.join(folder, name)) for name in PROJECT_MARKERS):
+    names = _names(folder)
+    if any(name in names and os.path.isfile(os.path.join(folder, name)) for name in PROJECT_MARKERS):
         return True
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return False
     return any(name.startswith("requirements") and name.endswith(".txt") for name in names)
+
+
+@functools.lru_cache(maxsize=8192)
+def _names(folder: str) -> frozenset[str]:
+    """A folder's entries, listed once for every marker asked of it (one call, not one per marker)."""
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return frozenset()
 
 
 @functools.cache

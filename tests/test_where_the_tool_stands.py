@@ -86,7 +86,7 @@ def test_a_nested_requirements_file_does_not_cut_the_archive_in_two(tmp_path: Pa
 
 def fresh_root(start: Path) -> Path | None:
     """repository_root, forgetting what earlier calls saw (this test creates markers as it goes)."""
-    for cached in (discover._shared_folders, discover._nearest, discover._outermost_project):
+    for cached in (discover._shared_folders, discover._nearest, discover._outermost_project, discover._names):
         cached.cache_clear()
     return repository_root(start)
 

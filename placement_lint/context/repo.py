@@ -613,6 +613,7 @@ def _attach_parsers(
 
     read: list[Path] = []
     attributes: dict[Path, frozenset[str]] = {}
+    reached: dict[str, list[Path]] | None = None
     # Shared by the scripts that import the same module; a module the graph parsed is not parsed again.
     parsed: dict[Path, ast.Module | None] = {}
     for target in launched:
@@ -625,9 +626,13 @@ def _attach_parsers(
             continue
         table = tuple((key, *field) for key, field in fields.items())
         script = display(target)
-        for path, items in context.by_file.items():
-            if not any(e.chain and e.chain[-1] == script for e in items):
-                continue
+        if reached is None:  # which files each launched script's evidence reached, once
+            reached = {}
+            for path, items in context.by_file.items():
+                for name in {e.chain[-1] for e in items if e.chain}:
+                    reached.setdefault(name, []).append(path)
+        for path in reached.get(script, ()):
+            items = context.by_file[path]
             # Each file carries only the fields it reads (`args.use_4bit`): a parser has hundreds.
             if path not in attributes:
                 attributes[path] = _attribute_names(path)
