@@ -218,11 +218,13 @@ def _target(
                 return found, said
         return None
     for candidate, said in candidates:
+        if not os.path.isfile(candidate):  # one stat; most bases do not hold the script
+            continue
         try:
             resolved = candidate.resolve()
         except (OSError, RuntimeError):
             continue
-        if resolved.is_relative_to(root) and resolved.is_file():
+        if resolved.is_relative_to(root):
             return resolved, said
     return None
 
