@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["CheckError", "Finding", "__version__", "check", "check_source", "fix_source"]
 
 if TYPE_CHECKING:
