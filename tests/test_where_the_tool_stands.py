@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from placement_lint import discover
 from placement_lint.cli import main
 from placement_lint.context.commands import parse_command
+from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.context.projects import Projects
 from placement_lint.discover import repository_root
 from placement_lint.notebook import read_notebook
@@ -269,7 +270,8 @@ def test_a_console_scripts_module_is_found_in_the_declared_package_folder(tmp_pa
         },
     )
     script = projects.scripts_near(tmp_path.resolve())["x"]
-    assert projects.module_of(script) == (tmp_path / "lib" / "pkg" / "cli.py").resolve()
+    graph = ModuleGraph(tmp_path.resolve(), project_of=projects.root_of)
+    assert projects.module_of(script, graph) == (tmp_path / "lib" / "pkg" / "cli.py").resolve()
 
 
 # -- notebooks ---------------------------------------------------------------------------------------
@@ -366,8 +368,9 @@ def test_packaging_readers_and_commands_take_any_text(tmp_path_factory: pytest.T
     for name in ("pyproject.toml", "setup.cfg", "setup.py"):
         (folder / name).write_text(text)
     projects = Projects(folder.resolve())
+    graph = ModuleGraph(folder.resolve(), project_of=projects.root_of)
     for script in projects.packaging(folder.resolve()).scripts.values():
-        projects.module_of(script)
+        projects.module_of(script, graph)
     parse_command(text, {"a", "x"})
     read_notebook(_notebook(text))
 

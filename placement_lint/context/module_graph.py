@@ -220,6 +220,7 @@ class ModuleGraph:
         import there finds too (a monorepo's `projects/p1/p1/train.py` imports `p1.modeling`)."""
         self.root = root.resolve()
         self._project_of = project_of
+        self._layouts: dict[Path, Layout] = {}  # nested projects'
         self._root_prefix = os.path.join(str(self.root), "")
         self._layout = layout
         self.anchors = anchors
@@ -276,8 +277,35 @@ class ModuleGraph:
         return None
 
     def _nested_project(self, folder: Path) -> tuple[Path, ...]:
+        """Where the packages of the project nested in the repository that `folder` belongs to live."""
         project = self._project_of(folder) if self._project_of is not None else None
-        return (project,) if project is not None and project != self.root else ()
+        return self.layout_of(project).folders if project is not None and project != self.root else ()
+
+    def layout_of(self, project: Path) -> Layout:
+        """Where a project's packages live: the repository's own, or a nested project's."""
+        if project == self.root:
+            return self.layout
+        if project not in self._layouts:
+            self._layouts[project] = read_layout(project)
+        return self._layouts[project]
+
+    def module_in(self, project: Path, name: str) -> Path | None:
+        """The file of module `name` (`pkg.cli`) of the project at `project` (a console script's): in its
+        folder, its `src/`, or the folders and package-dir entries its packaging declares."""
+        parts = name.split(".")
+        if not all(part.isidentifier() for part in parts):
+            return None
+        layout = self.layout_of(project)
+        for base in layout.folders:
+            found = self._candidate(base, parts, "__init__.py")
+            if found is not None:
+                return found
+        for package, folder in layout.packages:
+            if tuple(parts[: len(package)]) == package:
+                found = self._candidate(folder, parts[len(package) :], "__init__.py")
+                if found is not None:
+                    return found
+        return None
 
     def _mapped(self, parts: list[str]) -> Iterator[tuple[Path, list[str]]]:
         for package, folder in self.layout.packages:

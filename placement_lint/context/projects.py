@@ -17,9 +17,12 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from placement_lint.settings import _toml as toml_reader
+
+if TYPE_CHECKING:
+    from placement_lint.context.module_graph import ModuleGraph
 
 # The files that make a folder a project's root (requirements files mark a repository's top, not a package).
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
@@ -43,7 +46,6 @@ class Packaging(NamedTuple):
     """What one project root's packaging files say."""
 
     scripts: dict[str, ConsoleScript]
-    package_dirs: tuple[tuple[str, str], ...]  # ("", "src"): top-level packages live in src; ("pkg", "lib/pkg")
     problems: tuple[tuple[str, str], ...]  # (file name, why it was not read)
 
 
@@ -120,35 +122,12 @@ class Projects:
             self.read += [project / name for name in PROJECT_FILES]
         return self._packaging[project]
 
-    def module_of(self, script: ConsoleScript) -> Path | None:
-        """The file of the repository holding the script's module: in its project's folder, its `src/`,
-        or the package folders its packaging declares."""
+    def module_of(self, script: ConsoleScript, graph: ModuleGraph) -> Path | None:
+        """The file of the repository holding the script's module, where its project's layout puts it
+        (the module graph reads layouts; nothing here resolves a module)."""
         if script not in self._modules:
-            self._modules[script] = self._find_module(script)
+            self._modules[script] = graph.module_in(script.declared_in.parent, script.module)
         return self._modules[script]
-
-    def _find_module(self, script: ConsoleScript) -> Path | None:
-        project = script.declared_in.parent
-        parts = script.module.split(".")
-        for package, folder in self._package_dirs(project, parts[0]):
-            base, rest = project / folder, parts[1:] if package else parts
-            relative = Path(*rest) if rest else Path()
-            for candidate in (base / relative.with_suffix(".py") if rest else None, base / relative / "__init__.py"):
-                try:
-                    if candidate is not None and candidate.is_file():
-                        resolved = candidate.resolve()
-                        if resolved.is_relative_to(self.top):
-                            return resolved
-                except (OSError, RuntimeError, ValueError):
-                    continue
-        return None
-
-    def _package_dirs(self, project: Path, package: str) -> list[tuple[str, str]]:
-        """Where a top-level package may live, as (the package it stands for, folder); ("", ".") is the flat layout."""
-        declared = self.packaging(project).package_dirs
-        exact = [(name, folder) for name, folder in declared if name == package]
-        roots = [(name, folder) for name, folder in declared if name == ""]
-        return list(dict.fromkeys([*exact, *roots, ("", "."), ("", "src")]))
 
 
 class ScriptNames:
@@ -166,7 +145,6 @@ class ScriptNames:
 
 def _read_packaging(project: Path) -> Packaging:
     scripts: dict[str, ConsoleScript] = {}
-    package_dirs: list[tuple[str, str]] = []
     problems: list[tuple[str, str]] = []
     for name, reader in (("setup.py", _setup_py), ("setup.cfg", _setup_cfg), ("pyproject.toml", _pyproject)):
         path = project / name
@@ -181,7 +159,7 @@ def _read_packaging(project: Path) -> Packaging:
             problems.append((name, f"cannot read: {exc.strerror or exc}"))
             continue
         try:
-            references, dirs = reader(text)
+            references = reader(text)
         except _Unreadable as exc:
             problems.append((name, str(exc)))
             continue
@@ -190,20 +168,19 @@ def _read_packaging(project: Path) -> Packaging:
             parsed = _REFERENCE.match(reference)
             if parsed:
                 scripts[script] = ConsoleScript(script, parsed.group(1), parsed.group(2).split(".")[0], path)
-        package_dirs += dirs
-    return Packaging(scripts, tuple(dict.fromkeys(package_dirs)), tuple(problems))
+    return Packaging(scripts, tuple(problems))
 
 
 class _Unreadable(Exception):
     """A packaging file that does not parse, or declares its entry points in a way not read as data."""
 
 
-# -- the readers: each returns {script name: "module:function"} and the package folders -------------
+# -- the readers: each returns {script name: "module:function"} ----------------------------------------
 
 
-def _pyproject(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
-    if "scripts" not in text and "package" not in text and "where" not in text:
-        return {}, []
+def _pyproject(text: str) -> dict[str, str]:
+    if "scripts" not in text:
+        return {}
     tomllib = toml_reader()
     try:
         data = tomllib.loads(text)
@@ -221,17 +198,10 @@ def _pyproject(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
             target = value.get("reference") or value.get("callable")  # Poetry 2 / Poetry 1 table forms
             if isinstance(target, str):
                 references[name] = target
-    setuptools = _table(tool.get("setuptools"))
-    dirs = _string_pairs(setuptools.get("package-dir"))
-    find = _table(_table(setuptools.get("packages")).get("find"))
-    dirs += [("", where) for where in _strings(find.get("where"))]
-    for entry in poetry.get("packages") or []:
-        if isinstance(entry, dict) and isinstance(entry.get("include"), str) and isinstance(entry.get("from"), str):
-            dirs.append((entry["include"], f"{entry['from']}/{entry['include']}"))
-    return {name: value for name, value in references.items() if isinstance(name, str)}, dirs
+    return {name: value for name, value in references.items() if isinstance(name, str)}
 
 
-def _setup_cfg(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
+def _setup_cfg(text: str) -> dict[str, str]:
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(text)
@@ -240,15 +210,7 @@ def _setup_cfg(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
     references: dict[str, str] = {}
     if parser.has_option("options.entry_points", "console_scripts"):
         references = _ini_scripts(parser.get("options.entry_points", "console_scripts"))
-    dirs: list[tuple[str, str]] = []
-    if parser.has_option("options", "package_dir"):
-        for line in parser.get("options", "package_dir").splitlines():
-            name, equals, folder = line.partition("=")
-            if equals and folder.strip():
-                dirs.append((name.strip(), folder.strip()))
-    if parser.has_option("options.packages.find", "where"):
-        dirs += [("", where) for where in parser.get("options.packages.find", "where").split()]
-    return references, dirs
+    return references
 
 
 def _ini_scripts(value: str) -> dict[str, str]:
@@ -261,26 +223,22 @@ def _ini_scripts(value: str) -> dict[str, str]:
     return found
 
 
-def _setup_py(text: str) -> tuple[dict[str, str], list[tuple[str, str]]]:
-    if "entry_points" not in text and "package_dir" not in text:
-        return {}, []
+def _setup_py(text: str) -> dict[str, str]:
+    if "entry_points" not in text:
+        return {}
     try:
         module = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise _Unreadable(f"cannot parse: {exc}") from None
     literals = _module_literals(module)
     references: dict[str, str] = {}
-    dirs: list[tuple[str, str]] = []
     for node in ast.walk(module):
         if not (isinstance(node, ast.Call) and _callee(node.func) == "setup"):
             continue
         for keyword in node.keywords:
-            value = _literal(keyword.value, literals)
             if keyword.arg == "entry_points":
-                references.update(_entry_points(value))
-            elif keyword.arg == "package_dir":
-                dirs += _string_pairs(value)
-    return references, dirs
+                references.update(_entry_points(_literal(keyword.value, literals)))
+    return references
 
 
 def _entry_points(value: object) -> dict[str, str]:
@@ -337,15 +295,3 @@ def _literal(node: ast.expr, names: dict[str, ast.expr]) -> object:
 
 def _table(value: object) -> dict[str, object]:
     return value if isinstance(value, dict) else {}
-
-
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
-
-
-def _string_pairs(value: object) -> list[tuple[str, str]]:
-    if not isinstance(value, dict):
-        return []
-    return [(name, folder) for name, folder in value.items() if isinstance(name, str) and isinstance(folder, str)]

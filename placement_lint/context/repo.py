@@ -90,8 +90,8 @@ def build_repo_context(
             launch = parse_command(command.text, ScriptNames(projects, command.cwd, command.source.parent))
             if launch is None:
                 continue
-            script = _console_script(launch, command, projects, context, display) if launch.program else None
-            found = (projects.module_of(script), "") if script else _target(launch, command, root, projects, display, graph)
+            script = _console_script(launch, command, projects, graph, context, display) if launch.program else None
+            found = (projects.module_of(script, graph), "") if script else _target(launch, command, root, projects, display, graph)
             target, found_from = found if found is not None else (None, "")
             if target is None:
                 continue
@@ -238,7 +238,12 @@ def _moved_from_the_top(command: CommandLine, root: Path) -> list[Path]:
 
 
 def _console_script(
-    launch: Launch, command: CommandLine, projects: Projects, context: RepoContext, display: Callable[[Path], str]
+    launch: Launch,
+    command: CommandLine,
+    projects: Projects,
+    graph: ModuleGraph,
+    context: RepoContext,
+    display: Callable[[Path], str],
 ) -> ConsoleScript | None:
     """The console script a launch runs by name, when the repository declares it and has its module."""
     assert launch.program is not None
@@ -248,7 +253,7 @@ def _console_script(
     if script is None:  # a packaging file that could not be read may declare it: say so, guess nothing
         for project in projects.projects_of(*folders):
             problems += [f"{display(project / name)}: {reason}" for name, reason in projects.packaging(project).problems]
-    elif projects.module_of(script) is None:
+    elif projects.module_of(script, graph) is None:
         where = f"{display(command.source)}:{command.where}"
         problems.append(f"{where}: {script.describe(display(script.declared_in))}: no module {script.module} in the repository")
         script = None
