@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 _ENV_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # A whole word that is a variable nobody set (`torchrun $DISTRIBUTED_ARGS train.py`): launcher options
-# we cannot see, not the script.
-_UNKNOWN_WORD = re.compile(r"^\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?:\[[@*]\])?\})$")
+# we cannot see, not the script. The script's own arguments too (`$1`, `$@`, `${1}`): LMFlow's
+# `deepspeed_args="$1"` ... `deepspeed ${deepspeed_args} examples/finetune.py`.
+_UNKNOWN_WORD = re.compile(r"^\$(?:[A-Za-z_]\w*|[0-9@*#]|\{(?:[A-Za-z_]\w*(?:\[[@*]\])?|[0-9]+|[@*])\})$")
 _PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
 # `$(which NAME)`, `` `which NAME` ``, `$(command -v NAME)`: the path of an installed program, a console
 # script when the repository declares NAME; python runs that file.
