@@ -341,8 +341,27 @@ class PlacementAnalysis:
         return [
             (call.lineno, call.col_offset)
             for call in self.resolver.index.calls
-            if _creates(last_segment(self.imports.qualify(call.func)), names)
+            if _creates(last_segment(self.imports.qualify(call.func)), names) and not self._parses_only_script_arguments(call)
         ]
+
+    def _parses_only_script_arguments(self, call: ast.Call) -> bool:
+        """`HfArgumentParser(ScriptArguments).parse_args_into_dataclasses()`: a parser whose dataclasses
+        are all known and none is TrainingArguments, a TRL config or a subclass of one builds neither
+        the ZeRO-3 config nor the process's device (trl's stack_llama_2 dpo_llama2.py loads 4-bit before
+        its TrainingArguments exists). A parser the analysis cannot see still counts, as before."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _ARGUMENT_PARSING):
+            return False
+        parser = self.resolver.candidates(func.value)
+        if len(parser) != 1 or not isinstance(parser[0].value, ast.Call) or not parser[0].value.args:
+            return False
+        first = parser[0].value.args[0]
+        classes = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
+        names = [dotted(c) for c in classes]
+        if not names or any(name is None for name in names):
+            return False
+        local = {node.name: node for node in self.resolver.index.nodes if isinstance(node, ast.ClassDef)}
+        return not any(_config_class(last_segment(name), local) for name in names)  # type: ignore[arg-type]
 
     def state_before(self, node: ast.AST) -> bool:
         """This process's device is set (see `_DISTRIBUTED_STATE`) before `node` runs."""
@@ -377,6 +396,20 @@ class PlacementAnalysis:
                 body = (function.lineno, function.end_lineno or function.lineno)
                 return all(self._exists_before(call, creations, (*skipped, body), depth + 1) for call in calls)
         return any(created < position and counts(created) for created in creations)
+
+
+def _config_class(name: str, local: dict[str, ast.ClassDef], depth: int = 0) -> bool:
+    """May a parser's dataclass set up the run: TrainingArguments, a TRL config (`SFTConfig`), a class of
+    the file derived from one, or any class defined elsewhere but the usual plain ones?"""
+    definition = local.get(name)
+    if definition is not None:
+        return depth > 8 or any(_config_class(last_segment(dotted(base) or ""), local, depth + 1) for base in definition.bases)
+    return name not in _PLAIN_DATACLASS_NAMES
+
+
+# Dataclasses a parser holds besides the training config, named as scripts name them when they are
+# defined elsewhere (TRL's ModelConfig and ScriptArguments): they set nothing up.
+_PLAIN_DATACLASS_NAMES = frozenset({"ModelConfig", "ScriptArguments", "ModelArguments", "DataArguments", "DataTrainingArguments"})
 
 
 def _creates(name: str, names: set[str]) -> bool:
