@@ -403,10 +403,14 @@ _ACCELERATE_DEFAULT = (
 def _accelerate_default(beside: tuple[Path, ...], configs: ConfigReader, shipped: ShippedAccelerateConfigs | None) -> Resolved:
     """A bare `accelerate launch script.py`: multi-GPU DDP, unless the repository ships the accelerate
     config to install as the default (`accelerate config`, or copy it): then that config's setup."""
+    mark = len(configs.loaded)
     found = shipped.nearest(beside, lambda config, near: _accelerate_config(config, near, configs)[:2]) if shipped else None
+    # The configs looked at to find the one the repository ships are not the launch's: only the one taken is.
+    del configs.loaded[mark:]
     if found is None:
         return Resolved(Kind.DDP, None, _ACCELERATE_DEFAULT)
     path, config = found
+    configs.loaded.append(path)
     kind, stage, details = _accelerate_config(config, path.parent, configs)
     shown = path.relative_to(configs.root).as_posix()
     return Resolved(
