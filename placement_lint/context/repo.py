@@ -112,7 +112,7 @@ def build_repo_context(
                 resolved.stage,
                 "launch",
                 (display(target),),
-                _arguments(launch, command.cwd, configs),
+                _arguments(launch, command.cwd, configs, target),
                 single_process=_one_process(launch),
                 one_gpu=_one_gpu(launch, env),
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
@@ -270,7 +270,7 @@ def _resolve(
 ) -> Resolved:
     """What setup a launch runs its target under (domain.md §5.3)."""
     near = command.cwd
-    script = _script_settings(launch, near, configs)
+    script = _script_settings(launch, near, configs, target)
     if launch.launcher == "accelerate":
         beside = (command.source.parent, target.parent) if target else (command.source.parent,)
         base = _accelerate(launch, near, configs, beside, shipped)
@@ -294,7 +294,7 @@ def _resolve(
     return Resolved(script.kind, script.stage, details)
 
 
-def _script_settings(launch: Launch, near: Path, configs: ConfigReader) -> Resolved | None:
+def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: Path | None = None) -> Resolved | None:
     """`--deepspeed ds.json`, `--fsdp ...`, `--fsdp_config ...`, or a recipe YAML (or arguments JSON), given to the script."""
     deepspeed = launch.script_arg("--deepspeed", "--deepspeed_config")
     if deepspeed:
@@ -305,10 +305,34 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader) -> Resol
         return Resolved(Kind.FSDP, None, f"--fsdp {fsdp}")
     if launch.script_arg("--fsdp_config"):
         return Resolved(Kind.FSDP, None, f"--fsdp_config {launch.script_arg('--fsdp_config')}")
-    recipe = launch.script_arg("--config", "--config_file", "")
+    recipe = launch.script_arg("--config", "--config_file", "") or _arguments_file(launch, target)
     if recipe and recipe.endswith((".yaml", ".yml", ".json")):  # a recipe, or the arguments as one file
         return _recipe(recipe, near, configs)
     return None
+
+
+_ARGUMENTS_FILE_OPTION = re.compile(r"^--?\w*(args|arguments|config)\w*$")
+_SETUP_OPTIONS = frozenset({"--deepspeed", "--deepspeed_config", "--fsdp_config", "--accelerate_config"})
+
+
+def _arguments_file(launch: Launch, target: Path | None) -> str | None:
+    """The file of arguments a script hands to `parse_json_file` / `parse_yaml_file` through an option of
+    its own (Firefly's `--train_args_file train_args/sft/qwen-7b.json`): named like one, and the
+    script reads such a file."""
+    named = [
+        value
+        for option, value in launch.script_args.items()
+        if option not in _SETUP_OPTIONS and _ARGUMENTS_FILE_OPTION.match(option) and value.endswith((".json", ".yaml", ".yml"))
+    ]
+    if len(named) != 1 or "$" in named[0] or target is None:
+        return None
+    try:
+        if target.stat().st_size > MAX_LAUNCHER_BYTES:
+            return None
+        text = target.read_bytes()
+    except OSError:
+        return None
+    return named[0] if b"parse_json_file" in text or b"parse_yaml_file" in text else None
 
 
 def _recipe(name: str, near: Path, configs: ConfigReader) -> Resolved | None:
@@ -505,7 +529,7 @@ def _single_device(include: str | None) -> bool:
     return len(hosts) == 1 and ":" in hosts[0] and "," not in hosts[0].split(":", 1)[1]
 
 
-def _arguments(launch: Launch, near: Path, configs: ConfigReader) -> tuple[tuple[str, str], ...]:
+def _arguments(launch: Launch, near: Path, configs: ConfigReader, target: Path | None = None) -> tuple[tuple[str, str], ...]:
     """Script arguments an HfArgumentParser/TrlParser/argparse parser would turn into fields
     (`--q_lora True`), after the values of a config file the script reads them from (TRL's `--config
     recipe.yaml`, a single `args.yaml` or `args.json` for `parse_yaml_file` / `parse_json_file`),
@@ -515,13 +539,15 @@ def _arguments(launch: Launch, near: Path, configs: ConfigReader) -> tuple[tuple
         for name, value in launch.script_args.items()
         if name.startswith("--") and "$" not in value and "`" not in value
     )
-    from_file = _config_file_arguments(launch, near, configs)
+    from_file = _config_file_arguments(launch, near, configs, target)
     names = {name for name, _ in given}
     return (*(item for item in from_file if item[0] not in names), *given)
 
 
-def _config_file_arguments(launch: Launch, near: Path, configs: ConfigReader) -> tuple[tuple[str, str], ...]:
-    name = launch.script_arg("--config") or launch.script_args.get("")
+def _config_file_arguments(
+    launch: Launch, near: Path, configs: ConfigReader, target: Path | None = None
+) -> tuple[tuple[str, str], ...]:
+    name = launch.script_arg("--config") or launch.script_args.get("") or _arguments_file(launch, target)
     if not name or "$" in name or not name.endswith((".yaml", ".yml", ".json")):
         return ()
     path = configs.find(name, near)
