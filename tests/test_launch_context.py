@@ -222,3 +222,22 @@ def test_a_parser_the_tool_cannot_follow_leaves_the_branch_as_unknown(tmp_path: 
     (tmp_path / "train.py").write_text((tmp_path / "train.py").read_text().replace("f'--{name}'", "'--use_4bit'"))
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
     assert [(f.code, f.row) for f in result.findings] == [("DPL001", 10)]  # the same code, followed: the flag decides
+
+
+def test_a_launch_that_walks_a_whole_library_package_stops_after_the_nearest_modules(tmp_path: Path) -> None:
+    """diffusers' examples import all of src/diffusers: the nearest modules carry the launch, the
+    rest are not followed (and not parsed), and the run says so."""
+    from placement_lint.context.repo import MAX_MODULES_PER_LAUNCH
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    count = MAX_MODULES_PER_LAUNCH + 20
+    (tmp_path / "train.py").write_text("from transformers import Trainer\nfrom m0 import load\nTrainer(model=load()).train()\n")
+    for i in range(count):
+        nxt = f"from m{i + 1} import load as _next\n" if i + 1 < count else "_next = print\n"
+        (tmp_path / f"m{i}.py").write_text(nxt + 'def load():\n    _next()\n    return X.from_pretrained("m", device_map="auto")\n')
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    reported = {f.display for f in result.findings}
+    assert "m0.py" in reported and "m1.py" in reported
+    assert f"m{count - 1}.py" not in reported
+    assert any("reaches more than" in w and "train.py" in w for w in result.warnings)

@@ -647,6 +647,7 @@ class ModuleSummary:
         self.registries: set[str] = set()
         self._definition_nodes: dict[str, ast.AST] = {}
         self._looked_up: dict[str, set[str]] = {}
+        self._imports_by_name: dict[str, list[tuple[Path, frozenset[str]]]] = {}
         self.all_names: set[str] = set()
         self.defined: set[str] = set()  # what the module itself defines at the top level
 
@@ -746,7 +747,18 @@ class ModuleSummary:
 
     def imports(self, wanted: frozenset[str]) -> list[tuple[Path, frozenset[str]]]:
         """The repository modules this one imports, with the names it uses of each (only from the
-        definitions `wanted` names, when it is itself an imported module)."""
+        definitions `wanted` names, when it is itself an imported module). What a set of names imports
+        is what each of them imports: each name's answer is worked out once, however many launches
+        reach the module wanting it (diffusers' 76 example scripts each reach its whole package)."""
+        merged: dict[Path, set[str]] = {}
+        for name in ("*",) if "*" in wanted else wanted:
+            if name not in self._imports_by_name:
+                self._imports_by_name[name] = self._imports_of(frozenset({name}))
+            for target, names in self._imports_by_name[name]:
+                merged.setdefault(target, set()).update(names)
+        return [(target, frozenset(names)) for target, names in merged.items()]
+
+    def _imports_of(self, wanted: frozenset[str]) -> list[tuple[Path, frozenset[str]]]:
         referenced = self.referenced(wanted)
         found: dict[Path, set[str]] = {}
         for node in self.imports_:

@@ -586,9 +586,23 @@ def _propagate_to_imports(
     # Modules whose imports cannot lead to a file a rule can fire in are not parsed to follow them.
     # Every launched script is read: the context depends on its import lines, whatever it launches under.
     worth_following = graph.leading_to_anchors(launched)
+    stopped: list[Path] = []
     for script, carried in scripts.items():
-        _propagate_launch(context, script, carried, graph, display, edges, worth_following)
+        _propagate_launch(context, script, carried, graph, display, edges, worth_following, stopped)
+    if stopped:
+        more = f" and {len(stopped) - 1} more" if len(stopped) > 1 else ""
+        context.warnings.append(
+            f"{display(stopped[0])}{more}: a launch reaches more than {MAX_MODULES_PER_LAUNCH} modules of the "
+            "repository (a library's own package): the nearest ones carry it, the rest are not followed"
+        )
     return edges
+
+
+# Breadth first, a launch reaches the modules its script imports, then theirs. A training script's
+# loader is a few imports away; past this many modules, the launch is walking a library's own package
+# (diffusers' examples import all of src/diffusers), whose loads are the library's, and whose parse
+# would cost seconds per run.
+MAX_MODULES_PER_LAUNCH = 64
 
 
 def _propagate_launch(
@@ -599,8 +613,9 @@ def _propagate_launch(
     display: Callable[[Path], str],
     edges: dict[Path, set[Path]],
     worth_following: set[Path] | None,
+    stopped: list[Path],
 ) -> None:
-    """Breadth first from one launched script. Each module gets the script's evidence once, with the
+    """Breadth first from one launched script (`stopped` gets it when it reaches too many modules). Each module gets the script's evidence once, with the
     shortest chain of importers; reached again, it is followed only for the names not yet followed
     (what a module imports for a set of names is what it imports for each), so every module is
     followed at most once per name and cycles end."""
@@ -613,6 +628,9 @@ def _propagate_launch(
         path, wanted = queue.popleft()
         if worth_following is not None and path not in worth_following:
             continue
+        if len(given) > MAX_MODULES_PER_LAUNCH:
+            stopped.append(script)
+            return
         summary = graph.summary(path)
         if summary is None:
             continue
