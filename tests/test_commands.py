@@ -499,3 +499,18 @@ def test_nested_loops_do_not_multiply_without_end(tmp_path: Path) -> None:
     script = "".join(f"for v{depth} in {words}; do\n" for depth in range(6)) + "torchrun a.py\n" + "done\n" * 6
     commands = commands_in(tmp_path / "run.sh", script, "shell")
     assert 1 <= len(commands) <= 5000
+
+
+@pytest.mark.parametrize(
+    ("text", "target", "kept"),
+    [
+        # `${#GPUS[@]}` is the length of an array, not a comment: the script and its arguments stay.
+        ("torchrun --nproc_per_node ${#GPUS[@]} train.py --deepspeed configs/z3.json", "train.py", "configs/z3.json"),
+        ("torchrun train.py --deepspeed z3.json  # the ZeRO-3 run", "train.py", "z3.json"),
+        ('python x.py --deepspeed "a # b.json"', "x.py", "a # b.json"),
+    ],
+)
+def test_a_hash_starts_a_comment_only_at_the_start_of_a_word(text: str, target: str, kept: str) -> None:
+    launch = parse_command(text)
+    assert launch is not None and launch.target == target
+    assert launch.script_arg("--deepspeed") == kept

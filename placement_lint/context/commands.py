@@ -92,10 +92,14 @@ def expand(text: str, variables: dict[str, str]) -> str:
 
 
 def split(text: str) -> list[str]:
+    """The command's words. A `#` starts a comment only at the start of a word (`${#GPUS[@]}`, the
+    length of an array, is a word of its own), so the comment is cut after splitting, not by shlex."""
     try:
-        return shlex.split(text, comments=True)
+        words = shlex.split(text, comments=False)
     except ValueError:
-        return text.split()
+        words = text.split()
+    comment = next((index for index, word in enumerate(words) if word.startswith("#")), None)
+    return words if comment is None else words[:comment]
 
 
 def parse_command(text: str, programs: Container[str] = ()) -> Launch | None:

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from placement_lint.analysis.names import dotted
+from placement_lint.distributed import Mode
 from placement_lint.rules.base import CheckedFile, Message, Rule, Violation, reachable_under, under
 
 _FLAGS = ("is_parallelizable", "model_parallel")
@@ -40,6 +41,8 @@ class ModelParallelFlagHack(Rule):
                     setup = context.setup
                     if not setup.distributed or setup.single_process or not reachable_under(file, node, setup, context.arguments):
                         continue
+                    if setup.mode in (Mode.DEEPSPEED, Mode.FSDP):
+                        continue  # the Trainer never places the model there itself: the flags change nothing
                     message = Message(
                         f"{owner}.{target.attr} = True asks for naive model parallelism {under(setup)}",
                         help="remove it, or set it only when the run is a single process (`if not ddp:`)",
