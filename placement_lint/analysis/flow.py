@@ -44,7 +44,9 @@ TRL_GUARDED_TRAINERS = {
     "DistillationTrainer", "ServerDistillationTrainer", "GOLDTrainer", "IWOPDTrainer", "SDFTTrainer",
     "SDPOTrainer", "SSDTrainer", "TPOTrainer", "AsyncGRPOTrainer",
 }  # fmt: skip
-_INFERENCE_METHODS = {"generate", "eval", "forward", "score", "encode", "sample"}
+# Uses that run the model without training it; merging an adapter and saving the result count too
+# (trl's stack_llama_2 sft_llama2.py reloads with device_map="auto" only to merge and save).
+_INFERENCE_METHODS = {"generate", "eval", "forward", "score", "encode", "sample", "merge_and_unload"}
 
 
 def no_ancestors(written: str) -> tuple[str, ...]:
