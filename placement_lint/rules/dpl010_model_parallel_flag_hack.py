@@ -15,7 +15,7 @@ _FLAGS = ("is_parallelizable", "model_parallel")
 class ModelParallelFlagHack(Rule):
     code = "DPL010"
     name = "model-parallel-flag-hack"
-    summary = "`model.is_parallelizable = True` / `model.model_parallel = True` in a script that runs as several processes"
+    summary = "`model.is_parallelizable = True` / `model.model_parallel = True` in a script that runs under multi-process DDP"
     triggers = (b"is_parallelizable", b"model_parallel")
     valid = (
         # alpaca-lora: naive model parallelism only when the run is not DDP.
