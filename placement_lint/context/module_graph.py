@@ -266,15 +266,7 @@ class ModuleGraph:
         if not self._local_top_level(parts[0], folder):
             return None  # an installed package (one look per name and folder, not one per submodule)
         # The importing script's folder first (Python puts it on sys.path), then where packages live.
-        for base in (folder, *self._nested_project(folder), *self.layout.folders):
-            found = self._candidate(base, parts, "__init__.py")
-            if found is not None:
-                return found
-        for base, rest in self._mapped(parts):
-            found = self._candidate(base, rest, "__init__.py")
-            if found is not None:
-                return found
-        return None
+        return self._located(parts, "__init__.py", (folder, *self._nested_project(folder)), self.layout)
 
     def _nested_project(self, folder: Path) -> tuple[Path, ...]:
         """Where the packages of the project nested in the repository that `folder` belongs to live."""
@@ -295,22 +287,22 @@ class ModuleGraph:
         parts = name.split(".")
         if not all(part.isidentifier() for part in parts):
             return None
-        layout = self.layout_of(project)
-        for base in layout.folders:
-            found = self._candidate(base, parts, "__init__.py")
+        return self._located(parts, "__init__.py", (), self.layout_of(project))
+
+    def _located(self, parts: list[str], package_file: str, first: tuple[Path, ...], layout: Layout) -> Path | None:
+        """The file of the module `parts` names: in `first`'s folders, then the layout's folders, then
+        its package-dir entries (`package_file`: what stands for a package, `__init__.py` for an import,
+        `__main__.py` for `python -m`)."""
+        for base in (*first, *layout.folders):
+            found = self._candidate(base, parts, package_file)
             if found is not None:
                 return found
         for package, folder in layout.packages:
             if tuple(parts[: len(package)]) == package:
-                found = self._candidate(folder, parts[len(package) :], "__init__.py")
+                found = self._candidate(folder, parts[len(package) :], package_file)
                 if found is not None:
                     return found
         return None
-
-    def _mapped(self, parts: list[str]) -> Iterator[tuple[Path, list[str]]]:
-        for package, folder in self.layout.packages:
-            if tuple(parts[: len(package)]) == package:
-                yield folder, parts[len(package) :]
 
     def _candidate(self, base: Path, parts: list[str], package_file: str) -> Path | None:
         # Strings, not Paths: thousands of candidates are looked at in a big package.
@@ -348,15 +340,7 @@ class ModuleGraph:
         parts = name.split(".")
         if not all(part.isidentifier() for part in parts):
             return None
-        for base in (cwd, *self.layout.folders):
-            found = self._candidate(base, parts, "__main__.py")
-            if found is not None:
-                return found
-        for base, rest in self._mapped(parts):
-            found = self._candidate(base, rest, "__main__.py")
-            if found is not None:
-                return found
-        return None
+        return self._located(parts, "__main__.py", (cwd,), self.layout)
 
     def imports_something_local(self, raw: bytes, folder: Path) -> bool:
         """A cheap look at the import lines: does any name a module of the repository?"""
