@@ -560,12 +560,9 @@ def _yaml_lines(lines: list[str]) -> Iterator[tuple[int, str]]:
             yield number, _yaml_scalar(value)
             continue
         start = number
-        while number < len(lines) and (not lines[number].strip() or len(lines[number]) - len(lines[number].lstrip()) > indent):
-            number += 1
-        block = lines[start:number]
+        number, block = _indented_block(lines, start, indent)
         if value[:1] in ("|", ">"):
-            margin = min((len(line) - len(line.lstrip()) for line in block if line.strip()), default=0)
-            body = "\n".join(line[margin:] for line in block)
+            body = "\n".join(block)
             yield start + 1, body.replace("\n", " ") if value.startswith(">") else body
             continue
         for offset, line in enumerate(block):
@@ -645,12 +642,18 @@ def _rst_body(lines: list[str], start: int, indent: int) -> tuple[int, list[str]
         if lines[start].strip() and len(lines[start]) - len(lines[start].lstrip()) <= indent:
             return start, []
         start += 1
+    return start, _indented_block(lines, start, indent)[1]
+
+
+def _indented_block(lines: list[str], start: int, indent: int) -> tuple[int, list[str]]:
+    """The lines from `start` indented past `indent` (blank ones included), dedented to their common
+    margin, and the index of the first line after them: a YAML block value, an rst directive's body."""
     end = start
     while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
         end += 1
-    body = lines[start:end]
-    margin = min((len(line) - len(line.lstrip()) for line in body if line.strip()), default=0)
-    return start, [line[margin:] for line in body]
+    block = lines[start:end]
+    margin = min((len(line) - len(line.lstrip()) for line in block if line.strip()), default=0)
+    return end, [line[margin:] for line in block]
 
 
 def _doc_block(path: Path, lines: list[str], first: int, language: str) -> Iterator[CommandLine]:
