@@ -6,22 +6,31 @@ files), paths in it are relative to its folder, and command-line options overrid
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from placement_lint.distributed import NAMED_SETUPS
 
 
-def _toml() -> ModuleType:
-    """The TOML reader, imported when a pyproject.toml may hold our settings: most do not."""
+def toml_module() -> ModuleType:
+    """The TOML reader, imported when a pyproject.toml is read at all: most runs never do."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on Python 3.10 only
         import tomli as tomllib
     return tomllib
+
+
+@functools.lru_cache(maxsize=32)
+def parsed_toml(text: str) -> dict[str, Any]:
+    """A TOML document, parsed once per run however many readers ask for it: the settings, the module
+    graph's package layout, the console scripts and the pinned versions all read pyproject.toml.
+    Read-only for the callers; a document that does not parse raises each time (`TOMLDecodeError`)."""
+    return toml_module().loads(text)
 
 
 DEFAULT_EXCLUDE = (
@@ -103,9 +112,9 @@ def find_config(start: Path) -> Path | None:
                 continue
             if "placement-lint" not in text and "\\u" not in text and "\\U" not in text:
                 continue  # no table of ours can be there (unless its name is spelled with escapes)
-            tomllib = _toml()
+            tomllib = toml_module()
             try:
-                data = tomllib.loads(text)
+                data = parsed_toml(text)
             except tomllib.TOMLDecodeError as exc:
                 # Like ruff: a pyproject.toml that may hold our settings but does not parse is an error,
                 # not a reason to fall back to another configuration.
@@ -120,9 +129,9 @@ def find_config(start: Path) -> Path | None:
 def load_settings(config_file: Path | None, cwd: Path, codes: tuple[str, ...]) -> Settings:
     if config_file is None:
         return Settings(root=cwd, codes=codes)
-    tomllib = _toml()
+    tomllib = toml_module()
     try:
-        data = tomllib.loads(config_file.read_text(encoding="utf-8"))
+        data = parsed_toml(config_file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read {config_file}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

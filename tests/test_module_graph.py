@@ -262,3 +262,21 @@ def test_any_packaging_config_gives_a_layout_inside_the_repository(
     assert layout.folders[:2] == (root, root / "src")
     assert all(folder.is_relative_to(root) for folder in layout.folders)
     assert all(folder.is_relative_to(root) for _, folder in layout.packages)
+
+
+def test_pyproject_is_parsed_once_for_layout_console_scripts_and_pins(tmp_path: Path) -> None:
+    from placement_lint.settings import parsed_toml
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "p"\ndependencies = ["transformers>=4.40"]\n[project.scripts]\nsft = "p.cli:main"\n'
+        '[tool.setuptools.packages.find]\nwhere = ["src"]\n'
+    )
+    (tmp_path / "src" / "p").mkdir(parents=True)
+    (tmp_path / "src" / "p" / "__init__.py").write_text("")
+    (tmp_path / "src" / "p" / "cli.py").write_text('def main():\n    X.from_pretrained("m", device_map="auto")\n')
+    (tmp_path / "run.sh").write_text("accelerate launch --multi_gpu --num_processes 2 $(which sft)\n")
+    parsed_toml.cache_clear()
+    run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    info = parsed_toml.cache_info()
+    assert info.misses == 1 and info.hits >= 2, info  # the layout, the console scripts and the pins

@@ -111,9 +111,9 @@ def _add_package_dirs(mapping: object, folders: list[str], packages: dict[str, s
 
 
 def _pyproject_layout(raw: bytes, folders: list[str], packages: dict[str, str]) -> None:
-    from placement_lint.settings import _toml
+    from placement_lint.settings import parsed_toml
 
-    tool = _toml().loads(raw.decode("utf-8")).get("tool", {})
+    tool = parsed_toml(raw.decode("utf-8")).get("tool", {})
     setuptools = tool.get("setuptools", {}) if isinstance(tool, dict) else {}
     if isinstance(setuptools, dict):
         _add_package_dirs(setuptools.get("package-dir"), folders, packages)

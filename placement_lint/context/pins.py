@@ -130,12 +130,9 @@ def _requirement(line: str, where: str) -> list[tuple[str, str, str]]:
 
 
 def _pyproject(text: str, shown: str) -> list[tuple[str, str, str]]:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    from placement_lint.settings import parsed_toml
 
-    data = tomllib.loads(text)
+    data = parsed_toml(text)
     found = []
     project = data.get("project", {})
     lines = list(project.get("dependencies", []))

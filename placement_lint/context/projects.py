@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from placement_lint.settings import _toml as toml_reader
+from placement_lint.settings import parsed_toml, toml_module
 
 if TYPE_CHECKING:
     from placement_lint.context.module_graph import ModuleGraph
@@ -181,9 +181,9 @@ class _Unreadable(Exception):
 def _pyproject(text: str) -> dict[str, str]:
     if "scripts" not in text:
         return {}
-    tomllib = toml_reader()
+    tomllib = toml_module()
     try:
-        data = tomllib.loads(text)
+        data = parsed_toml(text)
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
         raise _Unreadable(f"invalid TOML: {exc}") from None
     tool = _table(data.get("tool"))
