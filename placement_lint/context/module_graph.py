@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from placement_lint.context.launches import IMPORT_LINE
+from placement_lint.context.setup_py import literal, setup_py_tree
 
 # What a local name is bound to by an import: (module, relative level, name imported from it; None
 # when the name is the module itself, `import trainers` / `import a.b as ab`).
@@ -155,26 +156,20 @@ def _setup_cfg_layout(raw: bytes, folders: list[str], packages: dict[str, str]) 
 
 def _setup_py_layout(raw: bytes, folders: list[str], packages: dict[str, str]) -> None:
     """`setup(package_dir={"": "src"}, packages=find_packages("src"))`, literals only."""
-    for node in ast.walk(ast.parse(raw)):
+    for node in ast.walk(setup_py_tree(raw.decode("utf-8", errors="replace"))):
         if not isinstance(node, ast.Call):
             continue
         called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         for keyword in node.keywords:
             if keyword.arg == "package_dir":
-                _add_package_dirs(_literal(keyword.value), folders, packages)
+                _add_package_dirs(literal(keyword.value), folders, packages)
             elif keyword.arg == "where" and called in ("find_packages", "find_namespace_packages"):
-                where = _literal(keyword.value)
+                where = literal(keyword.value)
                 folders += [where] if isinstance(where, str) else []
         if called in ("find_packages", "find_namespace_packages") and node.args:
-            where = _literal(node.args[0])
+            where = literal(node.args[0])
             folders += [where] if isinstance(where, str) else []
 
-
-def _literal(node: ast.expr) -> object:
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return None
 
 
 # -- what a module holds ----------------------------------------------------------------------

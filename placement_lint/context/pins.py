@@ -153,11 +153,10 @@ def _pyproject(text: str, shown: str) -> list[tuple[str, str, str]]:
 
 def _setup(text: str, shown: str) -> list[tuple[str, str, str]]:
     """A literal `install_requires=[...]`, or a module-level name bound to a literal list."""
-    module = ast.parse(text)
-    lists: dict[str, ast.expr] = {}
-    for node in module.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            lists[node.targets[0].id] = node.value
+    from placement_lint.context.setup_py import module_literals, setup_py_tree
+
+    module = setup_py_tree(text)
+    lists = module_literals(module)
     found = []
     for node in ast.walk(module):
         if not isinstance(node, ast.Call):

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from placement_lint.context.setup_py import literal, module_literals, setup_py_tree
 from placement_lint.settings import parsed_toml, toml_module
 
 if TYPE_CHECKING:
@@ -227,17 +228,17 @@ def _setup_py(text: str) -> dict[str, str]:
     if "entry_points" not in text:
         return {}
     try:
-        module = ast.parse(text)
+        module = setup_py_tree(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise _Unreadable(f"cannot parse: {exc}") from None
-    literals = _module_literals(module)
+    literals = module_literals(module)
     references: dict[str, str] = {}
     for node in ast.walk(module):
         if not (isinstance(node, ast.Call) and _callee(node.func) == "setup"):
             continue
         for keyword in node.keywords:
             if keyword.arg == "entry_points":
-                references.update(_entry_points(_literal(keyword.value, literals)))
+                references.update(_entry_points(literal(keyword.value, literals)))
     return references
 
 
@@ -267,30 +268,6 @@ def _callee(func: ast.expr) -> str | None:
     if isinstance(func, ast.Attribute):
         return func.attr
     return None
-
-
-def _module_literals(module: ast.Module) -> dict[str, ast.expr]:
-    """Module-level names bound once, to a value (`ENTRY_POINTS = {...}`; read as a literal or not at all)."""
-    bound: dict[str, ast.expr] = {}
-    seen: set[str] = set()
-    for node in module.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            if name in seen:
-                bound.pop(name, None)
-            else:
-                bound[name] = node.value
-            seen.add(name)
-    return bound
-
-
-def _literal(node: ast.expr, names: dict[str, ast.expr]) -> object:
-    if isinstance(node, ast.Name) and node.id in names:
-        node = names[node.id]
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
 
 
 def _table(value: object) -> dict[str, object]:
