@@ -72,7 +72,6 @@ class FileChecker:
         self._configs_read: list[Path] = []  # the configs the last file's in-file evidence looked at
         self._classes: ImportedClasses | None = None  # the last file's: the modules it read are dependencies
         self._helpers: ImportedFunctions | None = None  # likewise, for the helper functions it follows
-        self._helper_modules: dict[Path, object] = {}  # for the helper lookups of every file this checker checks
         # Per repository root: its module graph, which the class lookups of every file checked here share
         # (the launch context's, when it built one, with the modules it read).
         self._graphs: dict[Path, ModuleGraph] = {}
@@ -245,7 +244,7 @@ class FileChecker:
         self._configs_read = configs.read
         graph = self._graph(root)
         self._classes = ImportedClasses(module, source.path, graph)
-        self._helpers = ImportedFunctions(module, source.path, graph, self.display, self._helper_modules)  # type: ignore[arg-type]
+        self._helpers = ImportedFunctions(module, source.path, graph, self.display)
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
         external, used, consumers = self._launch_evidence(source.path)

@@ -1,8 +1,8 @@
 """First-party helpers a file imports from its repository: `from utils import get_device_map`.
 
 A `device_map=get_device_map()` is judged by what `get_device_map` returns, so the resolver asks
-for the function's definition and resolves its `return`s in its own module. Modules are located
-by the repository's module graph, as the class lookups are, parsed on demand (most files never ask),
+for the function's definition and resolves its `return`s in its own module. Modules are located and
+parsed by the repository's module graph, as the class lookups are, on demand (most files never ask),
 and every module read is a dependency of the file's cached result.
 """
 
@@ -17,7 +17,6 @@ from placement_lint.analysis.index import index_of
 from placement_lint.context.module_graph import ModuleGraph, bindings_of
 from placement_lint.distributed import Setup
 
-_MAX_BYTES = 1024 * 1024  # a helper module this large is generated or vendored: not followed
 _MAX_MODULES = 8  # read for one file
 _MAX_REEXPORTS = 8  # packages' __init__.py files a helper's name is followed through
 
@@ -33,17 +32,14 @@ class ImportedFunctions:
         path: Path,
         graph: ModuleGraph,
         display: Callable[[Path], str],
-        parsed: dict[Path, tuple[ast.Module, str] | None] | None = None,
     ) -> None:
-        """`parsed`: modules already read, shared by the lookups of one run over a repository's files."""
         self.module = module
         self.path = path
         self.graph = graph
         self.display = display
         self.read: list[Path] = []  # the modules looked at, for the result cache
         self._own: dict[str, tuple[str, int, str | None]] | None = None
-        self._shared = parsed if parsed is not None else {}
-        self._parsed: dict[Path, tuple[ast.Module, str] | None] = {}
+        self._loaded: dict[Path, tuple[ast.Module, str] | None] = {}  # this file's lookups, at most _MAX_MODULES
         self._resolvers: dict[tuple[Path, Setup], Resolver] = {}
 
     def __call__(self, written: str, setup: Setup) -> ForeignFunction | None:
@@ -71,22 +67,10 @@ class ImportedFunctions:
         return None
 
     def _load(self, path: Path) -> tuple[ast.Module, str] | None:
-        if path not in self._parsed:
-            if len(self._parsed) >= _MAX_MODULES or path == self.path.resolve():
+        if path not in self._loaded:
+            if len(self._loaded) >= _MAX_MODULES or path == self.path.resolve():
                 return None
             self.read.append(path)
-            if path not in self._shared:
-                self._shared[path] = _parse(path)
-            self._parsed[path] = self._shared[path]
-        return self._parsed[path]
+            self._loaded[path] = self.graph.source(path)
+        return self._loaded[path]
 
-
-def _parse(path: Path) -> tuple[ast.Module, str] | None:
-    try:
-        raw = path.read_bytes()
-        if len(raw) > _MAX_BYTES or not (b"return" in raw or b"import" in raw):
-            return None
-        text = raw.decode("utf-8")
-        return ast.parse(text), text
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return None

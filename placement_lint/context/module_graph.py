@@ -216,6 +216,7 @@ class ModuleGraph:
         self.root = root.resolve()
         self._project_of = project_of
         self._layouts: dict[Path, Layout] = {}  # nested projects'
+        self._sources: dict[Path, tuple[ast.Module, str] | None] = {}  # see source()
         self._root_prefix = os.path.join(str(self.root), "")
         self._layout = layout
         self.anchors = anchors
@@ -397,6 +398,14 @@ class ModuleGraph:
             self._summaries[path] = ModuleSummary.of(path, tree, self) if tree is not None else None
         return self._summaries[path]
 
+    def source(self, path: Path) -> tuple[ast.Module, str] | None:
+        """A module's tree and text, for a helper function defined there: parsed once a process, kept
+        for every file checked here that calls into it (a helper module too large, not UTF-8 or without
+        a `return` or an import is not read)."""
+        if path not in self._sources:
+            self._sources[path] = _source(path)
+        return self._sources[path]
+
     def class_table(self, path: Path) -> ClassTable | None:
         if path not in self._tables:
             self._tables[path] = self._class_table(path)
@@ -549,6 +558,17 @@ _NAME = re.compile(rb"([\w.]+)(?:[ \t]+as[ \t]+\w+)?")
 def _names(written: bytes) -> list[str]:
     """`(a, b as c)` -> ["a", "b"]; `a.b as c, d` -> ["a.b", "d"]."""
     return [m.group(1).decode("ascii", "replace") for m in _NAME.finditer(written.strip(b"()")) if m.group(1) != b"*"]
+
+
+def _source(path: Path) -> tuple[ast.Module, str] | None:
+    raw = _read_module(path)
+    if raw is None or len(raw) > _MAX_CLASS_MODULE_BYTES or not (b"return" in raw or b"import" in raw):
+        return None
+    try:
+        text = raw.decode("utf-8")
+        return ast.parse(text), text
+    except (*_PARSE_ERRORS, UnicodeDecodeError):
+        return None
 
 
 def _read_module(path: Path) -> bytes | None:
