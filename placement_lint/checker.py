@@ -22,7 +22,7 @@ from placement_lint.context.launches import NOT_LAUNCHED, Launched, Launches
 from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
-from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, python_bytes
+from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, notebook_source, python_bytes
 from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
@@ -376,7 +376,7 @@ class FileChecker:
             result.error = f"cannot write fix: {exc.strerror or exc}"
             return violations
         result.fixed = outcome.applied
-        result.source = read_source(path, data) if notebook is not None else new_source
+        result.source = notebook_source(path, rewritten.notebook) if notebook is not None else new_source
         return latest
 
 

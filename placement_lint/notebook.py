@@ -117,8 +117,27 @@ class Notebook(NamedTuple):
         return found
 
 
+# The notebooks this process has decoded, by their bytes: the launch context reads a notebook's shell
+# cells, the pre-check and the check its code cells, a fix reads its result back, and all of them
+# share one JSON decode. Kept within a budget, as outputs can make notebooks large.
+_DECODED: dict[bytes, Notebook] = {}
+DECODED_BUDGET_BYTES = 16 * 1024 * 1024
+
+
 def read_notebook(raw: bytes) -> Notebook:
     """Parse a notebook's JSON; a file that is not a notebook raises SourceError with the reason."""
+    known = _DECODED.get(raw)
+    if known is not None:
+        return known
+    notebook = _decode(raw)
+    if sum(map(len, _DECODED)) + len(raw) > DECODED_BUDGET_BYTES:
+        _DECODED.clear()
+    if len(raw) <= DECODED_BUDGET_BYTES:
+        _DECODED[raw] = notebook
+    return notebook
+
+
+def _decode(raw: bytes) -> Notebook:
     bom = raw.startswith(UTF8_BOM)
     try:
         text = raw[len(UTF8_BOM) :].decode("utf-8") if bom else raw.decode("utf-8")
@@ -355,7 +374,11 @@ class NotebookSource(SourceFile):
 
 
 def decode_notebook(path: Path, raw: bytes) -> NotebookSource:
-    notebook = read_notebook(raw)
+    return notebook_source(path, read_notebook(raw))
+
+
+def notebook_source(path: Path, notebook: Notebook) -> NotebookSource:
+    """A decoded notebook as the source the rules read."""
     text = notebook.python
     return NotebookSource(path, _encode(text), text, "utf-8", False, line_starts_of(text), notebook=notebook)
 

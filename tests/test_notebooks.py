@@ -574,3 +574,32 @@ def test_machine_formats_locate_a_notebook_finding_by_cell(tmp_path: Path) -> No
     from jsonschema import Draft4Validator
 
     assert [e.message for e in Draft4Validator(_official_schema()).iter_errors(log)] == []
+
+
+def test_a_notebook_is_decoded_once_per_text_from_launch_context_to_fix(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The launch context reads the `!` cell, the pre-check and the check read the code cells, the fix
+    reads its result back: one JSON decode of the notebook as found, one of the notebook as fixed."""
+    import placement_lint.notebook as notebook_module
+
+    write(tmp_path / "train.py", "print('trained')\n")
+    path = write(
+        tmp_path / "run.ipynb",
+        notebook(
+            "!accelerate launch --num_processes 2 train.py", IMPORTS, ZERO3_SETUP, LOADER, "Trainer(model=model, args=args)"
+        ),
+    )
+    found = path.read_text(encoding="utf-8")
+    decoded: list[str] = []
+
+    def counting_loads(text: str) -> object:
+        decoded.append(text)
+        return json.loads(text)
+
+    monkeypatch.setattr(notebook_module, "_DECODED", {})  # nothing decoded before this run
+    counting_json = type("CountingJson", (), {"loads": staticmethod(counting_loads), "JSONDecodeError": json.JSONDecodeError})
+    monkeypatch.setattr(notebook_module, "json", counting_json)
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(fix=True, jobs=1), cwd=tmp_path)
+    [checked] = [file for file in result.files if file.path == path]
+    assert checked.fixed, "the notebook was fixed"
+    assert decoded == [found, path.read_text(encoding="utf-8")]
+    assert not checked.findings

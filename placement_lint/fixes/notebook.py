@@ -44,6 +44,7 @@ class CellChange:
 class Rewrite:
     raw: bytes  # the whole notebook file, fixed
     changes: tuple[CellChange, ...]
+    notebook: Notebook  # the fixed file, as it was read back to prove it
 
 
 def rewrite(notebook: Notebook, fixed_python: str, passes: Sequence[Sequence[Edit]]) -> Rewrite:
@@ -54,11 +55,10 @@ def rewrite(notebook: Notebook, fixed_python: str, passes: Sequence[Sequence[Edi
         CellChange(cell.number, cell.source, new) for cell, new in zip(notebook.cells, sources, strict=True) if new != cell.source
     )
     if not changes:
-        return Rewrite(notebook.raw, ())
+        return Rewrite(notebook.raw, (), notebook)
     text = _splice(notebook, {change.number - 1: change.after for change in changes})
     raw = (UTF8_BOM if notebook.bom else b"") + text.encode("utf-8")
-    _verify(notebook, raw, changes, fixed_python)
-    return Rewrite(raw, changes)
+    return Rewrite(raw, changes, _verify(notebook, raw, changes, fixed_python))
 
 
 def cell_diff(display: str, changes: Sequence[CellChange]) -> str:
@@ -316,7 +316,8 @@ def _array(text: str, position: int, element) -> int:  # type: ignore[no-untyped
 # -- the proof ------------------------------------------------------------------------------------
 
 
-def _verify(notebook: Notebook, raw: bytes, changes: Sequence[CellChange], fixed_python: str) -> None:
+def _verify(notebook: Notebook, raw: bytes, changes: Sequence[CellChange], fixed_python: str) -> Notebook:
+    """The fixed notebook read back, when it holds exactly the fixed cells and nothing else changed."""
     expected = copy.deepcopy(notebook.data)
     for change in changes:
         cell = expected["cells"][change.number - 1]
@@ -326,9 +327,10 @@ def _verify(notebook: Notebook, raw: bytes, changes: Sequence[CellChange], fixed
         reread = read_notebook(raw)
     except SourceError as exc:
         raise NotebookFixError(f"the fixed notebook would not read back ({exc})") from exc
-    actual = reread.data
+    # The read-back notebook becomes the file's source: its changed cells are compared as copies.
+    actual = {**reread.data, "cells": list(reread.data["cells"])}
     for change in changes:  # a list may be split differently from _LINE where lines did not change
-        cell = actual["cells"][change.number - 1]
+        cell = actual["cells"][change.number - 1] = dict(actual["cells"][change.number - 1])
         if isinstance(cell["source"], list):
             if "".join(cell["source"]) != change.after:
                 raise NotebookFixError(f"cell {change.number} would not hold the fixed source")
@@ -337,3 +339,4 @@ def _verify(notebook: Notebook, raw: bytes, changes: Sequence[CellChange], fixed
         raise NotebookFixError("the fixed notebook would differ in more than the fixed cells")
     if reread.python != fixed_python:
         raise NotebookFixError("the fixed cells would not read back as the fixed code")
+    return reread
