@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from placement_lint.source import TOP_OF_FILE, FileRegion
+
 if TYPE_CHECKING:
     from placement_lint.context.evidence import Context
     from placement_lint.edits import Applicability
@@ -103,6 +105,18 @@ class Finding:
     @property
     def code(self) -> str:
         return self.violation.code
+
+    @property
+    def file_region(self) -> FileRegion | None:
+        """Its rows and columns among the file's own lines; None in a notebook, where they are in its cell."""
+        if self.cell is not None:
+            return None
+        return FileRegion(self.row, self.column, self.end_row, self.end_column)
+
+    @property
+    def annotated_region(self) -> FileRegion:
+        """Where a report that must name a line of the file puts it: its region, or a notebook's first line."""
+        return self.file_region or TOP_OF_FILE
 
     @property
     def message(self) -> str:

@@ -16,9 +16,24 @@ import warnings
 from bisect import bisect_right
 from itertools import accumulate
 from pathlib import Path
+from typing import NamedTuple
 
 UTF8_BOM = b"\xef\xbb\xbf"
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+class FileRegion(NamedTuple):
+    """Where something is among its file's own lines (1-based rows, columns in characters), for a
+    report that points a viewer at the file: a CI annotation, a SARIF region."""
+
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+
+
+# Where ruff annotates a notebook's findings: its rows are in cells, its file's lines are JSON.
+TOP_OF_FILE = FileRegion(1, 1, 1, 1)
 
 
 class SourceError(Exception):

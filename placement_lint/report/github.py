@@ -34,17 +34,16 @@ def render(report: Report) -> str:
     for item in located(report.result, root):
         finding = item.finding
         rule = rule_by_code(finding.code)
-        # A notebook's rows are in its cells, not in the file GitHub shows: line 1, as ruff does.
-        span = (1, 1, 1, 1) if finding.cell is not None else (finding.row, finding.column, finding.end_row, finding.end_column)
+        region = finding.annotated_region
         lines.append(
             command(
                 "error",
                 f"{finding.display}:{finding_position(finding)}: {finding.code} {one_line(finding)}",
                 file=item.path,
-                line=span[0],
-                col=span[1],
-                endLine=span[2],
-                endColumn=span[3],
+                line=region.row,
+                col=region.column,
+                endLine=region.end_row,
+                endColumn=region.end_column,
                 title=f"{finding.code} {rule.name}" if rule else finding.code,
             )
         )

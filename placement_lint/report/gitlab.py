@@ -32,12 +32,9 @@ def render(report: Report) -> str:
             "check_name": item.finding.code,
             "fingerprint": item.fingerprint,
             "severity": "major",
-            # A notebook's rows are in its cells, not in the file GitLab shows: line 1, as ruff does.
             "location": {
                 "path": item.path,
-                "lines": {"begin": 1, "end": 1}
-                if item.finding.cell is not None
-                else {"begin": item.finding.row, "end": item.finding.end_row},
+                "lines": {"begin": item.finding.annotated_region.row, "end": item.finding.annotated_region.end_row},
             },
         }
         for item in located(report.result, root)

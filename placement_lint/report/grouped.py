@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from placement_lint.report.text import marker, one_line
+from placement_lint.report.text import finding_row, marker, one_line
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report
@@ -17,13 +17,11 @@ def render(report: Report) -> str:
     for file in report.result.files:
         if not file.findings:
             continue
-        # In a notebook the row is in a cell: `cell 3:2:15`, as ruff groups them.
-        row_width = max(len(str(f.row) if f.cell is None else f"cell {f.cell}:{f.row}") for f in file.findings)
+        row_width = max(len(finding_row(f)) for f in file.findings)
         column_width = max(len(str(f.column)) for f in file.findings)
         lines.append(f"{style(file.display, 'path')}:")
         for finding in file.findings:
-            row = str(finding.row) if finding.cell is None else f"cell {finding.cell}:{finding.row}"
-            position = f"{row.rjust(row_width)}:{str(finding.column).ljust(column_width)}"
+            position = f"{finding_row(finding).rjust(row_width)}:{str(finding.column).ljust(column_width)}"
             lines.append(f"  {position} {style(finding.code, 'code')} {marker(finding, report.options)}{one_line(finding)}")
         lines.append("")
     return "\n".join(lines)

@@ -54,8 +54,8 @@ def render(report: Report) -> str:
 
     for item in located(report.result, root):
         finding = item.finding
-        # A notebook's rows are in its cells, not in the file: no line attribute, as ruff does.
-        position = {} if finding.cell is not None else {"line": str(finding.row), "column": str(finding.column)}
+        region = finding.file_region  # none in a notebook: no line attribute, as ruff does
+        position = {} if region is None else {"line": str(region.row), "column": str(region.column)}
         case = suite(finding.display).case(f"{TOOL}.{finding.code}", _classname(finding.display), file=item.path, **position)
         message = _xml_text(one_line(finding))
         failure = ET.SubElement(case, "failure", message=message, type=finding.code)

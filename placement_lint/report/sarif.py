@@ -102,7 +102,9 @@ def _region(row: int, column: int, end_row: int, end_column: int, snippet: str |
 def _result(item: Located, root: SourceRoot, index: dict[str, int]) -> dict[str, object]:
     finding, file = item.finding, item.file
     violation = finding.violation
-    snippet = file.source.text[violation.start : violation.end] if file.source is not None else None
+    # In a notebook the flagged text is in a cell, not at the file's first line where the region points.
+    in_file = file.source is not None and finding.file_region is not None
+    snippet = file.source.text[violation.start : violation.end] if in_file else None  # type: ignore[union-attr]
     location = _artifact(root, file.display, item.relative)
     result: dict[str, object] = {
         "ruleId": finding.code,
@@ -113,9 +115,7 @@ def _result(item: Located, root: SourceRoot, index: dict[str, int]) -> dict[str,
             {
                 "physicalLocation": {
                     **location,
-                    "region": _region(finding.row, finding.column, finding.end_row, finding.end_column, snippet)
-                    if finding.cell is None
-                    else _region(1, 1, 1, 1, None),  # the snippet is in a cell, not at the file's line 1
+                    "region": _region(*finding.annotated_region, snippet),
                 }
             }
         ],
@@ -147,7 +147,7 @@ def _result(item: Located, root: SourceRoot, index: dict[str, int]) -> dict[str,
     if finding.context.override is not None:
         result["properties"] = {**result["properties"], "setBy": finding.context.override.source}  # type: ignore[dict-item]
     fix = violation.fix
-    if fix is not None and file.source is not None and finding.cell is None:  # edits in a notebook's cells, not its file
+    if fix is not None and in_file:  # a notebook's edits are in its cells, not its file
         source = file.source
         result["fixes"] = [
             {
@@ -174,8 +174,8 @@ def _located(span: Related, root: SourceRoot) -> dict[str, object]:
     """A span of the finding's path: its file, its region when the line is known (a notebook's cell rows
     are not the file's lines: the cell goes into the properties), and its role as the message."""
     physical: dict[str, object] = _artifact(root, span.path)
-    if span.row > 0 and span.cell is None:
-        physical["region"] = _region(span.row, span.column, span.end_row, span.end_column)
+    if span.file_region is not None:
+        physical["region"] = _region(*span.file_region)
     located: dict[str, object] = {"physicalLocation": physical, "message": {"text": f"{span.role}: {span.message}"}}
     if span.cell is not None:
         located["properties"] = {"cell": span.cell, "cellLine": span.row}

@@ -39,8 +39,12 @@ def marker(finding: Finding, options: RunOptions) -> str:
 
 def finding_position(finding: Finding) -> str:
     """`train.py:12:5`, or in a notebook `train.ipynb:cell 3:2:15` (ruff's spelling)."""
-    cell = f"cell {finding.cell}:" if finding.cell is not None else ""
-    return f"{cell}{finding.row}:{finding.column}"
+    return f"{finding_row(finding)}:{finding.column}"
+
+
+def finding_row(finding: Finding) -> str:
+    """`12`, or in a notebook `cell 3:2`."""
+    return f"cell {finding.cell}:{finding.row}" if finding.cell is not None else str(finding.row)
 
 
 CONCISE_LIMIT = 200  # a concise line, path and position included, when the launch is added to it

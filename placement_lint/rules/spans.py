@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from placement_lint.source import FileRegion
+
 # The roles of the spans on a finding's path, in the order the data flows: the command that runs the
 # script, the config (or the in-file evidence) that makes the run distributed, the imports that lead
 # from the launched script to the flagged module and the importer's call into it (`helper`), where a
@@ -25,6 +27,13 @@ class Related(NamedTuple):
     end_column: int
     message: str  # what this span says, for a caret label: "accelerate launch --config_file z3.yaml train.py"
     cell: int | None = None  # in a notebook: the cell, and rows are in it
+
+    @property
+    def file_region(self) -> FileRegion | None:
+        """Its rows and columns among the file's own lines; None when the line is not known, or is in a notebook's cell."""
+        if self.row <= 0 or self.cell is not None:
+            return None
+        return FileRegion(self.row, self.column, self.end_row, self.end_column)
 
     @property
     def where(self) -> str:
