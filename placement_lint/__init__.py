@@ -8,14 +8,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
 __all__ = ["CheckError", "Finding", "__version__", "check", "check_source", "fix_source"]
 
 if TYPE_CHECKING:
     from placement_lint.api import CheckError, Finding, check, check_source, fix_source
+    from placement_lint.version import __version__
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # `import placement_lint` loads none of its modules
+        from placement_lint.version import __version__
+
+        return __version__
     if name in __all__:
         from placement_lint import api
 

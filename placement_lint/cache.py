@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from placement_lint import __version__
 from placement_lint.context.launches import DecodedOnRead, Encoded, PathList, RepoContext, decode_json, import_lines_digest
+from placement_lint.version import __version__
 
 if TYPE_CHECKING:
     from placement_lint.analysis.consumers import Consumer

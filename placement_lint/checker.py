@@ -20,6 +20,7 @@ from placement_lint.context.helpers import ImportedFunctions
 from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
 from placement_lint.context.launches import NOT_LAUNCHED, Launched, Launches
 from placement_lint.context.module_graph import ModuleGraph
+from placement_lint.decode import read_source
 from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, notebook_source, python_bytes
@@ -34,7 +35,6 @@ from placement_lint.source import (
     content_hash,
     is_notebook,
     parse_python,
-    read_source,
     split_lines,
 )
 

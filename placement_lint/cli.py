@@ -13,10 +13,10 @@ from pathlib import Path
 
 import click
 
-from placement_lint import __version__
 from placement_lint.distributed import NAMED_SETUPS
 from placement_lint.process import collect_garbage_rarely
 from placement_lint.report.formats import FORMATS
+from placement_lint.version import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

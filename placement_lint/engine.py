@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, NamedTuple
 from placement_lint.cache import Cache, load_repo_context, save_repo_context
 from placement_lint.context.launcher_names import launcher_candidates, launcher_name
 from placement_lint.context.launches import Launches, RepoContext
+from placement_lint.decode import read_source
 from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
 from placement_lint.process import collect_garbage_rarely
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
 from placement_lint.settings import Settings
-from placement_lint.source import SourceError, content_hash, read_source
+from placement_lint.source import SourceError, content_hash
 
 if TYPE_CHECKING:
     from placement_lint.checker import FileChecker

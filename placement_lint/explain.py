@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 
 from placement_lint.context.launcher_names import launcher_name
 from placement_lint.context.launches import Launches
+from placement_lint.decode import read_source
 from placement_lint.discover import discover
 from placement_lint.engine import repo_contexts
 from placement_lint.results import RunOptions
 from placement_lint.settings import Settings
-from placement_lint.source import SourceError, read_source
+from placement_lint.source import SourceError
 
 if TYPE_CHECKING:
     from placement_lint.context.evidence import Context

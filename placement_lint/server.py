@@ -26,7 +26,6 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
-from placement_lint import __version__
 from placement_lint.api import CheckError, check_source
 from placement_lint.catalogue import page_url
 from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, SHELL_SUFFIXES
@@ -36,6 +35,7 @@ from placement_lint.results import Finding
 from placement_lint.rules import rule_codes
 from placement_lint.settings import ConfigError, settings_for
 from placement_lint.source import SourceFile, line_starts_of
+from placement_lint.version import __version__
 
 SOURCE = "placement-lint"
 CHANGE_DELAY = 0.25  # seconds without a change before a changed document is checked

@@ -139,15 +139,6 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def read_source(path: Path, raw: bytes) -> SourceFile:
-    """A .py file decoded, or a notebook's code cells joined: what the rules read."""
-    if is_notebook(path):
-        from placement_lint.notebook import decode_notebook  # a tree without notebooks never imports it
-
-        return decode_notebook(path, raw)
-    return decode_source(path, raw)
-
-
 def split_lines(text: str) -> list[str]:
     """The lines with their endings, broken where Python breaks them (`\\r\\n`, `\\r`, `\\n`), not
     at the form feeds and Unicode separators `str.splitlines` also breaks at."""

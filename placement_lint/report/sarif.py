@@ -12,13 +12,13 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from placement_lint import __version__
 from placement_lint.catalogue import REPOSITORY_URL, page, page_url
 from placement_lint.report.common import Located, SourceRoot, located, problems, relative_uri
 from placement_lint.rules import all_rules
 from placement_lint.rules.base import Rule
 from placement_lint.rules.spans import Related
 from placement_lint.rules.violation import Violation
+from placement_lint.version import __version__
 
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report

@@ -126,7 +126,8 @@ class _Quoted:
 
 
 def _cell_lines(path: Path, cell: int) -> list[str] | None:
-    from placement_lint.source import QUOTED_FILE_LIMIT, SourceError, read_source
+    from placement_lint.decode import read_source
+    from placement_lint.source import QUOTED_FILE_LIMIT, SourceError
 
     try:
         if path.stat().st_size > QUOTED_FILE_LIMIT:
