@@ -5,318 +5,35 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Callable, Iterable, Iterator
-from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar
 
 from placement_lint.analysis.arguments import parser_fields, shown
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
-from placement_lint.analysis.dataflow import ForeignFunction, HelperLocator, Resolver
-from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
-from placement_lint.analysis.names import ImportTable, dotted, keyword
-from placement_lint.analysis.placements import DeviceMap, LoaderKind, ModelLoad, PlacementAnalysis
-from placement_lint.analysis.values import Placement
-from placement_lint.context.classes import ImportedClasses
-from placement_lint.context.evidence import ZERO3_INIT_OFF, Context, FileContext
-from placement_lint.distributed import SINGLE, Mode, Setup
+from placement_lint.analysis.dataflow import ForeignFunction
+from placement_lint.analysis.placements import DeviceMap, ModelLoad
+from placement_lint.context.evidence import Context
 from placement_lint.edits import Applicability, Edit, Fix
+from placement_lint.rules.checked_file import CheckedFile, enclosing_conditions, shortened, written
+from placement_lint.rules.checked_file import reachable_under as reachable_under
+from placement_lint.rules.messages import DDP_WRAP_ERROR as DDP_WRAP_ERROR
+from placement_lint.rules.messages import HEADLINE_LIMIT as HEADLINE_LIMIT
+from placement_lint.rules.messages import PER_PROCESS_MAP as PER_PROCESS_MAP
+from placement_lint.rules.messages import SPREAD_PREPARE_ERROR as SPREAD_PREPARE_ERROR
+from placement_lint.rules.messages import Message, headline
+from placement_lint.rules.messages import spread_prepare_consequence as spread_prepare_consequence
+from placement_lint.rules.messages import under as under
+from placement_lint.rules.messages import zero3_load_consequence as zero3_load_consequence
 from placement_lint.rules.noqa import Directive
 from placement_lint.rules.violation import Violation
-from placement_lint.source import SourceFile
 
 if TYPE_CHECKING:  # made only for findings: a clean run never creates their classes
-    from placement_lint.rules.spans import Note, Related
+    from placement_lint.rules.spans import Related
 
 
 class FixAvailability(enum.Enum):
     NONE = "None"
     SOMETIMES = "Sometimes"
     ALWAYS = "Always"
-
-
-_PROBES = (SINGLE, Setup(Mode.DDP), Setup(Mode.DEEPSPEED, 3), Setup(Mode.FSDP))
-
-
-class Site(NamedTuple):
-    node: ast.AST  # what is reported and replaced
-    confined: bool  # editing it changes this load only
-
-
-class CheckedFile:
-    """One parsed file and its context: what every rule reads. Analyses are computed once, on demand."""
-
-    def __init__(
-        self,
-        source: SourceFile,
-        module: ast.Module,
-        imports: ImportTable,
-        contexts: FileContext,
-        display: str,
-        classes: ImportedClasses | None = None,
-        helpers: HelperLocator | None = None,
-        cwd: Path | None = None,
-    ) -> None:
-        self.source = source
-        self.module = module
-        self.imports = imports
-        self.contexts = contexts
-        self.display = display
-        self.cwd = cwd if cwd is not None else Path.cwd()  # what `display` and the evidence's paths are relative to
-        # The base classes of classes the file imports from the repository (None: not looked up).
-        self.classes = classes
-        # Finds the helper functions the file imports from the repository (None: not followed).
-        self.helpers = helpers
-        self._resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = {}
-        self._analyses: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], PlacementAnalysis] = {}
-        self._sites: dict[tuple[int, int], Site] = {}
-
-    @cached_property
-    def bypasses_device_map_check(self) -> bool:
-        """The file sets ACCELERATE_BYPASS_DEVICE_MAP=true (accelerate >= 0.23), opting out of its check."""
-        for node in self.resolver.index.nodes:
-            target = value = None
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target, value = node.targets[0], node.value
-                if isinstance(target, ast.Subscript):
-                    target = target.slice
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "setdefault":
-                if len(node.args) == 2:
-                    target, value = node.args
-            if (
-                isinstance(target, ast.Constant)
-                and target.value == "ACCELERATE_BYPASS_DEVICE_MAP"
-                and isinstance(value, ast.Constant)
-                and str(value.value).lower() in ("true", "1")
-            ):
-                return True
-        return False
-
-    def resolver_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> Resolver:
-        key = (setup, arguments)
-        if key not in self._resolvers:
-            self._resolvers[key] = Resolver(self.module, setup, arguments, self.helpers)
-        return self._resolvers[key]
-
-    def analysis_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> PlacementAnalysis:
-        key = (setup, arguments)
-        if key not in self._analyses:
-            self._analyses[key] = PlacementAnalysis(
-                self.module, self.imports, self.resolver_for(setup, arguments), self.contexts.remote_consumers, self.ancestors
-            )
-        return self._analyses[key]
-
-    def ancestors(self, written: str) -> tuple[str, ...]:
-        """The base class names, nearest first, of a class imported from the repository (`CustomSFT`)."""
-        return self.classes(written) if self.classes is not None else no_ancestors(written)
-
-    @cached_property
-    def resolver(self) -> Resolver:
-        """For questions about structure (parents, scopes), which do not depend on the setup."""
-        return self.resolver_for(SINGLE)
-
-    @cached_property
-    def device_maps(self) -> list[tuple[DeviceMap, Context]]:
-        """Every device_map in a distributed part of the file, resolved under each setup (and launch
-        arguments) that part runs under; a value found under several is kept once, strongest first."""
-        found: list[tuple[DeviceMap, Context]] = []
-        seen: set[tuple[int, object]] = set()
-        for variant in self.contexts.variants():
-            if not variant.setup.distributed:
-                continue
-            analysis = self.analysis_for(variant.setup, variant.arguments)
-            resolver = self.resolver_for(variant.setup, variant.arguments)
-            for device_map in analysis.device_maps:
-                if not self._decided(device_map, resolver):
-                    continue
-                if not reachable_under(self, device_map.loader.node, variant.setup, variant.arguments):
-                    continue  # the load sits in a branch this run does not take
-                contexts = self.contexts.contexts_at(device_map.loader.node)
-                context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
-                key = (
-                    id(self.site(device_map).node) if device_map.candidate.from_launch is None else id(device_map.loader.node),
-                    device_map.classified.placement,
-                )
-                if context is not None and key not in seen:
-                    seen.add(key)
-                    found.append((device_map, context))
-        return found
-
-    def _decided(self, device_map: DeviceMap, resolver: Resolver) -> bool:
-        """The run takes this value: every condition on its way is known to hold (a flag the launch does
-        not set, `if args.use_peft:` read by a parser the tool cannot follow, leaves it undecided) or
-        depends on a value the user chooses (a model name no launch passes), and it is not the `except`
-        fallback of a `try` whose body binds the value the launch uses."""
-        # The load's own conditions decide whether it runs, not which value it gets: a branch nobody can
-        # decide stays live (as for a literal written in the call), one the setup rules out is dead.
-        own = resolver.enclosing_guards(device_map.loader.node)
-        if any(resolver.truth(test) is (not outcome) for test, outcome in own):
-            return False
-        shared = {(id(test), outcome) for test, outcome in own}
-        if any(
-            resolver.truth(test) is None and not resolver.chosen_by_user(test)
-            for test, outcome in device_map.candidate.guards
-            if (id(test), outcome) not in shared
-        ):
-            return False
-        return not any(
-            isinstance(step, ast.AST) and any(isinstance(a, ast.ExceptHandler) for a in self.resolver.ancestors(step))
-            for step in device_map.candidate.via
-        )
-
-    def placed(self, *kinds: Placement) -> list[tuple[DeviceMap, Context]]:
-        """The device_maps whose value is one of `kinds`, except those TRL resets to None itself."""
-        return [
-            (device_map, context)
-            for device_map, context in self.device_maps
-            if device_map.classified.placement in kinds and not trl_overrides(context, device_map)
-        ]
-
-    def replace(self, node: ast.AST, text: str) -> Edit:
-        start, end = self.source.node_span(node)
-        return Edit(start, end, text)
-
-    def remove_keyword(self, call: ast.Call, argument: ast.keyword) -> Edit:
-        """Delete `name=value` and one adjoining comma. When the argument has its own line(s), the
-        whole line goes; a comment after it on that line stays (it may explain the next argument)."""
-        text = self.source.text
-        start, end = self.source.node_span(argument)
-        end = _past_closing_parens(text, start, end)
-        after = _skip_trivia(text, end)
-        if text.startswith(",", after):
-            comma = after + 1
-            line_start = text.rfind("\n", 0, start) + 1
-            rest = len(text[comma:]) - len(text[comma:].lstrip(" \t"))
-            if not text[line_start:start].strip() and text[comma + rest : comma + rest + 1] in ("\r", "\n"):
-                newline_end = comma + rest + (2 if text.startswith("\r\n", comma + rest) else 1)
-                return Edit(line_start, newline_end, "")
-            return Edit(start, comma + rest, "")
-        arguments = sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))  # type: ignore[attr-defined]
-        position = next(i for i, a in enumerate(arguments) if a is argument)
-        if position == 0:
-            return Edit(start, end, "")
-        _, previous_end = self.source.node_span(arguments[position - 1])
-        return Edit(_past_closing_parens(text, previous_end, previous_end), end, "")
-
-    def add_keyword(self, call: ast.Call, text: str) -> Edit:
-        """Append `text` (`name=value`) as the call's last argument, keeping any trailing comma and layout."""
-        arguments = [*call.args, *call.keywords]
-        if not arguments:
-            start, end = self.source.node_span(call)
-            opening = self.source.text.index("(", self.source.node_span(call.func)[1], end)
-            return Edit(opening + 1, opening + 1, text)
-        last = max(arguments, key=lambda a: (a.end_lineno, a.end_col_offset))  # type: ignore[attr-defined]
-        start, end = self.source.node_span(last)
-        source = self.source.text
-        end = _past_closing_parens(source, start, end)
-        line_start = source.rfind("\n", 0, start) + 1
-        indent = source[line_start:start]
-        if source.startswith(",", end) and source[end + 1 : end + 2] in ("\r", "\n") and not indent.strip():
-            # One argument per line with a trailing comma: the new argument gets its own line too.
-            return Edit(end + 1, end + 1, f"{self.source.newline}{indent}{text},")
-        return Edit(end, end, f", {text}")
-
-    def remove_statement(self, statement: ast.stmt) -> Edit | None:
-        """Delete a statement that has its line(s) to itself, with its line ending; None when it shares a line."""
-        text = self.source.text
-        start, end = self.source.node_span(statement)
-        line_start = text.rfind("\n", 0, start) + 1
-        rest = text[end:]
-        after = len(rest) - len(rest.lstrip(" \t"))
-        if text[line_start:start].strip() or text[end + after : end + after + 1] not in ("\r", "\n", "#", ""):
-            return None
-        parent = self.resolver.parent(statement)
-        body = next((b for b in _bodies(parent) if statement in b), None)
-        if body is not None and len(body) == 1:
-            return Edit(start, end, "pass")  # an empty block would not parse
-        line_end = text.find("\n", end)
-        return Edit(line_start, len(text) if line_end < 0 else line_end + 1, "")
-
-    def site(self, device_map: DeviceMap) -> Site:
-        """Where to report a wrong value and edit it. Usually the value itself; but when it reaches the
-        loader through a name that other code reads too (`device = "cuda"` also used for batches),
-        the loader's `device_map=` argument, so a fix cannot change anything but this load.
-        Asked by the dedupe, the message and the fix of each finding: worked out once per value."""
-        key = (id(device_map.node), id(device_map.loader.node))
-        if key not in self._sites:
-            self._sites[key] = self._site(device_map)
-        return self._sites[key]
-
-    def _site(self, device_map: DeviceMap) -> Site:
-        foreign = device_map.candidate.foreign
-        if foreign is not None:  # the value is written in another module: report where it enters this one
-            return Site(foreign.call, False)
-        node, loader = device_map.node, device_map.loader.node
-        # `value if cond else None`: the whole conditional is the site (a fix to None leaves no `None if ... else None`),
-        # unless the condition is on the distributed setup: `None if is_deepspeed_zero3_enabled() else "cuda:0"` keeps its guard.
-        parent = self.resolver.parent(node)
-        while isinstance(parent, ast.IfExp) and node is not parent.test and not self._setup_guard(parent.test):
-            other = parent.orelse if node is parent.body else parent.body
-            if not (isinstance(other, ast.Constant) and other.value is None):
-                break
-            node, parent = parent, self.resolver.parent(parent)
-        argument = keyword(loader, "device_map") if isinstance(loader, ast.Call) else None
-        if argument is None and isinstance(loader, ast.Call) and not self._inside(node, loader):
-            # The value comes from a `**kwargs` dict: editing it edits every load that splats it.
-            splats = [dotted(kw.value) for kw in loader.keywords if kw.arg is None]
-            return Site(node, is_local(self, device_map) and not any(self._splat_count(name) > 1 for name in splats if name))
-        if self._inside(node, loader) or argument is None or self._inside(node, argument.value):
-            return Site(node, is_local(self, device_map))
-        if self._shared(argument.value):
-            return Site(argument.value, True)
-        return Site(node, is_local(self, device_map))
-
-    def _splat_count(self, name: str) -> int:
-        """How many calls in the file unpack this kwargs dict (`**model_kwargs`)."""
-        return sum(1 for call in self.resolver.index.calls for kw in call.keywords if kw.arg is None and dotted(kw.value) == name)
-
-    def _setup_guard(self, test: ast.expr) -> bool:
-        """The condition depends on the distributed setup (`ddp`, `is_deepspeed_zero3_enabled()`)."""
-        outcomes = {self.resolver_for(setup).truth(test) for setup in _PROBES}
-        return len(outcomes - {None}) > 1
-
-    def _inside(self, node: ast.AST, container: ast.AST) -> bool:
-        return node is container or any(a is container for a in self.resolver.ancestors(node))
-
-    def _shared(self, expr: ast.expr) -> bool:
-        """The name the loader reads is read elsewhere in its scope too."""
-        key = dotted(expr)
-        if key is None or not isinstance(expr, (ast.Name, ast.Attribute)):
-            return False
-        scope = self.resolver.scope_of(expr)
-        reads = [n for n in self.resolver.index.loads_by_name.get(key, []) if self.resolver.scope_of(n) is scope]
-        return len(reads) > 1
-
-    def add_import(self, module: str, name: str) -> Edit | None:
-        """`from module import name` after the file's top-level imports, unless the name is already there."""
-        if self.imports.aliases.get(name) == f"{module}.{name}" or any(
-            q.endswith(f".{name}") and a == name for a, q in self.imports.aliases.items()
-        ):
-            return None
-        body = self.module.body
-        index = 0
-        if (
-            body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            index = 1  # keep the docstring first
-        last_import = None
-        for position, stmt in enumerate(body[index:], start=index):
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                last_import = stmt
-            elif last_import is not None or position > index:
-                break
-        newline = self.source.newline
-        line = f"from {module} import {name}{newline}"
-        anchor = last_import or (body[index - 1] if index else None)
-        if anchor is None:
-            return Edit(0, 0, line)
-        end_row = anchor.end_lineno or anchor.lineno
-        offset = self.source.line_starts[end_row] if end_row < self.source.line_count else len(self.source.text)
-        if offset == len(self.source.text) and not self.source.text.endswith(("\n", "\r")):
-            return Edit(offset, offset, newline + line.rstrip("\r\n"))
-        return Edit(offset, offset, line)
 
 
 class Rule:
@@ -421,112 +138,6 @@ class Rule:
         return violation._replace(related=tuple(sorted((*violation.related, *origins), key=lambda span: ROLES.index(span.role))))
 
 
-# -- message and fix pieces the rules share ---------------------------------------------------------
-
-HEADLINE_LIMIT = 160
-
-
-class Message:
-    """What a rule says of a finding: a short headline (what is wrong, under which setup), then one
-    fact per note. The path (launch, config, imports, consumer) is added from the evidence. A plain
-    class: every rule module imports it, and a named tuple's class costs a clean run its creation."""
-
-    __slots__ = ("headline", "error", "help", "facts")
-
-    def __init__(
-        self,
-        headline: str,
-        error: str | None = None,  # what the library raises at run time
-        help: str | None = None,  # what to do; the fix's safety is added when there is a fix
-        facts: tuple[tuple[str, str], ...] = (),  # (label, text) more facts: why TRL keeps "auto", what happens
-    ) -> None:
-        self.headline = headline
-        self.error = error
-        self.help = help
-        self.facts = facts
-
-    @classmethod
-    def of(cls, text: str) -> Message:
-        """A message written as one string: its headline, and the whole text as a note when it is too long
-        to be one (nothing is lost; the rule should say it as a Message)."""
-        if len(text) <= HEADLINE_LIMIT:
-            return cls(text)
-        return cls(text, facts=(("message", text),))
-
-    def notes(self, fix: Fix | None) -> tuple[Note, ...]:
-        from placement_lint.rules.spans import Note
-
-        said = [Note(*fact) for fact in self.facts]
-        if self.error:
-            said.append(Note("error", self.error))
-        if self.help:
-            safety = "" if fix is None else " (safe fix)" if fix.safe else " (unsafe fix)"
-            said.append(Note("help", f"{self.help}{safety}"))
-        return tuple(said)
-
-
-def headline(text: str) -> str:
-    """At most HEADLINE_LIMIT characters: a long value written in the code is what gets cut."""
-    return text if len(text) <= HEADLINE_LIMIT else text[: HEADLINE_LIMIT - 3] + "..."
-
-
-def under(setup: Setup) -> str:
-    """`under DeepSpeed ZeRO-3`, for a headline."""
-    return f"under {setup.describe()}"
-
-
-PER_PROCESS_MAP = '{"": PartialState().local_process_index}'
-# What the libraries raise, quoted the same way by every rule that predicts it (domain.md §1.2).
-ZERO3_LOAD_ERROR = 'transformers raises "DeepSpeed Zero-3 is not compatible with passing a `device_map`" at load time'
-SPREAD_PREPARE_ERROR = (
-    "accelerate raises \"You can't train a model that has been loaded with `device_map='auto'` in any distributed mode\""
-)
-
-
-DDP_WRAP_ERROR = (
-    'PyTorch raises "DistributedDataParallel device_ids and output_device arguments only work with '
-    'single-device/multiple-device GPU modules or CPU modules"'
-)
-
-
-def spread_prepare_consequence(context: Context, auto: bool = False) -> str:
-    """What a model spread over several GPUs meets at `prepare`: accelerate's check since 0.22.0
-    (accelerator.py); a repository pinned below it reaches DDP's own error under DDP instead. And
-    `"auto"` (`auto`) on transformers 4.50-4.53 under a launcher's WORLD_SIZE becomes tensor
-    parallelism instead of a spread (domain.md §1.3 M4; removed in 4.54.0, PR #38942)."""
-    if context.setup.mode is Mode.DDP and auto and context.pinned_below("transformers", "4.50") is False:
-        pin = context.pinned_below("transformers", "4.54")
-        if pin:
-            return (
-                f'with {pin}, from_pretrained turns device_map="auto" into tensor parallelism when WORLD_SIZE is set '
-                "(transformers 4.50-4.53), and DDP then fails on its DTensor parameters (accelerate >= 1.9: "
-                '"Your model contains `DTensor` parameters, which is incompatible with DDP")'
-            )
-    if context.setup.mode is Mode.DDP:
-        pin = context.pinned_below("accelerate", "0.22")
-        if pin:
-            return f"accelerate checks for this only since 0.22, so with {pin} {DDP_WRAP_ERROR} when it wraps the model"
-    return SPREAD_PREPARE_ERROR
-
-
-def zero3_load_consequence(context: Context, instead: str) -> str:
-    """What a device_map under ZeRO-3 leads to at load time. Usually ZERO3_LOAD_ERROR; but when the
-    run's accelerate config turns `zero3_init_flag` off and the repository pins accelerate below 1.0,
-    accelerate creates no HfDeepSpeedConfig (before 1.0, `DeepSpeedPlugin.set_deepspeed_weakref` did
-    only with the flag on; PR #3097 made it unconditional), so the load does not fail: `instead` says
-    what happens then."""
-    if not any(ZERO3_INIT_OFF in e.text for e in context.deciding):
-        return ZERO3_LOAD_ERROR
-    pin = context.pinned_below("accelerate", "1.0")
-    if pin is None:
-        return (
-            f"{ZERO3_LOAD_ERROR} on accelerate >= 1.0 (before 1.0, with {ZERO3_INIT_OFF}, the load does not fail and {instead})"
-        )
-    if pin is False:
-        return ZERO3_LOAD_ERROR
-    return f"with {pin} and {ZERO3_INIT_OFF} transformers does not see ZeRO-3 when the model loads, so the load does not fail and {instead}"
-
-
 def state_exists_at_load(device_map: DeviceMap | ModelLoad, context: Context) -> bool:
     """Whether this process's device is set (TrainingArguments, a TRL config, Accelerator,
     PartialState, parsed arguments) when the model loads. Only the file's own order can show it is
@@ -550,89 +161,6 @@ def wrapped_by_ddp(device_map: DeviceMap) -> bool:
     return bool(trains) and all(
         c.kind is ConsumerKind.WRAPPER and c.name.rsplit(".", 1)[-1] in ("DDP", "DistributedDataParallel") for c in trains
     )
-
-
-def reachable_under(file: CheckedFile, node: ast.AST, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> bool:
-    """False when an enclosing `if` (or conditional expression) rules this code out under `setup` and
-    the launch's `arguments`: `if not ddp:` in a DDP run, `if args.use_deepspeed: ... else:` under a
-    launch that passes `--use_deepspeed true`. Unknown conditions keep the code reachable."""
-    resolver = file.resolver_for(setup, arguments)
-    for ancestor, in_body in enclosing_conditions(file.resolver, node):
-        truth = resolver.truth(ancestor.test)
-        if truth is not None and truth != in_body and not isinstance(ancestor, ast.While):
-            return False
-        if isinstance(ancestor, ast.While) and in_body and truth is False:
-            return False
-    return True
-
-
-def enclosing_conditions(resolver: Resolver, node: ast.AST) -> Iterator[tuple[ast.If | ast.IfExp | ast.While, bool]]:
-    """The `if`s (and conditional expressions, `while`s) around `node` in its function, innermost
-    first, each with whether `node` is in its body; a function's guards are its own, callers are not followed."""
-    child = node
-    for ancestor in resolver.ancestors(node):
-        if isinstance(ancestor, (ast.If, ast.IfExp, ast.While)) and child is not ancestor.test:
-            yield ancestor, child in ancestor.body if isinstance(ancestor.body, list) else child is ancestor.body
-        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            break
-        child = ancestor
-
-
-def written(file: CheckedFile, node: ast.AST, limit: int = 48) -> str:
-    """The code as the user wrote it, on one line and shortened to `limit` characters."""
-    start, end = file.source.node_span(node)
-    return _shortened(file.source.text[start:end], limit)
-
-
-def is_local(file: CheckedFile, device_map: DeviceMap) -> bool:
-    """The value is written in the loader's own scope, so changing it changes only this load. A
-    dataclass field default never is: it is every run's default for that command-line argument."""
-    if any(isinstance(a, ast.ClassDef) for a in file.resolver.ancestors(device_map.node)):
-        return False
-    return file.resolver.scope_of(device_map.node) is file.resolver.scope_of(device_map.loader.node)
-
-
-TRL_RESETS_SINCE = {Mode.DEEPSPEED: "0.26", Mode.DDP: "0.27"}
-
-
-def trl_overrides(context: Context, device_map: DeviceMap) -> bool:
-    """TRL's stable trainers reset `model_init_kwargs["device_map"]` to None under MULTI_GPU and
-    DEEPSPEED (TRL >= 0.27, domain.md §1.4), but not under FSDP."""
-    if device_map.loader.kind is not LoaderKind.TRL_INIT_KWARGS or context.setup.mode not in (Mode.DDP, Mode.DEEPSPEED):
-        return False
-    # The reset came in TRL 0.26 for DEEPSPEED and 0.27 for MULTI_GPU (sft_trainer.py at those tags):
-    # a repository pinned below passes model_init_kwargs on as given.
-    if context.pinned_below("trl", TRL_RESETS_SINCE[context.setup.mode]):
-        return False
-    return bool(device_map.consumers) and all(c.name in TRL_GUARDED_TRAINERS for c in device_map.consumers)
-
-
-def _skip_trivia(text: str, position: int) -> int:
-    """The next offset that is not whitespace, a line continuation or a comment."""
-    while position < len(text):
-        if text[position] in " \t\r\n\f\\":
-            position += 1
-        elif text[position] == "#":
-            line_end = text.find("\n", position)
-            position = len(text) if line_end < 0 else line_end
-        else:
-            break
-    return position
-
-
-def _past_closing_parens(text: str, start: int, end: int) -> int:
-    """ast ends `x=("auto")` before its closing parenthesis; move past the ones it opened."""
-    unmatched = text.count("(", start, end) - text.count(")", start, end)
-    while unmatched > 0:
-        after = _skip_trivia(text, end)
-        if not text.startswith(")", after):
-            break
-        end, unmatched = after + 1, unmatched - 1
-    return end
-
-
-def _bodies(node: ast.AST | None) -> list[list[ast.stmt]]:
-    return [getattr(node, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(node, name, None), list)]
 
 
 def trl_config_call(raw: bytes) -> bool:
@@ -725,12 +253,7 @@ def value_origins(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ..
 
 def _foreign_text(foreign: ForeignFunction, node: ast.AST) -> str:
     """A value written in another module, as written there."""
-    return _shortened(ast.get_source_segment(foreign.text, node) or ast.unparse(node))
-
-
-def _shortened(text: str, limit: int = 48) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return shortened(ast.get_source_segment(foreign.text, node) or ast.unparse(node))
 
 
 def branch_arguments(device_map: DeviceMap) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:

@@ -21,7 +21,7 @@ from placement_lint.rules.spans import Note, Related
 from placement_lint.source import quoted_lines
 
 if TYPE_CHECKING:
-    from placement_lint.rules.base import CheckedFile
+    from placement_lint.rules.checked_file import CheckedFile
 
 COMMAND_LIMIT = 72  # a launch command in a note, shortened
 # The keys that make a config distributed, most telling first: accelerate YAML, recipe YAML, DeepSpeed JSON.
