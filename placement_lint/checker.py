@@ -4,10 +4,7 @@ run with a file the cache cannot answer for: it brings in the analyses and the r
 from __future__ import annotations
 
 import ast
-import re
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from placement_lint.analysis.arguments import LIBRARY_FIELDS, parser_fields
 from placement_lint.analysis.dataflow import Resolver
@@ -15,7 +12,7 @@ from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
 from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.configs import ConfigReader
-from placement_lint.context.evidence import Context, Evidence, FileContext, Override
+from placement_lint.context.evidence import FileContext, Override
 from placement_lint.context.helpers import ImportedFunctions
 from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
 from placement_lint.context.launches import NOT_LAUNCHED, Launched, Launches
@@ -23,8 +20,8 @@ from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.decode import read_source
 from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
-from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, notebook_source, python_bytes
-from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at
+from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, python_bytes
+from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at, violations_in_cells
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.scan import Present, TokenScanner
@@ -35,17 +32,10 @@ from placement_lint.source import (
     content_hash,
     is_notebook,
     parse_python,
-    split_lines,
 )
-
-if TYPE_CHECKING:  # the fixing layer is imported only by a run that fixes, diffs or adds noqa
-    from placement_lint.fixes.apply import AppliedFix, Fixable
-    from placement_lint.rules.spans import Related
 
 _POSSIBLE = Setup(Mode.POSSIBLE)
 _IN_FILE_LITERALS = IN_FILE_EVIDENCE.literals()
-# Script arguments that library dataclasses read (TRL's ModelConfig), which no file of the repository declares.
-_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
 # one-line list takes CPython's parser seconds and millions of nodes).
 MAX_PYTHON_BYTES = 4 * 1024 * 1024
@@ -197,11 +187,16 @@ class FileChecker:
             result.error = f"internal error, please report it: {type(exc).__name__}: {exc}"
             return result
         if self.options.fixing and violations and any(v.fix and v.fix.applicability in self.options.allowed for v in violations):
-            violations = self._fix(path, source, violations, result, write)
+            from placement_lint.fixing import fix_file  # only a run that fixes or diffs
+
+            def lint(changed: SourceFile) -> list[Violation]:
+                return self._lint(changed, result.display)[0]
+
+            violations = fix_file(path, source, violations, result, write, self.options, lint)
         result.source = result.source or source
         if isinstance(result.source, NotebookSource):
             # Once, on the source the violations belong to: after --fix, the cells of the fixed notebook.
-            violations = _in_notebook(result.source, violations, result.display)
+            violations = violations_in_cells(result.source, violations, result.display)
         result.findings = [finding_at(result.source, result.display, v) for v in violations]
         return result
 
@@ -297,126 +292,3 @@ class FileChecker:
             if spec.match_file(relative):
                 ignored |= {rule.code for rule in self.rules if any(rule.code.startswith(s) or s == "ALL" for s in selectors)}
         return ignored
-
-    def _fix(
-        self, path: Path, source: SourceFile, violations: list[Violation], result: FileResult, write: bool
-    ) -> list[Violation]:
-        import difflib
-
-        from placement_lint.fixes.apply import FixFailed, fix_to_fixed_point
-        from placement_lint.fixes.notebook import NotebookFixError, cell_diff
-        from placement_lint.fixes.notebook import rewrite as rewrite_notebook
-        from placement_lint.fixes.write import ChangedOnDisk, NotLossless, verify_lossless, write_atomically
-
-        if not source.round_trips:
-            result.warnings.append(f"{result.display}: not fixed: its text does not encode back to the same bytes")
-            return violations
-
-        def relint(text: str) -> list[Fixable]:
-            nonlocal latest
-            try:
-                latest = self._lint(source.with_text(text), result.display)[0]
-            except SourceError as exc:
-                raise FixFailed(str(exc)) from exc
-            return [(v.code, v.fix, v.start) for v in latest]
-
-        latest = violations
-        try:
-            outcome = fix_to_fixed_point(
-                source.text, relint, self.options.allowed, [(v.code, v.fix, v.start) for v in violations]
-            )
-        except FixFailed as exc:
-            result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")
-            return violations
-        if not outcome.converged:
-            result.warnings.append(f"{result.display}: fixes did not converge after several passes")
-        if isinstance(source, NotebookSource):  # a fix is listed by its cell and line, as findings are
-            outcome.applied = [_in_cell(source, applied) for applied in outcome.applied]
-        if outcome.text == source.text:
-            return violations
-        new_source = source.with_text(outcome.text)
-        # What is written: the fixed text, or for a notebook its JSON with only the changed cells' sources.
-        data, expected, cell_changes = new_source.raw, source.raw, None
-        notebook = source.notebook if isinstance(source, NotebookSource) else None
-        if notebook is not None:
-            try:
-                rewritten = rewrite_notebook(notebook, outcome.text, outcome.passes)
-            except NotebookFixError as exc:
-                result.warnings.append(f"{result.display}: not fixed: {exc}")
-                return violations
-            data, expected, cell_changes = rewritten.raw, notebook.raw, rewritten.changes
-        if self.options.diff and cell_changes is not None:
-            result.diff = cell_diff(result.display, cell_changes)
-            result.fixed = outcome.applied
-            return violations
-        if self.options.diff:
-            lines = difflib.unified_diff(
-                split_lines(source.text),
-                split_lines(outcome.text),
-                fromfile=f"a/{result.display}",
-                tofile=f"b/{result.display}",
-            )
-            # As `diff -u` does, mark a last line without a newline instead of running into the next file.
-            result.diff = "".join(
-                line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n" for line in lines
-            )
-            result.fixed = outcome.applied
-            return violations
-        try:
-            verify_lossless(source.raw, new_source.raw)
-            if write:
-                write_atomically(path, data, expected)
-        except NotLossless as exc:
-            result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")
-            return violations
-        except ChangedOnDisk:
-            result.warnings.append(f"{result.display}: not fixed: the file changed while it was being checked")
-            return violations
-        except OSError as exc:
-            result.error = f"cannot write fix: {exc.strerror or exc}"
-            return violations
-        result.fixed = outcome.applied
-        result.source = notebook_source(path, rewritten.notebook) if notebook is not None else new_source
-        return latest
-
-
-def _in_cell(source: NotebookSource, applied: AppliedFix) -> AppliedFix:
-    cell, row, _ = source.location(applied.offset)
-    return replace(applied, cell=cell, row=row)
-
-
-def _in_notebook(source: NotebookSource, violations: list[Violation], display: str) -> list[Violation]:
-    """ "TrainingArguments(...), line 9" names a row of the joined cells: say which cell, as ruff does."""
-
-    def cells(text: str) -> str:
-        return _LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), text)
-
-    return [
-        v._replace(
-            message=cells(v.message),
-            context=in_cells(source, v.context, display) if v.context is not None else None,
-            notes=tuple(note._replace(text=cells(note.text)) for note in v.notes),
-            related=tuple(_span_in_cell(source, span, display) for span in v.related),
-        )
-        for v in violations
-    ]
-
-
-def _span_in_cell(source: NotebookSource, span: Related, display: str) -> Related:
-    if span.path != display or not span.row or source.notebook is None or not source.notebook.cells:
-        return span
-    cell = source.notebook.cell_at(span.row)
-    shift = cell.first_row - 1
-    return span._replace(row=span.row - shift, end_row=span.end_row - shift, cell=cell.number)
-
-
-def in_cells(source: NotebookSource, context: Context, display: str) -> Context:
-    """A notebook's own evidence located by cell (`train.ipynb:cell 4:2`) instead of a row of the joined cells."""
-
-    def located(evidence: Evidence) -> Evidence:
-        if evidence.origin != "file" or evidence.path != display or source.notebook is None or not source.notebook.cells:
-            return evidence
-        cell = source.notebook.cell_at(evidence.line)
-        return evidence._replace(cell=cell.number, line=evidence.line - cell.first_row + 1)
-
-    return replace(context, evidence=tuple(located(e) for e in context.evidence))

@@ -14,7 +14,7 @@ from placement_lint.context.launches import Launches
 from placement_lint.decode import read_source
 from placement_lint.discover import discover
 from placement_lint.engine import repo_contexts
-from placement_lint.results import RunOptions
+from placement_lint.results import RunOptions, in_cells
 from placement_lint.settings import Settings
 from placement_lint.source import SourceError
 
@@ -35,7 +35,7 @@ def explain_contexts(
     """The context every Python file gets, with its evidence chain, without running the rules. `notes`
     receives what the repositories' launch contexts left out or could not read (configs and version
     pins that do not parse, a YAML or a huge doc)."""
-    from placement_lint.checker import FileChecker, in_cells
+    from placement_lint.checker import FileChecker
     from placement_lint.context.in_file import PragmaError
     from placement_lint.notebook import NotebookSource, python_bytes
     from placement_lint.source import parse_python

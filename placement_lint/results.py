@@ -3,15 +3,19 @@ every layer above the checker shares; light, so a run the cache answers imports 
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from placement_lint.source import TOP_OF_FILE, FileRegion
 
 if TYPE_CHECKING:
-    from placement_lint.context.evidence import Context
+    from placement_lint.context.evidence import Context, Evidence
     from placement_lint.edits import Applicability
     from placement_lint.fixes.apply import AppliedFix  # imported only by a run that fixes, diffs or adds noqa
+    from placement_lint.notebook import NotebookSource
+    from placement_lint.rules.spans import Related
     from placement_lint.rules.violation import Violation
     from placement_lint.source import SourceFile
 
@@ -205,3 +209,51 @@ def display_path(path: Path, cwd: Path) -> str:
         return path.relative_to(cwd).as_posix()
     except ValueError:
         return str(path)
+
+
+# -- a notebook's findings told by cell ----------------------------------------------------------
+
+# "TrainingArguments(...), line 9" in a message or note: a row of the text the rules read.
+_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
+
+
+def fix_in_cell(source: NotebookSource, applied: AppliedFix) -> AppliedFix:
+    cell, row, _ = source.location(applied.offset)
+    return replace(applied, cell=cell, row=row)
+
+
+def violations_in_cells(source: NotebookSource, violations: list[Violation], display: str) -> list[Violation]:
+    """ "TrainingArguments(...), line 9" names a row of the joined cells: say which cell, as ruff does."""
+
+    def cells(text: str) -> str:
+        return _LINE_REFERENCE.sub(lambda m: source.describe_row(int(m.group(1))), text)
+
+    return [
+        v._replace(
+            message=cells(v.message),
+            context=in_cells(source, v.context, display) if v.context is not None else None,
+            notes=tuple(note._replace(text=cells(note.text)) for note in v.notes),
+            related=tuple(_span_in_cell(source, span, display) for span in v.related),
+        )
+        for v in violations
+    ]
+
+
+def _span_in_cell(source: NotebookSource, span: Related, display: str) -> Related:
+    if span.path != display or not span.row or source.notebook is None or not source.notebook.cells:
+        return span
+    cell = source.notebook.cell_at(span.row)
+    shift = cell.first_row - 1
+    return span._replace(row=span.row - shift, end_row=span.end_row - shift, cell=cell.number)
+
+
+def in_cells(source: NotebookSource, context: Context, display: str) -> Context:
+    """A notebook's own evidence located by cell (`train.ipynb:cell 4:2`) instead of a row of the joined cells."""
+
+    def located(evidence: Evidence) -> Evidence:
+        if evidence.origin != "file" or evidence.path != display or source.notebook is None or not source.notebook.cells:
+            return evidence
+        cell = source.notebook.cell_at(evidence.line)
+        return evidence._replace(cell=cell.number, line=evidence.line - cell.first_row + 1)
+
+    return replace(context, evidence=tuple(located(e) for e in context.evidence))

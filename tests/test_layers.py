@@ -19,6 +19,7 @@ LAYERS = [
     {"fixes"},
     {"cache", "cache_json"},
     {"results"},
+    {"fixing"},  # fixing one checked file: imported by the checker only when a run fixes or diffs
     {"checker"},
     {"engine"},
     {"explain"},
