@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from placement_lint.checker import FileChecker
-from placement_lint.results import FileResult, RunOptions
+from placement_lint.engine import run
+from placement_lint.results import FileResult, RunOptions, RunResult
 from placement_lint.rules import all_rules
 from placement_lint.settings import Settings
 
 CODES = tuple(rule.code for rule in all_rules())
+SCRIPT = Path(sys.executable).parent / "placement-lint"
+
+
+def run_script(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The installed console script, as a user runs it; without FORCE_COLOR, so its output is plain."""
+    assert SCRIPT.exists(), "the console script is installed with the package"
+    environment = {k: v for k, v in os.environ.items() if k != "FORCE_COLOR"}
+    return subprocess.run(
+        [str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, env={**environment, **(env or {})}, timeout=timeout
+    )
+
+
+def lint_repo(root: Path, **options: object) -> RunResult:
+    """A folder checked as `placement-lint check --no-cache` checks it: its launches count."""
+    return run([root], Settings(root=root, codes=CODES), RunOptions(**options), root)  # type: ignore[arg-type]
 
 
 def checker(root: Path, extend_select: tuple[str, ...] = (), **options: object) -> FileChecker:

@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from placement_lint.cli import main
 from placement_lint.rules import all_rules
 
-SCRIPT = Path(sys.executable).parent / "placement-lint"
+from helpers import SCRIPT, run_script
+
 ZERO3 = """from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
 
 args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
@@ -28,12 +29,6 @@ SINGLE = (
     'from transformers import AutoModelForCausalLM\nmodel = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")\n'
 )
 DDP_FIXED = 'import torch.distributed as dist\ndist.init_process_group("nccl")\nmodel = AutoModelForCausalLM.from_pretrained("gpt2", device_map=0)\n'
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    assert SCRIPT.exists(), "the console script is installed with the package"
-    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR",)}
-    return subprocess.run([str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
 
 
 @pytest.fixture
@@ -74,7 +69,7 @@ def test_the_command_runs_with_stdout_closed(repo: Path) -> None:
 
 
 def test_findings_exit_1_with_frame_and_summary(repo: Path) -> None:
-    result = cli("check", ".", cwd=repo)
+    result = run_script("check", ".", cwd=repo)
     assert result.returncode == 1
     assert "train_z3.py:4:65: DPL001 [*]" in result.stdout
     assert "DeepSpeed Zero-3 is not compatible with passing a `device_map`" in result.stdout
@@ -85,18 +80,18 @@ def test_findings_exit_1_with_frame_and_summary(repo: Path) -> None:
 
 def test_clean_tree_exits_0(tmp_path: Path) -> None:
     (tmp_path / "single.py").write_text(SINGLE)
-    result = cli("check", cwd=tmp_path)
+    result = run_script("check", cwd=tmp_path)
     assert result.returncode == 0 and "All checks passed!" in result.stdout
 
 
 def test_concise_and_exit_zero(repo: Path) -> None:
-    result = cli("check", "--output-format", "concise", "--exit-zero", ".", cwd=repo)
+    result = run_script("check", "--output-format", "concise", "--exit-zero", ".", cwd=repo)
     assert result.returncode == 0
     assert result.stdout.splitlines()[0].startswith('train_z3.py:4:65: DPL001 [*] device_map="auto"')
 
 
 def test_json_is_ruff_shaped(repo: Path) -> None:
-    result = cli("check", "--output-format", "json", ".", cwd=repo)
+    result = run_script("check", "--output-format", "json", ".", cwd=repo)
     assert result.returncode == 1
     [item] = json.loads(result.stdout)
     assert item["code"] == "DPL001"
@@ -113,23 +108,23 @@ def test_json_is_ruff_shaped(repo: Path) -> None:
 def test_fix_rewrites_only_the_value_and_keeps_mode(repo: Path) -> None:
     target = repo / "train_z3.py"
     target.chmod(0o754)
-    result = cli("check", "--fix", ".", cwd=repo)
+    result = run_script("check", "--fix", ".", cwd=repo)
     assert result.returncode == 0, result.stdout + result.stderr
     assert target.read_text() == ZERO3.replace('device_map="auto"', "device_map=None")
     assert stat.S_IMODE(target.stat().st_mode) == 0o754
     assert "Fixed 1 problem in 1 file, 0 remaining." in result.stdout
     left = sorted(p.name for p in repo.iterdir() if p.name != ".placement_lint_cache")
     assert left == ["single.py", "train_z3.py"], "no temp file left behind"
-    assert cli("check", "--fix", ".", cwd=repo).stdout.strip() == "All checks passed!"
+    assert run_script("check", "--fix", ".", cwd=repo).stdout.strip() == "All checks passed!"
 
 
 def test_unsafe_fix_needs_the_flag(tmp_path: Path) -> None:
     target = tmp_path / "ddp.py"
     target.write_text(DDP_FIXED)
-    first = cli("check", "--fix", ".", cwd=tmp_path)
+    first = run_script("check", "--fix", ".", cwd=tmp_path)
     assert first.returncode == 1 and target.read_text() == DDP_FIXED
     assert "1 more with --unsafe-fixes" in first.stdout
-    second = cli("check", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    second = run_script("check", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
     assert second.returncode == 0
     assert 'device_map={"": PartialState().local_process_index}' in target.read_text()
     assert "from accelerate import PartialState\n" in target.read_text()
@@ -137,7 +132,7 @@ def test_unsafe_fix_needs_the_flag(tmp_path: Path) -> None:
 
 def test_diff_writes_nothing_and_exits_1(repo: Path) -> None:
     before = (repo / "train_z3.py").read_bytes()
-    result = cli("check", "--diff", ".", cwd=repo)
+    result = run_script("check", "--diff", ".", cwd=repo)
     assert result.returncode == 1
     assert '-model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")  # spread' in result.stdout
     assert '+model = AutoModelForCausalLM.from_pretrained("gpt2", device_map=None)  # spread' in result.stdout
@@ -149,9 +144,9 @@ def test_diff_of_a_file_with_a_form_feed_applies_as_a_patch(repo: Path) -> None:
     (repo / "single.py").unlink()
     (repo / "train_z3.py").write_text(ZERO3.replace("\nargs", "\n# setup\x0c\nargs"))
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    patch = cli("check", "--diff", ".", cwd=repo).stdout
+    patch = run_script("check", "--diff", ".", cwd=repo).stdout
     assert "No newline at end of file" not in patch
-    fixed = cli("check", "--fix", ".", cwd=repo)
+    fixed = run_script("check", "--fix", ".", cwd=repo)
     expected = (repo / "train_z3.py").read_bytes()
     (repo / "train_z3.py").write_text(ZERO3.replace("\nargs", "\n# setup\x0c\nargs"))
     applied = subprocess.run(["git", "apply", "-"], input=patch + "\n", cwd=repo, capture_output=True, text=True)
@@ -160,10 +155,10 @@ def test_diff_of_a_file_with_a_form_feed_applies_as_a_patch(repo: Path) -> None:
 
 
 def test_select_ignore_and_prefixes(repo: Path) -> None:
-    assert cli("check", "--select", "DPL002", ".", cwd=repo).returncode == 0
-    assert cli("check", "--ignore", "DPL00", ".", cwd=repo).returncode == 0
-    assert cli("check", "--select", "DPL0", ".", cwd=repo).returncode == 1
-    bad = cli("check", "--select", "XYZ1", ".", cwd=repo)
+    assert run_script("check", "--select", "DPL002", ".", cwd=repo).returncode == 0
+    assert run_script("check", "--ignore", "DPL00", ".", cwd=repo).returncode == 0
+    assert run_script("check", "--select", "DPL0", ".", cwd=repo).returncode == 1
+    bad = run_script("check", "--select", "XYZ1", ".", cwd=repo)
     assert bad.returncode == 2 and "unknown rule selector 'XYZ1'" in bad.stderr
 
 
@@ -171,25 +166,25 @@ def test_noqa_suppresses_only_named_code(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(ZERO3.replace("# spread", "# noqa: DPL001"))
     (tmp_path / "b.py").write_text(ZERO3.replace("# spread", "# noqa: DPL003"))
     (tmp_path / "c.py").write_text(ZERO3.replace("# spread", "# noqa"))
-    result = cli("check", "--output-format", "concise", ".", cwd=tmp_path)
+    result = run_script("check", "--output-format", "concise", ".", cwd=tmp_path)
     assert [line.split(":")[0] for line in result.stdout.splitlines()[:-1]] == ["b.py"]
 
 
 def test_pyproject_config_and_per_file_ignores(repo: Path) -> None:
     (repo / "pyproject.toml").write_text('[tool.placement-lint]\nper-file-ignores = { "train_*.py" = ["DPL001"] }\n')
-    assert cli("check", ".", cwd=repo).returncode == 0
+    assert run_script("check", ".", cwd=repo).returncode == 0
     (repo / "pyproject.toml").write_text('[tool.placement-lint]\nextend-exclude = ["train_z3.py"]\n')
-    assert cli("check", ".", cwd=repo).returncode == 0
+    assert run_script("check", ".", cwd=repo).returncode == 0
     # A file named explicitly is checked even when excluded.
-    assert cli("check", "train_z3.py", cwd=repo).returncode == 1
+    assert run_script("check", "train_z3.py", cwd=repo).returncode == 1
 
 
 def test_context_override_from_config_and_cli(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(SINGLE + "Trainer(model=model)\n")
-    assert cli("check", ".", cwd=tmp_path).returncode == 0
-    assert cli("check", "--context", "ddp", ".", cwd=tmp_path).returncode == 1
+    assert run_script("check", ".", cwd=tmp_path).returncode == 0
+    assert run_script("check", "--context", "ddp", ".", cwd=tmp_path).returncode == 1
     (tmp_path / "pyproject.toml").write_text('[tool.placement-lint]\nper-file-context = { "train.py" = "fsdp" }\n')
-    result = cli("check", ".", cwd=tmp_path)
+    result = run_script("check", ".", cwd=tmp_path)
     assert result.returncode == 1 and "under FSDP" in result.stdout and "= set by: per-file-context in" in result.stdout
 
 
@@ -197,11 +192,11 @@ def test_a_pyproject_is_read_only_when_it_may_hold_our_table(repo: Path) -> None
     """A pyproject.toml that does not mention placement-lint is not parsed, even if invalid; one whose
     table name is spelled with escapes is still ours."""
     (repo / "pyproject.toml").write_text("[tool.ruff\n")
-    assert cli("check", ".", cwd=repo).returncode == 1  # train_z3.py's finding, no config error
+    assert run_script("check", ".", cwd=repo).returncode == 1  # train_z3.py's finding, no config error
     (repo / "pyproject.toml").write_text('[tool."placement\\u002dlint"]\nignore = ["DPL001"]\n')
-    assert cli("check", ".", cwd=repo).returncode == 0
+    assert run_script("check", ".", cwd=repo).returncode == 0
     (repo / "pyproject.toml").write_text('[tool.ruff\nx = "\\u00e9"\n')  # another tool's, invalid: still not ours
-    assert cli("check", ".", cwd=repo).returncode == 1
+    assert run_script("check", ".", cwd=repo).returncode == 1
 
 
 @pytest.mark.parametrize(
@@ -218,7 +213,7 @@ def test_a_pyproject_is_read_only_when_it_may_hold_our_table(repo: Path) -> None
 def test_invalid_config_is_one_line_exit_2(repo: Path, config: str, message: str) -> None:
     (repo / "pyproject.toml").write_text(config)
     extra = ["--config", "pyproject.toml"] if "invalid TOML" in message else []
-    result = cli("check", ".", *extra, cwd=repo)
+    result = run_script("check", ".", *extra, cwd=repo)
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
@@ -234,12 +229,12 @@ def test_invalid_config_is_one_line_exit_2(repo: Path, config: str, message: str
 )
 def test_rule_url_base_setting_points_json_and_sarif_at_it(repo: Path, base: str, url: str) -> None:
     (repo / "pyproject.toml").write_text(f"[tool.placement-lint]\nrule-url-base = '{base}'\n")
-    [item] = json.loads(cli("check", "--output-format", "json", "train_z3.py", cwd=repo).stdout)
+    [item] = json.loads(run_script("check", "--output-format", "json", "train_z3.py", cwd=repo).stdout)
     assert item["url"] == url
-    sarif = json.loads(cli("check", "--output-format", "sarif", "train_z3.py", cwd=repo).stdout)
+    sarif = json.loads(run_script("check", "--output-format", "sarif", "train_z3.py", cwd=repo).stdout)
     [rule] = [r for r in sarif["runs"][0]["tool"]["driver"]["rules"] if r["id"] == "DPL001"]
     assert rule["helpUri"] == url
-    assert json.loads(cli("rule", "DPL001", "--output-format", "json", cwd=repo).stdout)["url"] == url
+    assert json.loads(run_script("rule", "DPL001", "--output-format", "json", cwd=repo).stdout)["url"] == url
 
 
 @pytest.mark.parametrize("output_format", ["full", "json", "sarif"])
@@ -259,7 +254,7 @@ def test_check_never_imports_the_editor_server(repo: Path, output_format: str) -
 def test_unparseable_and_undecodable_files_are_named_and_the_rest_is_checked(repo: Path) -> None:
     (repo / "broken.py").write_text("device_map = 'auto'\ndeepspeed = (\n")
     (repo / "latin.py").write_bytes(b"x = '\xe9'  # device_map\ndist.init_process_group()\n")
-    result = cli("check", "--output-format", "concise", ".", cwd=repo)
+    result = run_script("check", "--output-format", "concise", ".", cwd=repo)
     assert result.returncode == 2
     assert "error: broken.py: cannot parse: line 2" in result.stderr
     assert "error: latin.py: cannot decode: not valid UTF-8 and no encoding declaration" in result.stderr
@@ -268,23 +263,23 @@ def test_unparseable_and_undecodable_files_are_named_and_the_rest_is_checked(rep
 
 
 def test_missing_path_is_an_error(repo: Path) -> None:
-    result = cli("check", "nope.py", cwd=repo)
+    result = run_script("check", "nope.py", cwd=repo)
     assert result.returncode == 2 and "nope.py: no such file or directory" in result.stderr
 
 
 def test_gitignore_is_respected(repo: Path) -> None:
     (repo / ".git").mkdir()
     (repo / ".gitignore").write_text("train_*.py\n")
-    assert cli("check", ".", cwd=repo).returncode == 0
+    assert run_script("check", ".", cwd=repo).returncode == 0
 
 
 def test_statistics(repo: Path) -> None:
-    result = cli("check", "--statistics", ".", cwd=repo)
+    result = run_script("check", "--statistics", ".", cwd=repo)
     assert result.stdout.splitlines()[0] == "1\tDPL001\t[*] spread-device-map-in-distributed"
 
 
 def test_statistics_with_a_machine_format_keeps_the_fix_list_and_summary_off_stdout(repo: Path) -> None:
-    result = cli("check", "--statistics", "--output-format", "github", "--fix", "--show-fixes", "-q", ".", cwd=repo)
+    result = run_script("check", "--statistics", "--output-format", "github", "--fix", "--show-fixes", "-q", ".", cwd=repo)
     assert "Fixed 1 problem" in result.stderr
     assert "Fixed" not in result.stdout and "| rule" not in result.stdout, result.stdout
 
@@ -301,7 +296,7 @@ def test_rule_command_prints_the_page_and_lists_all() -> None:
 
 def test_installed_script_ships_the_catalogue(tmp_path: Path) -> None:
     """Run from outside the checkout: the installed package must carry the pages itself."""
-    result = cli("rule", "DPL002", cwd=tmp_path)
+    result = run_script("rule", "DPL002", cwd=tmp_path)
     assert result.returncode == 0 and result.stdout.startswith("# DPL002: device-map-under-zero3")
 
 
@@ -309,19 +304,19 @@ def test_in_process_matches_console_script(repo: Path, monkeypatch: pytest.Monke
     monkeypatch.chdir(repo)
     result = CliRunner().invoke(main, ["check", "--output-format", "concise", "."])
     assert result.exit_code == 1
-    assert result.output == cli("check", "--output-format", "concise", ".", cwd=repo).stdout
+    assert result.output == run_script("check", "--output-format", "concise", ".", cwd=repo).stdout
 
 
 def test_color_only_when_asked(repo: Path) -> None:
-    assert "\x1b[" not in cli("check", ".", cwd=repo).stdout
-    assert "\x1b[" in cli("check", "--color", ".", cwd=repo).stdout
+    assert "\x1b[" not in run_script("check", ".", cwd=repo).stdout
+    assert "\x1b[" in run_script("check", "--color", ".", cwd=repo).stdout
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_examples_folder_matches_readme() -> None:
     """The README's first command runs on examples/: its findings are the ones the README shows."""
     root = Path(__file__).parent.parent
-    result = cli("check", "--output-format", "concise", "examples", cwd=root)
+    result = run_script("check", "--output-format", "concise", "examples", cwd=root)
     readme = (root / "README.md").read_text()
     for line in result.stdout.splitlines():
         if ": DPL" in line:
@@ -335,15 +330,15 @@ def test_context_command_shows_the_launch_chain(tmp_path: Path) -> None:
     (tmp_path / "z3.yaml").write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n")
     (tmp_path / "run.sh").write_text("accelerate launch --config_file z3.yaml train.py\n")
     (tmp_path / "other.py").write_text("print('hello')\n")
-    result = cli("context", ".", cwd=tmp_path)
+    result = run_script("context", ".", cwd=tmp_path)
     assert result.returncode == 0
     assert result.stdout.splitlines() == [
         "train.py: DeepSpeed ZeRO-3",
         "  - train.py is launched by run.sh:1 (accelerate launch --config_file z3.yaml train.py), distributed_type DEEPSPEED, zero_stage 3",
     ]
-    listing = cli("context", "--all", ".", cwd=tmp_path)
+    listing = run_script("context", "--all", ".", cwd=tmp_path)
     assert "other.py: a single process (no distributed setup found)" in listing.stdout
-    as_json = json.loads(cli("context", "--output-format", "json", "train.py", cwd=tmp_path).stdout)
+    as_json = json.loads(run_script("context", "--output-format", "json", "train.py", cwd=tmp_path).stdout)
     assert as_json[0]["contexts"][0]["evidence"][0]["origin"] == "launch"
 
 
@@ -352,7 +347,7 @@ def test_context_command_shows_the_pins_and_notes_a_specifier_it_cannot_parse(tm
     (tmp_path / "train.py").write_text(SINGLE)
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
     (tmp_path / "requirements.txt").write_text("transformers>=4.x\naccelerate==0.27.2\n")
-    result = cli("context", ".", cwd=tmp_path)
+    result = run_script("context", ".", cwd=tmp_path)
     assert result.returncode == 0
     assert "  - the repository pins accelerate==0.27.2 (requirements.txt:2)" in result.stdout.splitlines()
     assert "note: requirements.txt:1: transformers '>=4.x': cannot parse the version specifier, ignored" in result.stderr
@@ -363,32 +358,32 @@ def test_context_names_the_launch_sources_it_could_not_read(tmp_path: Path) -> N
     (tmp_path / "train.py").write_text(SINGLE)
     (tmp_path / "ci.yml").write_text("steps:\n  - run: torchrun --nproc_per_node 2 train.py\n  tags: [gpu\n")
     (tmp_path / "notes.md").write_bytes(b"```bash\ntorchrun other.py\n```\n\x00")
-    result = cli("context", "train.py", cwd=tmp_path)
+    result = run_script("context", "train.py", cwd=tmp_path)
     assert result.returncode == 0
     assert result.stdout.splitlines()[1].startswith("  - train.py is launched by ci.yml:2 (torchrun --nproc_per_node 2 train.py)")
     assert "ci.yml: YAML does not parse" in result.stderr and "notes.md: skipped, binary" in result.stderr
 
 
 def test_cache_flags_and_clean(repo: Path) -> None:
-    assert cli("check", "--no-cache", ".", cwd=repo).returncode == 1
+    assert run_script("check", "--no-cache", ".", cwd=repo).returncode == 1
     assert not (repo / ".placement_lint_cache").exists()
-    assert cli("check", ".", cwd=repo).returncode == 1
+    assert run_script("check", ".", cwd=repo).returncode == 1
     assert (repo / ".placement_lint_cache").is_dir()
-    assert cli("check", ".", cwd=repo).stdout.count("DPL001") == 2, "a warm run reports the same finding"
+    assert run_script("check", ".", cwd=repo).stdout.count("DPL001") == 2, "a warm run reports the same finding"
     custom = repo / "elsewhere"
-    assert cli("check", "--cache-dir", str(custom), ".", cwd=repo).returncode == 1 and custom.is_dir()
-    assert cli("clean", cwd=repo).returncode == 0
+    assert run_script("check", "--cache-dir", str(custom), ".", cwd=repo).returncode == 1 and custom.is_dir()
+    assert run_script("clean", cwd=repo).returncode == 0
     assert not (repo / ".placement_lint_cache").exists()
 
 
 def test_a_broken_pyproject_is_an_error_not_ignored(repo: Path) -> None:
     (repo / "pyproject.toml").write_text('[tool.placement-lint]\nselect = ["DPL002"]\nignore = [\n')
-    result = cli("check", ".", cwd=repo)
+    result = run_script("check", ".", cwd=repo)
     assert result.returncode == 2 and "invalid TOML" in result.stderr
 
 
 def test_missing_path_summary_does_not_claim_success(repo: Path) -> None:
-    result = cli("check", "nope.py", cwd=repo)
+    result = run_script("check", "nope.py", cwd=repo)
     assert "All checks passed!" not in result.stdout
     assert "could not be checked" in result.stdout
 
@@ -398,7 +393,7 @@ def test_unreadable_named_file_is_an_error_and_the_rest_is_checked(repo: Path) -
     secret = repo / "secret.py"
     secret.write_text(ZERO3)
     secret.chmod(0)
-    result = cli("check", "secret.py", "train_z3.py", cwd=repo)
+    result = run_script("check", "secret.py", "train_z3.py", cwd=repo)
     assert result.returncode == 2 and "secret.py: cannot read" in result.stderr
     assert "train_z3.py:4:65: DPL001" in result.stdout
 
@@ -406,26 +401,26 @@ def test_unreadable_named_file_is_an_error_and_the_rest_is_checked(repo: Path) -
 def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.py")
     (tmp_path / "train.py").write_text(ZERO3)
-    walked = cli("check", ".", cwd=tmp_path)  # a walk skips it
+    walked = run_script("check", ".", cwd=tmp_path)  # a walk skips it
     assert walked.returncode == 1 and "pipe.py" not in walked.stdout + walked.stderr
-    named = cli("check", "pipe.py", "train.py", cwd=tmp_path)  # named: an error, and no hang
+    named = run_script("check", "pipe.py", "train.py", cwd=tmp_path)  # named: an error, and no hang
     assert named.returncode == 2 and "pipe.py: not a regular file" in named.stderr
 
 
 def test_unknown_dpl_code_in_noqa_is_an_error(repo: Path) -> None:
     (repo / "train_z3.py").write_text(ZERO3.replace("# spread", "# noqa: DPL999, E501"))
-    result = cli("check", ".", cwd=repo)
+    result = run_script("check", ".", cwd=repo)
     assert result.returncode == 2
     assert "train_z3.py: line 4: unknown rule code DPL999 in noqa" in result.stderr
 
 
 def test_contradicting_cache_flags(repo: Path) -> None:
-    result = cli("check", "--no-cache", "--cache-dir", "x", ".", cwd=repo)
+    result = run_script("check", "--no-cache", "--cache-dir", "x", ".", cwd=repo)
     assert result.returncode == 2 and "contradict" in result.stderr
 
 
 def test_statistics_as_json_and_rule_argument_errors(repo: Path) -> None:
-    stats = json.loads(cli("check", "--statistics", "--output-format", "json", ".", cwd=repo).stdout)
+    stats = json.loads(run_script("check", "--statistics", "--output-format", "json", ".", cwd=repo).stdout)
     assert stats == [{"code": "DPL001", "name": "spread-device-map-in-distributed", "count": 1, "fixable": True}]
     both = CliRunner().invoke(main, ["rule", "DPL001", "--all"])
     assert both.exit_code == 2
@@ -438,7 +433,7 @@ def test_colour_leaves_the_source_and_message_text_as_it_is(tmp_path: Path) -> N
         "import torch.distributed as dist\ndist.init_process_group('nccl')\nmaps = {'a': 'auto'}\n"
         "m = X.from_pretrained('g', device_map=maps['a'])  # see [i] and [/]\nTrainer(model=m)\n"
     )
-    coloured = cli("check", "--no-cache", "--color", ".", cwd=tmp_path).stdout
+    coloured = run_script("check", "--no-cache", "--color", ".", cwd=tmp_path).stdout
     plain = re.sub(r"\x1b\[[0-9;]*m|\x1b\]8;[^\x1b]*\x1b\\", "", coloured)  # colours and OSC 8 hyperlinks
-    assert plain == cli("check", "--no-cache", ".", cwd=tmp_path).stdout
+    assert plain == run_script("check", "--no-cache", ".", cwd=tmp_path).stdout
     assert "maps['a'])  # see [i] and [/]" in plain

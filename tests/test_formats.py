@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from test_cli import SCRIPT, ZERO3, cli
+from test_cli import ZERO3
 
 from placement_lint.catalogue import DEFAULT_RULE_URL_BASE
 from placement_lint.context.evidence import Context
@@ -20,6 +20,8 @@ from placement_lint.report.github import escape_data, escape_property
 from placement_lint.results import FileResult, Finding, RunOptions, RunResult
 from placement_lint.rules import all_rules
 from placement_lint.rules.violation import Violation
+
+from helpers import SCRIPT, run_script
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 MACHINE = sorted(name for name, f in FORMATS.items() if not f.human)
@@ -39,7 +41,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def sarif_of(repo: Path, *args: str) -> dict:
-    result = cli("check", "--no-cache", "--output-format", "sarif", *args, cwd=repo)
+    result = run_script("check", "--no-cache", "--output-format", "sarif", *args, cwd=repo)
     return json.loads(result.stdout)
 
 
@@ -165,7 +167,7 @@ def test_sarif_fixes_are_the_edits_fix_applies(repo: Path) -> None:
         "the import is an insertion"
     )
     expected = {uri: _apply((repo / uri).read_text(), replacements) for uri, replacements in by_file.items()}
-    cli("check", "--no-cache", "--fix", "--unsafe-fixes", ".", cwd=repo)
+    run_script("check", "--no-cache", "--fix", "--unsafe-fixes", ".", cwd=repo)
     for uri, text in expected.items():
         assert (repo / uri).read_text() == text
 
@@ -188,7 +190,7 @@ def test_fingerprints_survive_lines_added_above(repo: Path) -> None:
     after = _fingerprints(repo)
     assert after[("train_z3.py", 6)] == before[("train_z3.py", 4)]
     assert sorted(after.values()) == sorted(before.values())
-    gitlab = json.loads(cli("check", "--no-cache", "--output-format", "gitlab", ".", cwd=repo).stdout)
+    gitlab = json.loads(run_script("check", "--no-cache", "--output-format", "gitlab", ".", cwd=repo).stdout)
     assert {issue["fingerprint"] for issue in gitlab if issue["check_name"].startswith("DPL")} == set(after.values())
 
 
@@ -214,12 +216,12 @@ def test_github_escaping() -> None:
 def test_github_annotations(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "we,ird:name.py").write_text(ZERO3)
-    result = cli("check", "--output-format", "github", ".", cwd=tmp_path)
+    result = run_script("check", "--output-format", "github", ".", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout == (
         "::error file=we%2Cird%3Aname.py,line=4,col=65,endLine=4,endColumn=71,"
         "title=DPL001 spread-device-map-in-distributed::we,ird:name.py:4:65: DPL001 "
-        + json.loads(cli("check", "--output-format", "json", ".", cwd=tmp_path).stdout)[0]["message"]
+        + json.loads(run_script("check", "--output-format", "json", ".", cwd=tmp_path).stdout)[0]["message"]
         + "\n"
     )
 
@@ -228,7 +230,7 @@ def test_github_annotations(tmp_path: Path) -> None:
 
 
 def test_gitlab_code_quality_fields(repo: Path) -> None:
-    result = cli("check", "--no-cache", "--output-format", "gitlab", ".", cwd=repo)
+    result = run_script("check", "--no-cache", "--output-format", "gitlab", ".", cwd=repo)
     issues = json.loads(result.stdout)
     [issue] = [i for i in issues if i["location"]["path"] == "train_z3.py"]
     assert issue["check_name"] == "DPL001"
@@ -264,7 +266,7 @@ def _env() -> dict[str, str]:
 
 
 def test_junit_parses_with_a_suite_per_file(repo: Path) -> None:
-    result = cli("check", "--no-cache", "--output-format", "junit", ".", cwd=repo)
+    result = run_script("check", "--no-cache", "--output-format", "junit", ".", cwd=repo)
     root = ET.fromstring(result.stdout)
     assert root.tag == "testsuites"
     suites = {suite.get("name"): suite for suite in root.iter("testsuite")}
@@ -277,7 +279,7 @@ def test_junit_parses_with_a_suite_per_file(repo: Path) -> None:
 
 
 def test_junit_clean_run_is_one_passing_case(tmp_path: Path) -> None:
-    root = ET.fromstring(cli("check", "--output-format", "junit", ".", cwd=tmp_path).stdout)
+    root = ET.fromstring(run_script("check", "--output-format", "junit", ".", cwd=tmp_path).stdout)
     assert [(c.get("name"), list(c)) for c in root.iter("testcase")] == [("No errors found", [])]
 
 
@@ -291,9 +293,11 @@ def test_junit_escapes_what_xml_cannot_hold(tmp_path: Path) -> None:
 
 
 def test_json_lines_are_the_json_objects(repo: Path) -> None:
-    lines = cli("check", "--no-cache", "--output-format", "json-lines", ".", cwd=repo).stdout.splitlines()
+    lines = run_script("check", "--no-cache", "--output-format", "json-lines", ".", cwd=repo).stdout.splitlines()
     assert len(lines) >= 3
-    assert [json.loads(line) for line in lines] == json.loads(cli("check", "--output-format", "json", ".", cwd=repo).stdout)
+    assert [json.loads(line) for line in lines] == json.loads(
+        run_script("check", "--output-format", "json", ".", cwd=repo).stdout
+    )
 
 
 def test_grouped_shape(tmp_path: Path) -> None:
@@ -301,10 +305,10 @@ def test_grouped_shape(tmp_path: Path) -> None:
     later = "\n" * 6 + 'model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="balanced")\n'
     (tmp_path / "train_z3.py").write_text(ZERO3.replace(line, line + later))
     (tmp_path / "ddp.py").write_text((EXAMPLES / "ddp_loop.py").read_text())
-    concise = cli("check", "--output-format", "concise", "-q", ".", cwd=tmp_path).stdout.splitlines()
+    concise = run_script("check", "--output-format", "concise", "-q", ".", cwd=tmp_path).stdout.splitlines()
     rest = {tuple(c.split(":")[:3]): c.split(": ", 1)[1] for c in concise}  # (file, row, column) -> "CODE [*] message"
     assert sorted(rest) == [("ddp.py", "16", "75"), ("train_z3.py", "11", "65"), ("train_z3.py", "4", "65")]
-    result = cli("check", "--output-format", "grouped", ".", cwd=tmp_path)
+    result = run_script("check", "--output-format", "grouped", ".", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
         "ddp.py:",
@@ -314,7 +318,7 @@ def test_grouped_shape(tmp_path: Path) -> None:
         "   4:65 " + rest[("train_z3.py", "4", "65")],
         "  11:65 " + rest[("train_z3.py", "11", "65")],
         "",
-        cli("check", "--output-format", "concise", ".", cwd=tmp_path).stdout.splitlines()[-1],
+        run_script("check", "--output-format", "concise", ".", cwd=tmp_path).stdout.splitlines()[-1],
     ]
     assert result.stdout.splitlines()[-1].startswith("Found 3 problems in 2 files")
 
@@ -324,7 +328,7 @@ def test_grouped_shape(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", MACHINE)
 def test_machine_formats_print_only_data(repo: Path, name: str) -> None:
-    result = cli("check", "--no-cache", "--color", "--output-format", name, ".", cwd=repo)
+    result = run_script("check", "--no-cache", "--color", "--output-format", name, ".", cwd=repo)
     assert result.returncode == 2, "the unparseable file is still an error"
     assert "broken.py" in result.stderr
     assert "\x1b[" not in result.stdout and "Found " not in result.stdout and "[bold" not in result.stdout
@@ -340,8 +344,8 @@ def test_machine_formats_print_only_data(repo: Path, name: str) -> None:
 
 @pytest.mark.parametrize("name", ["sarif", "full"])
 def test_output_file_gets_the_report_and_stdout_stays_empty(repo: Path, name: str) -> None:
-    expected = cli("check", "--no-cache", "--output-format", name, ".", cwd=repo)
-    result = cli("check", "--no-cache", "--color", "--output-format", name, "-o", "reports/out.txt", ".", cwd=repo)
+    expected = run_script("check", "--no-cache", "--output-format", name, ".", cwd=repo)
+    result = run_script("check", "--no-cache", "--color", "--output-format", name, "-o", "reports/out.txt", ".", cwd=repo)
     assert result.stdout == ""
     assert result.returncode == expected.returncode == 2
     assert "broken.py" in result.stderr
@@ -351,7 +355,7 @@ def test_output_file_gets_the_report_and_stdout_stays_empty(repo: Path, name: st
 
 def test_output_file_that_cannot_be_written_is_an_error(repo: Path) -> None:
     (repo / "taken").write_text("a file, not a folder")
-    result = cli("check", "--output-format", "sarif", "-o", "taken/out.sarif", "train_z3.py", cwd=repo)
+    result = run_script("check", "--output-format", "sarif", "-o", "taken/out.sarif", "train_z3.py", cwd=repo)
     assert result.returncode == 2 and "cannot write" in result.stderr and result.stdout == ""
 
 

@@ -6,7 +6,6 @@ import ast
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,15 +16,10 @@ from hypothesis import strategies as st
 
 from placement_lint.fixes.apply import apply_edits
 
-from helpers import lint_file
+from helpers import SCRIPT, lint_file, run_script
 
-SCRIPT = Path(sys.executable).parent / "placement-lint"
 BAD = 'import torch.distributed as dist\ndist.init_process_group("nccl")\nmodel = X.from_pretrained("m", device_map="auto")\nTrainer(model=model)\n'
 CANDIDATE = b"# device_map init_process_group()\n"  # enough text to pass the pre-check
-
-
-def run_cli(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
 def test_hostile_tree(tmp_path: Path) -> None:
@@ -47,7 +41,7 @@ def test_hostile_tree(tmp_path: Path) -> None:
     (tmp_path / "ünïcödé_名前.py").write_text(BAD)
     os.mkfifo(tmp_path / "pipe.py")
     started = time.monotonic()
-    result = run_cli("check", "--output-format", "concise", "--no-cache", ".", cwd=tmp_path, timeout=120)
+    result = run_script("check", "--output-format", "concise", "--no-cache", ".", cwd=tmp_path, timeout=120)
     assert time.monotonic() - started < 60
     assert result.returncode == 2
     assert "Traceback" not in result.stderr + result.stdout
@@ -111,7 +105,7 @@ def test_linted_code_and_configs_never_run(tmp_path: Path) -> None:
     (tmp_path / "setup.py").write_text(
         f"open({str(marker)!r}, 'w').close()\nfrom setuptools import setup\nsetup(package_dir={{'': 'src'}})\n"
     )
-    result = run_cli("check", "--fix", ".", cwd=tmp_path)
+    result = run_script("check", "--fix", ".", cwd=tmp_path)
     assert result.returncode in (0, 1) and not marker.exists()
     assert "cfg.yaml: cannot parse config" in result.stderr
 
@@ -120,7 +114,7 @@ def test_launchers_over_the_size_cap_are_skipped(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "train.py").write_text(BAD.replace('import torch.distributed as dist\ndist.init_process_group("nccl")\n', ""))
     (tmp_path / "huge.sh").write_bytes(b"torchrun --nproc_per_node 2 train.py\n" + b"# padding\n" * 200_000)
-    result = run_cli("check", ".", cwd=tmp_path)
+    result = run_script("check", ".", cwd=tmp_path)
     assert result.returncode == 0 and "huge.sh: skipped" in result.stderr
 
 
@@ -237,7 +231,7 @@ def test_hostile_launch_sources(tmp_path: Path) -> None:
     (tmp_path / "array.sh").write_text("A=(\n" * 5_000 + "torchrun ${A[@]} train.py\n")
     (tmp_path / "job.ipynb").write_text('{"cells": [{"cell_type": "code", "source": "%%bash\\nA=\\"\\ntorchrun"}]}')
     started = time.monotonic()
-    result = run_cli("check", "--output-format", "concise", "--no-cache", ".", cwd=tmp_path, timeout=120)
+    result = run_script("check", "--output-format", "concise", "--no-cache", ".", cwd=tmp_path, timeout=120)
     assert time.monotonic() - started < 60
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr + result.stdout

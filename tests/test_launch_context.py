@@ -19,7 +19,7 @@ from placement_lint.report.text import concise
 from placement_lint.results import RunOptions
 from placement_lint.settings import Settings
 
-from helpers import CODES, notes_of
+from helpers import CODES, lint_repo, notes_of
 
 CASES = sorted(p for p in (Path(__file__).parent / "fixtures" / "launch").iterdir() if p.is_dir())
 UPDATE = os.environ.get("PLACEMENT_LINT_UPDATE_GOLDENS") == "1"
@@ -74,7 +74,7 @@ def test_launch_reaches_a_loader_through_a_plain_helper_module(tmp_path: Path) -
     )
     (tmp_path / "helpers.py").write_text("from loader import load\n\n\ndef build():\n    return load()\n")
     (tmp_path / "loader.py").write_text('def load():\n    return X.from_pretrained("m", device_map="auto")\n')
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
 
 
@@ -102,13 +102,13 @@ def test_an_importers_use_reaches_a_loader_through_a_helper_module(tmp_path: Pat
     (tmp_path / "train.py").write_text("from helpers import build\nmodel = build()\nmodel.generate()\n")
     (tmp_path / "helpers.py").write_text("from loader import load\n\n\ndef build():\n    return load()\n")
     (tmp_path / "loader.py").write_text('def load():\n    return X.from_pretrained("m", device_map="auto")\n')
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL007")]
     assert ("used by", "model.generate at train.py:3") in result.findings[0].violation.notes
     # A second launched script that trains with it makes it DPL001, told where.
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\ntorchrun --nproc_per_node 2 sft.py\n")
     (tmp_path / "sft.py").write_text("import helpers\nfrom trl import SFTTrainer\nSFTTrainer(model=helpers.build()).train()\n")
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
     assert ("trained by", "SFTTrainer at sft.py:3") in result.findings[0].violation.notes
     assert result.findings[0].violation.fix is not None
@@ -122,7 +122,7 @@ def test_a_trainer_subclass_from_another_module_counts_with_in_file_evidence(tmp
         "from trl.experimental.xpo import XPOConfig\nfrom custom import MyXPO\n"
         'MyXPO(model="Qwen/Qwen2.5-0.5B", args=XPOConfig("out", deepspeed="ds.json")).train()\n'
     )
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("train.py", "DPL004")]
     assert "MyXPO (a XPOTrainer)" in result.findings[0].message
 
@@ -150,7 +150,7 @@ def test_a_bare_accelerate_launch_takes_the_nearest_shipped_config(tmp_path: Pat
     (tmp_path / "dpo").mkdir()
     (tmp_path / "dpo" / "train.py").write_text('X.from_pretrained("m", device_map={"": 0})\n')
     (tmp_path / "run.sh").write_text("accelerate launch sft/train.py\naccelerate launch dpo/train.py\n")
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     messages = {(f.display, f.code): f.message + notes_of(f) for f in result.findings}
     assert "the repository ships sft/zero3.yaml (distributed_type DEEPSPEED, zero_stage 3)" in messages["sft/train.py", "DPL003"]
     assert "the repository ships configs/fsdp.yaml (distributed_type FSDP)" in messages["dpo/train.py", "DPL003"]
@@ -176,7 +176,7 @@ def test_launchers_own_defaults(tmp_path: Path, command: str, several: bool) -> 
     (tmp_path / "train.py").write_text(
         'from transformers import AutoModelForCausalLM, Trainer\nTrainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto")).train()\n'
     )
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert [f.code for f in result.findings] == (["DPL001"] if several else [])
 
 
@@ -195,7 +195,7 @@ def test_zero3_init_flag_off_on_the_command_line_follows_the_pinned_accelerate(
         "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
         'Trainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto"), args=args).train()\n'
     )
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     (finding,) = result.findings
     assert finding.code == "DPL001"
     said = notes_of(finding)
@@ -216,11 +216,11 @@ def test_a_parser_the_tool_cannot_follow_leaves_the_branch_as_unknown(tmp_path: 
         "model = AutoModelForCausalLM.from_pretrained('m', device_map=device_map)\n"
         "Trainer(model=model, args=TrainingArguments('o', deepspeed=args.deepspeed)).train()\n"
     )
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert not result.errors and not any(f.error for f in result.files)
     assert result.findings == []
     (tmp_path / "train.py").write_text((tmp_path / "train.py").read_text().replace("f'--{name}'", "'--use_4bit'"))
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert [(f.code, f.row) for f in result.findings] == [("DPL001", 10)]  # the same code, followed: the flag decides
 
 
@@ -236,7 +236,7 @@ def test_a_launch_that_walks_a_whole_library_package_stops_after_the_nearest_mod
     for i in range(count):
         nxt = f"from m{i + 1} import load as _next\n" if i + 1 < count else "_next = print\n"
         (tmp_path / f"m{i}.py").write_text(nxt + 'def load():\n    _next()\n    return X.from_pretrained("m", device_map="auto")\n')
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     reported = {f.display for f in result.findings}
     assert "m0.py" in reported and "m1.py" in reported
     assert f"m{count - 1}.py" not in reported

@@ -28,9 +28,8 @@ from placement_lint.rules.violation import Violation
 from placement_lint.settings import Settings
 from placement_lint.source import decode_source
 
-from helpers import CODES, lint_file
+from helpers import CODES, lint_file, run_script
 
-SCRIPT = Path(sys.executable).parent / "placement-lint"
 ZERO3 = """from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
 
 args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})
@@ -44,13 +43,6 @@ DDP_FIXED = (
     'model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="cuda:0")\n'
 )
 NAMES = {rule.code: rule.name for rule in all_rules()}
-
-
-def cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if k != "FORCE_COLOR"}
-    return subprocess.run(
-        [str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, env={**environment, **(env or {})}, timeout=120
-    )
 
 
 def table_row(output: str, first: str) -> list[str]:
@@ -96,7 +88,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_show_fixes_lists_each_fix_then_the_summary(repo: Path) -> None:
-    result = cli("check", "--fix", "--show-fixes", "--no-cache", ".", cwd=repo)
+    result = run_script("check", "--fix", "--show-fixes", "--no-cache", ".", cwd=repo)
     assert result.returncode == 1, result.stderr
     out = result.stdout
     assert "Fixed 1 problem:\n- train_z3.py:\n    4  DPL001  Use device_map=None\n" in out
@@ -110,7 +102,7 @@ def test_show_fixes_lists_each_fix_then_the_summary(repo: Path) -> None:
 
 
 def test_unsafe_fixes_are_marked_in_the_list(repo: Path) -> None:
-    result = cli("check", "--fix", "--unsafe-fixes", "--show-fixes", "--no-cache", ".", cwd=repo)
+    result = run_script("check", "--fix", "--unsafe-fixes", "--show-fixes", "--no-cache", ".", cwd=repo)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "- ddp.py:\n    4  DPL003  " in result.stdout and "(unsafe fix)\n" in result.stdout
     assert "Still needs a human" not in result.stdout
@@ -118,7 +110,7 @@ def test_unsafe_fixes_are_marked_in_the_list(repo: Path) -> None:
 
 def test_diff_keeps_stdout_a_patch_and_lists_fixes_on_stderr(repo: Path) -> None:
     before = (repo / "train_z3.py").read_bytes()
-    result = cli("check", "--diff", "--show-fixes", "--no-cache", ".", cwd=repo)
+    result = run_script("check", "--diff", "--show-fixes", "--no-cache", ".", cwd=repo)
     assert result.returncode == 1
     assert result.stdout.startswith("--- a/train_z3.py\n+++ b/train_z3.py\n")
     assert "Would fix 1 problem:\n- train_z3.py:\n    4  DPL001  Use device_map=None" in result.stderr
@@ -127,7 +119,7 @@ def test_diff_keeps_stdout_a_patch_and_lists_fixes_on_stderr(repo: Path) -> None
 
 
 def test_machine_formats_get_neither_list_nor_summary_on_stdout(repo: Path) -> None:
-    result = cli("check", "--fix", "--show-fixes", "--output-format", "json", "--no-cache", ".", cwd=repo)
+    result = run_script("check", "--fix", "--show-fixes", "--output-format", "json", "--no-cache", ".", cwd=repo)
     assert result.returncode == 1
     assert [item["code"] for item in json.loads(result.stdout)] == ["DPL003"]
     assert "Fixed 1 problem:" in result.stderr  # asked for: it goes where it cannot spoil the JSON
@@ -135,7 +127,7 @@ def test_machine_formats_get_neither_list_nor_summary_on_stdout(repo: Path) -> N
 
 
 def test_quiet_fix_prints_no_summary(repo: Path) -> None:
-    result = cli("check", "--fix", "-q", "--no-cache", ".", cwd=repo)
+    result = run_script("check", "--fix", "-q", "--no-cache", ".", cwd=repo)
     assert result.returncode == 1
     assert "files scanned" not in result.stdout and "Fixed 1 problem" not in result.stdout
     assert "ddp.py:4:" in result.stdout
@@ -143,7 +135,7 @@ def test_quiet_fix_prints_no_summary(repo: Path) -> None:
 
 def test_a_clean_fix_run_prints_one_line(tmp_path: Path) -> None:
     (tmp_path / "clean.py").write_text("print('hello')\n")
-    result = cli("check", "--fix", "--no-cache", ".", cwd=tmp_path)
+    result = run_script("check", "--fix", "--no-cache", ".", cwd=tmp_path)
     assert result.returncode == 0 and result.stdout.strip() == "All checks passed!"
 
 
@@ -255,7 +247,6 @@ def test_the_run_reports_every_file_once(tmp_path: Path, monkeypatch: pytest.Mon
 def test_a_pool_whose_workers_spawn_gives_the_same_findings(tmp_path: Path, threshold: str) -> None:
     """Workers that do not fork (macOS, Windows) get the checker and the pending files pickled."""
     import subprocess
-    import sys
 
     for i in range(3):
         (tmp_path / f"train{i}.py").write_text(ZERO3)
@@ -334,13 +325,13 @@ def _without(text: str, inserted: str) -> str:
 def test_add_noqa_appends_after_an_existing_comment_and_silences_the_file(tmp_path: Path) -> None:
     target = tmp_path / "train.py"
     target.write_text(ZERO3)
-    result = cli("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path)
+    result = run_script("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Added 1 noqa comment." in result.stderr
     after = target.read_text()
     assert 'device_map="auto")  # spread  # noqa: DPL001\n' in after
     assert _without(after, "  # noqa: DPL001") == ZERO3
-    again = cli("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path)
+    again = run_script("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path)
     assert again.returncode == 0 and "Added 0 noqa comments." in again.stderr and target.read_text() == after
 
 
@@ -355,7 +346,7 @@ def test_add_noqa_appends_after_an_existing_comment_and_silences_the_file(tmp_pa
 def test_add_noqa_merges_into_the_existing_directive(tmp_path: Path, comment: str, expected: str) -> None:
     target = tmp_path / "train.py"
     target.write_text(ZERO3.replace("# spread", comment))
-    assert cli("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path).returncode == 0
+    assert run_script("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path).returncode == 0
     assert target.read_text() == ZERO3.replace("# spread", expected)
 
 
@@ -363,7 +354,7 @@ def test_add_noqa_keeps_crlf_and_drops_only_trailing_blanks(tmp_path: Path) -> N
     target = tmp_path / "train.py"
     original = ZERO3.replace("  # spread", " \t").replace("\n", "\r\n").encode()
     target.write_bytes(original)
-    assert cli("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path).returncode == 0
+    assert run_script("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path).returncode == 0
     assert target.read_bytes() == original.replace(b'"auto") \t\r\n', b'"auto")  # noqa: DPL001\r\n')
 
 
@@ -390,9 +381,9 @@ def test_noqa_goes_where_a_comment_can_be_and_suppression_looks_there(tmp_path: 
     [finding] = lint_file(target).findings
     assert finding.row == 4
     assert noqa_row(decode_source(target, source.encode()), finding.violation.start) == noqa_line
-    [item] = json.loads(cli("check", "--output-format", "json", "--no-cache", ".", cwd=tmp_path).stdout)
+    [item] = json.loads(run_script("check", "--output-format", "json", "--no-cache", ".", cwd=tmp_path).stdout)
     assert (item["location"]["row"], item["noqa_row"]) == (4, noqa_line)
-    assert cli("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path).returncode == 0
+    assert run_script("check", "--add-noqa", "--no-cache", ".", cwd=tmp_path).returncode == 0
     after = target.read_text()
     ast.parse(after)
     assert "noqa" in after.splitlines()[noqa_line - 1] and "noqa" not in after.splitlines()[3]
@@ -415,7 +406,7 @@ def test_several_codes_on_one_line_make_one_sorted_comment(tmp_path: Path) -> No
 
 
 def test_add_noqa_after_fix_baselines_only_what_is_left(repo: Path) -> None:
-    result = cli("check", "--fix", "--add-noqa", "--no-cache", ".", cwd=repo)
+    result = run_script("check", "--fix", "--add-noqa", "--no-cache", ".", cwd=repo)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "device_map=None)  # spread\n" in (repo / "train_z3.py").read_text()
     assert '"cuda:0")  # noqa: DPL003\n' in (repo / "ddp.py").read_text()
@@ -425,7 +416,7 @@ def test_add_noqa_after_fix_baselines_only_what_is_left(repo: Path) -> None:
 
 
 def test_add_noqa_and_diff_contradict(repo: Path) -> None:
-    result = cli("check", "--add-noqa", "--diff", ".", cwd=repo)
+    result = run_script("check", "--add-noqa", "--diff", ".", cwd=repo)
     assert result.returncode == 2 and "--add-noqa" in result.stderr
 
 
@@ -488,14 +479,16 @@ def git_repo(tmp_path: Path) -> Path:
 
 
 def changed_files(repo: Path, *extra: str) -> tuple[int, set[str], str]:
-    result = cli("check", "--changed-since", "HEAD", "--no-cache", "--output-format", "json", *extra, ".", cwd=repo, env=GIT_ENV)
+    result = run_script(
+        "check", "--changed-since", "HEAD", "--no-cache", "--output-format", "json", *extra, ".", cwd=repo, env=GIT_ENV
+    )
     names = {Path(item["filename"]).name for item in json.loads(result.stdout or "[]")}
     return result.returncode, names, result.stderr
 
 
 @needs_git
 def test_everything_is_found_without_the_option(git_repo: Path) -> None:
-    result = cli("check", "--no-cache", "--output-format", "json", ".", cwd=git_repo)
+    result = run_script("check", "--no-cache", "--output-format", "json", ".", cwd=git_repo)
     assert {Path(i["filename"]).name for i in json.loads(result.stdout)} == {
         "train_a.py",
         "train_b.py",
@@ -516,7 +509,7 @@ def test_only_changed_and_untracked_files_are_checked(git_repo: Path) -> None:
     git(git_repo, "add", "-A")
     git(git_repo, "commit", "-q", "-m", "edit")
     assert changed_files(git_repo)[:2] == (0, set())
-    result = cli("check", "--changed-since", "HEAD~1", "--no-cache", "--output-format", "concise", ".", cwd=git_repo)
+    result = run_script("check", "--changed-since", "HEAD~1", "--no-cache", "--output-format", "concise", ".", cwd=git_repo)
     assert "train_a.py:4:" in result.stdout and "new.py:4:" in result.stdout and "train_b.py" not in result.stdout
 
 
@@ -556,14 +549,14 @@ def test_a_changed_settings_file_rechecks_everything(git_repo: Path) -> None:
     [("no-such-branch", "unknown git ref 'no-such-branch'"), ("--output=x", "invalid git ref"), ("", "invalid git ref")],
 )
 def test_a_bad_ref_is_a_usage_error(git_repo: Path, ref: str, message: str) -> None:
-    result = cli("check", f"--changed-since={ref}", ".", cwd=git_repo, env=GIT_ENV)
+    result = run_script("check", f"--changed-since={ref}", ".", cwd=git_repo, env=GIT_ENV)
     assert result.returncode == 2 and message in result.stderr
     assert not (git_repo / "x").exists()
 
 
 def test_outside_a_repository_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(ZERO3)
-    result = cli(
+    result = run_script(
         "check", "--changed-since", "HEAD", ".", cwd=tmp_path, env={**GIT_ENV, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)}
     )
     assert result.returncode == 2 and "not in a git repository" in result.stderr

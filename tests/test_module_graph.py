@@ -15,7 +15,7 @@ from placement_lint.engine import run
 from placement_lint.results import RunOptions
 from placement_lint.settings import Settings
 
-from helpers import CODES
+from helpers import CODES, lint_repo
 
 LOADER = 'from transformers import AutoModelForCausalLM\n\n\ndef load(n):\n    return AutoModelForCausalLM.from_pretrained(n, device_map="auto")\n'
 
@@ -131,7 +131,7 @@ def test_an_import_cycle_through_the_launched_script_ends(tmp_path: Path) -> Non
             "loader.py": LOADER + "from a import go\n",
         },
     )
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
     assert not any(f.error for f in result.files)
 
@@ -180,7 +180,7 @@ def test_imports_of_hostile_files_cost_nothing_and_never_crash(tmp_path: Path) -
     outside.write_text(LOADER)
     (tmp_path / "outside.py").symlink_to(outside)  # leads out of the repository: not followed
     (tmp_path / "deep.py").write_text("import deep\n" + "(" * 5000 + ")" * 5000 + "\n")  # nests too deeply to parse
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
 
 
@@ -277,6 +277,6 @@ def test_pyproject_is_parsed_once_for_layout_console_scripts_and_pins(tmp_path: 
     (tmp_path / "src" / "p" / "cli.py").write_text('def main():\n    X.from_pretrained("m", device_map="auto")\n')
     (tmp_path / "run.sh").write_text("accelerate launch --multi_gpu --num_processes 2 $(which sft)\n")
     parsed_toml.cache_clear()
-    run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    lint_repo(tmp_path)
     info = parsed_toml.cache_info()
     assert info.misses == 1 and info.hits >= 2, info  # the layout, the console scripts and the pins

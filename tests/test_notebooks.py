@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,12 +27,11 @@ from placement_lint.settings import Settings
 from placement_lint.source import SourceError
 
 import helpers
-from helpers import CODES, lint_file, notes_of
+from helpers import CODES, SCRIPT, lint_file, lint_repo, notes_of, run_script
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 CASES = sorted(p for p in FIXTURES.glob("*.ipynb") if not p.name.endswith(".fixed.ipynb"))
 UPDATE = os.environ.get("PLACEMENT_LINT_UPDATE_GOLDENS") == "1"
-SCRIPT = Path(sys.executable).parent / "placement-lint"
 
 ZERO3_SETUP = 'args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})'
 LOADER = 'model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")'
@@ -52,10 +50,6 @@ def write(path: Path, data: object, **dump: object) -> Path:
     text = json.dumps(data, **{"indent": 1, "ensure_ascii": False, **dump}) + "\n"  # type: ignore[arg-type]
     path.write_bytes(text.encode("utf-8"))
     return path
-
-
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def changed_lines(before: bytes, after: bytes) -> list[tuple[str, str]]:
@@ -122,12 +116,12 @@ def test_deepspeed_notebook_is_found_and_fixed_through_the_cli(tmp_path: Path) -
     shutil.copytree(
         FIXTURES, tmp_path / "nb", ignore=lambda _, names: [n for n in names if n.endswith(".ipynb") and "train_zero3" not in n]
     )
-    found = cli("check", "--no-cache", "nb", cwd=tmp_path)
+    found = run_script("check", "--no-cache", "nb", cwd=tmp_path)
     assert found.returncode == 1, found.stderr
     assert "nb/train_zero3.ipynb:cell 5:5:16: DPL001 [*]" in found.stdout
     assert '= set up by: TrainingArguments(deepspeed="ds_z3.json"), cell 4, line 2' in found.stdout
     assert '5 |     device_map="auto",  # spread over the node' in found.stdout  # the cell's own rows
-    fixed = cli("check", "--no-cache", "--fix", "nb", cwd=tmp_path)
+    fixed = run_script("check", "--no-cache", "--fix", "nb", cwd=tmp_path)
     assert fixed.returncode == 0 and "Fixed 1 problem" in fixed.stdout, fixed.stdout + fixed.stderr
     assert (tmp_path / "nb" / "train_zero3.ipynb").read_bytes() == (FIXTURES / "train_zero3.fixed.ipynb").read_bytes()
 
@@ -319,19 +313,19 @@ def test_cell_numbers_count_every_cell_as_ruff_does(tmp_path: Path) -> None:
     data["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": ["# title"]})  # type: ignore[attr-defined]
     data["cells"].insert(2, {"cell_type": "raw", "metadata": {}, "source": "raw"})  # type: ignore[attr-defined]
     write(tmp_path / "train.ipynb", data)
-    concise = cli("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
+    concise = run_script("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert concise.stdout.startswith("train.ipynb:cell 5:2:65: DPL001 [*]"), concise.stdout
-    full = cli("check", "--no-cache", ".", cwd=tmp_path)
+    full = run_script("check", "--no-cache", ".", cwd=tmp_path)
     assert "cell 4, line 1" in full.stdout and "= trained by: Trainer at cell 6, line 1" in full.stdout
     assert "--> train.ipynb:cell 4:1:1" in full.stdout and "--> train.ipynb:cell 6:1:1" in full.stdout  # each span in its cell
     assert "train.ipynb:cell 5:2:65: DPL001" in full.stdout
     assert "1 | %pip install x\n2 | " + LOADER in full.stdout  # the cell as written, with its own rows
-    [item] = json.loads(cli("check", "--no-cache", "--output-format", "json", ".", cwd=tmp_path).stdout)
+    [item] = json.loads(run_script("check", "--no-cache", "--output-format", "json", ".", cwd=tmp_path).stdout)
     assert item["cell"] == 5 and item["location"] == {"row": 2, "column": 65} and item["noqa_row"] == 2
     assert item["end_location"] == {"row": 2, "column": 71}
     assert item["fix"]["edits"][0]["location"] == {"row": 2, "column": 65}
     assert {"kind": "ZERO3", "where": "train.ipynb:cell 4:1"}.items() <= item["context"][0].items()
-    [plain] = json.loads(cli("check", "--no-cache", "--output-format", "json", ".", cwd=_py_repo(tmp_path)).stdout)
+    [plain] = json.loads(run_script("check", "--no-cache", "--output-format", "json", ".", cwd=_py_repo(tmp_path)).stdout)
     assert plain["cell"] is None
 
 
@@ -345,7 +339,7 @@ def _py_repo(tmp_path: Path) -> Path:
 def test_diff_shows_each_changed_cell_and_writes_nothing(tmp_path: Path) -> None:
     path = write(tmp_path / "train.ipynb", notebook(IMPORTS, ZERO3_SETUP, LOADER + "\nTrainer(model=model, args=args)"))
     before = path.read_bytes()
-    result = cli("check", "--no-cache", "--diff", ".", cwd=tmp_path)
+    result = run_script("check", "--no-cache", "--diff", ".", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stdout == (
         "--- a/train.ipynb:cell 3\n+++ b/train.ipynb:cell 3\n@@ -1,2 +1,2 @@\n"
@@ -357,7 +351,7 @@ def test_diff_shows_each_changed_cell_and_writes_nothing(tmp_path: Path) -> None
 def test_noqa_and_pragma_work_in_cells(tmp_path: Path) -> None:
     write(tmp_path / "a.ipynb", notebook(IMPORTS, ZERO3_SETUP, LOADER + "  # noqa: DPL001\nTrainer(model=model, args=args)"))
     write(tmp_path / "b.ipynb", notebook("# placement-lint: context=zero3\n" + IMPORTS, LOADER))
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert [(f.display, f.cell, f.row) for f in result.findings] == [("b.ipynb", 2, 1)]
 
 
@@ -377,7 +371,7 @@ def test_noqa_and_pragma_work_in_cells(tmp_path: Path) -> None:
 def test_a_malformed_notebook_is_named_exit_2_and_the_rest_is_checked(tmp_path: Path, data: bytes, reason: str) -> None:
     (tmp_path / "broken.ipynb").write_bytes(data)
     write(tmp_path / "train.ipynb", notebook(IMPORTS, ZERO3_SETUP, LOADER + "\nTrainer(model=model, args=args)"))
-    result = cli("check", "--no-cache", ".", cwd=tmp_path)
+    result = run_script("check", "--no-cache", ".", cwd=tmp_path)
     assert result.returncode == 2
     assert "error: broken.ipynb: " in result.stderr and reason in result.stderr, result.stderr
     assert "train.ipynb:cell 3:1:65: DPL001" in result.stdout
@@ -387,7 +381,7 @@ def test_no_code_cells_and_other_languages_are_clean(tmp_path: Path) -> None:
     write(tmp_path / "notes.ipynb", notebook("# device_map='auto' under deepspeed=", cell_type="markdown"))
     write(tmp_path / "empty.ipynb", {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
     write(tmp_path / "r.ipynb", notebook(ZERO3_SETUP + "\n" + LOADER, language="R"))
-    result = cli("check", "--no-cache", ".", cwd=tmp_path)
+    result = run_script("check", "--no-cache", ".", cwd=tmp_path)
     assert result.returncode == 0 and "All checks passed!" in result.stdout, result.stdout + result.stderr
     assert decode_notebook(tmp_path / "notes.ipynb", (tmp_path / "notes.ipynb").read_bytes()).text == ""
 
@@ -441,7 +435,7 @@ def test_shell_escapes_in_a_notebook_launch_scripts(tmp_path: Path, cells: list[
     (tmp_path / "scripts").mkdir()
     (tmp_path / "train.py").write_text(TRAIN_PY)
     write(tmp_path / "run.ipynb", notebook(*cells))
-    result = cli("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
+    result = run_script("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "train.py:2:62: DPL001" in result.stdout and f"(launched by run.ipynb:{where})" in result.stdout
 
@@ -450,7 +444,7 @@ def test_a_shell_escape_that_only_mentions_a_launcher_launches_nothing(tmp_path:
     (tmp_path / ".git").mkdir()
     (tmp_path / "train.py").write_text(TRAIN_PY)
     write(tmp_path / "run.ipynb", notebook('print("!torchrun --nproc_per_node 2 train.py")', "# !deepspeed train.py"))
-    assert cli("check", "--no-cache", ".", cwd=tmp_path).returncode == 0
+    assert run_script("check", "--no-cache", ".", cwd=tmp_path).returncode == 0
 
 
 def test_notebook_launcher_is_evidence_for_the_notebook(tmp_path: Path) -> None:
@@ -529,7 +523,7 @@ def test_findings_left_after_a_fix_that_adds_a_line_name_the_fixed_cells(tmp_pat
 
 def test_show_fixes_names_a_notebook_fix_by_cell_and_line(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES, tmp_path / "nb")
-    shown = cli("check", "--no-cache", "--diff", "--show-fixes", "nb", cwd=tmp_path)
+    shown = run_script("check", "--no-cache", "--diff", "--show-fixes", "nb", cwd=tmp_path)
     assert "- nb/train_zero3.ipynb:" in shown.stderr + shown.stdout
     assert "cell 5:5  DPL001" in shown.stderr + shown.stdout  # where `check` reports it: cell 5, line 5
 
@@ -554,7 +548,7 @@ def test_machine_formats_locate_a_notebook_finding_by_cell(tmp_path: Path) -> No
     )
 
     def output(name: str) -> str:
-        return cli("check", "--no-cache", "--output-format", name, ".", cwd=tmp_path).stdout
+        return run_script("check", "--no-cache", "--output-format", name, ".", cwd=tmp_path).stdout
 
     assert "  cell 3:2:65 DPL001 [*]" in output("grouped")
     github = output("github")

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_cli import cli
 
 from placement_lint import __version__
 from placement_lint.catalogue import catalogue_dir
@@ -28,7 +27,7 @@ from placement_lint.results import RunOptions
 from placement_lint.rules.base import HEADLINE_LIMIT
 from placement_lint.settings import Settings
 
-from helpers import CODES
+from helpers import CODES, run_script
 
 HERE = Path(__file__).parent
 GOLDENS = HERE / "fixtures" / "report" / "launch"
@@ -161,19 +160,19 @@ def test_headlines_are_short_and_concise_lines_fit(tmp_path: Path) -> None:
 
 
 def test_colour_on_a_terminal_links_each_location_to_its_file(launched: Path) -> None:
-    coloured = cli("check", "--no-cache", "--color", ".", cwd=launched).stdout
+    coloured = run_script("check", "--no-cache", "--color", ".", cwd=launched).stdout
     target = (launched / "model_utils.py").resolve().as_uri()
     assert "\x1b]8;id=" in coloured and f";{target}#L6\x1b\\" in coloured
     assert f";{(launched / 'scripts' / 'run_z3.sh').resolve().as_uri()}#L6\x1b\\" in coloured
     plain = re.sub(r"\x1b\[[0-9;]*m|\x1b\]8;[^\x1b]*\x1b\\", "", coloured)
-    assert plain == cli("check", "--no-cache", ".", cwd=launched).stdout  # a pipe gets the same text, uncoloured
+    assert plain == run_script("check", "--no-cache", ".", cwd=launched).stdout  # a pipe gets the same text, uncoloured
 
 
 def test_a_piped_report_is_byte_stable_and_never_imports_rich(launched: Path) -> None:
     from test_cache import _imported_by_a_check
 
-    first = cli("check", "--no-cache", ".", cwd=launched).stdout
-    assert first == cli("check", "--no-cache", ".", cwd=launched).stdout and "\x1b" not in first
+    first = run_script("check", "--no-cache", ".", cwd=launched).stdout
+    assert first == run_script("check", "--no-cache", ".", cwd=launched).stdout and "\x1b" not in first
     assert _imported_by_a_check(launched, ["--no-cache", "."], ("rich",), exit_code=1) == []
     (launched / "model_utils.py").write_text("def load_model(name):\n    return name\n")
     assert _imported_by_a_check(launched, ["--no-cache", "--color", "."], ("rich",), exit_code=0) == []
@@ -197,10 +196,10 @@ def test_a_launch_in_a_notebook_cell_is_framed_from_that_cell(tmp_path: Path) ->
     (tmp_path / ".git").mkdir()
     (tmp_path / "train.py").write_text(TRAIN_PY)
     write(tmp_path / "run.ipynb", notebook("%pip install accelerate", "x = 1\n!torchrun --nproc_per_node 2 train.py"))
-    full = cli("check", "--no-cache", ".", cwd=tmp_path).stdout
+    full = run_script("check", "--no-cache", ".", cwd=tmp_path).stdout
     assert "--> run.ipynb:cell 2:2:1\n" in full
     command = "!torchrun --nproc_per_node 2 train.py"
     assert f"\n2 | {command}\n  | {'^' * len(command)} launched here\n" in full
-    [item] = json.loads(cli("check", "--no-cache", "--output-format", "json", ".", cwd=tmp_path).stdout)
+    [item] = json.loads(run_script("check", "--no-cache", "--output-format", "json", ".", cwd=tmp_path).stdout)
     launch = item["related"][0]
     assert (launch["role"], Path(launch["filename"]).name, launch["cell"], launch["location"]["row"]) == ("launch", "run.ipynb", 2, 2)

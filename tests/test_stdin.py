@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,8 @@ from placement_lint.cli import main
 from placement_lint.discover import discover
 from placement_lint.settings import Settings
 
-from helpers import CODES
+from helpers import CODES, SCRIPT
 
-SCRIPT = Path(sys.executable).parent / "placement-lint"
 # Nothing in the file says DeepSpeed: only the launch script does.
 LOADER = """from transformers import AutoModelForCausalLM
 

@@ -15,7 +15,7 @@ from placement_lint.rules.spans import Related
 from placement_lint.rules.violation import Violation
 from placement_lint.settings import Settings
 
-from helpers import CODES, lint_source
+from helpers import CODES, lint_repo, lint_source
 
 DDP = Setup(Mode.DDP)
 TRAIN = 'Trainer(model=model, args=TrainingArguments("out", deepspeed="ds_z2.json")).train()\n'
@@ -110,7 +110,7 @@ def test_a_helper_in_another_module_is_reported_at_its_call_with_the_origin(tmp_
         "from transformers import AutoModelForCausalLM, Trainer\nimport maps\n"
         "Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map=maps.spread())).train()\n"
     )
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     [finding] = result.findings
     assert (finding.display, finding.row, finding.code) == ("train.py", 3, "DPL001")
     assert "maps.spread(): {'model.layers.0': 0, 'lm_head': 1} (maps.py:2)" in _notes(finding)
@@ -125,7 +125,7 @@ def test_a_helper_module_that_does_not_parse_gives_no_value_and_no_error(tmp_pat
         "from transformers import AutoModelForCausalLM, Trainer\nfrom maps import spread\n"
         "Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map=spread())).train()\n"
     )
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert result.findings == [] and not any(f.error for f in result.files)
 
 
@@ -195,7 +195,7 @@ def test_a_helper_re_exported_by_a_package_is_found(tmp_path: Path) -> None:
         "from transformers import AutoModelForCausalLM, Trainer\nfrom utils import spread\n"
         "Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map=spread())).train()\n"
     )
-    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path)
+    result = lint_repo(tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [("train.py", "DPL001")]
     assert "spread(): 'balanced' (utils/maps.py:2)" in _notes(result.findings[0])
 
