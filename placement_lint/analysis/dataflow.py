@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from functools import cached_property
 from typing import NamedTuple
 
-from placement_lint.analysis.arguments import UNDECIDED, parser_fields, value_of
+from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
 from placement_lint.analysis.guards import evaluate_truth
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
@@ -434,6 +434,10 @@ class Resolver:
                 self._defaults.add(id(defaults[0]))
                 self._default_fields[id(defaults[0])] = expr.attr
                 return self.candidates(defaults[0], guards, (*via, defaults[0]), depth + 1)
+        if found is None and isinstance(expr, ast.Name):
+            given = self._fire_argument(expr, guards, via, depth)
+            if given is not None:
+                return given
         if found is None or not found:
             return [Candidate(expr if not isinstance(expr, ast.Name) else None, guards, via)]
         out = []
@@ -454,6 +458,31 @@ class Resolver:
         if not bound or len(bound) != 1 or not isinstance(bound[0].value, ast.Call):
             return None
         return next((kw.value for kw in bound[0].value.keywords if kw.arg == expr.attr), None)
+
+    def _fire_argument(
+        self, expr: ast.Name, guards: tuple[Guard, ...], via: tuple[ast.AST, ...], depth: int
+    ) -> list[Candidate] | None:
+        """A parameter of the function `fire.Fire(train)` runs, read in that function and not re-bound
+        there: the launch's value for its option, else its default. None for any other name."""
+        if self._fire_parameters is None or self.scope_of(expr) is not self._fire_parameters[0]:
+            return None
+        parameters = self._fire_parameters[1]
+        if expr.id not in parameters:
+            return None
+        passed = next((a for a in self.arguments if a[0] == expr.id and a[2]), None)
+        if passed is not None:
+            return [Candidate(_argument_value(passed[1], expr), guards, (*via, LaunchArgument(*passed)))]
+        default = parameters[expr.id]
+        if default is None:
+            return None  # a required parameter no launch here passes
+        self._defaults.add(id(default))
+        self._default_fields[id(default)] = expr.id
+        return self.candidates(default, guards, (*via, default), depth + 1)
+
+    @cached_property
+    def _fire_parameters(self) -> tuple[ast.FunctionDef, dict[str, ast.expr | None]] | None:
+        entry = fire_entry(self.module)
+        return None if entry is None else (entry, fire_defaults(entry))
 
     # -- helpers ---------------------------------------------------------------------------
 
