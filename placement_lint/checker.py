@@ -247,7 +247,9 @@ class FileChecker:
             return FileContext(module, found, override, external, used, remote_consumers=consumers)
         # What the module reads of its arguments, and the library fields TRL reads for it (get_quantization_config).
         read = frozenset(n.attr for n in index_of(module).nodes if isinstance(n, ast.Attribute)) | LIBRARY_FIELDS.keys()
-        return FileContext(module, found, override, external, used, read, parser_fields(module), consumers)
+        fields = parser_fields(module)
+        read |= {name for name, field in fields.items() if field.origin == "fire"}  # read as parameters, not attributes
+        return FileContext(module, found, override, external, used, read, fields, consumers)
 
     def _graph(self, root: Path) -> ModuleGraph:
         root = root.resolve()

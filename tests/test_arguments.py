@@ -136,3 +136,43 @@ def test_a_field_given_where_the_arguments_are_built_is_not_the_parsers() -> Non
     tests = [node.test for node in ast.walk(module) if isinstance(node, ast.If)]
     resolver = Resolver(module, Setup(Mode.DDP), (("use_4bit", "False", "run.sh:1"),))
     assert [resolver.truth(test) for test in tests] == [True, True]
+
+
+FIRE_SCRIPT = """
+import fire
+
+
+def train(base_model: str, fsdp_params: str = "", load_8bit: bool = False, lora_r: int = 8):
+    pass
+
+
+if __name__ == "__main__":
+    fire.Fire(train)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("fsdp_params", "full_shard auto_wrap", "'full_shard auto_wrap'"),  # not a literal: the text itself
+        ("load_8bit", "", "True"),  # `--load_8bit` alone
+        ("load_8bit", "False", "False"),  # a Python literal
+        ("load_8bit", "false", "'false'"),  # not one: fire keeps the text, which is truthy
+        ("lora_r", "16", "16"),
+        ("fsdp_params", "[a,b]", UNDECIDED),  # fire builds a container: not followed
+    ],
+)
+def test_fire_reads_its_functions_parameters_as_options(name: str, text: str, expected: str) -> None:
+    fields = parser_fields(ast.parse(FIRE_SCRIPT))
+    assert bind(fields, [(name, text)]) == {name: expected}
+    assert bind(fields, [("noload_8bit", "")]) == {"load_8bit": "False"}
+    assert (fields["base_model"].default, fields["fsdp_params"].default) == (UNDECIDED, "''")
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["fire.Fire(main)\nfire.Fire(train)\n", "fire.Fire(lambda: train())\n", "fire.Fire(train)\ntrain = wrap(train)\n"],
+)
+def test_fire_with_no_one_function_it_runs_makes_no_fields(entry: str) -> None:
+    source = FIRE_SCRIPT.replace('if __name__ == "__main__":\n    fire.Fire(train)\n', entry)
+    assert parser_fields(ast.parse(source)) == {}

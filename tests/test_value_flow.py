@@ -51,6 +51,18 @@ def test_a_helper_that_returns_its_parameter_or_is_decorated_or_a_generator_give
         assert values_at_last_call(helper + "load(device_map=get_map())\n") in ([None], [])
 
 
+def test_a_helpers_condition_on_a_parameter_is_decided_by_the_calls_literals() -> None:
+    helper = "def get_map(mode='infer'):\n    if mode == 'train':\n        return 'auto'\n    return None\n"
+    assert values_at_last_call(helper + "load(device_map=get_map(mode='train'))\n") == ["auto"]
+    assert values_at_last_call(helper + "load(device_map=get_map('train'))\n") == ["auto"]
+    assert values_at_last_call(helper + "load(device_map=get_map())\n") == [None]  # the default it leaves
+    # Arguments the tool cannot see, or a parameter the helper re-binds, decide nothing.
+    assert values_at_last_call(helper + "load(device_map=get_map(**kw))\n") == ["auto", None]
+    assert values_at_last_call(helper + "load(device_map=get_map(mode=args.mode))\n") == ["auto", None]
+    rebinding = helper.replace("    if mode", "    mode = pick(mode)\n    if mode")
+    assert values_at_last_call(rebinding + "load(device_map=get_map(mode='infer'))\n") == ["auto", None]
+
+
 def test_a_key_stored_under_a_computed_name_makes_absence_unknown() -> None:
     module = ast.parse("kw = {}\nfor k, v in pairs:\n    kw[k] = v\nload(**kw)\n")
     resolver = Resolver(module, DDP)

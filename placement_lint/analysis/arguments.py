@@ -32,7 +32,7 @@ class Field(NamedTuple):
     bare: str  # the value of the option given with no text (`--flag`), or UNDECIDED
     negated_by: str = ""  # `--no_flag` sets this field to False (HfArgumentParser, for a field defaulting to True)
     spellings: str = ""  # argparse: the options that set it, space-separated (`--no-ds` with dest="ds": "no_ds")
-    origin: str = "argparse"  # or "dataclass", "library"
+    origin: str = "argparse"  # or "dataclass", "library", "fire"
 
 
 Fields = Mapping[str, Field]
@@ -117,6 +117,9 @@ def _read_fields(module: ast.Module) -> tuple[dict[str, Field], bool]:
             fields[field.spellings.split()[0] if field.spellings else f"{field.name}#"] = field
         else:
             fields[field.name] = field
+    entry = fire_entry(module)
+    if entry is not None:
+        fields.update((f.name, f) for f in _fire_fields(entry))
     for call in index.calls_by_name.get("set_defaults", []):
         for keyword in call.keywords:
             if keyword.arg is None:
@@ -169,6 +172,8 @@ def convert(field: Field, text: str) -> str:
         return literal((lowered if kind == "in-lower" else text) in words.split("\x1f"))
     if field.convert == "str":
         return literal(None) if field.default == literal(None) and lowered == "none" else literal(text)
+    if field.convert == "fire":
+        return _fire_value(text)
     return UNDECIDED
 
 
@@ -210,6 +215,65 @@ def _constant_text(value: ast.expr) -> str:
     if isinstance(value, ast.Constant) and isinstance(value.value, (bool, int, float, str, type(None))):
         return literal(value.value)
     return UNDECIDED
+
+
+# -- python-fire (`fire.Fire(train)`) ---------------------------------------------------------------
+
+
+def fire_entry(module: ast.Module) -> ast.FunctionDef | None:
+    """The top-level function a script hands to `fire.Fire(train)`: fire makes each of its parameters
+    an option (`--fsdp_params 'full_shard'`). None when there is no such call, or the calls name more
+    than one function, or a function the module does not define once at its top level."""
+    calls = index_of(module).calls_by_name.get("Fire", [])
+    named = {
+        call.args[0].id
+        for call in calls
+        if dotted(call.func) in ("fire.Fire", "Fire") and call.args and isinstance(call.args[0], ast.Name)
+    }
+    if len(named) != 1:
+        return None
+    name = named.pop()
+    defined = [
+        s
+        for s in module.body
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign)) and _defines(s, name)
+    ]
+    only = defined[0] if len(defined) == 1 else None
+    return only if isinstance(only, ast.FunctionDef) else None
+
+
+def _defines(statement: ast.stmt, name: str) -> bool:
+    if isinstance(statement, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id == name for t in statement.targets)
+    return statement.name == name  # type: ignore[attr-defined]
+
+
+def fire_defaults(function: ast.FunctionDef) -> dict[str, ast.expr | None]:
+    """Each parameter fire fills, with its default expression (None: required)."""
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    padded: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    found = {a.arg: d for a, d in zip(positional, padded, strict=True)}
+    found.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    found.pop("self", None)
+    return found
+
+
+def _fire_fields(function: ast.FunctionDef) -> Iterable[Field]:
+    # fire reads `--flag` alone as True and `--noflag` as False, whatever the parameter's type.
+    for name, default in fire_defaults(function).items():
+        text = _constant_text(default) if default is not None else UNDECIDED
+        yield Field(name, "fire", text, literal(True), f"no{name}", origin="fire")
+
+
+def _fire_value(text: str) -> str:
+    """fire reads an option's text as a Python literal when it is one (`True`, `8`, `'a b'`), and as
+    the text itself otherwise (`true` and `false` stay text, both truthy); a container is not followed."""
+    try:
+        value = value_of(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return UNDECIDED if text[:1] in "[({" else literal(text)
+    return literal(value) if isinstance(value, (bool, int, float, str, type(None))) else UNDECIDED
 
 
 # -- argparse ---------------------------------------------------------------------------------------

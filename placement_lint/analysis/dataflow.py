@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property
 from typing import NamedTuple
 
-from placement_lint.analysis.arguments import UNDECIDED, parser_fields, value_of
+from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
 from placement_lint.analysis.guards import evaluate_truth
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
@@ -267,6 +267,21 @@ class Resolver:
             self._chose = outer or self._chose
         return self._truths[id(test)]
 
+    def truth_for_call(self, test: ast.expr, function: ast.FunctionDef, bound: Mapping[str, ast.expr]) -> bool | None:
+        """The truth of a condition in `function` for one call of it, whose literal arguments (and the
+        defaults it leaves) are `bound` to the parameters: `if model_type == "moss":` under
+        `get_device_map(model_type="moss")`. Other conditions are decided as everywhere."""
+        reads = {n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in bound}
+        if not reads:
+            return self.truth(test)
+
+        def lookup(expr: ast.expr) -> list[ast.expr | None]:
+            if isinstance(expr, ast.Name) and expr.id in reads and self.scope_of(expr) is function:
+                return [bound[expr.id]]
+            return self._lookup(expr)
+
+        return evaluate_truth(test, self.setup, lookup, self._passed)
+
     def chosen_by_user(self, test: ast.expr) -> bool:
         """The condition is undecided because it reads a value the user chooses per run and no launch
         decides (a model name, a model type): the repository ships both branches, so both are live."""
@@ -434,6 +449,10 @@ class Resolver:
                 self._defaults.add(id(defaults[0]))
                 self._default_fields[id(defaults[0])] = expr.attr
                 return self.candidates(defaults[0], guards, (*via, defaults[0]), depth + 1)
+        if found is None and isinstance(expr, ast.Name):
+            given = self._fire_argument(expr, guards, via, depth)
+            if given is not None:
+                return given
         if found is None or not found:
             return [Candidate(expr if not isinstance(expr, ast.Name) else None, guards, via)]
         out = []
@@ -454,6 +473,31 @@ class Resolver:
         if not bound or len(bound) != 1 or not isinstance(bound[0].value, ast.Call):
             return None
         return next((kw.value for kw in bound[0].value.keywords if kw.arg == expr.attr), None)
+
+    def _fire_argument(
+        self, expr: ast.Name, guards: tuple[Guard, ...], via: tuple[ast.AST, ...], depth: int
+    ) -> list[Candidate] | None:
+        """A parameter of the function `fire.Fire(train)` runs, read in that function and not re-bound
+        there: the launch's value for its option, else its default. None for any other name."""
+        if self._fire_parameters is None or self.scope_of(expr) is not self._fire_parameters[0]:
+            return None
+        parameters = self._fire_parameters[1]
+        if expr.id not in parameters:
+            return None
+        passed = next((a for a in self.arguments if a[0] == expr.id and a[2]), None)
+        if passed is not None:
+            return [Candidate(_argument_value(passed[1], expr), guards, (*via, LaunchArgument(*passed)))]
+        default = parameters[expr.id]
+        if default is None:
+            return None  # a required parameter no launch here passes
+        self._defaults.add(id(default))
+        self._default_fields[id(default)] = expr.id
+        return self.candidates(default, guards, (*via, default), depth + 1)
+
+    @cached_property
+    def _fire_parameters(self) -> tuple[ast.FunctionDef, dict[str, ast.expr | None]] | None:
+        entry = fire_entry(self.module)
+        return None if entry is None else (entry, fire_defaults(entry))
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -484,6 +528,7 @@ class Resolver:
         if not _plain_function(function):
             return [Candidate(None, guards, via)]
         owner = resolver or self
+        bound = _call_literals(call, function)
         out: list[Candidate] = []
         for statement in _returns(function):
             step = HelperReturn(call, name, statement, foreign)
@@ -493,15 +538,19 @@ class Resolver:
             conditions = owner.guards_to(statement, function)
             if conditions is None:
                 continue  # every path to it returned or raised before
-            truths = [owner.truth(test) for test, _ in conditions]
+            truths = [owner.truth_for_call(test, function, bound) for test, _ in conditions]
             if any(truth is not None and truth is not outcome for truth, (_, outcome) in zip(truths, conditions, strict=True)):
                 continue  # this return does not run in this setup
             if resolver is None:
-                out += self.candidates(statement.value, (*guards, *conditions), (*via, step), depth + 1)
+                # A condition only this call's arguments decide holds here: it is no guard of the value.
+                kept = [c for c, truth in zip(conditions, truths, strict=True) if truth is None or owner.truth(c[0]) is not None]
+                out += self.candidates(statement.value, (*guards, *kept), (*via, step), depth + 1)
                 continue
             # The helper's conditions are its module's: decide them there, keep none of them.
             for candidate in resolver.candidates(statement.value, (), (*via, step), depth + 1):
-                undecided = None in truths or any(resolver.truth(test) is None for test, _ in candidate.guards)
+                undecided = None in truths or any(
+                    resolver.truth_for_call(test, function, bound) is None for test, _ in candidate.guards
+                )
                 value = None if undecided else candidate.value
                 out.append(Candidate(value, guards, candidate.via, candidate.entries))
         if _falls_off_end(function):
@@ -788,6 +837,8 @@ def _ends(block: list[ast.stmt]) -> bool:
     last = block[-1]
     if isinstance(last, (ast.Return, ast.Raise)):
         return True
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return _ends(last.body)  # `with init_empty_weights(): ... return device_map`
     return isinstance(last, ast.If) and _ends(last.body) and _ends(last.orelse)
 
 
@@ -811,6 +862,31 @@ def _passing(statement: ast.If) -> list[Guard] | None:
 def _known_absent(state: State, base: str) -> bool:
     """The dict bound to `base` is a display whose keys we know, and nothing stored a computed key since."""
     return key_of(base, _KNOWN_DICT) in state and key_of(base, _COMPUTED_KEYS) not in state
+
+
+def _call_literals(call: ast.Call, function: ast.FunctionDef) -> dict[str, ast.expr]:
+    """The parameters of `function` this call fixes to a literal: the literal arguments it passes,
+    and the literal defaults of those it leaves out. Nothing when the call spreads `*args`/`**kw` or
+    passes what the function does not take; a parameter the function re-binds is left out."""
+    args = function.args
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return {}
+    positional = [*args.posonlyargs, *args.args]
+    if len(call.args) > len(positional) and args.vararg is None:
+        return {}
+    defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults, strict=True))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None)
+    given: dict[str, ast.expr] = {a.arg: value for a, value in zip(positional, call.args, strict=False)}
+    names = {a.arg for a in (*positional, *args.kwonlyargs)}
+    for keyword in call.keywords:
+        if keyword.arg not in names and args.kwarg is None:
+            return {}
+        given[keyword.arg] = keyword.value  # type: ignore[index]
+    values = {**{n: d for n, d in defaults.items() if n not in given}, **given}
+    rebound = {n.id for n in _own_nodes(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    return {
+        name: value for name, value in values.items() if name in names and name not in rebound and isinstance(value, ast.Constant)
+    }
 
 
 def _plain_function(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -84,11 +84,14 @@ class ModelFlow:
     def trainer_name(self, call: ast.Call) -> str:
         return last_segment(self.imports.qualify(call.func))
 
-    def consumers(self, value: ast.expr, depth: int = 0) -> list[Consumer]:
-        """Every place the object produced by `value` (a call expression) flows into."""
+    def consumers(self, value: ast.expr, depth: int = 0, position: int | None = None) -> list[Consumer]:
+        """Every place the object produced by `value` (a call expression) flows into; with `position`,
+        the object is that item of the tuple the call returns (`data, model, tok = load()`)."""
         if depth > 4:
             return []
         parent = self.resolver.parent(value)
+        if position is not None:
+            return self._unpacked(parent, position, depth)
         consumer = self._consumer_of_argument(value, parent)
         if consumer is not None:
             if consumer.kind is ConsumerKind.WRAPPER and consumer.name in WRAPPERS:
@@ -106,17 +109,30 @@ class ModelFlow:
             return self._returned(parent, depth)
         return []
 
-    def _returned(self, statement: ast.Return, depth: int) -> list[Consumer]:
+    def _returned(self, statement: ast.Return, depth: int, position: int | None = None) -> list[Consumer]:
         """Where the callers of the function that returns the model send it: this file's calls, and for a
         top-level function, its importers' calls too (a helper may be called by a smoke test here and by
-        the training script that imports it)."""
+        the training script that imports it). `position`: the model is that item of a returned tuple,
+        followed in this file's callers only."""
         function = self.resolver.scope_of(statement)
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return []
-        found = [c for call in self._calls_to(function.name) for c in self.consumers(call, depth + 1)]
-        if self.remote and self.resolver.parent(function) is self.module:
+        found = [c for call in self._calls_to(function.name) for c in self.consumers(call, depth + 1, position)]
+        if self.remote and self.resolver.parent(function) is self.module and position is None:
             found += self.remote.get(function.name, ())
         return found
+
+    def _unpacked(self, parent: ast.AST | None, position: int, depth: int) -> list[Consumer]:
+        """`data, model, tokenizer = load()`: the uses of the name bound to item `position`."""
+        if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
+            return []
+        target = parent.targets[0]
+        if not isinstance(target, (ast.Tuple, ast.List)) or len(target.elts) <= position:
+            return []
+        if any(isinstance(item, ast.Starred) for item in target.elts):
+            return []
+        key = dotted(target.elts[position])
+        return self._uses_of(key, parent, depth) if key else []
 
     def _uses_of(self, key: str, assignment: ast.AST, depth: int) -> list[Consumer]:
         cache_key = (key, id(assignment))
@@ -154,6 +170,9 @@ class ModelFlow:
                 found.append(Consumer(ConsumerKind.INFERENCE, f"{key}(...)", parent))
             elif isinstance(parent, ast.Return):
                 found += self._returned(parent, depth)
+            elif isinstance(parent, ast.Tuple) and isinstance(returned := self.resolver.parent(parent), ast.Return):
+                position = next(i for i, item in enumerate(parent.elts) if item is node)
+                found += self._returned(returned, depth, position)  # `return data, model, tokenizer`
         return found
 
     def _consumer_of_argument(self, node: ast.AST, parent: ast.AST | None) -> Consumer | None:

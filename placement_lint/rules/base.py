@@ -261,22 +261,27 @@ def branch_arguments(device_map: DeviceMap) -> tuple[list[tuple[str, str, str]],
     value's way to the load and around the load."""
     resolver = device_map.analysis.resolver
     passed = {name: (name, value, where) for name, value, where in resolver.arguments if where}
-    flags = {name: f.default for name, f in parser_fields(resolver.module).items() if name == f.name and f.convert == "bool"}
+    fields = parser_fields(resolver.module)
+    flags = {name: f.default for name, f in fields.items() if name == f.name and f.convert in ("bool", "fire")}
     flags.update((name, value) for name, value, where in resolver.arguments if not where and value in ("True", "False"))
+    parameters = {name for name, f in fields.items() if f.origin == "fire"}  # read as names (`if load_8bit:`)
     tests = [test for test, _ in device_map.candidate.guards]
     tests += [condition.test for condition, _ in enclosing_conditions(resolver, device_map.loader.node)]
     found: list[tuple[str, str, str]] = []
     defaults: list[tuple[str, str]] = []
     for test in tests:
         for node in ast.walk(test):
-            if not isinstance(node, ast.Attribute):
+            read = (
+                node.attr
+                if isinstance(node, ast.Attribute)
+                else node.id
+                if isinstance(node, ast.Name) and node.id in parameters
+                else None
+            )
+            if read is None:
                 continue
-            if node.attr in passed and passed[node.attr] not in found:
-                found.append(passed[node.attr])
-            elif (
-                node.attr not in passed
-                and flags.get(node.attr) in ("True", "False")
-                and (node.attr, flags[node.attr]) not in defaults
-            ):
-                defaults.append((node.attr, flags[node.attr]))
+            if read in passed and passed[read] not in found:
+                found.append(passed[read])
+            elif read not in passed and flags.get(read) in ("True", "False") and (read, flags[read]) not in defaults:
+                defaults.append((read, flags[read]))
     return found, defaults

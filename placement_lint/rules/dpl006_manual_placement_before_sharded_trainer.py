@@ -96,7 +96,12 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None
     ) -> Violation | None:
         placement = written(file, call, limit=40)
-        if move in ("dtype", "cuda") and load.quantized and (move == "dtype" or _eight_bit(file, load)):
+        if (
+            move in ("dtype", "cuda")
+            and load.quantized
+            and (move == "dtype" or _eight_bit(file, load))
+            and not _never_together(file, call, load)
+        ):
             error = (
                 '"You cannot cast a bitsandbytes model in a new `dtype`"'
                 if move == "dtype"
@@ -260,3 +265,32 @@ def _eight_bit(file: CheckedFile, load: ModelLoad) -> bool:
             if flag is not None and isinstance(flag.value, ast.Constant) and flag.value.value is True:
                 return True
     return False
+
+
+def _never_together(file: CheckedFile, call: ast.Call, load: ModelLoad) -> bool:
+    """The cast runs only where the load is not quantized: every quantization value the load can get is
+    bound under a condition the cast's own conditions contradict (`bnb_config = ...` under
+    `if cfg.quantization:`, the cast under `if cfg.fsdp and not cfg.quantization:`)."""
+    facts = {fact for test, outcome in file.resolver.enclosing_guards(call) for fact in _facts(test, outcome)}
+    if not facts or not isinstance(load.loader.node, ast.Call):
+        return False
+    values = [kw.value for kw in load.loader.node.keywords if kw.arg in ("quantization_config", "load_in_4bit", "load_in_8bit")]
+    if not values or any(kw.arg is None for kw in load.loader.node.keywords):
+        return False
+    for value in values:
+        for candidate in file.resolver.candidates(value):
+            if isinstance(candidate.value, ast.Constant) and not candidate.value.value:
+                continue  # None / False: not quantized on this path
+            held = {fact for test, outcome in candidate.guards for fact in _facts(test, outcome)}
+            if not any((text, not truth) in facts for text, truth in held):
+                return False
+    return True
+
+
+def _facts(test: ast.expr, outcome: bool) -> list[tuple[str, bool]]:
+    """What a condition's outcome says of its parts: `a and not b` true -> a true, b false."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _facts(test.operand, not outcome)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and outcome:
+        return [fact for value in test.values for fact in _facts(value, True)]
+    return [(ast.dump(test), outcome)]
