@@ -17,6 +17,9 @@ from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rul
 _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
 # The PEFT wrappers that take the model as their first argument (the rest of flow.WRAPPERS load one).
 _WRAPPERS = {name for name in WRAPPERS if "." not in name}
+# These hand back the transformers model itself; the others wrap it in a new module, whose own `.to()` and
+# `.cuda()` are torch's and never reach transformers' bitsandbytes checks.
+_SAME_MODEL = {"prepare_model_for_kbit_training", "prepare_model_for_int8_training"}
 # How a bitsandbytes load is written (PlacementAnalysis._quantized): one of these passed as a keyword
 # or a kwargs key. A mention in a docstring, an import or an annotation is none of these.
 _QUANTIZED_LOAD = re.compile(rb"""(?:load_in_[48]bit|quantization_config)(?:\s*=[^=]|["']\s*[:\]])""")
@@ -82,23 +85,25 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 owner = call.func.value
                 if not isinstance(owner, ast.Call) and dotted(owner) not in holders:
                     continue  # batches and tensors: only names a model is assigned to are resolved
-                load = self._model_of(file, owner, loads, 0)
-                if load is None:
+                held = self._model_of(file, owner, loads, 0)
+                if held is None:
                     continue
+                load, wrapped = held
                 move = self._move(call)
                 if move is None:
                     continue
-                violation = self._judge(file, call, load, move, full_eval)
+                violation = self._judge(file, call, load, move, full_eval, wrapped)
                 if violation is not None:
                     yield violation
 
     def _judge(
-        self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None
+        self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None, wrapped: bool
     ) -> Violation | None:
         placement = written(file, call, limit=40)
         if (
             move in ("dtype", "cuda")
             and load.quantized
+            and not wrapped
             and (move == "dtype" or _eight_bit(file, load))
             and not _never_together(file, call, load)
         ):
@@ -170,8 +175,11 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         edit = file.remove_statement(statement)  # type: ignore[arg-type]
         return fix(Applicability.UNSAFE, "Remove the manual placement", edit) if edit else None
 
-    def _model_of(self, file: CheckedFile, owner: ast.expr, loads: dict[int, ModelLoad], depth: int) -> ModelLoad | None:
-        """The model load `owner` holds here: directly, or through a PEFT wrapper."""
+    def _model_of(
+        self, file: CheckedFile, owner: ast.expr, loads: dict[int, ModelLoad], depth: int
+    ) -> tuple[ModelLoad, bool] | None:
+        """The model load `owner` holds here, and whether through a wrapper that is a module of its own
+        (a PEFT model), not the transformers model itself."""
         if depth > 3:
             return None
         if isinstance(owner, ast.Call):
@@ -180,12 +188,12 @@ class ManualPlacementBeforeShardedTrainer(Rule):
             candidates = [c.value for c in file.resolver.candidates(owner) if isinstance(c.value, ast.Call)]
         for value in candidates:
             if id(value) in loads:
-                return loads[id(value)]
+                return loads[id(value)], False
             name = last_segment(dotted(value.func))
             if name in _WRAPPERS and value.args:
                 found = self._model_of(file, value.args[0], loads, depth + 1)
                 if found is not None:
-                    return found
+                    return found[0], found[1] or name not in _SAME_MODEL
         return None
 
     @staticmethod
