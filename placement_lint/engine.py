@@ -49,18 +49,27 @@ def repo_contexts(
     base = cwd.resolve()
     display = functools.partial(display_path, cwd=base)
 
-    @functools.cache
-    def root_of(name: str) -> Path:
-        # Outside any repository, the folder the user named is the root.
-        folder = Path(name)
-        repository = repository_root(folder)
-        if repository is not None:
-            return repository
-        resolved = real_folder(folder)
-        return next((w for w in found.walked if resolved.is_relative_to(w)), resolved)
+    walked = [(str(w), os.path.join(str(w), "")) for w in found.walked]
+
+    def root_of(folder: str) -> str:
+        """A folder's repository root as text, as the walk found it (or repository_root, for the
+        folder of a file named on the command line). Outside any repository, the folder the user named."""
+        known = found.roots.get(folder)
+        if known is None:
+            repository = repository_root(Path(folder))
+            if repository is not None:
+                return str(repository)
+            real = str(real_folder(Path(folder)))
+        else:
+            real, repository_name = known
+            if repository_name is not None:
+                return repository_name
+        inside = os.path.join(real, "")
+        return next((name for name, prefix in walked if inside.startswith(prefix)), real)
 
     folders_with_files = found.folders or {os.path.dirname(name) for name in found.names}  # or a Discovered built by hand
-    roots = sorted({root_of(folder) for folder in folders_with_files})
+    # Paths only for the few roots, sorted as Paths (part by part) as before.
+    roots = sorted({Path(root) for root in {root_of(folder) for folder in folders_with_files}})
     folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
     contexts = []
     for root in roots:
