@@ -97,24 +97,29 @@ class Cache:
     ) -> list[Violation] | None:
         """The cached findings, if the file and its launch context are unchanged; `digest`: the
         file's content hash, which answers when its mtime or size changed."""
-        entry = self.entries.get(str(path))
-        if entry is None or not _fresh(entry, self.now) or entry[_LAUNCH] != launch_key:
+        entry = self.entries.get(path if isinstance(path, str) else str(path))
+        if not _fresh(entry, self.now):
             return None
-        if any(_stamp(d) != stamp for d, stamp in entry[_DEPENDENCIES].items()):
+        mtime, size, content, launch, seen, findings, dependencies = entry  # type: ignore[misc]
+        if launch != launch_key:
+            return None
+        if dependencies and any(_stamp(d) != stamp for d, stamp in dependencies.items()):
             return None  # a config the file names changed (or appeared)
-        same_stat = entry[_MTIME] == status.st_mtime_ns and entry[_SIZE] == status.st_size
-        if not same_stat and (digest is None or entry[_HASH] != digest):
+        same_stat = mtime == status.st_mtime_ns and size == status.st_size
+        if not same_stat and (digest is None or content != digest):
             return None
         if not same_stat:
-            entry[_MTIME], entry[_SIZE] = status.st_mtime_ns, status.st_size
+            entry[_MTIME], entry[_SIZE] = status.st_mtime_ns, status.st_size  # type: ignore[index]
             self.changed = True
-        if self.now - entry[_SEEN] > _SEEN_RESOLUTION:
+        if self.now - seen > _SEEN_RESOLUTION:
             # Often enough that an entry read every day is kept, rarely enough that a warm run
             # over an unchanged tree rewrites the cache at most once a day.
-            entry[_SEEN] = self.now
+            entry[_SEEN] = self.now  # type: ignore[index]
             self.changed = True
+        if not findings:  # most files: nothing to decode
+            return []
         try:
-            return _violations(entry[_FINDINGS])
+            return _violations(findings)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
 

@@ -117,9 +117,15 @@ def _outermost_project(folder: str) -> str | None:
 
 
 def _holds_project_marker(folder: str, names: Collection[str]) -> bool:
-    if any(name in names and os.path.isfile(os.path.join(folder, name)) for name in PROJECT_MARKERS):
+    if any(os.path.isfile(os.path.join(folder, name)) for name in _PROJECT_MARKER_NAMES.intersection(names)):
         return True
-    return any(name.startswith("requirements") and name.endswith(".txt") for name in names)
+    # Asked of every folder a walk lists: one search of all the names joined, before a look at each.
+    return "requirements" in "\0".join(names) and any(
+        name.startswith("requirements") and name.endswith(".txt") for name in names
+    )
+
+
+_PROJECT_MARKER_NAMES = frozenset(PROJECT_MARKERS)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -369,6 +375,7 @@ def _walk(
     # The top's own .gitignore joins its chain below, as every folder's does when it is listed.
     inherited = tuple(item for item in ignores.chain_of(top) if item[0] != str(top))
     excluded_names = ignores.excluded_names
+    is_regular = stat.S_ISREG
     start = str(top)
     real_start = _real_folder(start)
     # The folders below are not links (links to folders are not followed): each one's resolved path
@@ -411,7 +418,7 @@ def _walk(
                 status = entry.stat(follow_symlinks=True)
             except OSError:
                 continue  # a dangling symlink or a file that vanished
-            if not stat.S_ISREG(status.st_mode) or name in excluded_names:
+            if not is_regular(status.st_mode) or name in excluded_names:
                 continue
             path = entry.path
             if patterns and ignores.ignored(path, name, False, chain):

@@ -140,13 +140,15 @@ def run(
         for path in found.unreadable
     ]
     pending: list[_Pending] = []
+    launched = cache is not None and bool(launches)  # asked once: a warm run looks up thousands of files
+    statuses = found.statuses
     for name in files:
         try:
-            status = found.statuses.get(name) or os.stat(name)  # a Discovered built by hand has no statuses
+            status = statuses.get(name) or os.stat(name)  # a Discovered built by hand has no statuses
             # What the cache must see unchanged besides the file: the evidence its launchers give it,
             # and what its importers do with what its functions return.
-            launch_key = launches.digest(found.resolved(name)) if cache and launches else ""
-            cached = cache.lookup(name, status, launch_key) if cache else None
+            launch_key = launches.digest(found.resolved(name)) if launched else ""
+            cached = cache.lookup(name, status, launch_key) if cache is not None else None
             raw = digest = None
             if cached is None and cache is not None and cache.knows(name):
                 # Touched but maybe unchanged (a checkout, a formatter): its bytes decide.
