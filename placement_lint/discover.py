@@ -307,12 +307,15 @@ def discover(
         seen[key] = (origin, path)
         real_names[path] = real
         statuses[path] = status
-        checked = name.endswith(CHECKED_SUFFIXES)
-        if checked:
+        if name.endswith(".py"):  # by far the most files: one question each
             names.append(path)
             folders.add(folder)
-        # A notebook is checked and may also launch scripts (`!accelerate launch train.py`).
-        if not checked or (name.endswith(NOTEBOOK_SUFFIX) and also is not None and also(name)):
+        elif name.endswith(NOTEBOOK_SUFFIX):
+            names.append(path)
+            folders.add(folder)
+            if also is not None and also(name):  # a notebook may also launch scripts (`!accelerate launch train.py`)
+                others.append(path)
+        else:
             others.append(path)
 
     def wanted(name: str) -> bool:

@@ -50,22 +50,26 @@ def repo_contexts(
     display = functools.partial(display_path, cwd=base)
 
     walked = [(str(w), os.path.join(str(w), "")) for w in found.walked]
+    listed = found.roots
 
     def root_of(folder: str) -> str:
-        """A folder's repository root as text, as the walk found it (or repository_root, for the
-        folder of a file named on the command line). Outside any repository, the folder the user named."""
-        known = found.roots.get(folder)
+        """A folder's repository root as text, as the walk found it (repository_root for the folder
+        of a file named on the command line). Outside any repository, the folder the user named."""
+        known = listed.get(folder)
         if known is None:
             repository = repository_root(Path(folder))
             if repository is not None:
                 return str(repository)
             real = str(real_folder(Path(folder)))
         else:
-            real, repository_name = known
-            if repository_name is not None:
-                return repository_name
-        inside = os.path.join(real, "")
-        return next((name for name, prefix in walked if inside.startswith(prefix)), real)
+            real, root = known
+            if root is not None:
+                return root
+        inside = real + os.sep
+        for name, prefix in walked:
+            if inside.startswith(prefix):
+                return name
+        return real
 
     folders_with_files = found.folders or {os.path.dirname(name) for name in found.names}  # or a Discovered built by hand
     # Paths only for the few roots, sorted as Paths (part by part) as before.
