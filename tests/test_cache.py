@@ -127,7 +127,11 @@ def test_a_damaged_entry_is_checked_again(repo: Path) -> None:
     (results,) = [p for p in (repo / ".placement_lint_cache").rglob("*.json") if not p.name.startswith("repo-")]
     data = json.loads(results.read_text())
     for entry in data["files"].values():
-        entry[_FINDINGS] = None  # not a list: not to be read as "no findings"
+        entry[_FINDINGS:] = [None, {}]  # not a list: not to be read as "no findings"
+    results.write_text(json.dumps(data))
+    assert check(repo) == first
+    for entry in data["files"].values():
+        del entry[_FINDINGS + 1 :]  # neither a clean file's entry nor a whole one
     results.write_text(json.dumps(data))
     assert check(repo) == first
 
