@@ -364,8 +364,10 @@ def test_a_run_the_cache_answers_for_clean_files_decodes_no_finding_or_evidence(
 def test_the_cache_json_decodes_alike_with_and_without_orjson(monkeypatch: pytest.MonkeyPatch, fast: bool) -> None:
     from placement_lint.context import launches
 
-    if not fast:
-        monkeypatch.setattr(launches, "_fast_decode", None)
+    if fast:
+        monkeypatch.setattr(launches, "_FAST_FROM_BYTES", 0)  # orjson for every input, however small
+    else:
+        monkeypatch.setattr(launches, "_fast_decoder", lambda: None)
     text = json.dumps({"files": {"caf\udcff.py": [1, 2, "h", None]}, "x": [1.5, True, None]}).encode()
     assert launches.decode_json(text) == json.loads(text), "a lone surrogate from a non-UTF-8 path name"
     plain = b'{"a": [1, "b"]}'
