@@ -17,7 +17,7 @@ import stat
 from collections.abc import Callable, Collection, Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from placement_lint.settings import Settings
 from placement_lint.source import NOTEBOOK_SUFFIX
@@ -137,19 +137,23 @@ def _names(folder: str) -> frozenset[str]:
         return frozenset()
 
 
-class _Tops(NamedTuple):
+class _Tops:
     """What `repository_root` would find from a folder the walk lists: the nearest folder with a
-    `.git` and the outermost with a project marker, at or above it (resolved paths as text)."""
+    `.git` and the outermost with a project marker, at or above it (resolved paths as text). A plain
+    class: a named tuple's class costs every run its creation."""
 
-    git: str | None
-    project: str | None
+    __slots__ = ("git", "project")
+
+    def __init__(self, git: str | None, project: str | None) -> None:
+        self.git = git
+        self.project = project
 
     @classmethod
     def above(cls, real: str) -> _Tops:
         """For the top of a walk: from the folders above it, looked at as `repository_root` does."""
         parent = os.path.dirname(real)
         if parent == real:
-            return cls(None, None)
+            return _NO_TOPS
         return cls(_nearest(parent, ".git"), _outermost_project(parent))
 
     def below(self, real: str, folder: str, names: Collection[str]) -> _Tops:
@@ -160,7 +164,7 @@ class _Tops(NamedTuple):
         git = real if ".git" in names else self.git
         # The outermost marker wins: below one, the folder's own need not be looked for.
         project = self.project or (real if _holds_project_marker(folder, names) else None)
-        return _Tops(git, project)
+        return self if git is self.git and project is self.project else _Tops(git, project)
 
     @property
     def root(self) -> str | None:
