@@ -167,7 +167,7 @@ def run(
         if cached is not None:
             if cached:
                 path = Path(name)
-                results.append(_from_cache(path, display_path(path, cwd), cached))
+                results.append(_from_cache(path, display_path(path, cwd), cached, raw))
             continue
         pending.append(_Pending(name, status, launch_key, raw, digest))
     done = len(files) - len(pending)
@@ -253,11 +253,12 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
     return RunResult([result], 1, [], list(repo.warnings), rule_url_base=settings.rule_url_base)
 
 
-def _from_cache(path: Path, display: str, violations: list[Violation]) -> FileResult:
-    """A file's cached findings, located in its text as it is now (unchanged, or the cache would not answer)."""
+def _from_cache(path: Path, display: str, violations: list[Violation], raw: bytes | None = None) -> FileResult:
+    """A file's cached findings, located in its text as it is now (unchanged, or the cache would not
+    answer); `raw`: its bytes, when the cache's content check has just read them."""
     result = FileResult(display, path=path)
     try:
-        source = read_source(path, path.read_bytes())
+        source = read_source(path, raw if raw is not None else path.read_bytes())
     except (OSError, SourceError) as exc:
         result.error = str(exc)
         return result

@@ -460,3 +460,18 @@ def test_a_damaged_or_planted_log_never_changes_a_result(many: Path, log: str) -
         path.write_bytes(header + b"\n" + json.dumps(planted).encode() + b"\n")
     assert check(many) == first
     assert check(many) == first
+
+
+def test_a_touched_file_with_findings_is_read_once(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bytes the cache's content check reads locate the cached findings too."""
+    first = check(repo)
+    os.utime(repo / "a.py", ns=(1, 1))
+    read_bytes = Path.read_bytes
+
+    def once(path: Path) -> bytes:
+        assert path.name != "a.py", "read again after the content check"
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", once)
+    forbid_parsing(monkeypatch)
+    assert check(repo) == first
