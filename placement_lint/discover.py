@@ -14,7 +14,7 @@ import operator
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +58,9 @@ class Discovered:
         self.statuses: dict[str, os.stat_result] = statuses if statuses is not None else {}
         self.real_names: dict[str, str] = real_names if real_names is not None else {}
         self.folders = folders  # the folders that hold `names`: thousands of files, few folders
+        # Each folder the walk listed: its resolved path and its repository's root (as repository_root
+        # finds it, None outside any), as text: the walk worked them out from the listings it holds.
+        self.roots: dict[str, tuple[str, str | None]] = {}
 
     @cached_property
     def files(self) -> list[Path]:
@@ -89,34 +92,40 @@ def repository_root(start: Path) -> Path | None:
     the filesystem root: a stray marker there must not make a run read all of it."""
     folder = start if start.is_dir() else start.parent
     real = _real_folder(os.path.abspath(folder))  # a linked folder's repository is its target's
-    return _nearest(real, ".git") or _outermost_project(real)
+    found = _nearest(real, ".git") or _outermost_project(real)
+    return None if found is None else Path(found)
 
 
 @functools.lru_cache(maxsize=8192)
-def _nearest(folder: str, marker: str) -> Path | None:
+def _nearest(folder: str, marker: str) -> str | None:
     """Each (resolved) folder is looked at once per marker, however many files below it ask."""
     if folder in _shared_folders():
         return None
     if marker in _names(folder):
-        return Path(folder)
+        return folder
     parent = os.path.dirname(folder)
     return None if parent == folder else _nearest(parent, marker)
 
 
 @functools.lru_cache(maxsize=8192)
-def _outermost_project(folder: str) -> Path | None:
+def _outermost_project(folder: str) -> str | None:
     if folder in _shared_folders():
         return None
     parent = os.path.dirname(folder)
     above = None if parent == folder else _outermost_project(parent)
-    return above or (Path(folder) if _holds_project_marker(folder) else None)
+    return above or (folder if _holds_project_marker(folder, _names(folder)) else None)
 
 
-def _holds_project_marker(folder: str) -> bool:
-    names = _names(folder)
-    if any(name in names and os.path.isfile(os.path.join(folder, name)) for name in PROJECT_MARKERS):
+def _holds_project_marker(folder: str, names: Collection[str]) -> bool:
+    if any(os.path.isfile(os.path.join(folder, name)) for name in _PROJECT_MARKER_NAMES.intersection(names)):
         return True
-    return any(name.startswith("requirements") and name.endswith(".txt") for name in names)
+    # Asked of every folder a walk lists: one search of all the names joined, before a look at each.
+    return "requirements" in "\0".join(names) and any(
+        name.startswith("requirements") and name.endswith(".txt") for name in names
+    )
+
+
+_PROJECT_MARKER_NAMES = frozenset(PROJECT_MARKERS)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -126,6 +135,43 @@ def _names(folder: str) -> frozenset[str]:
         return frozenset(os.listdir(folder))
     except OSError:
         return frozenset()
+
+
+class _Tops:
+    """What `repository_root` would find from a folder the walk lists: the nearest folder with a
+    `.git` and the outermost with a project marker, at or above it (resolved paths as text). A plain
+    class: a named tuple's class costs every run its creation."""
+
+    __slots__ = ("git", "project")
+
+    def __init__(self, git: str | None, project: str | None) -> None:
+        self.git = git
+        self.project = project
+
+    @classmethod
+    def above(cls, real: str) -> _Tops:
+        """For the top of a walk: from the folders above it, looked at as `repository_root` does."""
+        parent = os.path.dirname(real)
+        if parent == real:
+            return _NO_TOPS
+        return cls(_nearest(parent, ".git"), _outermost_project(parent))
+
+    def below(self, real: str, folder: str, names: Collection[str]) -> _Tops:
+        """For a folder (resolved `real`, listed as `folder`) whose parent's are these: the walk
+        already holds its listing, so no folder is listed a second time."""
+        if real in _shared_folders():
+            return _NO_TOPS
+        git = real if ".git" in names else self.git
+        # The outermost marker wins: below one, the folder's own need not be looked for.
+        project = self.project or (real if _holds_project_marker(folder, names) else None)
+        return self if git is self.git and project is self.project else _Tops(git, project)
+
+    @property
+    def root(self) -> str | None:
+        return self.git or self.project
+
+
+_NO_TOPS = _Tops(None, None)
 
 
 @functools.cache
@@ -239,7 +285,11 @@ def discover(
 ) -> Discovered:
     """Python files and notebooks under `paths`; with `also`, the other files whose names it accepts as well."""
     ignores = _Ignores(settings)
-    seen: set[tuple[int, int]] = set()
+    # Several paths to one file (links) check it once: under the path given first on the command line,
+    # and within one walk under the first in sorted order, whatever order the folders list in.
+    seen: dict[tuple[int, int], tuple[int, str]] = {}  # a file's (device, inode): the given path's index, its name
+    dropped: set[str] = set()
+    origin = 0  # the index of the given path being added
     names: list[str] = []
     others: list[str] = []
     missing: list[Path] = []
@@ -248,25 +298,35 @@ def discover(
     statuses: dict[str, os.stat_result] = {}
     real_names: dict[str, str] = {}
     folders: set[str] = set()
+    roots: dict[str, tuple[str, str | None]] = {}
 
     def add(path: str, name: str, folder: str, status: os.stat_result, real: str) -> None:
         key = (status.st_dev, status.st_ino)
-        if key not in seen:
-            seen.add(key)
-            real_names[path] = real
-            statuses[path] = status
-            checked = name.endswith(CHECKED_SUFFIXES)
-            if checked:
-                names.append(path)
-                folders.add(folder)
-            # A notebook is checked and may also launch scripts (`!accelerate launch train.py`).
-            if not checked or (name.endswith(NOTEBOOK_SUFFIX) and also is not None and also(name)):
+        earlier = seen.get(key)
+        if earlier is not None:
+            if earlier[0] != origin or earlier[1] < path:
+                return
+            dropped.add(earlier[1])  # rare: a link met before its target in sorted order
+            del statuses[earlier[1]], real_names[earlier[1]]
+        seen[key] = (origin, path)
+        real_names[path] = real
+        statuses[path] = status
+        if name.endswith(".py"):  # by far the most files: one question each
+            names.append(path)
+            folders.add(folder)
+        elif name.endswith(NOTEBOOK_SUFFIX):
+            names.append(path)
+            folders.add(folder)
+            if also is not None and also(name):  # a notebook may also launch scripts (`!accelerate launch train.py`)
                 others.append(path)
+        else:
+            others.append(path)
 
     def wanted(name: str) -> bool:
         return name.endswith(CHECKED_SUFFIXES) or (also is not None and also(name))
 
-    for given in paths:
+    for index, given in enumerate(paths):
+        origin = index
         absolute = Path(os.path.abspath(given))
         try:
             status = absolute.stat()
@@ -281,17 +341,27 @@ def discover(
         elif not stat.S_ISDIR(status.st_mode):
             unreadable.append(absolute)  # a FIFO or a device: never opened, so nothing can hang
         else:
-            _walk(absolute, ignores, add, wanted, unreadable.append)
+            unlisted: list[Path] = []
+            _walk(absolute, ignores, add, wanted, unlisted.append, roots)
+            unreadable += sorted(unlisted)
             walked.append(absolute.resolve())
-    # By their text: as fast as a string sort, where comparing Paths part by part is not.
+    if dropped:
+        names = [name for name in names if name not in dropped]
+        others = [name for name in others if name not in dropped]
+        folders = {os.path.dirname(name) for name in names}
+    # Sorted once, by their text: as fast as a string sort, where comparing Paths part by part is not.
     names.sort()
-    return Discovered(names, missing, sorted(others), tuple(walked), unreadable, statuses, real_names, frozenset(folders))
+    others.sort()
+    found = Discovered(names, missing, others, tuple(walked), unreadable, statuses, real_names, frozenset(folders))
+    found.roots = roots
+    return found
 
 
 def repository_files(root: Path, settings: Settings, wanted: Callable[[str], bool]) -> list[Path]:
-    """Every file under `root` whose name `wanted(name)` accepts, with the same excludes as Python files."""
+    """Every file under `root` whose name `wanted(name)` accepts, with the same excludes as Python files,
+    in the order of a walk that lists each folder sorted (launch evidence is gathered in this order)."""
     found: list[Path] = []
-    _walk(root, _Ignores(settings), lambda path, *_: found.append(Path(path)), wanted)
+    _walk(root, _Ignores(settings), lambda path, *_: found.append(Path(path)), wanted, listed=_sorted_listing)
     return found
 
 
@@ -301,56 +371,73 @@ def _walk(
     add: Callable[[str, str, str, os.stat_result, str], None],
     wanted: Callable[[str], bool],
     unreadable: Callable[[Path], None] = lambda _: None,
+    roots: dict[str, tuple[str, str | None]] | None = None,
+    listed: Callable[[Iterator[os.DirEntry[str]]], list[os.DirEntry[str]]] = list,
 ) -> None:
-    """Calls `add(path, name, folder, status, resolved path)` for each wanted file, paths as text."""
+    """Calls `add(path, name, folder, status, resolved path)` for each wanted file, paths as text, in
+    the order the folders list (`listed` may sort each listing). With `roots`, records each folder
+    listed as `roots[folder] = (resolved folder, repository_root's answer)`, from the listings the
+    walk already holds."""
     # Paths stay strings until a file is wanted: a Path per directory entry was half the walk's time.
     # The top's own .gitignore joins its chain below, as every folder's does when it is listed.
     inherited = tuple(item for item in ignores.chain_of(top) if item[0] != str(top))
     excluded_names = ignores.excluded_names
-    stack: list[tuple[str, _Chain]] = [(str(top), inherited)]
+    is_regular = stat.S_ISREG
+    start = str(top)
+    real_start = _real_folder(start)
+    # The folders below are not links (links to folders are not followed): each one's resolved path
+    # is its parent's and its name.
+    stack: list[tuple[str, _Chain, str, _Tops]] = [
+        (start, inherited, real_start, _Tops.above(real_start) if roots is not None else _NO_TOPS)
+    ]
     while stack:
-        folder, chain = stack.pop()
+        folder, chain, real, tops = stack.pop()
         try:
             with os.scandir(folder) as listing:
-                entries = sorted(listing, key=_NAME)
+                entries = listed(listing)
         except OSError:
             unreadable(Path(folder))
             continue
-        if ignores.respect_gitignore:
+        if ignores.respect_gitignore or roots is not None:
             names = {entry.name for entry in entries}
-            if ignores.chain_starts_at(folder, names):
-                chain = ()
-            spec = ignores.gitignore_at(folder) if ".gitignore" in names else None
-            if spec is not None:
-                chain = ((folder, spec), *chain)
-        real = None  # the folder resolved, once it holds a wanted file; "" when that is the folder itself
+            if roots is not None:
+                tops = tops.below(real, folder, names)
+                roots[folder] = (real, tops.root)
+            if ignores.respect_gitignore:
+                if ignores.chain_starts_at(folder, names):
+                    chain = ()
+                spec = ignores.gitignore_at(folder) if ".gitignore" in names else None
+                if spec is not None:
+                    chain = ((folder, spec), *chain)
+        own = real == folder  # most folders are their own resolved path: their files' names need no second string
         # Where no pattern applies, only a name can exclude a file: asked inline, for thousands of files.
         patterns = bool(chain) or ignores.exclude is not None
         for entry in entries:
             name = entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if not ignores.ignored(entry.path, name, True, chain):
-                        stack.append((entry.path, chain))
+                    path = entry.path
+                    if not ignores.ignored(path, name, True, chain):
+                        stack.append((path, chain, path if own else os.path.join(real, name), tops))
                     continue
                 if not wanted(name):
                     continue
                 status = entry.stat(follow_symlinks=True)
             except OSError:
                 continue  # a dangling symlink or a file that vanished
-            if not stat.S_ISREG(status.st_mode) or name in excluded_names:
+            if not is_regular(status.st_mode) or name in excluded_names:
                 continue
             path = entry.path
             if patterns and ignores.ignored(path, name, False, chain):
                 continue
             if entry.is_symlink():
                 add(path, name, folder, status, os.path.realpath(path))
-                continue
-            if real is None:
-                resolved = _real_folder(folder)
-                real = "" if resolved == folder else resolved
-            # Most folders are their own resolved path: their files' names need no second string.
-            add(path, name, folder, status, os.path.join(real, name) if real else path)
+            else:
+                add(path, name, folder, status, path if own else os.path.join(real, name))
+
+
+def _sorted_listing(listing: Iterator[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
+    return sorted(listing, key=_NAME)
 
 
 _NAME = operator.attrgetter("name")  # a directory entry's; sorts a listing without a Python call per entry

@@ -50,18 +50,31 @@ def repo_contexts(
     base = cwd.resolve()
     display = functools.partial(display_path, cwd=base)
 
-    @functools.cache
-    def root_of(name: str) -> Path:
-        # Outside any repository, the folder the user named is the root.
-        folder = Path(name)
-        repository = repository_root(folder)
-        if repository is not None:
-            return repository
-        resolved = real_folder(folder)
-        return next((w for w in found.walked if resolved.is_relative_to(w)), resolved)
+    walked = [(str(w), os.path.join(str(w), "")) for w in found.walked]
+    listed = found.roots
+
+    def root_of(folder: str) -> str:
+        """A folder's repository root as text, as the walk found it (repository_root for the folder
+        of a file named on the command line). Outside any repository, the folder the user named."""
+        known = listed.get(folder)
+        if known is None:
+            repository = repository_root(Path(folder))
+            if repository is not None:
+                return str(repository)
+            real = str(real_folder(Path(folder)))
+        else:
+            real, root = known
+            if root is not None:
+                return root
+        inside = real + os.sep
+        for name, prefix in walked:
+            if inside.startswith(prefix):
+                return name
+        return real
 
     folders_with_files = found.folders or {os.path.dirname(name) for name in found.names}  # or a Discovered built by hand
-    roots = sorted({root_of(folder) for folder in folders_with_files})
+    # Paths only for the few roots, sorted as Paths (part by part) as before.
+    roots = sorted({Path(root) for root in {root_of(folder) for folder in folders_with_files}})
     folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
     contexts = []
     for root in roots:
@@ -132,13 +145,15 @@ def run(
         for path in found.unreadable
     ]
     pending: list[_Pending] = []
+    launched = cache is not None and bool(launches)  # asked once: a warm run looks up thousands of files
+    statuses = found.statuses
     for name in files:
         try:
-            status = found.statuses.get(name) or os.stat(name)  # a Discovered built by hand has no statuses
+            status = statuses.get(name) or os.stat(name)  # a Discovered built by hand has no statuses
             # What the cache must see unchanged besides the file: the evidence its launchers give it,
             # and what its importers do with what its functions return.
-            launch_key = launches.digest(found.resolved(name)) if cache and launches else ""
-            cached = cache.lookup(name, status, launch_key) if cache else None
+            launch_key = launches.digest(found.resolved(name)) if launched else ""
+            cached = cache.lookup(name, status, launch_key) if cache is not None else None
             raw = digest = None
             if cached is None and cache is not None and cache.knows(name):
                 # Touched but maybe unchanged (a checkout, a formatter): its bytes decide.
@@ -153,7 +168,7 @@ def run(
         if cached is not None:
             if cached:
                 path = Path(name)
-                results.append(_from_cache(path, display_path(path, cwd), cached))
+                results.append(_from_cache(path, display_path(path, cwd), cached, raw))
             continue
         pending.append(_Pending(name, status, launch_key, raw, digest))
     done = len(files) - len(pending)
@@ -239,11 +254,12 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
     return RunResult([result], 1, [], list(repo.warnings), rule_url_base=settings.rule_url_base)
 
 
-def _from_cache(path: Path, display: str, violations: list[Violation]) -> FileResult:
-    """A file's cached findings, located in its text as it is now (unchanged, or the cache would not answer)."""
+def _from_cache(path: Path, display: str, violations: list[Violation], raw: bytes | None = None) -> FileResult:
+    """A file's cached findings, located in its text as it is now (unchanged, or the cache would not
+    answer); `raw`: its bytes, when the cache's content check has just read them."""
     result = FileResult(display, path=path)
     try:
-        source = read_source(path, path.read_bytes())
+        source = read_source(path, raw if raw is not None else path.read_bytes())
     except (OSError, SourceError) as exc:
         result.error = str(exc)
         return result

@@ -127,7 +127,11 @@ def test_a_damaged_entry_is_checked_again(repo: Path) -> None:
     (results,) = [p for p in (repo / ".placement_lint_cache").rglob("*.json") if not p.name.startswith("repo-")]
     data = json.loads(results.read_text())
     for entry in data["files"].values():
-        entry[_FINDINGS] = None  # not a list: not to be read as "no findings"
+        entry[_FINDINGS:] = [None, {}]  # not a list: not to be read as "no findings"
+    results.write_text(json.dumps(data))
+    assert check(repo) == first
+    for entry in data["files"].values():
+        del entry[_FINDINGS + 1 :]  # neither a clean file's entry nor a whole one
     results.write_text(json.dumps(data))
     assert check(repo) == first
 
@@ -360,11 +364,114 @@ def test_a_run_the_cache_answers_for_clean_files_decodes_no_finding_or_evidence(
 def test_the_cache_json_decodes_alike_with_and_without_orjson(monkeypatch: pytest.MonkeyPatch, fast: bool) -> None:
     from placement_lint.context import launches
 
-    if not fast:
-        monkeypatch.setattr(launches, "_fast_decode", None)
+    if fast:
+        monkeypatch.setattr(launches, "_FAST_FROM_BYTES", 0)  # orjson for every input, however small
+    else:
+        monkeypatch.setattr(launches, "_fast_decoder", lambda: None)
     text = json.dumps({"files": {"caf\udcff.py": [1, 2, "h", None]}, "x": [1.5, True, None]}).encode()
     assert launches.decode_json(text) == json.loads(text), "a lone surrogate from a non-UTF-8 path name"
     plain = b'{"a": [1, "b"]}'
     assert launches.decode_json(plain) == {"a": [1, "b"]}
     with pytest.raises(ValueError):
         launches.decode_json(b'{"a": ')
+
+
+def cache_files(root: Path) -> dict[str, tuple[int, bytes]]:
+    return {
+        str(path.relative_to(root)): (path.stat().st_mtime_ns, path.read_bytes())
+        for path in (root / ".placement_lint_cache").rglob("*")
+        if path.is_file()
+    }
+
+
+@pytest.fixture
+def many(repo: Path) -> Path:
+    """Enough files that changing one is a few entries: appended, not the whole cache written again."""
+    for index in range(12):
+        (repo / f"clean_{index}.py").write_text(f"x = {index}\n")
+    return repo
+
+
+def test_a_warm_run_with_nothing_changed_writes_nothing(many: Path) -> None:
+    first = check(many)
+    before = cache_files(many)
+    assert check(many) == first
+    assert cache_files(many) == before
+
+
+def test_a_run_that_changes_a_few_files_appends_only_their_entries(many: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = check(many)
+    (whole,) = [p for p in (many / ".placement_lint_cache").rglob("*.json") if not p.name.startswith("repo-")]
+    written = whole.read_bytes()
+    (many / "clean_3.py").write_text("x = 'changed'\n")
+    os.utime(many / "clean_4.py", ns=(1, 1))  # touched, unchanged: its new mtime is stored
+    assert check(many) == first
+    assert whole.read_bytes() == written
+    header, batch, end = whole.with_suffix(".jsonl").read_bytes().split(b"\n")
+    assert json.loads(header)["format"] and end == b""
+    assert sorted(json.loads(batch)) == [str(many / "clean_3.py"), str(many / "clean_4.py")]
+    forbid_parsing(monkeypatch)
+    assert check(many) == first
+    assert len(whole.with_suffix(".jsonl").read_bytes().split(b"\n")) == 3, "the warm run after it wrote nothing"
+
+
+def test_many_changes_write_the_whole_cache_again_and_start_a_new_log(many: Path) -> None:
+    first = check(many)
+    (many / "clean_0.py").write_text("x = 'changed'\n")
+    check(many)
+    (log,) = (many / ".placement_lint_cache").rglob("*.jsonl")
+    for index in range(12):
+        (many / f"clean_{index}.py").write_text(f"x = 'changed again {index}'\n")
+    assert check(many) == first
+    assert not log.exists()
+    (whole,) = [p for p in (many / ".placement_lint_cache").rglob("*.json") if not p.name.startswith("repo-")]
+    assert json.loads(whole.read_bytes())["files"][str(many / "clean_11.py")]
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "cut short",  # a run stopped while appending
+        "not json",
+        "another key",  # settings whose cache file names clash
+        "planted",  # entries claiming a finding-free result for a file with a finding
+    ],
+)
+def test_a_damaged_or_planted_log_never_changes_a_result(many: Path, log: str) -> None:
+    first = check(many)
+    (many / "clean_3.py").write_text("x = 'changed'\n")
+    check(many)
+    (path,) = (many / ".placement_lint_cache").rglob("*.jsonl")
+    header, batch, _ = path.read_bytes().split(b"\n")
+    (many / "a.py").write_text(ZERO3.replace('"cuda"', '"auto"') + "# edited\n")
+    if log == "cut short":
+        path.write_bytes(header + b"\n" + batch[: len(batch) // 2])
+    elif log == "not json":
+        path.write_bytes(b"\x00\xff garbage\n{]\n")
+    elif log == "another key":
+        path.write_bytes(json.dumps({"format": 4, "settings": "other"}).encode() + b"\n" + batch + b"\n")
+    else:
+        status = (many / "a.py").stat()
+        import time
+
+        # Fresh, but for the file as it was (another mtime, another digest), saying it holds no finding.
+        entry = [status.st_mtime_ns - 1, status.st_size, "0" * 32, "", int(time.time()), [], {}]
+        planted = {str(many / "a.py"): entry, "x": "__import__('os').system('false')", "y": [1, 2]}
+        path.write_bytes(header + b"\n" + json.dumps(planted).encode() + b"\n")
+    assert check(many) == first
+    assert check(many) == first
+
+
+def test_a_touched_file_with_findings_is_read_once(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bytes the cache's content check reads locate the cached findings too."""
+    first = check(repo)
+    os.utime(repo / "a.py", ns=(1, 1))
+    read_bytes = Path.read_bytes
+
+    def once(path: Path) -> bytes:
+        assert path.name != "a.py", "read again after the content check"
+        return read_bytes(path)
+
+    monkeypatch.setattr(Path, "read_bytes", once)
+    forbid_parsing(monkeypatch)
+    assert check(repo) == first

@@ -47,6 +47,16 @@ def test_each_rule_module_is_named_by_its_code() -> None:
     assert all(rule.__module__.rsplit(".", 1)[-1].startswith(rule.code.lower() + "_") for rule in RULES)
 
 
+def test_the_rule_modules_are_found_as_the_import_system_lists_them() -> None:
+    """Listed with os.listdir, not pkgutil (whose import cost every run more): the same names."""
+    import pkgutil
+
+    from placement_lint import rules
+
+    expected = sorted(info.name for info in pkgutil.iter_modules(rules.__path__) if rules._RULE_MODULE.match(info.name))
+    assert list(rules._rule_modules()) == expected and len(expected) > 10
+
+
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
 def test_page_has_the_standard_sections(rule) -> None:  # type: ignore[no-untyped-def]
     text = page(rule.code)

@@ -108,3 +108,93 @@ def test_gitignore_files_above_the_project_root_stop_at_it(tmp_path: Path) -> No
         path.write_text("x = 1\n")
     result = discover([tmp_path], Settings(root=project, codes=CODES))
     assert [p.relative_to(tmp_path).as_posix() for p in result.files] == ["keep.py", "project/gen_b.py", "project/train.py"]
+
+
+def _listing_reversed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folders list in the reverse of sorted order: the walk must not depend on the order they list in."""
+    real_scandir = os.scandir
+
+    class Reversed:
+        def __init__(self, folder: str) -> None:
+            with real_scandir(folder) as listing:
+                self.entries = sorted(listing, key=lambda entry: entry.name, reverse=True)
+
+        def __enter__(self) -> list[os.DirEntry[str]]:
+            return self.entries
+
+        def __exit__(self, *_: object) -> None:
+            return None
+
+    monkeypatch.setattr(os, "scandir", Reversed)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.skipif(not hasattr(os, "link"), reason="needs hard links")
+def test_a_file_reached_by_several_paths_is_checked_under_the_first_in_sorted_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reverse: bool
+) -> None:
+    for folder in ("a", "b", "b/c"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "b" / "c" / "x.py").write_text("x = 1\n")
+    os.link(tmp_path / "b" / "c" / "x.py", tmp_path / "b" / "y.py")
+    os.link(tmp_path / "b" / "c" / "x.py", tmp_path / "z.py")
+    os.link(tmp_path / "b" / "c" / "x.py", tmp_path / "a" / "w.py")
+    (tmp_path / "b" / "own.py").write_text("x = 2\n")
+    if reverse:
+        _listing_reversed(monkeypatch)
+    result = discover([tmp_path], Settings(root=tmp_path, codes=CODES))
+    assert [Path(name).relative_to(tmp_path).as_posix() for name in result.names] == ["a/w.py", "b/own.py"]
+    assert set(result.statuses) == set(result.real_names) == set(result.names)
+    assert result.folders == {str(tmp_path / "a"), str(tmp_path / "b")}
+
+
+@pytest.mark.skipif(not hasattr(os, "link"), reason="needs hard links")
+def test_a_file_named_first_on_the_command_line_keeps_its_name(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.py").write_text("x = 1\n")
+    os.link(tmp_path / "a" / "x.py", tmp_path / "z.py")
+    result = discover([tmp_path / "z.py", tmp_path], Settings(root=tmp_path, codes=CODES))
+    assert result.names == [str(tmp_path / "z.py")]
+
+
+def test_unreadable_folders_are_named_in_sorted_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for folder in ("a", "b", "c"):
+        (tmp_path / folder).mkdir()
+    real_scandir = os.scandir
+
+    def scandir(folder: str) -> object:
+        if os.path.basename(folder) in ("a", "c"):
+            raise PermissionError(folder)
+        return real_scandir(folder)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    result = discover([tmp_path], Settings(root=tmp_path, codes=CODES))
+    assert result.unreadable == [tmp_path / "a", tmp_path / "c"]
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_the_walk_finds_each_folders_repository_root_as_repository_root_does(tmp_path: Path) -> None:
+    """The walk works the roots out from the listings it holds; asked folder by folder, the answer is the same."""
+    from placement_lint import discover as discovery
+
+    top = tmp_path / "top"
+    for folder in ("archive/examples/chat", "archive/nested/.git", "archive/nested/deep", "plain/inner", "linked_target/x"):
+        (top / folder).mkdir(parents=True)
+    (top / "archive" / "requirements-dev.txt").write_text("numpy\n")
+    (top / "archive" / "examples" / "chat" / "pyproject.toml").write_text("")
+    (top / "plain" / "setup.py").mkdir()  # a folder named like a marker is no marker
+    (top / "linked_target" / "environment.yml").write_text("name: x\n")
+    (top / "plain" / "inner" / "link").symlink_to(top / "linked_target" / "x", target_is_directory=True)
+    for folder in ("archive/examples/chat", "archive/nested/deep", "plain/inner", "linked_target/x", ""):
+        (top / folder / "train.py").write_text("x = 1\n")
+    linked = top / "plain" / "inner" / "link"
+    result = discover([top / "archive", top, linked], Settings(root=top, codes=CODES))
+    assert str(linked) in result.roots and len(result.roots) > 8
+    for cached in (discovery._shared_folders, discovery._nearest, discovery._outermost_project, discovery._names):
+        cached.cache_clear()
+    for folder, (real, root) in result.roots.items():
+        expected = repository_root(Path(folder))
+        assert root == (None if expected is None else str(expected)), folder
+        assert real == str(Path(folder).resolve()), folder
+    assert result.roots[str(top / "archive" / "nested" / "deep")][1] == str((top / "archive" / "nested").resolve())
+    assert result.roots[str(top / "archive" / "examples" / "chat")][1] == str((top / "archive").resolve())
