@@ -359,6 +359,10 @@ def main() -> None:
             touch,
         )
     )
+    # Cost is linear in the files read and parsed: the same tree 1, 2 and 4 times, cold.
+    for count in (2, 4):
+        tree_copies = make_copies(corpora["transformers"], count)
+        rows.append(compare(f"{count} copies of transformers, cold", tree_copies, [*placement, "--no-cache"], args.runs))
     # The warm monorepo: both tools answer from their own warm cache (ruff with --cache-dir).
     copies = make_copies(corpora["transformers"], 4)
     ours_cache, ruff_cache = WORK / "cache-mono4", WORK / "cache-mono4-ruff"
