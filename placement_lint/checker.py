@@ -8,7 +8,7 @@ from pathlib import Path
 
 from placement_lint.analysis.arguments import LIBRARY_FIELDS, parser_fields
 from placement_lint.analysis.dataflow import Resolver
-from placement_lint.analysis.index import index_of
+from placement_lint.analysis.index import index_of, release_index
 from placement_lint.analysis.names import ImportTable
 from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.configs import ConfigReader
@@ -202,6 +202,12 @@ class FileChecker:
 
     def _lint(self, source: SourceFile, display: str) -> tuple[list[Violation], FileContext]:
         module = parse_python(source)
+        try:
+            return self._lint_tree(source, module, display)
+        finally:
+            release_index(module)
+
+    def _lint_tree(self, source: SourceFile, module: ast.Module, display: str) -> tuple[list[Violation], FileContext]:
         imports = ImportTable.of(module, index_of(module).nodes)
         contexts = self._context(source, module, imports, display)
         checked = CheckedFile(source, module, imports, contexts, display, self._classes, self._helpers, self.cwd)

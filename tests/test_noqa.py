@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from placement_lint.cli import main
+from placement_lint.rules import noqa
 
 from helpers import checker, codes, lint_source
 
@@ -122,3 +124,15 @@ def test_cli_reports_dpl100_with_its_fix(tmp_path: Path, monkeypatch: pytest.Mon
     status, output = run_cli(monkeypatch, tmp_path, "check", "--no-cache", "--extend-select", "DPL100", "--fix", ".")
     assert status == 0, output
     assert (tmp_path / "infer.py").read_text() == SINGLE.replace("  # noqa: DPL001", "")
+
+
+def test_only_ascii_letters_fold_to_noqa() -> None:
+    """`_mentions_noqa` asks the UTF-8 bytes, lowered as ASCII: right only if no other character
+    matches these letters case-insensitively (as `K` does `k`, or `ſ` does `s`)."""
+    every_character = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    assert set(re.findall("[noqa]", every_character, re.IGNORECASE)) == set("noqaNOQA")
+
+
+@pytest.mark.parametrize("text", ["x = 1  # NoQa: DPL001\n", "s = '🙂'\nx = 1  # nOQA\n", "x = 1\n", "x = '🙂'  # no qa\n"])
+def test_the_noqa_mention_check_agrees_with_a_case_insensitive_search(text: str) -> None:
+    assert noqa._mentions_noqa(text) is (re.search("noqa", text, re.IGNORECASE) is not None)

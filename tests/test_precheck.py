@@ -143,3 +143,36 @@ def test_the_anchor_gate_skips_files_no_rule_could_read(tmp_path: Path) -> None:
     from helpers import checker
 
     assert not checker(tmp_path, ()).worth_parsing(plain.read_bytes(), plain)
+
+
+# Callees the last-name filter must not lose: aliases, environment reads, TRL configs, called calls.
+AROUND_THE_CALLEE_FILTER = [
+    "from deepspeed import initialize as start\nstart(model=m, config={'zero_optimization': {'stage': 3}})",
+    "from torch.distributed import init_process_group as setup\nsetup('nccl')",
+    "from trl import SFTConfig as Args\nArgs('o', fsdp='full_shard')",
+    "import os\nrank = os.environ.get('LOCAL_RANK')\nw = os.getenv('WORLD_SIZE')\nx = os.environ['RANK']",
+    "from os import getenv\nrank = getenv('LOCAL_RANK')",
+    "from accelerate import PartialState\nstate = PartialState()\nAccelerator()",
+    "get_trainer_class()('o', deepspeed='ds.json')",
+    "TrainingArguments('o', ddp_find_unused_parameters=False)",
+]
+
+
+def _evidence(source: str) -> list[tuple[object, int]]:
+    parsed = decode_source(Path("x.py"), source.encode())
+    module = parse_python(parsed)
+    found = in_file.InFileEvidence(module, parsed, ImportTable.of(module), Resolver(module, Setup(Mode.POSSIBLE)), "x.py", None)
+    return [(evidence, id(node)) for evidence, node in found.collect()]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [*STRONG_EVIDENCE, *AROUND_THE_CALLEE_FILTER, *(p.read_text(encoding="utf-8") for p in CORPUS if p.suffix == ".py")],
+)
+def test_the_callee_filter_loses_no_evidence(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        filtered = [evidence for evidence, _ in _evidence(source)]
+    except SyntaxError:
+        return  # a fixture that does not parse on purpose
+    monkeypatch.setattr(in_file, "_may_start_evidence", lambda *_: True)
+    assert filtered == [evidence for evidence, _ in _evidence(source)]

@@ -82,6 +82,25 @@ _ARGUMENT_CLASSES = {"TrainingArguments", "Seq2SeqTrainingArguments"}
 _NOT_TRL_CONFIGS = {"AutoConfig", "PretrainedConfig", "GenerationConfig", "BitsAndBytesConfig", "LoraConfig", "PeftConfig"}
 
 
+# The last name of a callee `_callee` may find relevant, besides the `*Config` classes and the
+# environment readers (`os.environ.get`, `os.getenv`; a wider net is harmless, `_callee` decides).
+_RELEVANT_LAST_NAMES = _EVIDENCE_CALLEES | _ARGUMENT_CLASSES
+_ENV_READER_ENDS = tuple(reader.rsplit(".", 1)[-1] for reader in ENV_READERS)
+
+
+def _may_start_evidence(func: ast.expr, aliases: dict[str, str]) -> bool:
+    """False for a callee `_callee` certainly finds irrelevant, told from its last name alone (most
+    calls of a big file): writing out and qualifying every callee cost more than the evidence itself.
+    Qualifying a dotted name changes only its head, so its last name is the one written."""
+    if isinstance(func, ast.Attribute):
+        written = last = func.attr
+    elif isinstance(func, ast.Name):
+        written, last = func.id, last_segment(aliases.get(func.id, func.id))
+    else:
+        return True  # `factory()(...)`: `_callee` decides
+    return last in _RELEVANT_LAST_NAMES or last.endswith("Config") or written.endswith(_ENV_READER_ENDS)
+
+
 class PragmaError(ValueError):
     pass
 
@@ -150,9 +169,11 @@ class InFileEvidence:
         self._callees: dict[str, str | None] = {}
 
     def collect(self) -> list[tuple[Evidence, ast.AST]]:
+        aliases = self.imports.aliases
         for node in self.resolver.index.nodes:
             if isinstance(node, ast.Call):
-                self._call(node)
+                if _may_start_evidence(node.func, aliases):
+                    self._call(node)
             elif isinstance(node, ast.Subscript) and is_env_read(node, RANK_ENV | WORLD_ENV):
                 self._add(Kind.POSSIBLE, node, ast.unparse(node))
         return self.items

@@ -85,8 +85,11 @@ class CheckedFile:
     def analysis_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> PlacementAnalysis:
         key = (setup, arguments)
         if key not in self._analyses:
+            # Not the bound `self.ancestors`: an analysis kept here must not refer back to the file, or the
+            # file and its tree are freed only by the cycle collector, which then walks every tree left.
+            ancestors = self.classes if self.classes is not None else no_ancestors
             self._analyses[key] = PlacementAnalysis(
-                self.module, self.imports, self.resolver_for(setup, arguments), self.contexts.remote_consumers, self.ancestors
+                self.module, self.imports, self.resolver_for(setup, arguments), self.contexts.remote_consumers, ancestors
             )
         return self._analyses[key]
 
