@@ -206,7 +206,7 @@ class FileChecker:
         return result
 
     def _lint(self, source: SourceFile, display: str) -> tuple[list[Violation], FileContext]:
-        module = parse_python(source)
+        module = self._parsed_by_context(source) or parse_python(source)
         imports = ImportTable.of(module, index_of(module).nodes)
         contexts = self._context(source, module, imports, display)
         checked = CheckedFile(source, module, imports, contexts, display, self._classes, self._helpers, self.cwd)
@@ -233,6 +233,14 @@ class FileChecker:
                 violations = [v for v in violations if not noqa.suppressed(directives, noqa.noqa_row(source, v.start), v.code)]
         violations.sort(key=lambda v: (v.start, v.code))
         return violations, contexts
+
+    def _parsed_by_context(self, source: SourceFile) -> ast.Module | None:
+        """The tree the launch context parsed of this file already (a launched script that imports
+        the repository), from the same bytes: one parse a run."""
+        if not self.launches or source.encoding != "utf-8" or isinstance(source, NotebookSource):
+            return None
+        tree: ast.Module | None = self.launches.parsed_tree(real_path(source.path), source.raw)
+        return tree
 
     def context_of(self, source: SourceFile, module: ast.Module, display: str) -> FileContext:
         return self._context(source, module, ImportTable.of(module, index_of(module).nodes), display)

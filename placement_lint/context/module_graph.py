@@ -186,7 +186,7 @@ class _File:
     """One file as the graph has read it. Only a module that imports something of the repository
     keeps its bytes until parsed, and its tree after: the summary and the class table share it."""
 
-    __slots__ = ("raw", "size", "local", "tree", "parsed", "anchored", "leads_to")
+    __slots__ = ("raw", "size", "local", "tree", "parsed", "anchored", "leads_to", "parsed_from")
 
     def __init__(self, raw: bytes | None, size: int, local: bool, anchored: bool) -> None:
         self.raw = raw
@@ -196,6 +196,7 @@ class _File:
         self.leads_to: tuple[Path, ...] | None = None  # the repository modules its import lines may load
         self.tree: ast.Module | None = None
         self.parsed = False
+        self.parsed_from: bytes | None = None  # the bytes `tree` was parsed from, to hand it to the checker
 
 
 class ModuleGraph:
@@ -226,6 +227,7 @@ class ModuleGraph:
         self._files: dict[Path, _File | None] = {}
         self._summaries: dict[Path, ModuleSummary | None] = {}
         self._tables: dict[Path, ClassTable | None] = {}
+        self._handed: dict[Path, tuple[bytes, ast.Module]] = {}  # see parsed_tree
 
     def __getstate__(self) -> dict[str, object]:
         """What crosses to a pool worker: the layout, the resolutions and the class tables, not the trees."""
@@ -387,6 +389,7 @@ class ModuleGraph:
             tree = None
         if file.local:
             file.tree, file.parsed = tree, True  # a file that does not parse is not tried again
+            file.parsed_from = raw if tree is not None else None
         return tree
 
     def summary(self, path: Path) -> ModuleSummary | None:
@@ -468,12 +471,21 @@ class ModuleGraph:
         return leading
 
     def release(self) -> None:
-        """Drop the trees and summaries once the launch context is built; keep what the checker asks
-        (resolutions, class tables, which files were read)."""
+        """Drop the summaries once the launch context is built; keep what the checker asks
+        (resolutions, class tables, which files were read, and the trees it would parse again)."""
         self._summaries.clear()
-        for file in self._files.values():
+        for path, file in self._files.items():
             if file is not None:
-                file.raw, file.tree, file.parsed = None, None, False
+                if file.tree is not None and file.parsed_from is not None:
+                    self._handed[path] = (file.parsed_from, file.tree)
+                file.raw, file.tree, file.parsed, file.parsed_from = None, None, False, None
+
+    def parsed_tree(self, path: Path, raw: bytes) -> ast.Module | None:
+        """The tree the graph parsed of the file at `path` (resolved), if parsed from exactly `raw`:
+        handed over once, so a launched script is parsed once a run (its index and parser fields
+        come with it), and dropped when taken. Forked workers inherit it."""
+        handed = self._handed.pop(path, None)
+        return handed[1] if handed is not None and handed[0] == raw else None
 
     def read(self) -> list[Path]:
         """Every Python file the graph read (for a cached context's inputs)."""
