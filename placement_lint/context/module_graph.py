@@ -36,6 +36,7 @@ _MAX_LAYOUT_BYTES = 1024 * 1024  # a pyproject.toml, setup.cfg or setup.py large
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _LAYOUT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 _PARSE_ERRORS = (OSError, SyntaxError, ValueError, RecursionError, MemoryError)
+_UNRESOLVED = object()
 
 
 # -- where packages live ----------------------------------------------------------------------
@@ -183,7 +184,8 @@ class ClassTable(NamedTuple):
 
 class _File:
     """One file as the graph has read it. Only a module that imports something of the repository
-    keeps its bytes until parsed, and its tree after: the summary and the class table share it."""
+    keeps its bytes and its tree, until the launch context is built: the summary, the class table
+    and the parser lookups share them."""
 
     __slots__ = ("raw", "size", "local", "tree", "parsed", "anchored", "leads_to", "parsed_from")
 
@@ -222,6 +224,7 @@ class ModuleGraph:
         self.anchors = anchors
         self._leading: set[Path] | None = None  # see leading_to_anchors
         self._resolved: dict[tuple[str, int, Path], Path | None] = {}
+        self._folders: dict[Path, Path] = {}  # importer -> its folder
         self._top_level: dict[tuple[str, Path], bool] = {}
         self._files: dict[Path, _File | None] = {}
         self._summaries: dict[Path, ModuleSummary | None] = {}
@@ -247,10 +250,15 @@ class ModuleGraph:
 
     def resolve(self, name: str, level: int, importer: Path) -> Path | None:
         """The repository file `import name` (with `level` leading dots) in `importer` loads, if any."""
-        key = (name, level, importer.parent)
-        if key not in self._resolved:
-            self._resolved[key] = self._find(name, level, importer.parent)
-        return self._resolved[key]
+        # The same importer asks thousands of times: its folder is made once, so its hash is kept.
+        folder = self._folders.get(importer)
+        if folder is None:
+            folder = self._folders[importer] = importer.parent
+        key = (name, level, folder)
+        found = self._resolved.get(key, _UNRESOLVED)
+        if found is _UNRESOLVED:
+            found = self._resolved[key] = self._find(name, level, folder)
+        return found  # type: ignore[return-value]
 
     def _find(self, name: str, level: int, folder: Path) -> Path | None:
         if not name and not level:
@@ -368,6 +376,9 @@ class ModuleGraph:
             else:
                 local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, path.parent)
                 anchored = self.anchors is None or any(token in raw for token in self.anchors)
+                # Kept until the context is built (parsed, its parser fields and attribute names are read
+                # from it too); a module that imports nothing of the repository is not kept: most launched
+                # scripts of a big monorepo are such, and a launch rarely asks for one's bytes again.
                 file = _File(raw if local else None, len(raw), local, anchored)
                 if local and self.anchors is not None:
                     file.leads_to = tuple(self._text_imports(raw, path))
@@ -379,9 +390,7 @@ class ModuleGraph:
         only for a class table, which is kept, or a star re-export)."""
         if file.parsed:
             return file.tree
-        raw, file.raw = file.raw, None
-        if raw is None:
-            raw = _read_module(path)
+        raw = file.raw if file.raw is not None else _read_module(path)
         try:
             tree = ast.parse(raw) if raw is not None and len(raw) <= _MAX_MODULE_BYTES else None
         except _PARSE_ERRORS:
@@ -390,6 +399,12 @@ class ModuleGraph:
             file.tree, file.parsed = tree, True  # a file that does not parse is not tried again
             file.parsed_from = raw if tree is not None else None
         return tree
+
+    def bytes_of(self, path: Path) -> bytes | None:
+        """The bytes of a module the graph read that imports something of the repository, while the
+        launch context is built; else None."""
+        file = self._files.get(path)
+        return file.raw if file is not None else None
 
     def summary(self, path: Path) -> ModuleSummary | None:
         """What import propagation needs of a module; None when it imports nothing of the repository
