@@ -23,6 +23,7 @@ from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, python_bytes
+from placement_lint.process import collect_after_check
 from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
@@ -166,6 +167,8 @@ class FileChecker:
         if screened.raw is None:
             return screened
         result = self.check(path, screened.raw, prechecked=True)
+        self._classes = self._helpers = None  # the file's own: its tree goes with them
+        collect_after_check()
         return Screened(screened.digest, result, cacheable=result.error is None)
 
     def check(self, path: Path, raw: bytes | None = None, prechecked: bool = False, write: bool = True) -> FileResult:
