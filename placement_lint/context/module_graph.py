@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from placement_lint.context.launches import IMPORT_LINE
 from placement_lint.context.setup_py import literal, setup_py_tree
+from placement_lint.discover import real_name
 
 # What a local name is bound to by an import: (module, relative level, name imported from it; None
 # when the name is the module itself, `import trainers` / `import a.b as ab`).
@@ -226,6 +227,7 @@ class ModuleGraph:
         self._resolved: dict[tuple[str, int, Path], Path | None] = {}
         self._folders: dict[Path, Path] = {}  # importer -> its folder
         self._top_level: dict[tuple[str, Path], bool] = {}
+        self._listings: dict[str, frozenset[str] | None] = {}  # folder -> its entries, lowercase (see _may_hold)
         self._files: dict[Path, _File | None] = {}
         self._summaries: dict[Path, ModuleSummary | None] = {}
         self._tables: dict[Path, ClassTable | None] = {}
@@ -250,15 +252,20 @@ class ModuleGraph:
 
     def resolve(self, name: str, level: int, importer: Path) -> Path | None:
         """The repository file `import name` (with `level` leading dots) in `importer` loads, if any."""
-        # The same importer asks thousands of times: its folder is made once, so its hash is kept.
-        folder = self._folders.get(importer)
-        if folder is None:
-            folder = self._folders[importer] = importer.parent
+        folder = self._folder(importer)
         key = (name, level, folder)
         found = self._resolved.get(key, _UNRESOLVED)
         if found is _UNRESOLVED:
             found = self._resolved[key] = self._find(name, level, folder)
         return found  # type: ignore[return-value]
+
+    def _folder(self, path: Path) -> Path:
+        """The file's folder, made once: the same importer asks thousands of times, and a Path made
+        once keeps its hash."""
+        folder = self._folders.get(path)
+        if folder is None:
+            folder = self._folders[path] = path.parent
+        return folder
 
     def _find(self, name: str, level: int, folder: Path) -> Path | None:
         if not name and not level:
@@ -316,7 +323,8 @@ class ModuleGraph:
         for candidate in candidates:
             if os.path.isfile(candidate):
                 try:
-                    resolved = os.path.realpath(candidate)
+                    # Its folders resolved once each (a `..` is resolved after the links before it, by realpath).
+                    resolved = os.path.realpath(candidate) if ".." in candidate else real_name(candidate)
                 except (OSError, ValueError):
                     continue
                 if resolved.startswith(self._root_prefix):
@@ -362,9 +370,26 @@ class ModuleGraph:
         if key not in self._top_level:
             bases = (str(folder), *map(str, self._nested_project(folder)), *map(str, self.layout.folders))
             self._top_level[key] = any(
-                os.path.isfile(os.path.join(base, name) + ".py") or os.path.isdir(os.path.join(base, name)) for base in bases
+                self._may_hold(base, name)
+                and (os.path.isfile(os.path.join(base, name) + ".py") or os.path.isdir(os.path.join(base, name)))
+                for base in bases
             ) or any(package[0] == name for package, _ in self.layout.packages)
         return self._top_level[key]
+
+    def _may_hold(self, base: str, name: str) -> bool:
+        """False when the folder's listing rules out `name.py` and `name/` on any file system (compared
+        without case): one listing per folder instead of two stats per imported name; a folder that
+        cannot be listed, or a name that is not ASCII (normalized by some file systems), is asked by stat."""
+        if not name.isascii():
+            return True
+        if base not in self._listings:
+            try:
+                self._listings[base] = frozenset(entry.lower() for entry in os.listdir(base))
+            except OSError:
+                self._listings[base] = None
+        listing = self._listings[base]
+        lowered = name.lower()
+        return listing is None or lowered in listing or f"{lowered}.py" in listing
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -374,7 +399,7 @@ class ModuleGraph:
             if raw is None:
                 self._files[path] = None
             else:
-                local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, path.parent)
+                local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, self._folder(path))
                 anchored = self.anchors is None or any(token in raw for token in self.anchors)
                 # Kept until the context is built (parsed, its parser fields and attribute names are read
                 # from it too); a module that imports nothing of the repository is not kept: most launched
