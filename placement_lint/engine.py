@@ -18,7 +18,7 @@ from placement_lint.cache import Cache, load_repo_context, save_repo_context
 from placement_lint.context.launcher_names import launcher_candidates, launcher_name
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
-from placement_lint.process import collect_garbage_rarely
+from placement_lint.process import collect_garbage_rarely, leave_alone_what_lives
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
 from placement_lint.settings import Settings
 from placement_lint.source import SourceError, content_hash, read_source
@@ -323,6 +323,7 @@ def _start_worker(checker: FileChecker, pending: list[_Pending], hashing: bool) 
     global _WORKER_CHECKER, _WORKER_PENDING, _WORKER_HASHING
     _WORKER_CHECKER, _WORKER_PENDING, _WORKER_HASHING = checker, pending, hashing
     collect_garbage_rarely()
+    leave_alone_what_lives()
 
 
 def _screen_batch(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
