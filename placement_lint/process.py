@@ -31,3 +31,9 @@ def leave_alone_what_lives() -> None:
     worker's first collection walked everything it inherited: 0.1-0.2 s of a cold run over the
     docs monorepo."""
     gc.freeze()
+
+
+def thaw() -> None:
+    """Undo leave_alone_what_lives once this process's share is checked: a process that goes on
+    (a program calling the API) gets its objects collected as before."""
+    gc.unfreeze()
