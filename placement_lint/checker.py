@@ -21,6 +21,7 @@ from placement_lint.decode import read_source
 from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, python_bytes
+from placement_lint.process import collect_after_check
 from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at, violations_in_cells
 from placement_lint.rules import all_rules, noqa
 from placement_lint.rules.base import CheckedFile, Rule, Violation
@@ -156,6 +157,8 @@ class FileChecker:
         if screened.raw is None:
             return screened
         result = self.check(path, screened.raw, prechecked=True)
+        self._classes = self._helpers = None  # the file's own: its tree goes with them
+        collect_after_check()
         return Screened(screened.digest, result, cacheable=result.error is None)
 
     def check(self, path: Path, raw: bytes | None = None, prechecked: bool = False, write: bool = True) -> FileResult:
@@ -201,7 +204,7 @@ class FileChecker:
         return result
 
     def _lint(self, source: SourceFile, display: str) -> tuple[list[Violation], FileContext]:
-        module = parse_python(source)
+        module = self._parsed_by_context(source) or parse_python(source)
         try:
             return self._lint_tree(source, module, display)
         finally:
@@ -234,6 +237,14 @@ class FileChecker:
                 violations = [v for v in violations if not noqa.suppressed(directives, noqa.noqa_row(source, v.start), v.code)]
         violations.sort(key=lambda v: (v.start, v.code))
         return violations, contexts
+
+    def _parsed_by_context(self, source: SourceFile) -> ast.Module | None:
+        """The tree the launch context parsed of this file already (a launched script that imports
+        the repository), from the same bytes: one parse a run."""
+        if not self.launches or source.encoding != "utf-8" or isinstance(source, NotebookSource):
+            return None
+        tree: ast.Module | None = self.launches.parsed_tree(real_path(source.path), source.raw)
+        return tree
 
     def context_of(self, source: SourceFile, module: ast.Module, display: str) -> FileContext:
         return self._context(source, module, ImportTable.of(module, index_of(module).nodes), display)

@@ -19,7 +19,7 @@ from placement_lint.context.launcher_names import launcher_candidates, launcher_
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
 from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
-from placement_lint.process import collect_garbage_rarely
+from placement_lint.process import collect_garbage_rarely, leave_alone_what_lives, thaw
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
 from placement_lint.settings import Settings
 from placement_lint.source import SourceError, content_hash
@@ -340,6 +340,7 @@ def _start_worker(checker: FileChecker, pending: list[_Pending], hashing: bool) 
     global _WORKER_CHECKER, _WORKER_PENDING, _WORKER_HASHING
     _WORKER_CHECKER, _WORKER_PENDING, _WORKER_HASHING = checker, pending, hashing
     collect_garbage_rarely()
+    leave_alone_what_lives()
 
 
 def _screen_batch(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
@@ -410,6 +411,7 @@ def _forked(
             for index, screened in done if done is not None else _screen_batch(share):
                 yield pending[index], _screened(screened)
     finally:  # Ctrl-C, or the caller stopped reading: no child outlives the run
+        thaw()  # this process checked a share: what it froze is the collector's again (an API caller's process)
         for pid, reader, _ in children:
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from placement_lint.context.commands import expand, parse_command
+from placement_lint.context.commands import expand, parse_command, split
 from placement_lint.context.launch_files import commands_in, launcher_kind
 
 
@@ -514,3 +514,23 @@ def test_a_hash_starts_a_comment_only_at_the_start_of_a_word(text: str, target: 
     launch = parse_command(text)
     assert launch is not None and launch.target == target
     assert launch.script_arg("--deepspeed") == kept
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torchrun --nproc_per_node 8 train.py --lr 1e-5",
+        "accelerate\tlaunch\r\n  train.py  # a comment",
+        "deepspeed ${#GPUS[@]} train.py #note",
+        "python\x0btrain.py\xa0--x",  # whitespace shlex does not split on
+        "a=b ./run.sh $(dirname $0)/x.py; echo done && true | cat",
+        "",
+    ],
+)
+def test_a_command_without_quotes_splits_as_shlex_would(text: str) -> None:
+    """Commands without quotes or backslashes skip shlex: the words must be the same."""
+    import shlex
+
+    words = shlex.split(text, comments=False)
+    comment = next((i for i, word in enumerate(words) if word.startswith("#")), None)
+    assert split(text) == (words if comment is None else words[:comment])

@@ -280,3 +280,33 @@ def test_pyproject_is_parsed_once_for_layout_console_scripts_and_pins(tmp_path: 
     lint_repo(tmp_path)
     info = parsed_toml.cache_info()
     assert info.misses == 1 and info.hits >= 2, info  # the layout, the console scripts and the pins
+
+
+def test_a_tree_the_graph_parsed_is_handed_over_once_and_only_for_the_same_bytes(tmp_path: Path) -> None:
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/loader.py": LOADER, "train.py": "from pkg.loader import load\nload('m')\n"})
+    root = tmp_path.resolve()
+    train = root / "train.py"
+    graph = ModuleGraph(root)
+    summary = graph.summary(train)
+    assert summary is not None
+    graph.release()
+    raw = train.read_bytes()
+    assert graph.parsed_tree(train, raw + b"\n") is None  # other bytes: the checker parses its own
+    graph = ModuleGraph(root)
+    tree = graph.summary(train).module  # type: ignore[union-attr]
+    graph.release()
+    assert graph.parsed_tree(train, raw) is tree
+    assert graph.parsed_tree(train, raw) is None  # handed once: the checker drops it when done
+    assert graph.parsed_tree(root / "pkg" / "loader.py", LOADER.encode()) is None  # imports nothing local: never parsed
+
+
+def test_a_folder_listing_answers_for_names_it_does_not_hold_only(tmp_path: Path) -> None:
+    write(tmp_path, {"Helpers.py": "", "Tools/__init__.py": "", "train.py": "import Helpers\nimport Tools\nimport torch\n"})
+    root = tmp_path.resolve()
+    graph = ModuleGraph(root)
+    assert graph.resolve("Helpers", 0, root / "train.py") == root / "Helpers.py"
+    assert graph.resolve("Tools", 0, root / "train.py") == root / "Tools" / "__init__.py"
+    assert graph.resolve("torch", 0, root / "train.py") is None
+    # Another case is asked by stat (a case-insensitive file system would find it), never ruled out by the listing.
+    assert graph._may_hold(str(root), "helpers") and graph._may_hold(str(root), "TOOLS")
+    assert not graph._may_hold(str(root), "torch")

@@ -91,13 +91,22 @@ def expand(text: str, variables: dict[str, str]) -> str:
     return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: variables.get(m.group(1), m.group(0)), text)
 
 
+# Without quotes or backslashes, shlex's posix split is a split on its four whitespace characters
+# (shlex's tokenizer costs a Python call per character: most commands need none of it).
+_NEEDS_SHLEX = re.compile(r"['\"\\]")
+_PLAIN_WORD = re.compile(r"[^ \t\r\n]+")
+
+
 def split(text: str) -> list[str]:
     """The command's words. A `#` starts a comment only at the start of a word (`${#GPUS[@]}`, the
     length of an array, is a word of its own), so the comment is cut after splitting, not by shlex."""
-    try:
-        words = shlex.split(text, comments=False)
-    except ValueError:
-        words = text.split()
+    if _NEEDS_SHLEX.search(text) is None:
+        words = _PLAIN_WORD.findall(text)
+    else:
+        try:
+            words = shlex.split(text, comments=False)
+        except ValueError:
+            words = text.split()
     comment = next((index for index, word in enumerate(words) if word.startswith("#")), None)
     return words if comment is None else words[:comment]
 

@@ -318,7 +318,7 @@ class FileContext:
             merged[context.setup] = Context(evidence, context.override)
         return sorted(merged.values(), key=_strength)
 
-    @property
+    @cached_property  # asked by every rule of the file
     def distributed_anywhere(self) -> bool:
         if self.override is not None and not self._launches:
             return self.override.setup.distributed

@@ -192,6 +192,15 @@ class Launches:
         """The module graph a launch context of `root` (resolved) was built with, if one was built this run."""
         return self._graphs.get(root)
 
+    def parsed_tree(self, path: Path, raw: bytes) -> Any:
+        """The tree a module graph of this run parsed of `path` (resolved) from exactly `raw`, if any
+        (an ast.Module: typed loosely, so a run the cache answers imports no ast)."""
+        for graph in self._graphs.values():
+            tree = graph.parsed_tree(path, raw)
+            if tree is not None:
+                return tree
+        return None
+
     def get(self, path: Path) -> Launched:
         context = self._by_name.get(str(path))
         return (context.launched(path) if context is not None else None) or NOT_LAUNCHED

@@ -18,13 +18,13 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from placement_lint.context.launches import IMPORT_LINE
 from placement_lint.context.setup_py import literal, setup_py_tree
+from placement_lint.discover import real_name
 
 # What a local name is bound to by an import: (module, relative level, name imported from it; None
 # when the name is the module itself, `import trainers` / `import a.b as ab`).
@@ -37,6 +37,7 @@ _MAX_LAYOUT_BYTES = 1024 * 1024  # a pyproject.toml, setup.cfg or setup.py large
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _LAYOUT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 _PARSE_ERRORS = (OSError, SyntaxError, ValueError, RecursionError, MemoryError)
+_UNRESOLVED = object()
 
 
 # -- where packages live ----------------------------------------------------------------------
@@ -184,9 +185,10 @@ class ClassTable(NamedTuple):
 
 class _File:
     """One file as the graph has read it. Only a module that imports something of the repository
-    keeps its bytes until parsed, and its tree after: the summary and the class table share it."""
+    keeps its bytes and its tree, until the launch context is built: the summary, the class table
+    and the parser lookups share them."""
 
-    __slots__ = ("raw", "size", "local", "tree", "parsed", "anchored", "leads_to")
+    __slots__ = ("raw", "size", "local", "tree", "parsed", "anchored", "leads_to", "parsed_from")
 
     def __init__(self, raw: bytes | None, size: int, local: bool, anchored: bool) -> None:
         self.raw = raw
@@ -196,6 +198,7 @@ class _File:
         self.leads_to: tuple[Path, ...] | None = None  # the repository modules its import lines may load
         self.tree: ast.Module | None = None
         self.parsed = False
+        self.parsed_from: bytes | None = None  # the bytes `tree` was parsed from, to hand it to the checker
 
 
 class ModuleGraph:
@@ -222,10 +225,13 @@ class ModuleGraph:
         self.anchors = anchors
         self._leading: set[Path] | None = None  # see leading_to_anchors
         self._resolved: dict[tuple[str, int, Path], Path | None] = {}
+        self._folders: dict[Path, Path] = {}  # importer -> its folder
         self._top_level: dict[tuple[str, Path], bool] = {}
+        self._listings: dict[str, frozenset[str] | None] = {}  # folder -> its entries, lowercase (see _may_hold)
         self._files: dict[Path, _File | None] = {}
         self._summaries: dict[Path, ModuleSummary | None] = {}
         self._tables: dict[Path, ClassTable | None] = {}
+        self._handed: dict[Path, tuple[bytes, ast.Module]] = {}  # see parsed_tree
 
     def __getstate__(self) -> dict[str, object]:
         """What crosses to a pool worker: the layout, the resolutions and the class tables, not the trees."""
@@ -246,10 +252,20 @@ class ModuleGraph:
 
     def resolve(self, name: str, level: int, importer: Path) -> Path | None:
         """The repository file `import name` (with `level` leading dots) in `importer` loads, if any."""
-        key = (name, level, importer.parent)
-        if key not in self._resolved:
-            self._resolved[key] = self._find(name, level, importer.parent)
-        return self._resolved[key]
+        folder = self._folder(importer)
+        key = (name, level, folder)
+        found = self._resolved.get(key, _UNRESOLVED)
+        if found is _UNRESOLVED:
+            found = self._resolved[key] = self._find(name, level, folder)
+        return found  # type: ignore[return-value]
+
+    def _folder(self, path: Path) -> Path:
+        """The file's folder, made once: the same importer asks thousands of times, and a Path made
+        once keeps its hash."""
+        folder = self._folders.get(path)
+        if folder is None:
+            folder = self._folders[path] = path.parent
+        return folder
 
     def _find(self, name: str, level: int, folder: Path) -> Path | None:
         if not name and not level:
@@ -307,7 +323,8 @@ class ModuleGraph:
         for candidate in candidates:
             if os.path.isfile(candidate):
                 try:
-                    resolved = os.path.realpath(candidate)
+                    # Its folders resolved once each (a `..` is resolved after the links before it, by realpath).
+                    resolved = os.path.realpath(candidate) if ".." in candidate else real_name(candidate)
                 except (OSError, ValueError):
                     continue
                 if resolved.startswith(self._root_prefix):
@@ -353,9 +370,26 @@ class ModuleGraph:
         if key not in self._top_level:
             bases = (str(folder), *map(str, self._nested_project(folder)), *map(str, self.layout.folders))
             self._top_level[key] = any(
-                os.path.isfile(os.path.join(base, name) + ".py") or os.path.isdir(os.path.join(base, name)) for base in bases
+                self._may_hold(base, name)
+                and (os.path.isfile(os.path.join(base, name) + ".py") or os.path.isdir(os.path.join(base, name)))
+                for base in bases
             ) or any(package[0] == name for package, _ in self.layout.packages)
         return self._top_level[key]
+
+    def _may_hold(self, base: str, name: str) -> bool:
+        """False when the folder's listing rules out `name.py` and `name/` on any file system (compared
+        without case): one listing per folder instead of two stats per imported name; a folder that
+        cannot be listed, or a name that is not ASCII (normalized by some file systems), is asked by stat."""
+        if not name.isascii():
+            return True
+        if base not in self._listings:
+            try:
+                self._listings[base] = frozenset(entry.lower() for entry in os.listdir(base))
+            except OSError:
+                self._listings[base] = None
+        listing = self._listings[base]
+        lowered = name.lower()
+        return listing is None or lowered in listing or f"{lowered}.py" in listing
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -365,8 +399,11 @@ class ModuleGraph:
             if raw is None:
                 self._files[path] = None
             else:
-                local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, path.parent)
+                local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, self._folder(path))
                 anchored = self.anchors is None or any(token in raw for token in self.anchors)
+                # Kept until the context is built (parsed, its parser fields and attribute names are read
+                # from it too); a module that imports nothing of the repository is not kept: most launched
+                # scripts of a big monorepo are such, and a launch rarely asks for one's bytes again.
                 file = _File(raw if local else None, len(raw), local, anchored)
                 if local and self.anchors is not None:
                     file.leads_to = tuple(self._text_imports(raw, path))
@@ -378,16 +415,21 @@ class ModuleGraph:
         only for a class table, which is kept, or a star re-export)."""
         if file.parsed:
             return file.tree
-        raw, file.raw = file.raw, None
-        if raw is None:
-            raw = _read_module(path)
+        raw = file.raw if file.raw is not None else _read_module(path)
         try:
             tree = ast.parse(raw) if raw is not None and len(raw) <= _MAX_MODULE_BYTES else None
         except _PARSE_ERRORS:
             tree = None
         if file.local:
             file.tree, file.parsed = tree, True  # a file that does not parse is not tried again
+            file.parsed_from = raw if tree is not None else None
         return tree
+
+    def bytes_of(self, path: Path) -> bytes | None:
+        """The bytes of a module the graph read that imports something of the repository, while the
+        launch context is built; else None."""
+        file = self._files.get(path)
+        return file.raw if file is not None else None
 
     def summary(self, path: Path) -> ModuleSummary | None:
         """What import propagation needs of a module; None when it imports nothing of the repository
@@ -468,12 +510,21 @@ class ModuleGraph:
         return leading
 
     def release(self) -> None:
-        """Drop the trees and summaries once the launch context is built; keep what the checker asks
-        (resolutions, class tables, which files were read)."""
+        """Drop the summaries once the launch context is built; keep what the checker asks
+        (resolutions, class tables, which files were read, and the trees it would parse again)."""
         self._summaries.clear()
-        for file in self._files.values():
+        for path, file in self._files.items():
             if file is not None:
-                file.raw, file.tree, file.parsed = None, None, False
+                if file.tree is not None and file.parsed_from is not None:
+                    self._handed[path] = (file.parsed_from, file.tree)
+                file.raw, file.tree, file.parsed, file.parsed_from = None, None, False, None
+
+    def parsed_tree(self, path: Path, raw: bytes) -> ast.Module | None:
+        """The tree the graph parsed of the file at `path` (resolved), if parsed from exactly `raw`:
+        handed over once, so a launched script is parsed once a run (its index and parser fields
+        come with it), and dropped when taken. Forked workers inherit it."""
+        handed = self._handed.pop(path, None)
+        return handed[1] if handed is not None and handed[0] == raw else None
 
     def read(self) -> list[Path]:
         """Every Python file the graph read (for a cached context's inputs)."""
@@ -629,6 +680,11 @@ def bindings_of(nodes: Iterable[ast.AST]) -> dict[str, Binding]:
     return bindings
 
 
+# The context and operator fields hold shared singletons (a Load, an Add) no name or import is in.
+_UNWALKED = frozenset({"ctx", "op", "ops"})
+_WALKED_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}  # per node class, filled as classes are met
+
+
 class ModuleSummary:
     """What import propagation needs of one module, from one parse and one walk."""
 
@@ -677,18 +733,24 @@ class ModuleSummary:
         return summary
 
     def _walk(self, top: ast.stmt, names: set[str]) -> None:
-        # ast.walk's order (breadth first, fields in order), without its two generators per node:
-        # this walk is most of what a summary costs.
-        AST, Name, Attribute, imports = ast.AST, ast.Name, ast.Attribute, (ast.Import, ast.ImportFrom)
-        pending = deque([top])
-        while pending:
-            node = pending.popleft()
-            for field in node._fields:
+        # ast.walk's order (breadth first, fields in order), without its two generators per node and
+        # without the context and operator nodes (a third of them): this walk is most of what a
+        # summary costs.
+        AST, Name, Attribute, imports, fields_of = ast.AST, ast.Name, ast.Attribute, (ast.Import, ast.ImportFrom), _WALKED_FIELDS
+        pending: list[ast.AST] = [top]
+        append = pending.append
+        for node in pending:  # the list grows as the walk goes: a list iterator reads to its current end
+            fields = fields_of.get(type(node))
+            if fields is None:
+                fields = fields_of[type(node)] = tuple(f for f in node._fields if f not in _UNWALKED)
+            for field in fields:
                 value = getattr(node, field, None)
-                if isinstance(value, list):
-                    pending.extend(item for item in value if isinstance(item, AST))
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, AST):
+                            append(item)
                 elif isinstance(value, AST):
-                    pending.append(value)
+                    append(value)
             if isinstance(node, Name):
                 names.add(node.id)
             elif isinstance(node, imports):

@@ -50,6 +50,9 @@ class Packaging(NamedTuple):
     problems: tuple[tuple[str, str], ...]  # (file name, why it was not read)
 
 
+_UNKNOWN = object()
+
+
 class Projects:
     """The projects of one repository (under `top`, resolved), read when a launch asks and once each:
     built with each launch context, so an editor that runs for hours sees packaging files change."""
@@ -70,6 +73,10 @@ class Projects:
     def root_of(self, folder: Path) -> Path | None:
         """The nearest folder from `folder` up to the top holding a pyproject.toml, setup.py or
         setup.cfg: the project a file of a monorepo belongs to."""
+        known = self._roots.get(folder, _UNKNOWN)  # asked for the same folders thousands of times
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
+        written = folder
         folder = Path(os.path.normpath(folder))  # a command's folder after `cd ..` is written `scripts/..`
         if folder not in self._roots:
             found = None
@@ -81,6 +88,7 @@ class Projects:
                 elif folder != self.top and folder.parent != folder:
                     found = self.root_of(folder.parent)
             self._roots[folder] = found
+        self._roots[written] = self._roots[folder]
         return self._roots[folder]
 
     def scripts_near(self, *folders: Path) -> dict[str, ConsoleScript]:

@@ -690,7 +690,7 @@ def _attach_parsers(
             items = context.by_file[path]
             # Each file carries only the fields it reads (`args.use_4bit`): a parser has hundreds.
             if path not in attributes:
-                attributes[path] = _attribute_names(path)
+                attributes[path] = _attribute_names(path, graph.bytes_of(path))
                 read.append(path)  # what it reads decides what it carries: a change must rebuild the context
             own = tuple(row for row in table if row[1] in attributes[path])
             context.by_file[path] = tuple(e._replace(parser=own) if e.chain and e.chain[-1] == script else e for e in items)
@@ -700,13 +700,15 @@ def _attach_parsers(
 _ATTRIBUTE = re.compile(rb"\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _attribute_names(path: Path) -> frozenset[str]:
-    """The attribute names a Python file's text reads, from a cheap scan (no parse)."""
+def _attribute_names(path: Path, raw: bytes | None = None) -> frozenset[str]:
+    """The attribute names a Python file's text reads (`raw`: its bytes, when the graph read them),
+    from a cheap scan (no parse)."""
     try:
-        if path.stat().st_size > MAX_LAUNCHER_BYTES:
-            return frozenset()
-        raw = path.read_bytes()
+        if raw is None:
+            raw = path.read_bytes() if path.stat().st_size <= MAX_LAUNCHER_BYTES else b""
     except OSError:
+        return frozenset()
+    if len(raw) > MAX_LAUNCHER_BYTES:
         return frozenset()
     return frozenset(name.decode("ascii") for name in set(_ATTRIBUTE.findall(raw)))
 
@@ -721,8 +723,10 @@ def _parser_module(path: Path, graph: ModuleGraph, parsed: dict[Path, ast.Module
     if path not in parsed:
         parsed[path] = None
         try:
-            if path.stat().st_size <= MAX_LAUNCHER_BYTES:
+            raw = graph.bytes_of(path)
+            if raw is None and path.stat().st_size <= MAX_LAUNCHER_BYTES:
                 raw = path.read_bytes()
+            if raw is not None and len(raw) <= MAX_LAUNCHER_BYTES:
                 if b"dataclass" in raw or b"add_argument" in raw:
                     read.append(path)
                     summary = graph.summary(path)
