@@ -12,7 +12,6 @@ from placement_lint.analysis.flow import ModelFlow, returned_item, unpacked_posi
 from placement_lint.analysis.names import ImportTable
 from placement_lint.context.repo import build_repo_context
 from placement_lint.distributed import SINGLE
-
 from placement_lint.settings import Settings
 
 from helpers import CODES
