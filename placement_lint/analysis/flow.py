@@ -62,13 +62,17 @@ def returned_item(function: str, position: int) -> str:
 def unpacked_positions(call: ast.expr, resolver: Resolver) -> range:
     """The items a call's result is unpacked into (`model, tokenizer = load()`: 0 and 1); none when it is
     not unpacked, or a starred target makes positions unknowable."""
-    parent = resolver.parent(call)
-    if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
-        return range(0)
-    target = parent.targets[0]
+    return range(len(_unpacking_targets(resolver.parent(call))))
+
+
+def _unpacking_targets(assignment: ast.AST | None) -> list[ast.expr]:
+    """The names `a, b = ...` binds, in order; none for any other statement, or a starred target."""
+    if not isinstance(assignment, ast.Assign) or len(assignment.targets) != 1:
+        return []
+    target = assignment.targets[0]
     if not isinstance(target, (ast.Tuple, ast.List)) or any(isinstance(item, ast.Starred) for item in target.elts):
-        return range(0)
-    return range(len(target.elts))
+        return []
+    return target.elts
 
 
 class ModelFlow:
@@ -142,14 +146,10 @@ class ModelFlow:
 
     def _unpacked(self, parent: ast.AST | None, position: int, depth: int) -> list[Consumer]:
         """`data, model, tokenizer = load()`: the uses of the name bound to item `position`."""
-        if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
+        targets = _unpacking_targets(parent)
+        if len(targets) <= position:
             return []
-        target = parent.targets[0]
-        if not isinstance(target, (ast.Tuple, ast.List)) or len(target.elts) <= position:
-            return []
-        if any(isinstance(item, ast.Starred) for item in target.elts):
-            return []
-        key = dotted(target.elts[position])
+        key = dotted(targets[position])
         return self._uses_of(key, parent, depth) if key else []
 
     def _uses_of(self, key: str, assignment: ast.AST, depth: int) -> list[Consumer]:
