@@ -53,6 +53,28 @@ def no_ancestors(written: str) -> tuple[str, ...]:
     return ()
 
 
+def returned_item(function: str, position: int) -> str:
+    """The key under which `remote` holds where importers send item `position` of the tuple `function`
+    returns (`model, tokenizer = utils.load_model(args)`); brackets never occur in a function's name."""
+    return f"{function}[{position}]"
+
+
+def unpacked_positions(call: ast.expr, resolver: Resolver) -> range:
+    """The items a call's result is unpacked into (`model, tokenizer = load()`: 0 and 1); none when it is
+    not unpacked, or a starred target makes positions unknowable."""
+    return range(len(_unpacking_targets(resolver.parent(call))))
+
+
+def _unpacking_targets(assignment: ast.AST | None) -> list[ast.expr]:
+    """The names `a, b = ...` binds, in order; none for any other statement, or a starred target."""
+    if not isinstance(assignment, ast.Assign) or len(assignment.targets) != 1:
+        return []
+    target = assignment.targets[0]
+    if not isinstance(target, (ast.Tuple, ast.List)) or any(isinstance(item, ast.Starred) for item in target.elts):
+        return []
+    return target.elts
+
+
 class ModelFlow:
     def __init__(
         self,
@@ -113,25 +135,21 @@ class ModelFlow:
         """Where the callers of the function that returns the model send it: this file's calls, and for a
         top-level function, its importers' calls too (a helper may be called by a smoke test here and by
         the training script that imports it). `position`: the model is that item of a returned tuple,
-        followed in this file's callers only."""
+        followed in this file's callers and its importers' unpacking calls (`model, tok = utils.load()`)."""
         function = self.resolver.scope_of(statement)
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return []
         found = [c for call in self._calls_to(function.name) for c in self.consumers(call, depth + 1, position)]
-        if self.remote and self.resolver.parent(function) is self.module and position is None:
-            found += self.remote.get(function.name, ())
+        if self.remote and self.resolver.parent(function) is self.module:
+            found += self.remote.get(function.name if position is None else returned_item(function.name, position), ())
         return found
 
     def _unpacked(self, parent: ast.AST | None, position: int, depth: int) -> list[Consumer]:
         """`data, model, tokenizer = load()`: the uses of the name bound to item `position`."""
-        if not isinstance(parent, ast.Assign) or len(parent.targets) != 1:
+        targets = _unpacking_targets(parent)
+        if len(targets) <= position:
             return []
-        target = parent.targets[0]
-        if not isinstance(target, (ast.Tuple, ast.List)) or len(target.elts) <= position:
-            return []
-        if any(isinstance(item, ast.Starred) for item in target.elts):
-            return []
-        key = dotted(target.elts[position])
+        key = dotted(targets[position])
         return self._uses_of(key, parent, depth) if key else []
 
     def _uses_of(self, key: str, assignment: ast.AST, depth: int) -> list[Consumer]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement_lint.analysis.dataflow import Resolver
-from placement_lint.analysis.flow import ModelFlow
+from placement_lint.analysis.flow import ModelFlow, returned_item, unpacked_positions
 from placement_lint.analysis.names import ImportTable
 from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader, zero_stage_of
@@ -43,6 +43,7 @@ from placement_lint.settings import Settings
 from placement_lint.source import is_notebook
 
 if TYPE_CHECKING:
+    from placement_lint.analysis.consumers import Consumer
     from placement_lint.context.classes import ImportedClasses
 
 _NAMED_ACCELERATE_CONFIGS = {  # `trl ... --accelerate_config NAME` (trl/accelerate_configs/NAME.yaml)
@@ -769,18 +770,31 @@ def _follow_returns(
             where = display(importer)
             for target, by_name in wanted.items():
                 for name, nodes in by_name.items():
-                    found = tuple(dict.fromkeys(c.elsewhere(where) for call in nodes for c in flow.consumers(call)))
-                    # `from alignment import get_model` reaches alignment/__init__.py, which re-exports
-                    # model_utils.get_model: the loader is there.
-                    for module, function in graph.definitions(target, name):
-                        known = context.consumers.setdefault(module, {})
-                        new = tuple(c for c in found if c not in known.get(function, ()))
-                        if new:
-                            known[function] = known.get(function, ()) + new
-                            changed.add(module)
+                    for position, found in _returned_uses(flow, nodes, where):
+                        # `from alignment import get_model` reaches alignment/__init__.py, which re-exports
+                        # model_utils.get_model: the loader is there.
+                        for module, function in graph.definitions(target, name):
+                            key = function if position is None else returned_item(function, position)
+                            known = context.consumers.setdefault(module, {})
+                            new = tuple(c for c in found if c not in known.get(key, ()))
+                            if new:
+                                known[key] = known.get(key, ()) + new
+                                changed.add(module)
         pending = {path for path in changed if path in edges}
     context.consumers = {path: uses for path, uses in context.consumers.items() if uses}
     return sorted({path for _, _, classes in parsed.values() for path in classes.read})
+
+
+def _returned_uses(flow: ModelFlow, calls: list[ast.Call], where: str) -> list[tuple[int | None, tuple[Consumer, ...]]]:
+    """Where an importer sends what its `calls` of one function return: the whole value, and each item
+    of a tuple it unpacks (`model, tokenizer = utils.load_model(args)`), located in the importer."""
+    whole = tuple(dict.fromkeys(c.elsewhere(where) for call in calls for c in flow.consumers(call)))
+    found: list[tuple[int | None, tuple[Consumer, ...]]] = [(None, whole)]
+    positions = sorted({i for call in calls for i in unpacked_positions(call, flow.resolver)})
+    for position in positions:
+        items = tuple(dict.fromkeys(c.elsewhere(where) for call in calls for c in flow.consumers(call, 0, position)))
+        found.append((position, items))
+    return found
 
 
 def _flow_inputs(summary: ModuleSummary, graph: ModuleGraph) -> tuple[Resolver, ImportTable, ImportedClasses]:
