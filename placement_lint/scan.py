@@ -28,9 +28,9 @@ def _can_hide(reported: bytes, token: bytes) -> bool:
     does not report starts inside a reported match (one starting after it would have been reported at
     its own start instead). So `token` starts at some offset of `reported`: it lies within, or it
     begins with the rest of it."""
-    return reported != token and any(
-        reported.startswith(token, offset) or token.startswith(reported[offset:]) for offset in range(len(reported))
-    )
+    if reported == token or token[:1] not in reported:  # `token` starts at some offset: its first byte is there
+        return False
+    return any(reported.startswith(token, offset) or token.startswith(reported[offset:]) for offset in range(len(reported)))
 
 
 class TokenScanner:
@@ -43,7 +43,9 @@ class TokenScanner:
             self._automaton = _ahocorasick.BytesAhoCorasick(list(self.tokens), matchkind=_ahocorasick.MatchKind.LeftmostFirst)
         # A leftmost-first scan reports matches that do not overlap: a token it did not report can still
         # be in the file where it overlaps a reported one. Only then is the file searched for it again.
-        self._hidden_by = {token: frozenset(other for other in self.tokens if _can_hide(other, token)) for token in self.tokens}
+        # Worked out for a token when first asked: a run over a few files asks about a few tokens.
+        self._hidden_by: dict[bytes, frozenset[bytes]] = {}
+        self._scanned = frozenset(self.tokens)
 
     @property
     def compiled(self) -> bool:
@@ -63,9 +65,11 @@ class TokenScanner:
             return search(raw, token)
         if token in found:
             return True
-        hidden_by = self._hidden_by.get(token)
-        if hidden_by is None:  # not a token of the scan: ask the bytes
+        if token not in self._scanned:  # not a token of the scan: ask the bytes
             return search(raw, token)
+        hidden_by = self._hidden_by.get(token)
+        if hidden_by is None:
+            hidden_by = self._hidden_by[token] = frozenset(other for other in self.tokens if _can_hide(other, token))
         return not hidden_by.isdisjoint(found) and search(raw, token)
 
 

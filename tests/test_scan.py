@@ -103,3 +103,15 @@ def test_a_checker_pickles_without_its_automaton(tmp_path: Path) -> None:
     checker = _checker(tmp_path)
     copy = pickle.loads(pickle.dumps(checker))
     assert copy._scanner is None and copy.scanner.tokens == checker.scanner.tokens
+
+
+_OVERLAPPING = st.text(alphabet="ab.", min_size=1, max_size=6).map(str.encode)  # few letters: many overlaps
+
+
+@given(_OVERLAPPING, _OVERLAPPING)
+def test_the_first_byte_filter_keeps_every_overlap(reported: bytes, token: bytes) -> None:
+    """`_can_hide` skips pairs whose token's first byte is not in the match: the same answer as trying every offset."""
+    every_offset = reported != token and any(
+        reported.startswith(token, offset) or token.startswith(reported[offset:]) for offset in range(len(reported))
+    )
+    assert _can_hide(reported, token) == every_offset
