@@ -65,7 +65,8 @@ class FileChecker:
         self._helpers: ImportedFunctions | None = None  # likewise, for the helper functions it follows
         # Per repository root: its module graph, which the class lookups of every file checked here share
         # (the launch context's, when it built one, with the modules it read).
-        self._graphs: dict[Path, ModuleGraph] = {}
+        self._graphs: dict[Path, ModuleGraph] = {}  # by resolved root
+        self._roots: dict[str, Path] = {}
         enabled = set(settings.enabled_codes())
         self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
@@ -251,8 +252,8 @@ class FileChecker:
 
     def _context(self, source: SourceFile, module: ast.Module, imports: ImportTable, display: str) -> FileContext:
         override = self._override(source, display)
-        root = repository_root(source.path) or source.path.parent
-        configs = ConfigReader(root)
+        root = self._root_of(source.path.parent)
+        configs = ConfigReader(root, resolved=True)
         self._configs_read = configs.read
         graph = self._graph(root)
         self._classes = ImportedClasses(module, source.path, graph)
@@ -268,8 +269,16 @@ class FileChecker:
         read |= {name for name, field in fields.items() if field.origin == "fire"}  # read as parameters, not attributes
         return FileContext(module, found, override, external, used, read, fields, consumers)
 
+    def _root_of(self, folder: Path) -> Path:
+        """The resolved repository root of a checked file's folder, worked out once per folder: a run
+        checks thousands of files in a few hundred folders."""
+        key = str(folder)
+        root = self._roots.get(key)
+        if root is None:
+            root = self._roots[key] = (repository_root(folder) or folder).resolve()
+        return root
+
     def _graph(self, root: Path) -> ModuleGraph:
-        root = root.resolve()
         if root not in self._graphs:
             self._graphs[root] = self.launches.graph(root) or ModuleGraph(root)
         return self._graphs[root]

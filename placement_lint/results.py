@@ -3,6 +3,7 @@ every layer above the checker shares; light, so a run the cache answers imports 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -205,10 +206,15 @@ def finding_at(source: SourceFile, display: str, violation: Violation) -> Findin
 def display_path(path: Path, cwd: Path) -> str:
     """A path as messages name it: relative to the working folder when inside it (a resolved path
     needs the resolved folder)."""
+    name, base = str(path), str(cwd)
+    # As text: a run names thousands of files, and `relative_to` parses both paths each time.
+    prefix = base if base.endswith(os.sep) else base + os.sep
+    if name.startswith(prefix):
+        return name[len(prefix) :].replace(os.sep, "/")
     try:
         return path.relative_to(cwd).as_posix()
     except ValueError:
-        return str(path)
+        return name
 
 
 # -- a notebook's findings told by cell ----------------------------------------------------------

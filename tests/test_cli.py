@@ -437,3 +437,25 @@ def test_colour_leaves_the_source_and_message_text_as_it_is(tmp_path: Path) -> N
     plain = re.sub(r"\x1b\[[0-9;]*m|\x1b\]8;[^\x1b]*\x1b\\", "", coloured)  # colours and OSC 8 hyperlinks
     assert plain == run_script("check", "--no-cache", ".", cwd=tmp_path).stdout
     assert "maps['a'])  # see [i] and [/]" in plain
+
+
+@pytest.mark.parametrize(
+    ("path", "cwd"),
+    [
+        ("/work/repo/train.py", "/work/repo"),
+        ("/work/repo/a/b/train.py", "/work/repo/"),
+        ("/work/repo", "/work/repo"),
+        ("/work/repository/train.py", "/work/repo"),
+        ("/elsewhere/train.py", "/work/repo"),
+        ("/x.py", "/"),
+        ("relative/train.py", "/work/repo"),
+    ],
+)
+def test_display_path_reads_the_text_as_relative_to_would(path: str, cwd: str) -> None:
+    from placement_lint.results import display_path
+
+    try:
+        expected = Path(path).relative_to(Path(cwd)).as_posix()
+    except ValueError:
+        expected = str(Path(path))
+    assert display_path(Path(path), Path(cwd)) == expected

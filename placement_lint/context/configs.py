@@ -13,8 +13,8 @@ MAX_CONFIG_BYTES = 2 * 1024 * 1024
 
 
 class ConfigReader:
-    def __init__(self, root: Path, project_of: Callable[[Path], Path | None] | None = None) -> None:
-        self.root = root.resolve()
+    def __init__(self, root: Path, project_of: Callable[[Path], Path | None] | None = None, resolved: bool = False) -> None:
+        self.root = root if resolved else root.resolve()
         self._project_of = project_of  # in a monorepo: the project holding a folder, where its paths may start
         self._cache: dict[Path, object] = {}
         self.warnings: list[str] = []
