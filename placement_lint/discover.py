@@ -120,9 +120,7 @@ def _holds_project_marker(folder: str, names: Collection[str]) -> bool:
     if any(os.path.isfile(os.path.join(folder, name)) for name in _PROJECT_MARKER_NAMES.intersection(names)):
         return True
     # Asked of every folder a walk lists: one search of all the names joined, before a look at each.
-    return "requirements" in "\0".join(names) and any(
-        name.startswith("requirements") and name.endswith(".txt") for name in names
-    )
+    return "requirements" in "\0".join(names) and any(name.startswith("requirements") and name.endswith(".txt") for name in names)
 
 
 _PROJECT_MARKER_NAMES = frozenset(PROJECT_MARKERS)
