@@ -294,6 +294,49 @@ def test_a_forked_worker_that_dies_has_its_share_checked_by_the_run(tmp_path: Pa
     assert sorted(f.display for f in result.findings) == [f"train{i}.py" for i in range(4)]
 
 
+def test_the_pieces_hold_every_file_once_big_files_alone(tmp_path: Path) -> None:
+    from placement_lint import engine
+
+    sizes = [5_000_000, 10, 4_000_000, 20, 30, *([100] * 300)]
+    pending = []
+    for index, size in enumerate(sizes):
+        path = tmp_path / f"f{index}.py"
+        path.write_bytes(b"")
+        os.truncate(path, size)
+        pending.append(engine._Pending(str(path), path.stat(), ""))
+    ordered = sorted(range(len(pending)), key=lambda index: -pending[index].status.st_size)
+    chunks = engine._chunks(ordered, pending, 2)
+    assert [index for chunk in chunks for index in chunk] == ordered
+    assert chunks[0] == [0] and chunks[1] == [2], "a big file is a piece of its own"
+    assert max(len(chunk) for chunk in chunks) < 10 and len(chunks) < len(pending)
+
+
+def test_processes_taking_pieces_in_turn_take_each_once() -> None:
+    from placement_lint import engine
+
+    if not engine._CAN_FORK:
+        pytest.skip("this platform's workers do not fork")
+    claims = engine._Claims(500)
+    readers = []
+    for _ in range(2):
+        reader, writer = os.pipe()
+        if os.fork() == 0:
+            taken = [number for number in claims]
+            os.write(writer, ",".join(map(str, taken)).encode())
+            os._exit(0)
+        os.close(writer)
+        readers.append(reader)
+    mine = list(claims)
+    theirs = []
+    for reader in readers:
+        with os.fdopen(reader, "rb") as incoming:
+            text = incoming.read().decode()
+        theirs += [int(number) for number in text.split(",") if number]
+        os.wait()
+    claims.close()
+    assert sorted(mine + theirs) == list(range(500))
+
+
 def _slow_batch(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
     time.sleep(1)
     return [(batch[0], Screened(None))]
