@@ -18,6 +18,15 @@ _UNINDEXED = frozenset({"ctx", "op", "ops"})
 _INDEXED_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}  # per node class, filled as classes are met
 
 
+def child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node class that hold child nodes worth walking (not the shared context and
+    operator singletons): every walk of a tree here reads this one table."""
+    fields = _INDEXED_FIELDS.get(kind)
+    if fields is None:
+        fields = _INDEXED_FIELDS[kind] = tuple(f for f in kind._fields if f not in _UNINDEXED)
+    return fields
+
+
 class ModuleIndex:
     def __init__(self, module: ast.Module) -> None:
         self.module = module
@@ -29,7 +38,7 @@ class ModuleIndex:
         for node in nodes:  # the list grows as the walk goes: a list iterator reads to its current end
             fields = indexed.get(type(node))
             if fields is None:
-                fields = indexed[type(node)] = tuple(f for f in node._fields if f not in _UNINDEXED)
+                fields = child_fields(type(node))
             for name in fields:
                 value = getattr(node, name, None)
                 if type(value) is list:

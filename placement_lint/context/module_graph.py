@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from placement_lint.analysis.index import child_fields
 from placement_lint.context.launches import IMPORT_LINE
 from placement_lint.context.setup_py import literal, setup_py_tree
 from placement_lint.discover import real_name
@@ -681,8 +682,6 @@ def bindings_of(nodes: Iterable[ast.AST]) -> dict[str, Binding]:
 
 
 # The context and operator fields hold shared singletons (a Load, an Add) no name or import is in.
-_UNWALKED = frozenset({"ctx", "op", "ops"})
-_WALKED_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}  # per node class, filled as classes are met
 
 
 class ModuleSummary:
@@ -736,14 +735,11 @@ class ModuleSummary:
         # ast.walk's order (breadth first, fields in order), without its two generators per node and
         # without the context and operator nodes (a third of them): this walk is most of what a
         # summary costs.
-        AST, Name, Attribute, imports, fields_of = ast.AST, ast.Name, ast.Attribute, (ast.Import, ast.ImportFrom), _WALKED_FIELDS
+        AST, Name, Attribute, imports = ast.AST, ast.Name, ast.Attribute, (ast.Import, ast.ImportFrom)
         pending: list[ast.AST] = [top]
         append = pending.append
         for node in pending:  # the list grows as the walk goes: a list iterator reads to its current end
-            fields = fields_of.get(type(node))
-            if fields is None:
-                fields = fields_of[type(node)] = tuple(f for f in node._fields if f not in _UNWALKED)
-            for field in fields:
+            for field in child_fields(type(node)):
                 value = getattr(node, field, None)
                 if type(value) is list:
                     for item in value:
