@@ -114,14 +114,20 @@ def test_a_helper_map_that_follows_the_rank_is_not_spread(tmp_path: Path) -> Non
     assert lint_source(tmp_path, source).findings == []
 
 
-def test_a_helper_in_another_module_is_reported_at_its_call_with_the_origin(tmp_path: Path) -> None:
+def _torchrun_repo(tmp_path: Path, maps: str, imported: str, called: str) -> None:
+    """A repository whose run.sh starts train.py under torchrun; train.py loads with `device_map=<called>`
+    from the helper module maps.py."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
-    (tmp_path / "maps.py").write_text("def spread():\n    return {'model.layers.0': 0, 'lm_head': 1}\n")
+    (tmp_path / "maps.py").write_text(maps)
     (tmp_path / "train.py").write_text(
-        "from transformers import AutoModelForCausalLM, Trainer\nimport maps\n"
-        "Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map=maps.spread())).train()\n"
+        f"from transformers import AutoModelForCausalLM, Trainer\n{imported}\n"
+        f"Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map={called})).train()\n"
     )
+
+
+def test_a_helper_in_another_module_is_reported_at_its_call_with_the_origin(tmp_path: Path) -> None:
+    _torchrun_repo(tmp_path, "def spread():\n    return {'model.layers.0': 0, 'lm_head': 1}\n", "import maps", "maps.spread()")
     result = lint_repo(tmp_path)
     [finding] = result.findings
     assert (finding.display, finding.row, finding.code) == ("train.py", 3, "DPL001")
@@ -130,13 +136,7 @@ def test_a_helper_in_another_module_is_reported_at_its_call_with_the_origin(tmp_
 
 
 def test_a_helper_module_that_does_not_parse_gives_no_value_and_no_error(tmp_path: Path) -> None:
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
-    (tmp_path / "maps.py").write_text("def spread(:\n    return 'auto'\n")
-    (tmp_path / "train.py").write_text(
-        "from transformers import AutoModelForCausalLM, Trainer\nfrom maps import spread\n"
-        "Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map=spread())).train()\n"
-    )
+    _torchrun_repo(tmp_path, "def spread(:\n    return 'auto'\n", "from maps import spread", "spread()")
     result = lint_repo(tmp_path)
     assert result.findings == [] and not any(f.error for f in result.files)
 
@@ -149,13 +149,7 @@ def test_related_locations_survive_the_cache() -> None:
 
 
 def test_a_changed_helper_module_rechecks_its_importer(tmp_path: Path) -> None:
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
-    (tmp_path / "maps.py").write_text("def spread():\n    return {'': 0}\n")
-    (tmp_path / "train.py").write_text(
-        "from transformers import AutoModelForCausalLM, Trainer\nfrom maps import spread\n"
-        "Trainer(model=AutoModelForCausalLM.from_pretrained('m', device_map=spread())).train()\n"
-    )
+    _torchrun_repo(tmp_path, "def spread():\n    return {'': 0}\n", "from maps import spread", "spread()")
 
     def codes() -> list[str]:
         result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path, tmp_path / ".cache")
