@@ -191,6 +191,12 @@ QUOTED_FILE_LIMIT = 2 * 1024 * 1024
 _QUOTED: dict[Path, tuple[tuple[int, int], list[str] | None]] = {}
 
 
+def displayed_path(display: str, cwd: Path) -> Path:
+    """The file a finding names as `display`: absolute, or relative to the folder the run started in."""
+    path = Path(display)
+    return path if path.is_absolute() else cwd / path
+
+
 def quoted_lines(path: Path) -> list[str] | None:
     """The lines of a file a finding's path passes through (a launch script, a config, an importer),
     for a note or a code frame; None when it cannot be quoted: gone, unreadable, binary (a NUL byte),

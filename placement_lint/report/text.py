@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from placement_lint.source import displayed_path, quoted_lines
+
 if TYPE_CHECKING:
     from placement_lint.report.formats import Report
     from placement_lint.results import FileResult, Finding, RunOptions, RunResult
@@ -108,21 +110,15 @@ class _Quoted:
 
     def lines(self, display: str) -> list[str] | None:
         if display not in self._files:
-            from placement_lint.source import quoted_lines
-
-            self._files[display] = quoted_lines(self._path(display))
+            self._files[display] = quoted_lines(displayed_path(display, self.cwd))
         return self._files[display]
 
     def cell(self, display: str, cell: int) -> list[str] | None:
         """A cell of another notebook (a launch in a shell escape), as written, with its own rows."""
         key = f"{display}\0cell {cell}"
         if key not in self._files:
-            self._files[key] = _cell_lines(self._path(display), cell)
+            self._files[key] = _cell_lines(displayed_path(display, self.cwd), cell)
         return self._files[key]
-
-    def _path(self, display: str) -> Path:
-        path = Path(display)
-        return path if path.is_absolute() else self.cwd / path
 
 
 def _cell_lines(path: Path, cell: int) -> list[str] | None:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from placement_lint.analysis.consumers import Consumer
 from placement_lint.context.evidence import Context, Evidence
 from placement_lint.rules.spans import Note, Related
-from placement_lint.source import quoted_lines
+from placement_lint.source import displayed_path, quoted_lines
 
 if TYPE_CHECKING:
     from placement_lint.rules.checked_file import CheckedFile
@@ -46,8 +46,7 @@ class _Lines:
 
     def of(self, display: str) -> list[str] | None:
         if display not in self._read:
-            path = PurePath(display)
-            self._read[display] = quoted_lines(Path(path) if path.is_absolute() else self.file.cwd / path)
+            self._read[display] = quoted_lines(displayed_path(display, self.file.cwd))
         return self._read[display]
 
     def line(self, display: str, row: int) -> str | None:
