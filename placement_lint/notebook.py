@@ -121,6 +121,7 @@ class Notebook(NamedTuple):
 # cells, the pre-check and the check its code cells, a fix reads its result back, and all of them
 # share one JSON decode. Kept within a budget, as outputs can make notebooks large.
 _DECODED: dict[bytes, Notebook] = {}
+_decoded_bytes = 0  # the bytes of _DECODED's keys, kept as it grows: not summed again on every decode
 DECODED_BUDGET_BYTES = 16 * 1024 * 1024
 
 
@@ -129,11 +130,14 @@ def read_notebook(raw: bytes) -> Notebook:
     known = _DECODED.get(raw)
     if known is not None:
         return known
+    global _decoded_bytes
     notebook = _decode(raw)
-    if sum(map(len, _DECODED)) + len(raw) > DECODED_BUDGET_BYTES:
+    if _decoded_bytes + len(raw) > DECODED_BUDGET_BYTES:
         _DECODED.clear()
+        _decoded_bytes = 0
     if len(raw) <= DECODED_BUDGET_BYTES:
         _DECODED[raw] = notebook
+        _decoded_bytes += len(raw)
     return notebook
 
 

@@ -590,6 +590,7 @@ def test_a_notebook_is_decoded_once_per_text_from_launch_context_to_fix(tmp_path
         return json.loads(text)
 
     monkeypatch.setattr(notebook_module, "_DECODED", {})  # nothing decoded before this run
+    monkeypatch.setattr(notebook_module, "_decoded_bytes", 0)
     counting_json = type("CountingJson", (), {"loads": staticmethod(counting_loads), "JSONDecodeError": json.JSONDecodeError})
     monkeypatch.setattr(notebook_module, "json", counting_json)
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(fix=True, jobs=1), cwd=tmp_path)
