@@ -102,6 +102,7 @@ def repo_contexts(
     return contexts
 
 
+@functools.cache
 def _anchor_tokens() -> tuple[bytes, ...]:
     """The tokens without which no rule can fire in a file, whichever rules are enabled (a cached
     launch context answers for every selection). Suppression comments are not among them: a module
