@@ -189,7 +189,7 @@ class _File:
     keeps its bytes and its tree, until the launch context is built: the summary, the class table
     and the parser lookups share them."""
 
-    __slots__ = ("raw", "size", "local", "tree", "parsed", "anchored", "leads_to", "parsed_from")
+    __slots__ = ("raw", "size", "local", "tree", "parsed", "anchored", "leads_to")
 
     def __init__(self, raw: bytes | None, size: int, local: bool, anchored: bool) -> None:
         self.raw = raw
@@ -199,7 +199,6 @@ class _File:
         self.leads_to: tuple[Path, ...] | None = None  # the repository modules its import lines may load
         self.tree: ast.Module | None = None
         self.parsed = False
-        self.parsed_from: bytes | None = None  # the bytes `tree` was parsed from, to hand it to the checker
 
 
 class ModuleGraph:
@@ -423,7 +422,6 @@ class ModuleGraph:
             tree = None
         if file.local:
             file.tree, file.parsed = tree, True  # a file that does not parse is not tried again
-            file.parsed_from = raw if tree is not None else None
         return tree
 
     def bytes_of(self, path: Path) -> bytes | None:
@@ -446,7 +444,7 @@ class ModuleGraph:
         for every file checked here that calls into it (a helper module too large, not UTF-8 or without
         a `return` or an import is not read)."""
         if path not in self._sources:
-            self._sources[path] = _source(path)
+            self._sources[path] = _source(path, self.bytes_of(path))
         return self._sources[path]
 
     def class_table(self, path: Path) -> ClassTable | None:
@@ -516,9 +514,9 @@ class ModuleGraph:
         self._summaries.clear()
         for path, file in self._files.items():
             if file is not None:
-                if file.tree is not None and file.parsed_from is not None:
-                    self._handed[path] = (file.parsed_from, file.tree)
-                file.raw, file.tree, file.parsed, file.parsed_from = None, None, False, None
+                if file.tree is not None and file.raw is not None:  # a kept module's tree is of its kept bytes
+                    self._handed[path] = (file.raw, file.tree)
+                file.raw, file.tree, file.parsed = None, None, False
 
     def parsed_tree(self, path: Path, raw: bytes) -> ast.Module | None:
         """The tree the graph parsed of the file at `path` (resolved), if parsed from exactly `raw`:
@@ -612,8 +610,9 @@ def _names(written: bytes) -> list[str]:
     return [m.group(1).decode("ascii", "replace") for m in _NAME.finditer(written.strip(b"()")) if m.group(1) != b"*"]
 
 
-def _source(path: Path) -> tuple[ast.Module, str] | None:
-    raw = _read_module(path)
+def _source(path: Path, read: bytes | None = None) -> tuple[ast.Module, str] | None:
+    """`read`: the module's bytes, when the graph still holds them."""
+    raw = read if read is not None else _read_module(path)
     if raw is None or len(raw) > _MAX_CLASS_MODULE_BYTES or not (b"return" in raw or b"import" in raw):
         return None
     try:
