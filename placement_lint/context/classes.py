@@ -41,16 +41,12 @@ class ImportedClasses:
                 self._own = bindings_of(index_of(self.module).nodes)  # imports inside main() count too
             # Classes are named in CapWords: `get_peft_model(...)` is not worth reading a package for.
             binding = self._own.get(head) if written.rpartition(".")[2][:1].isupper() else None
-            located = self._locate(binding, rest, self.path) if binding is not None else None
+            located = self.graph.locate(binding, rest, self.path) if binding is not None else None
             found: list[str] = []
             if located is not None:
                 self._collect(located[0], located[1], found, set())
             self._known[written] = tuple(found)
         return self._known[written]
-
-    def _locate(self, binding: Binding, rest: str, importer: Path) -> tuple[Path, str] | None:
-        """The module file and class name `binding` + `.rest` names, if the module is in the repository."""
-        return self.graph.locate(binding, rest, importer)
 
     def _collect(self, path: Path, name: str, found: list[str], seen: set[tuple[Path, str]]) -> None:
         if (path, name) in seen or len(seen) >= _MAX_STEPS:
@@ -62,7 +58,7 @@ class ImportedClasses:
         bases = module.classes.get(name)
         if bases is None:  # re-exported: `from .trainer import CustomSFT` in a package's __init__.py
             binding = module.imports.get(name)
-            located = self._locate(binding, "", path) if binding is not None else None
+            located = self.graph.locate(binding, "", path) if binding is not None else None
             if located is not None:
                 self._collect(located[0], located[1], found, seen)
             return
@@ -74,7 +70,7 @@ class ImportedClasses:
             if head in module.classes and not rest:
                 self._collect(path, head, found, seen)
             elif binding is not None:
-                located = self._locate(binding, rest, path)
+                located = self.graph.locate(binding, rest, path)
                 if located is not None:
                     self._collect(located[0], located[1], found, seen)
 
