@@ -40,6 +40,8 @@ _IN_FILE_LITERALS = IN_FILE_EVIDENCE.literals()
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
 # one-line list takes CPython's parser seconds and millions of nodes).
 MAX_PYTHON_BYTES = 4 * 1024 * 1024
+# What FileChecker.worth_parsing_when answers: a rule could fire in the file if no launch reaches it, if one does.
+WORTH_ALONE, WORTH_LAUNCHED = 1, 2
 
 
 class FileChecker:
@@ -97,26 +99,36 @@ class FileChecker:
 
     def worth_parsing(self, raw: bytes, path: Path) -> bool:
         """The text pre-check: could any enabled rule fire in this file?"""
+        launched = bool(self._launch_evidence(path).evidence)
+        return bool(self.worth_parsing_when(raw, path, (launched,)))
+
+    def worth_parsing_when(self, raw: bytes, path: Path, launched: tuple[bool, ...] = (False, True)) -> int:
+        """The text pre-check, for whether launches reach the file or not: WORTH_ALONE is set if a rule
+        could fire with no launch reaching it, WORTH_LAUNCHED if one could with one (both answer
+        without the launch context, so a spare process can ask while it is built)."""
         if is_notebook(path):
             try:
                 raw = python_bytes(path, raw)  # the code cells, not the JSON (which escapes quotes)
             except SourceError:
-                return True  # check() names the problem
+                return WORTH_ALONE | WORTH_LAUNCHED  # check() names the problem
         scanner = self.scanner
         found = scanner.found(raw)
         if not any(scanner.holds(raw, found, anchor) for anchor in self.anchors):
-            return False
+            return 0
         raw = Present(raw, found, scanner)  # the checks below ask the scan, not the bytes again
         # Which rules could fire depends on the context, so the context is decided first: it is
         # rare, and the rules' token checks are then run only in the form that can matter.
         rules = self._prechecked
-        launched = bool(self._launch_evidence(path).evidence)
-        if launched or self._context_without_launch(raw, path):
-            if any(rule.could_fire(raw) for rule in rules):
-                return True
-        elif any(rule.could_fire_without_context(raw) for rule in rules):
-            return True
-        return launched and any(rule.could_fire_when_launched(raw) for rule in rules if not rule.checks_suppressions)
+        verdict = 0
+        for reached in launched:
+            if reached or self._context_without_launch(raw, path):
+                worth = any(rule.could_fire(raw) for rule in rules) or (
+                    reached and any(rule.could_fire_when_launched(raw) for rule in rules if not rule.checks_suppressions)
+                )
+            else:
+                worth = any(rule.could_fire_without_context(raw) for rule in rules)
+            verdict |= (WORTH_LAUNCHED if reached else WORTH_ALONE) if worth else 0
+        return verdict
 
     def has_context_tokens(self, raw: bytes, path: Path) -> bool:
         """Could this file be distributed: an override, launch evidence, or a token of in-file evidence."""
@@ -132,9 +144,12 @@ class FileChecker:
             return NOT_LAUNCHED
         return self.launches.get(real_path(path))
 
-    def pre_check(self, path: Path, raw: bytes | None, hashing: bool, digest: str | None = None) -> Screened:
+    def pre_check(
+        self, path: Path, raw: bytes | None, hashing: bool, digest: str | None = None, worth: bool = False
+    ) -> Screened:
         """Read a file (unless `raw` holds it) and run the text pre-check; `hashing`: the cache needs
-        its digest (`digest`, when the caller already hashed `raw`)."""
+        its digest (`digest`, when the caller already hashed `raw`); `worth`: the caller knows the
+        text pre-check lets it through."""
         try:
             if raw is None:
                 with open(path, "rb") as handle:  # cheaper than Path.read_bytes, for thousands of files
@@ -145,7 +160,7 @@ class FileChecker:
             )
         if hashing and digest is None:
             digest = content_hash(raw)
-        if not self.worth_parsing(raw, path):
+        if not worth and not self.worth_parsing(raw, path):
             return Screened(digest)
         limit = MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_PYTHON_BYTES
         if len(raw) > limit:

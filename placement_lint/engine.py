@@ -26,6 +26,7 @@ from placement_lint.source import SourceError, content_hash
 
 if TYPE_CHECKING:
     from placement_lint.checker import FileChecker
+    from placement_lint.screen_ahead import ScreeningAhead
     from placement_lint.rules.violation import Violation
 
 # Below this many bytes of files to parse, a process pool costs more than it saves (measured on
@@ -35,17 +36,26 @@ POOL_THRESHOLD_BYTES = 200_000
 # the parsing may be shared. Measured: on trl's 3.6 MB sharing the pre-check too changes nothing
 # (0.24 s either way); on transformers' 53 MB it takes the run from 1.26 s to 0.84 s.
 SCREEN_POOL_BYTES = 4_000_000
+# Below this many bytes of files to pre-check, a child pre-checking them while the launch context is
+# built (screen_ahead.py) saves less than its fork costs.
+SCREEN_AHEAD_BYTES = 1_000_000
 
 
 # -- the run ---------------------------------------------------------------------------------
 
 
 def repo_contexts(
-    found: Discovered, settings: Settings, cwd: Path, given: Iterable[Path] = (), cache_folder: Path | None = None
+    found: Discovered,
+    settings: Settings,
+    cwd: Path,
+    given: Iterable[Path] = (),
+    cache_folder: Path | None = None,
+    before_building: Callable[[], None] | None = None,
 ) -> list[RepoContext]:
     """The launch context of every repository the files belong to, each built once. The folders
     given on the command line (or holding a file given there) are searched for launchers even when
-    the configuration excludes them, as their Python files are checked."""
+    the configuration excludes them, as their Python files are checked. `before_building` is called
+    before a context is built (not when the cache has it, or there is nothing to read)."""
 
     base = cwd.resolve()
     display = functools.partial(display_path, cwd=base)
@@ -93,6 +103,8 @@ def repo_contexts(
             if candidates:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 
+                if before_building is not None:
+                    before_building()
                 cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens())
             else:
                 cached = RepoContext(root.resolve())  # nothing to read: no launch reaches any file
@@ -134,11 +146,20 @@ def run(
     cwd = cwd or Path.cwd()
     paths = list(paths)
     found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
-    repos = repo_contexts(found, settings, cwd, paths, cache_folder)
+    cache = None if cache_folder is None or options.fixing else Cache(cache_folder, _settings_key(settings, options))
+    ahead: list[ScreeningAhead] = []
+
+    def screen_ahead() -> None:
+        if not ahead and restrict is None:
+            ahead.extend(_screening_ahead(found, cache, settings, options, cwd))
+
+    try:
+        repos = repo_contexts(found, settings, cwd, paths, cache_folder, screen_ahead if _CAN_FORK else None)
+    finally:
+        screened_ahead = ahead[0].stop() if ahead else {}
     # Names, not Paths, until a file needs one: a warm run over thousands of files makes few.
     files = found.names if restrict is None else [str(path) for path in restrict(found.files, repos)]
     launches = Launches(repos)
-    cache = None if cache_folder is None or options.fixing else Cache(cache_folder, _settings_key(settings, options))
     results: list[FileResult] = []
     errors = [f"{path}: no such file or directory" for path in found.missing]
     errors += [
@@ -177,7 +198,8 @@ def run(
         progress(done, len(files))
     interrupted = 0
     try:
-        for item, screened in _screen_all(pending, settings, options, cwd, launches, hashing=cache is not None):
+        screening = _screen_all(pending, settings, options, cwd, launches, cache is not None, screened_ahead, found.resolved)
+        for item, screened in screening:
             done += 1
             if progress is not None:
                 progress(done, len(files))
@@ -297,37 +319,88 @@ class _Pending(NamedTuple):
 
 
 def _screen_all(
-    pending: list[_Pending], settings: Settings, options: RunOptions, cwd: Path, launches: Launches, hashing: bool
+    pending: list[_Pending],
+    settings: Settings,
+    options: RunOptions,
+    cwd: Path,
+    launches: Launches,
+    hashing: bool,
+    screened_ahead: dict[str, tuple[int, str | None]],
+    resolved: Callable[[str], str],
 ) -> Iterator[tuple[_Pending, Screened]]:
     """Each pending file read, pre-checked and, if a rule could fire in it, checked. Big runs share
-    all of it among processes; small ones pre-check here and share only the parsing, if that is big."""
+    all of it among processes; small ones pre-check here and share only the parsing, if that is big.
+    `screened_ahead`: the pre-check's answers (and digests) for the files it could work out while the
+    launch context was built (screen_ahead.py); a file no rule could fire in under its launches is done."""
     if not pending:
         return
-    from placement_lint.checker import FileChecker
+    from placement_lint.checker import WORTH_ALONE, WORTH_LAUNCHED
 
-    checker = FileChecker(settings, options, cwd, launches)
-    jobs = options.jobs or os.cpu_count() or 1
-    # A run that writes fixes checks one file after the other, so an interrupt stops between files.
-    pooling = not options.fix and jobs >= 2 and len(pending) >= 2
-    if pooling and sum(item.status.st_size for item in pending) >= SCREEN_POOL_BYTES:
-        yield from _pooled(checker, pending, jobs, hashing)
+    checker = _checker(settings, options, cwd, launches)
+    if screened_ahead:
+        left = []
+        for item in pending:
+            answer = screened_ahead.get(item.name) if item.raw is None else None
+            if answer is None:
+                left.append(item)
+                continue
+            verdict, digest = answer
+            if not verdict & (WORTH_LAUNCHED if launches.reaches(resolved(item.name)) else WORTH_ALONE):
+                yield item, Screened(digest)
+                continue
+            # Worth parsing: read again (the child's copy is gone), not pre-checked again.
+            screened = checker.pre_check(item.path, None, hashing, digest, worth=True)
+            if screened.raw is None:
+                yield item, screened
+            else:
+                left.append(item._replace(screened=screened))
+        pending = left
+    if _pooling(options, len(pending)) and sum(item.status.st_size for item in pending) >= SCREEN_POOL_BYTES:
+        yield from _pooled(checker, pending, options.jobs or os.cpu_count() or 1, hashing)
         return
     worth: list[_Pending] = []
     for item in pending:
-        screened = checker.pre_check(item.path, item.raw, hashing, item.digest)
+        screened = item.screened or checker.pre_check(item.path, item.raw, hashing, item.digest)
         if screened.raw is None:
             yield item, screened
         else:
             worth.append(item._replace(raw=None, screened=screened))
     if (
-        pooling
-        and len(worth) >= 2
+        _pooling(options, len(worth))
         and sum(len(item.screened.raw or b"") for item in worth if item.screened) >= POOL_THRESHOLD_BYTES
     ):
-        yield from _pooled(checker, worth, jobs, hashing)
+        yield from _pooled(checker, worth, options.jobs or os.cpu_count() or 1, hashing)
         return
     for item in worth:
         yield item, checker.finish(item.path, item.screened)  # type: ignore[arg-type]
+
+
+def _screening_ahead(
+    found: Discovered, cache: Cache | None, settings: Settings, options: RunOptions, cwd: Path
+) -> list[ScreeningAhead]:
+    """A child pre-checking the files the cache does not know while the launch context is built,
+    when they are enough to pay for its fork."""
+    if not _pooling(options, len(found.names)):
+        return []
+    names = [name for name in found.names if cache is None or not cache.knows(name)]
+    statuses = found.statuses
+    if sum(statuses[name].st_size for name in names if name in statuses) < SCREEN_AHEAD_BYTES:
+        return []
+    from placement_lint.screen_ahead import ScreeningAhead
+
+    return [ScreeningAhead(names, functools.partial(_checker, settings, options, cwd), cache is not None)]
+
+
+def _checker(settings: Settings, options: RunOptions, cwd: Path, launches: Launches | None = None) -> FileChecker:
+    from placement_lint.checker import FileChecker
+
+    return FileChecker(settings, options, cwd, launches)
+
+
+def _pooling(options: RunOptions, files: int) -> bool:
+    """Could sharing `files` among processes pay? A run that writes fixes checks one file after the
+    other, so an interrupt stops between files."""
+    return not options.fix and (options.jobs or os.cpu_count() or 1) >= 2 and files >= 2
 
 
 # What every pool worker gets once: inherited where processes fork, pickled once per worker where

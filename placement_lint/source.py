@@ -132,11 +132,19 @@ def is_notebook(path: Path | str) -> bool:
     return str(path).endswith(NOTEBOOK_SUFFIX)
 
 
+DIGEST_BYTES = 16
+
+
 def content_hash(data: bytes) -> str:
     """The digest the caches compare: of a file's bytes, of its import lines, of what the launches say of it."""
+    return content_digest(data).hex()
+
+
+def content_digest(data: bytes) -> bytes:
+    """content_hash as bytes."""
     import hashlib  # loads OpenSSL (3% of a warm run): only a run with something to hash pays for it
 
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return hashlib.blake2b(data, digest_size=DIGEST_BYTES).digest()
 
 
 def split_lines(text: str) -> list[str]:

@@ -21,6 +21,7 @@ LAYERS = [
     {"results"},
     {"fixing"},  # fixing one checked file: imported by the checker only when a run fixes or diffs
     {"checker"},
+    {"screen_ahead"},  # the pre-check, in a child, while the engine builds the launch context
     {"engine"},
     {"explain"},
     {"report", "catalogue"},

@@ -205,6 +205,11 @@ class Launches:
         context = self._by_name.get(str(path))
         return (context.launched(path) if context is not None else None) or NOT_LAUNCHED
 
+    def reaches(self, name: str) -> bool:
+        """For a resolved path as a string: does launch evidence reach the file (the pre-check's question)."""
+        context = self._by_name.get(name)
+        return context is not None and bool((context.launched(Path(name)) or NOT_LAUNCHED).evidence)
+
     def digest(self, name: str) -> str:
         """For a resolved path: "" when no launch reaches the file, else a digest of what the launches say of it."""
         context = self._by_name.get(name)
