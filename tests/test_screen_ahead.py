@@ -44,6 +44,7 @@ def answers_used(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         return answers
 
     monkeypatch.setattr(engine, "SCREEN_AHEAD_BYTES", 0)
+    monkeypatch.setattr(engine, "SCREEN_AHEAD_LAUNCH_FILES", 0)
     monkeypatch.setattr(screen_ahead.ScreeningAhead, "stop", stop_when_done)
     return taken
 
@@ -69,6 +70,7 @@ def test_a_child_stopped_half_way_changes_no_finding(monkeypatch: pytest.MonkeyP
     real = screen_ahead._screen
     monkeypatch.setattr(screen_ahead, "_screen", lambda names, *rest: real(names[: len(names) // 2], *rest))
     monkeypatch.setattr(engine, "SCREEN_AHEAD_BYTES", 0)
+    monkeypatch.setattr(engine, "SCREEN_AHEAD_LAUNCH_FILES", 0)
     stop = screen_ahead.ScreeningAhead.stop
     monkeypatch.setattr(screen_ahead.ScreeningAhead, "stop", lambda self, wait=False: stop(self, wait=True))
     assert _findings(root) == expected
