@@ -113,7 +113,7 @@ class FileChecker:
                 return WORTH_ALONE | WORTH_LAUNCHED  # check() names the problem
         scanner = self.scanner
         found = scanner.found(raw)
-        if not any(scanner.holds(raw, found, anchor) for anchor in self.anchors):
+        if not scanner.holds_any(raw, found, self.anchors):
             return 0
         raw = Present(raw, found, scanner)  # the checks below ask the scan, not the bytes again
         # Which rules could fire depends on the context, so the context is decided first: it is

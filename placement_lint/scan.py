@@ -46,6 +46,7 @@ class TokenScanner:
         # Worked out for a token when first asked: a run over a few files asks about a few tokens.
         self._hidden_by: dict[bytes, frozenset[bytes]] = {}
         self._scanned = frozenset(self.tokens)
+        self._ruled_out_by: dict[tuple[bytes, ...], frozenset[bytes]] = {}
 
     @property
     def compiled(self) -> bool:
@@ -58,6 +59,30 @@ class TokenScanner:
         tokens = self.tokens
         return frozenset(tokens[index] for index, _, _ in self._automaton.find_matches_as_indexes(raw))
 
+    def holds_any(self, raw: bytes, found: frozenset[bytes] | None, tokens: tuple[bytes, ...]) -> bool:
+        """`any(token in raw for token in tokens)`: for most files one set operation, as none of the
+        tokens, nor any that could hide one, was reported (2,000 of transformers' 2,860 files)."""
+        if found is not None:
+            ruled_out = self._ruled_out_by.get(tokens)
+            if ruled_out is None:
+                ruled_out = self._ruled_out_by[tokens] = self._ruling_out(tokens)
+            if ruled_out and ruled_out.isdisjoint(found):
+                return False
+        return any(self.holds(raw, found, token) for token in tokens)
+
+    def _ruling_out(self, tokens: tuple[bytes, ...]) -> frozenset[bytes]:
+        """The scan's tokens whose absence from a file rules out all of `tokens` (empty when the scan
+        cannot rule out some token: one it does not look for)."""
+        if not all(token in self._scanned for token in tokens):
+            return frozenset()
+        return frozenset(tokens).union(*(self._hiders(token) for token in tokens))
+
+    def _hiders(self, token: bytes) -> frozenset[bytes]:
+        hidden_by = self._hidden_by.get(token)
+        if hidden_by is None:
+            hidden_by = self._hidden_by[token] = frozenset(other for other in self.tokens if _can_hide(other, token))
+        return hidden_by
+
     def holds(self, raw: bytes, found: frozenset[bytes] | None, token: bytes) -> bool:
         """`token in raw`, from `found` (what `self.found(raw)` gave) where that settles it."""
         search = bytes.__contains__  # the bytes' own search, for a Present too
@@ -67,10 +92,7 @@ class TokenScanner:
             return True
         if token not in self._scanned:  # not a token of the scan: ask the bytes
             return search(raw, token)
-        hidden_by = self._hidden_by.get(token)
-        if hidden_by is None:
-            hidden_by = self._hidden_by[token] = frozenset(other for other in self.tokens if _can_hide(other, token))
-        return not hidden_by.isdisjoint(found) and search(raw, token)
+        return not self._hiders(token).isdisjoint(found) and search(raw, token)
 
 
 class Present(bytes):

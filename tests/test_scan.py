@@ -7,7 +7,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from placement_lint.checker import FileChecker
@@ -44,6 +44,19 @@ def test_every_answer_is_the_bytes_answer(tokens: list[bytes], raw: bytes, asked
         for token in [*tokens, asked]:
             assert (token in present) == (token in raw), (compiled, tokens, raw, token)
         assert present == raw and present.find(b"a") == raw.find(b"a")
+
+
+@settings(max_examples=300, deadline=None)
+@given(tokens=_tokens, raw=_text(0, 40, "ab(c"), data=st.data())
+@example(tokens=[b"(ab", b"ab"], raw=b"(ab", data=None).via("`ab` hidden in a reported `(ab`")
+def test_asking_for_any_of_several_tokens_is_the_bytes_answer(tokens: list[bytes], raw: bytes, data: st.DataObject | None) -> None:
+    """Ruled out by one set operation only when no token asked, nor one that could hide it, was reported."""
+    asked = [b"ab"] if data is None else data.draw(st.lists(st.sampled_from(tokens), min_size=1, max_size=4, unique=True))
+    for compiled in (True, False):
+        scanner = TokenScanner(tokens, compiled=compiled)
+        for question in (tuple(asked), (*asked, b"c(")):  # the scan's tokens, then one it does not look for
+            for _ in range(2):  # worked out, then from what was worked out
+                assert scanner.holds_any(raw, scanner.found(raw), question) == any(t in raw for t in question)
 
 
 def test_which_matches_can_hide_a_token() -> None:

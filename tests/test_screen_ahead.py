@@ -13,7 +13,7 @@ from placement_lint.engine import run
 from placement_lint.report.json_format import render
 from placement_lint.results import RunOptions, RunResult
 from placement_lint.settings import Settings
-from tests.helpers import CODES
+from helpers import CODES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPOS = sorted(p for p in (FIXTURES / "launch").iterdir() if p.is_dir())

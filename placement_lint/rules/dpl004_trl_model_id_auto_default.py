@@ -74,7 +74,7 @@ class TrlModelIdAutoDefault(Rule):
         return super().could_fire(raw) or (b"model=" in raw and trl_config_call(raw))
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
-        bases: dict[str, str] | None = None
+        candidates = []
         for call in file.resolver.index.calls:
             arguments = list(_model_arguments(call))
             if not arguments:
@@ -82,9 +82,12 @@ class TrlModelIdAutoDefault(Rule):
             called = last_segment(file.imports.qualify(call.func)) or ""
             if called not in _KNOWN and not called[:1].isupper():
                 continue  # not a class: no trainer
-            # Reading the repository's modules for class bases, and resolving values, only for such calls.
-            if bases is None:
-                bases = _trainer_bases(file)
+            candidates.append((call, arguments, called))
+        if not candidates:
+            return
+        # Reading the repository's modules for class bases, and resolving values, only for such calls.
+        bases = _trainer_bases(file, {called for _, _, called in candidates})
+        for call, arguments, called in candidates:
             trainer = bases.get(called) or _imported_trainer(file, call.func)
             if trainer is None:
                 continue
@@ -179,11 +182,20 @@ def _imported_trainer(file: CheckedFile, name: ast.expr) -> str | None:
     return next((base for base in file.ancestors(written) if base in _KNOWN), None)
 
 
-def _trainer_bases(file: CheckedFile) -> dict[str, str]:
+def _trainer_bases(file: CheckedFile, called: set[str]) -> dict[str, str]:
     """TRL trainer names, and this file's subclasses of them (also through a class imported from the
-    repository), mapped to the TRL trainer they behave as."""
+    repository) among the `called` classes and their bases here, mapped to the TRL trainer they
+    behave as. Only those: each other class's bases would be looked up in the modules they come from
+    (modeling_utils.py's mixins: 30 ms), and what a class resolves to depends only on its bases."""
     bases = {name: name for name in _KNOWN}
-    classes = {node.name: node for node in file.resolver.index.classes}
+    written = {node.name: node for node in file.resolver.index.classes}
+    wanted = [name for name in called if name in written]
+    for name in wanted:  # grows as it goes: the bases written here of each class wanted
+        for base in written[name].bases:
+            below = last_segment(dotted(base)) or ""
+            if below in written and below not in wanted:
+                wanted.append(below)
+    classes = {name: node for name, node in written.items() if name in wanted}  # in the file's order
     for _ in range(len(classes)):
         changed = False
         for name, node in classes.items():
