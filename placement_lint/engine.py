@@ -33,9 +33,10 @@ if TYPE_CHECKING:
 # transformers' 5 candidate files, 0.8 MB: 1.05 s in one process, 0.84 s in two).
 POOL_THRESHOLD_BYTES = 200_000
 # Below this many bytes of files to read and pre-check, the pre-check runs in this process and only
-# the parsing may be shared. Measured: on trl's 3.6 MB sharing the pre-check too changes nothing
-# (0.24 s either way); on transformers' 53 MB it takes the run from 1.26 s to 0.84 s.
-SCREEN_POOL_BYTES = 4_000_000
+# the parsing may be shared. With forked workers sharing it pays from about a megabyte: 21-31 paired
+# runs, trl (3.0 MB) 0.174 s to 0.166 s, peft (2.7 MB) 0.101 to 0.096, accelerate (1.5 MB) 0.149 to
+# 0.147 (with the process pool of old, trl's took 0.24 s either way).
+SCREEN_POOL_BYTES = 1_000_000
 # Below this many bytes of files to pre-check, a child pre-checking them while the launch context is
 # built (screen_ahead.py) saves less than its fork costs.
 SCREEN_AHEAD_BYTES = 1_000_000
