@@ -152,16 +152,11 @@ def run(
     paths = list(paths)
     found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
     cache = None if cache_folder is None or options.fixing else Cache(cache_folder, _settings_key(settings, options))
-    ahead: list[ScreeningAhead] = []
-
-    def screen_ahead(launch_files: int) -> None:
-        if not ahead and restrict is None and launch_files >= SCREEN_AHEAD_LAUNCH_FILES:
-            ahead.extend(_screening_ahead(found, cache, settings, options, cwd))
-
+    ahead = _ScreenAhead(found, cache, settings, options, cwd)
     try:
-        repos = repo_contexts(found, settings, cwd, paths, cache_folder, screen_ahead if _CAN_FORK else None)
+        repos = repo_contexts(found, settings, cwd, paths, cache_folder, ahead.start if _CAN_FORK and restrict is None else None)
     finally:
-        screened_ahead = ahead[0].stop() if ahead else {}
+        screened_ahead = ahead.stop()
     # Names, not Paths, until a file needs one: a warm run over thousands of files makes few.
     files = found.names if restrict is None else [str(path) for path in restrict(found.files, repos)]
     launches = Launches(repos)
@@ -316,6 +311,7 @@ class _Pending(NamedTuple):
     launch_key: str
     raw: bytes | None = None  # already read, for the cache's content check...
     digest: str | None = None  # ...which hashed it
+    worth: bool = False  # screen_ahead.py found a rule could fire in it: the pre-check need not ask again
     screened: Screened | None = None  # already pre-checked, waiting to be parsed
 
     @property
@@ -352,20 +348,15 @@ def _screen_all(
             verdict, digest = answer
             if not verdict & (WORTH_LAUNCHED if launches.reaches(resolved(item.name)) else WORTH_ALONE):
                 yield item, Screened(digest)
-                continue
-            # Worth parsing: read again (the child's copy is gone), not pre-checked again.
-            screened = checker.pre_check(item.path, None, hashing, digest, worth=True)
-            if screened.raw is None:
-                yield item, screened
-            else:
-                left.append(item._replace(screened=screened))
+            else:  # read (and hashed) again where it is checked: the child's copy is gone
+                left.append(item._replace(worth=True))
         pending = left
     if _pooling(options, len(pending)) and sum(item.status.st_size for item in pending) >= SCREEN_POOL_BYTES:
         yield from _pooled(checker, pending, options.jobs or os.cpu_count() or 1, hashing)
         return
     worth: list[_Pending] = []
     for item in pending:
-        screened = item.screened or checker.pre_check(item.path, item.raw, hashing, item.digest)
+        screened = checker.pre_check(item.path, item.raw, hashing, item.digest, item.worth)
         if screened.raw is None:
             yield item, screened
         else:
@@ -380,20 +371,30 @@ def _screen_all(
         yield item, checker.finish(item.path, item.screened)  # type: ignore[arg-type]
 
 
-def _screening_ahead(
-    found: Discovered, cache: Cache | None, settings: Settings, options: RunOptions, cwd: Path
-) -> list[ScreeningAhead]:
-    """A child pre-checking the files the cache does not know while the launch context is built,
-    when they are enough to pay for its fork."""
-    if not _pooling(options, len(found.names)):
-        return []
-    names = [name for name in found.names if cache is None or not cache.knows(name)]
-    statuses = found.statuses
-    if sum(statuses[name].st_size for name in names if name in statuses) < SCREEN_AHEAD_BYTES:
-        return []
-    from placement_lint.screen_ahead import ScreeningAhead
+class _ScreenAhead:
+    """A child pre-checking the files the cache does not know (screen_ahead.py), started when a launch
+    context is built from enough launch files to hide its fork, if the files are enough to pay for it."""
 
-    return [ScreeningAhead(names, functools.partial(_checker, settings, options, cwd), cache is not None)]
+    def __init__(self, found: Discovered, cache: Cache | None, settings: Settings, options: RunOptions, cwd: Path) -> None:
+        self.found, self.cache, self.settings, self.options, self.cwd = found, cache, settings, options, cwd
+        self.child: ScreeningAhead | None = None
+
+    def start(self, launch_files: int) -> None:
+        found, cache = self.found, self.cache
+        if self.child is not None or launch_files < SCREEN_AHEAD_LAUNCH_FILES or not _pooling(self.options, len(found.names)):
+            return
+        names = [name for name in found.names if cache is None or not cache.knows(name)]
+        statuses = found.statuses
+        if sum(statuses[name].st_size for name in names if name in statuses) < SCREEN_AHEAD_BYTES:
+            return
+        from placement_lint.screen_ahead import ScreeningAhead
+
+        make_checker = functools.partial(_checker, self.settings, self.options, self.cwd)
+        self.child = ScreeningAhead(names, make_checker, cache is not None)
+
+    def stop(self) -> dict[str, tuple[int, str | None]]:
+        """What the child worked out, by file name (nothing, if none was started)."""
+        return self.child.stop() if self.child is not None else {}
 
 
 def _checker(settings: Settings, options: RunOptions, cwd: Path, launches: Launches | None = None) -> FileChecker:
@@ -431,7 +432,8 @@ def _screen_batch(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
     for index in batch:
         item = _WORKER_PENDING[index]
         path = item.path
-        screened = checker.finish(path, item.screened or checker.pre_check(path, item.raw, _WORKER_HASHING, item.digest))
+        screened = item.screened or checker.pre_check(path, item.raw, _WORKER_HASHING, item.digest, item.worth)
+        screened = checker.finish(path, screened)
         trivial = screened.result is None and screened.raw is None and screened.cacheable
         done.append((index, screened.digest if trivial else screened))
     return done
