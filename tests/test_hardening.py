@@ -246,6 +246,7 @@ _LAUNCH_PIECES = [
     "${A[@]} ", "N=", '"', "'", "(", ")", "\\", "\n", "  ", "\t", "$ ", ">>> ", "!", "%%bash\n", "```", "```python\n",
     "~~~", "::\n", ".. code-block:: bash\n", ":linenos:\n", "run: ", "script:\n", "- ", "command: [", "]", "args: ",
     "|\n", ">\n", "{{ x }}", "#", "cd ", "&& ", "; ", "<<EOF\n", "EOF\n", "bash -c '", "export ", "+=", "\x00", "é", "for x in a b; do ", "for y in $Z\n", "do\n", "done", "eval ",
+    "f() {", "function g ", "{\n", "}\n", " }", "f ", "g ", '"$@" ', "$1 ",
 ]  # fmt: skip
 
 

@@ -78,7 +78,8 @@ def _lookup(values: dict[str, str], names: tuple[str, ...]) -> str | None:
 
 def expand(text: str, variables: dict[str, str]) -> str:
     """`$X`, `${X}`, `${X:-default}`, `${X-default}`, `${X:=default}`, `$(X)` from known assignments,
-    and a script argument's default (`${1:-8}`); unknown ones stay."""
+    and a script argument's default (`${1:-8}`); unknown ones stay. Inside a shell function's call the
+    positional parameters are known too: `$1`, and `"$@"` as the call's words (`@` holds them quoted)."""
 
     def braced(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(3)
@@ -86,9 +87,15 @@ def expand(text: str, variables: dict[str, str]) -> str:
             return variables[name]
         return default if default is not None else match.group(0)
 
+    if "@" in variables:
+        text = _ALL_ARGUMENTS.sub(lambda _: variables["@"], text)
     text = re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9])(:?[-=]([^}]*))?\}", braced, text)
     text = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: variables.get(m.group(1), m.group(0)), text)
-    return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", lambda m: variables.get(m.group(1), m.group(0)), text)
+    return re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9])", lambda m: variables.get(m.group(1), m.group(0)), text)
+
+
+# `"$@"`, `$@`, `${@}` and `$*`: every argument of a shell function's call.
+_ALL_ARGUMENTS = re.compile(r'"\$(?:@|\{@\})"|\$(?:[@*]|\{[@*]\})')
 
 
 # Without quotes or backslashes, shlex's posix split is a split on its four whitespace characters

@@ -188,10 +188,22 @@ def _segments(line: str) -> list[str]:
     return [segment.strip() for segment in out if segment.strip()]
 
 
-def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[str, str]) -> Iterator[CommandLine]:
+def _shell(
+    path: Path,
+    text: str,
+    first_line: int,
+    cwd: Path,
+    variables: dict[str, str],
+    functions: _Functions | None = None,
+    depth: int = 0,
+) -> Iterator[CommandLine]:
+    """`functions`: the file's shell functions met so far; a call runs the body with its words as the
+    positional parameters (`depth`: calls within calls)."""
     heredoc: str | None = None
     exported: dict[str, str] = {}
-    for number, line in _unrolled(_statements(text, first_line)):
+    whole_file = functions is None  # not a function's body, nor a `bash -c` script in the file
+    functions = _Functions() if functions is None else functions
+    for number, line in _unrolled(_without_functions(_statements(text, first_line), functions.bodies)):
         stripped = line.strip()
         if heredoc is not None:  # the text of a here-document is data, not commands
             if stripped == heredoc:
@@ -218,10 +230,96 @@ def _shell(path: Path, text: str, first_line: int, cwd: Path, variables: dict[st
             inner = _inner_script(command)
             if inner is not None:
                 wrapper, script = inner
-                for line in _shell(path, script, number, cwd, dict(variables)):
+                for line in _shell(path, script, number, cwd, dict(variables), functions, depth):
                     yield replace(line, text=f"{wrapper} {line.text}") if wrapper else line
                 continue
+            words = split(command)
+            body = functions.bodies.get(words[0]) if words else None
+            if body is not None:
+                functions.called.add(words[0])
+                if depth < _MAX_CALL_DEPTH and functions.budget >= len(body):
+                    functions.budget -= len(body)
+                    # What the body launches, said at the call, which names the script.
+                    for line in _call(path, body, words[1:], cwd, variables, functions, depth):
+                        yield replace(line, line=number)
+                continue
             yield CommandLine(path, number, command, cwd, tuple(exported.items()))
+    if whole_file:  # a function this file never calls (another script may source it): read as written
+        for name, body in functions.bodies.items():
+            if name not in functions.called:
+                yield from _shell(path, "\n".join(line for _, line in body), body[0][0] if body else 0, cwd, dict(variables))
+
+
+class _Functions:
+    """A shell file's functions: their bodies by name, the ones called, and how many statements calls
+    may still run (functions that call each other ten times over end)."""
+
+    def __init__(self) -> None:
+        self.bodies: dict[str, list[tuple[int, str]]] = {}
+        self.called: set[str] = set()
+        self.budget = _MAX_CALLED_STATEMENTS
+
+
+_FUNCTION = re.compile(r"^(?:function\s+([A-Za-z_][\w:.-]*)\s*(?:\(\s*\))?|([A-Za-z_][\w:.-]*)\s*\(\s*\))\s*(\{.*)?$", re.DOTALL)
+_MAX_CALL_DEPTH = 8
+_MAX_CALLED_STATEMENTS = 2000
+_MAX_FUNCTION_BODY = 200
+
+
+def _without_functions(
+    statements: Iterator[tuple[int, str]], functions: dict[str, list[tuple[int, str]]]
+) -> Iterator[tuple[int, str]]:
+    """The statements outside function definitions; each definition's body is put in `functions`
+    (`name() {`, `function name {`, the brace on the next line, or all of it on one line)."""
+    pending = iter(statements)
+    for number, line in pending:
+        defined = _FUNCTION.match(line.strip())
+        if defined is None:
+            yield number, line
+            continue
+        name, opening = defined.group(1) or defined.group(2), defined.group(3)
+        if opening is None:  # the brace on a line of its own
+            following = next(pending, None)
+            if following is None or not following[1].strip().startswith("{"):
+                yield number, line
+                if following is not None:
+                    yield following
+                continue
+            number, opening = following[0], following[1].strip()
+        functions[name] = _function_body(number, opening[1:], pending)
+
+
+def _function_body(number: int, rest: str, pending: Iterator[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The statements up to the `}` that closes a function (`rest`: what follows its `{`)."""
+    body: list[tuple[int, str]] = []
+    depth = 1
+    line: str | None = rest
+    while line is not None and len(body) <= _MAX_FUNCTION_BODY:
+        words = [word.rstrip(";") for word in line.split()]
+        depth += words.count("{") - words.count("}")
+        if depth <= 0:
+            kept = line.strip()
+            body.append((number, kept[: kept.rfind("}")].rstrip().rstrip(";")))
+            return body
+        body.append((number, line))
+        number, line = next(pending, (number, None))  # type: ignore[arg-type]
+    return body
+
+
+def _call(
+    path: Path,
+    body: list[tuple[int, str]],
+    arguments: list[str],
+    cwd: Path,
+    variables: dict[str, str],
+    functions: _Functions,
+    depth: int,
+) -> Iterator[CommandLine]:
+    """The commands of a shell function's body, run with `arguments` as its positional parameters."""
+    inside = {**variables, "@": " ".join(shlex.quote(word) for word in arguments)}
+    inside.update({str(index): word for index, word in enumerate(arguments[:9], start=1)})
+    text = "\n".join(line for _, line in body)
+    yield from _shell(path, text, body[0][0] if body else 0, cwd, inside, functions, depth + 1)
 
 
 def _inner_script(command: str) -> tuple[str, str] | None:
