@@ -390,7 +390,10 @@ class _ScreenAhead:
         from placement_lint.screen_ahead import ScreeningAhead
 
         make_checker = functools.partial(_checker, self.settings, self.options, self.cwd)
-        self.child = ScreeningAhead(names, make_checker, cache is not None)
+        try:
+            self.child = ScreeningAhead(names, make_checker, cache is not None)
+        except OSError:
+            pass  # no process to spare: every file is pre-checked after the context, as without a child
 
     def stop(self) -> dict[str, tuple[int, str | None]]:
         """What the child worked out, by file name (nothing, if none was started)."""

@@ -39,7 +39,11 @@ class ScreeningAhead:
         # Else this process's collections, walking what it had before the fork, copy those pages from
         # the child's: 0.06 s more to build the docs monorepo's context.
         leave_alone_what_lives()
-        self._pid = os.fork()
+        try:
+            self._pid = os.fork()
+        except OSError:  # no process to spare (a process limit): the caller goes on without one
+            thaw()
+            raise
         if self._pid == 0:
             status = 1
             try:

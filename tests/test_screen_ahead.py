@@ -89,3 +89,15 @@ def test_the_cache_gets_the_same_entries(monkeypatch: pytest.MonkeyPatch, tmp_pa
         return {path: [field for number, field in enumerate(entry) if number != 4] for path, entry in files.items()}  # 4: last seen
 
     assert entries(tmp_path / "ahead") == entries(tmp_path / "not")
+
+
+def test_no_process_to_spare_changes_no_finding(monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = _findings(EXAMPLES)
+
+    def no_fork() -> int:
+        raise BlockingIOError("Resource temporarily unavailable")
+
+    monkeypatch.setattr(engine, "SCREEN_AHEAD_BYTES", 0)
+    monkeypatch.setattr(engine, "SCREEN_AHEAD_LAUNCH_FILES", 0)
+    monkeypatch.setattr(screen_ahead.os, "fork", no_fork)
+    assert _findings(EXAMPLES) == expected
