@@ -144,9 +144,7 @@ class FileChecker:
             return NOT_LAUNCHED
         return self.launches.get(real_path(path))
 
-    def pre_check(
-        self, path: Path, raw: bytes | None, hashing: bool, digest: str | None = None, worth: bool = False
-    ) -> Screened:
+    def pre_check(self, path: Path, raw: bytes | None, hashing: bool, digest: str | None = None, worth: bool = False) -> Screened:
         """Read a file (unless `raw` holds it) and run the text pre-check; `hashing`: the cache needs
         its digest (`digest`, when the caller already hashed `raw`); `worth`: the caller knows the
         text pre-check lets it through."""

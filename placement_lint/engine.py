@@ -26,8 +26,8 @@ from placement_lint.source import SourceError, content_hash
 
 if TYPE_CHECKING:
     from placement_lint.checker import FileChecker
-    from placement_lint.screen_ahead import ScreeningAhead
     from placement_lint.rules.violation import Violation
+    from placement_lint.screen_ahead import ScreeningAhead
 
 # Below this many bytes of files to parse, a process pool costs more than it saves (measured on
 # transformers' 5 candidate files, 0.8 MB: 1.05 s in one process, 0.84 s in two).

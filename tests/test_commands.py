@@ -540,8 +540,14 @@ def test_a_command_without_quotes_splits_as_shlex_would(text: str) -> None:
     ("text", "expected"),
     [
         # The body runs at each call, its words as "$@" and $1, said at the call's line.
-        ('run() {\n  torchrun --nproc_per_node 4 "$@"\n}\nrun train.py --lr 1\n', [(4, "torchrun --nproc_per_node 4 train.py --lr 1")]),
-        ("go() { deepspeed $1 --deepspeed ds.json; }\ngo a.py\ngo b.py\n", [(2, "deepspeed a.py --deepspeed ds.json"), (3, "deepspeed b.py --deepspeed ds.json")]),
+        (
+            'run() {\n  torchrun --nproc_per_node 4 "$@"\n}\nrun train.py --lr 1\n',
+            [(4, "torchrun --nproc_per_node 4 train.py --lr 1")],
+        ),
+        (
+            "go() { deepspeed $1 --deepspeed ds.json; }\ngo a.py\ngo b.py\n",
+            [(2, "deepspeed a.py --deepspeed ds.json"), (3, "deepspeed b.py --deepspeed ds.json")],
+        ),
         ("function launch\n{\n    accelerate launch $@\n}\nlaunch x.py\n", [(5, "accelerate launch x.py")]),
         ('launch() { torchrun "$@"; }\nwrap() { launch "$@" --bf16; }\nwrap t.py\n', [(3, "torchrun t.py --bf16")]),
         # Never called here (another script may source it): read as written, as before functions were.
@@ -556,7 +562,7 @@ def test_shell_functions(tmp_path: Path, text: str, expected: list[tuple[int, st
 
 def test_functions_that_call_each_other_many_times_end(tmp_path: Path) -> None:
     names = [f"f{i}" for i in range(10)]
-    text = "".join(f"{name}() {{ {'; '.join([following] * 10)}; }}\n" for name, following in zip(names, names[1:]))
+    text = "".join(f"{name}() {{ {'; '.join([following] * 10)}; }}\n" for name, following in zip(names, names[1:], strict=False))
     text += "f9() { torchrun x.py; }\nf0\n"
     assert len(commands_in(tmp_path / "run.sh", text, "shell")) <= 2000  # ten to the ninth, were each call run
 

@@ -27,6 +27,7 @@ FILES = sorted(
 )
 COMPILED = TokenScanner([b"x"]).compiled
 
+
 def _text(min_size: int, max_size: int, alphabet: str) -> st.SearchStrategy[bytes]:
     return st.text(alphabet, min_size=min_size, max_size=max_size).map(str.encode)
 
@@ -49,7 +50,9 @@ def test_every_answer_is_the_bytes_answer(tokens: list[bytes], raw: bytes, asked
 @settings(max_examples=300, deadline=None)
 @given(tokens=_tokens, raw=_text(0, 40, "ab(c"), data=st.data())
 @example(tokens=[b"(ab", b"ab"], raw=b"(ab", data=None).via("`ab` hidden in a reported `(ab`")
-def test_asking_for_any_of_several_tokens_is_the_bytes_answer(tokens: list[bytes], raw: bytes, data: st.DataObject | None) -> None:
+def test_asking_for_any_of_several_tokens_is_the_bytes_answer(
+    tokens: list[bytes], raw: bytes, data: st.DataObject | None
+) -> None:
     """Ruled out by one set operation only when no token asked, nor one that could hide it, was reported."""
     asked = [b"ab"] if data is None else data.draw(st.lists(st.sampled_from(tokens), min_size=1, max_size=4, unique=True))
     for compiled in (True, False):

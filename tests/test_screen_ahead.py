@@ -13,6 +13,7 @@ from placement_lint.engine import run
 from placement_lint.report.json_format import render
 from placement_lint.results import RunOptions, RunResult
 from placement_lint.settings import Settings
+
 from helpers import CODES
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -86,7 +87,9 @@ def test_the_cache_gets_the_same_entries(monkeypatch: pytest.MonkeyPatch, tmp_pa
     def entries(folder: Path) -> dict[str, list[object]]:
         (written,) = [path for path in folder.rglob("*.json") if not path.name.startswith("repo-")]
         files = json.loads(written.read_text())["files"]
-        return {path: [field for number, field in enumerate(entry) if number != 4] for path, entry in files.items()}  # 4: last seen
+        return {
+            path: [field for number, field in enumerate(entry) if number != 4] for path, entry in files.items()
+        }  # 4: last seen
 
     assert entries(tmp_path / "ahead") == entries(tmp_path / "not")
 
