@@ -447,14 +447,17 @@ def force_excluded(path: Path, settings: Settings, is_dir: bool = False) -> bool
 
 
 def real_path(path: Path) -> Path:
-    """`path.resolve()`, resolving each folder once (launch evidence is keyed by real paths)."""
+    """`path.resolve()`, resolving each folder once (launch evidence is keyed by real paths): an
+    `lstat` of the file, not one of every part of its path (a monorepo's 6,000 launch targets and
+    configs took 0.25 s of `realpath`)."""
     return Path(real_name(path))
 
 
 def real_name(path: str | os.PathLike[str]) -> str:
-    """`real_path` as a string, for lookups by the thousand."""
+    """`real_path` as a string, for lookups by the thousand. A path through `..` is resolved whole, as
+    the kernel walks it (across a link, `..` is the link target's parent, not the lexical one)."""
     name = os.fspath(path)
-    if os.path.islink(name):
+    if ".." in name or os.path.islink(name):
         return os.path.realpath(name)
     folder, base = os.path.split(os.path.abspath(name))
     return os.path.join(_real_folder(folder), base)

@@ -9,6 +9,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from placement_lint.discover import real_path
+
 MAX_CONFIG_BYTES = 2 * 1024 * 1024
 
 
@@ -30,13 +32,13 @@ class ConfigReader:
         options = [candidate] if candidate.is_absolute() else [base / candidate for base in dict.fromkeys(bases)]
         for option in options:
             try:
-                resolved = option.resolve()
+                real = real_path(option)
             except (OSError, RuntimeError):
                 continue
-            if resolved.is_relative_to(self.root):
-                if resolved.is_file():
-                    return resolved
-                self.read.append(resolved)  # not there yet: creating it must refresh cached results
+            if real.is_relative_to(self.root):
+                if real.is_file():
+                    return real
+                self.read.append(real)  # not there yet: creating it must refresh cached results
         return None
 
     def _shown(self, path: Path) -> str:

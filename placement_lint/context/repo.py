@@ -38,6 +38,7 @@ from placement_lint.context.launches import RepoContext
 from placement_lint.context.module_graph import ModuleGraph, ModuleSummary
 from placement_lint.context.projects import ConsoleScript, Projects, ScriptNames
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
+from placement_lint.discover import real_path
 from placement_lint.notebook import MAX_NOTEBOOK_BYTES
 from placement_lint.settings import Settings
 from placement_lint.source import is_notebook
@@ -222,11 +223,11 @@ def _target(
         if not os.path.isfile(candidate):  # one stat; most bases do not hold the script
             continue
         try:
-            resolved = candidate.resolve()
+            real = real_path(candidate)
         except (OSError, RuntimeError):
             continue
-        if resolved.is_relative_to(root):
-            return resolved, said
+        if real.is_relative_to(root):
+            return real, said
     return None
 
 
