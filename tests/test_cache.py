@@ -241,6 +241,23 @@ def test_editing_a_launched_script_keeps_the_launch_context_unless_its_imports_c
         check(repo)
 
 
+def test_a_script_that_adds_a_folder_to_sys_path_later_rebuilds_the_launch_context(tmp_path: Path) -> None:
+    """Its import lines stay the same: the folder it adds is what makes them lead into the repository."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "loading.py").write_text(
+        'from transformers import AutoModelForCausalLM\n\n\ndef load():\n    return AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n'
+    )
+    (tmp_path / "jobs").mkdir()
+    script = "import os\nimport sys\n{}\nfrom loading import load\nfrom transformers import Trainer\nTrainer(model=load()).train()\n"
+    (tmp_path / "jobs" / "train.py").write_text(script.format(""))
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 4 jobs/train.py\n")
+    assert check(tmp_path) == []
+    added = 'sys.path.append(os.path.join(os.path.dirname(__file__), "..", "lib"))'
+    (tmp_path / "jobs" / "train.py").write_text(script.format(added))
+    assert [(name, code) for name, _, code in check(tmp_path)] == [("lib/loading.py", "DPL001")]
+
+
 def test_a_changed_or_new_config_rechecks(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": 2}}')

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placement_lint.context.module_graph import ModuleGraph, read_layout
+from placement_lint.context.module_graph import ModuleGraph, read_layout, sys_path_additions
 from placement_lint.engine import run
 from placement_lint.results import RunOptions
 from placement_lint.settings import Settings
@@ -310,3 +310,27 @@ def test_a_folder_listing_answers_for_names_it_does_not_hold_only(tmp_path: Path
     # Another case is asked by stat (a case-insensitive file system would find it), never ruled out by the listing.
     assert graph._may_hold(str(root), "helpers") and graph._may_hold(str(root), "TOOLS")
     assert not graph._may_hold(str(root), "torch")
+
+
+@pytest.mark.parametrize(
+    ("line", "added"),
+    [
+        ("sys.path.append(os.path.abspath(os.path.join(os.path.dirname(__file__), os.path.pardir)))", "app"),
+        ("sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.realpath(__file__))))", "app"),
+        ('sys.path.append(os.path.join(os.path.dirname(__file__), "..", "shared"))', "app/shared"),
+        ("sys.path.insert(0, str(Path(__file__).resolve().parents[1]))", "app"),
+        ("sys.path.append(str(pathlib.Path(__file__).parent.parent / 'shared'))", "app/shared"),
+        ("HERE = os.path.dirname(os.path.abspath(__file__))\nsys.path.append(os.path.join(HERE, os.pardir))", "app"),
+        ('sys.path.append("..")', None),  # relative to the folder the process runs in: unknown here
+        ("sys.path.append(os.getcwd())", None),
+        ("sys.path.append(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))", None),  # outside the repository
+        ("def f():\n    sys.path.append(os.path.dirname(os.path.dirname(__file__)))", None),  # only if f is called
+    ],
+)
+def test_the_folders_a_module_adds_to_sys_path_from_its_own_location(tmp_path: Path, line: str, added: str | None) -> None:
+    root = tmp_path.resolve()
+    (root / "app" / "shared").mkdir(parents=True)
+    (root / "app" / "jobs").mkdir()
+    script = root / "app" / "jobs" / "train.py"
+    raw = f"import os\nimport pathlib\nimport sys\nfrom pathlib import Path\n{line}\n".encode()
+    assert sys_path_additions(raw, script, root) == ((root / added,) if added else ())

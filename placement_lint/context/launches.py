@@ -222,5 +222,8 @@ IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import
 
 
 def import_lines_digest(raw: bytes) -> str:
-    """What a cached context needs unchanged in a script whose imports were all it looked at."""
+    """What a cached context needs unchanged in a script whose imports were all it looked at. A
+    script that touches `sys.path` counts whole: the folders it adds decide where its imports lead."""
+    if b"sys.path" in raw:
+        return content_hash(raw)
     return content_hash(b"\n".join(m.group(0) for m in IMPORT_LINE.finditer(raw)))

@@ -224,9 +224,10 @@ class ModuleGraph:
         self._layout = layout
         self.anchors = anchors
         self._leading: set[Path] | None = None  # see leading_to_anchors
-        self._resolved: dict[tuple[str, int, Path], Path | None] = {}
+        self._resolved: dict[tuple[str, int, Path] | tuple[str, int, Path, tuple[Path, ...]], Path | None] = {}
+        self._sys_path: dict[Path, tuple[Path, ...]] = {}  # importer -> the folders it adds to sys.path
         self._folders: dict[Path, Path] = {}  # importer -> its folder
-        self._top_level: dict[tuple[str, Path], bool] = {}
+        self._top_level: dict[tuple[str, Path] | tuple[str, Path, tuple[Path, ...]], bool] = {}
         self._listings: dict[str, frozenset[str] | None] = {}  # folder -> its entries, lowercase (see _may_hold)
         self._files: dict[Path, _File | None] = {}
         self._summaries: dict[Path, ModuleSummary | None] = {}
@@ -253,11 +254,17 @@ class ModuleGraph:
     def resolve(self, name: str, level: int, importer: Path) -> Path | None:
         """The repository file `import name` (with `level` leading dots) in `importer` loads, if any."""
         folder = self._folder(importer)
-        key = (name, level, folder)
+        added = self._added_to_sys_path(importer) if not level else ()
+        key = (name, level, folder, added) if added else (name, level, folder)
         found = self._resolved.get(key, _UNRESOLVED)
         if found is _UNRESOLVED:
-            found = self._resolved[key] = self._find(name, level, folder)
+            found = self._resolved[key] = self._find(name, level, folder, added)
         return found  # type: ignore[return-value]
+
+    def _added_to_sys_path(self, importer: Path) -> tuple[Path, ...]:
+        if importer not in self._sys_path:
+            self._file(importer)  # reads what it adds
+        return self._sys_path.get(importer, ())
 
     def _folder(self, path: Path) -> Path:
         """The file's folder, made once: the same importer asks thousands of times, and a Path made
@@ -267,7 +274,7 @@ class ModuleGraph:
             folder = self._folders[path] = path.parent
         return folder
 
-    def _find(self, name: str, level: int, folder: Path) -> Path | None:
+    def _find(self, name: str, level: int, folder: Path, added: tuple[Path, ...] = ()) -> Path | None:
         if not name and not level:
             return None
         parts = name.split(".") if name else []
@@ -275,10 +282,16 @@ class ModuleGraph:
             if len(folder.parents) < level - 1:
                 return None
             return self._candidate(folder.parents[level - 2] if level > 1 else folder, parts, "__init__.py")
-        if not self._local_top_level(parts[0], folder):
+        if not self._local_top_level(parts[0], folder, added):
             return None  # an installed package (one look per name and folder, not one per submodule)
-        # The importing script's folder first (Python puts it on sys.path), then where packages live.
-        return self._located(parts, "__init__.py", (folder, *self._nested_project(folder)), self.layout)
+        # The importing script's folder first (Python puts it on sys.path), then where packages live,
+        # then the folders the importer adds to sys.path itself.
+        found = self._located(parts, "__init__.py", (folder, *self._nested_project(folder)), self.layout)
+        for base in added if found is None else ():
+            found = self._candidate(base, parts, "__init__.py")
+            if found is not None:
+                break
+        return found
 
     def _nested_project(self, folder: Path) -> tuple[Path, ...]:
         """Where the packages of the project nested in the repository that `folder` belongs to live."""
@@ -355,20 +368,20 @@ class ModuleGraph:
             return None
         return self._located(parts, "__main__.py", (cwd,), self.layout)
 
-    def imports_something_local(self, raw: bytes, folder: Path) -> bool:
+    def imports_something_local(self, raw: bytes, folder: Path, added: tuple[Path, ...] = ()) -> bool:
         """A cheap look at the import lines: does any name a module of the repository?"""
         for match in IMPORT_LINE.finditer(raw):
             if match.group(1):
                 return True  # a relative import
             name = (match.group(2) or match.group(3) or b"").decode("ascii", "replace").split(".")[0]
-            if name and self._local_top_level(name, folder):
+            if name and self._local_top_level(name, folder, added):
                 return True
         return False
 
-    def _local_top_level(self, name: str, folder: Path) -> bool:
-        key = (name, folder)
+    def _local_top_level(self, name: str, folder: Path, added: tuple[Path, ...] = ()) -> bool:
+        key = (name, folder, added) if added else (name, folder)
         if key not in self._top_level:
-            bases = (str(folder), *map(str, self._nested_project(folder)), *map(str, self.layout.folders))
+            bases = (str(folder), *map(str, self._nested_project(folder)), *map(str, self.layout.folders), *map(str, added))
             self._top_level[key] = any(
                 self._may_hold(base, name)
                 and (os.path.isfile(os.path.join(base, name) + ".py") or os.path.isdir(os.path.join(base, name)))
@@ -399,7 +412,8 @@ class ModuleGraph:
             if raw is None:
                 self._files[path] = None
             else:
-                local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, self._folder(path))
+                added = self._sys_path[path] = sys_path_additions(raw, path, self.root) if b"sys.path" in raw else ()
+                local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, self._folder(path), added)
                 anchored = self.anchors is None or any(token in raw for token in self.anchors)
                 # Kept until the context is built (parsed, its parser fields and attribute names are read
                 # from it too); a module that imports nothing of the repository is not kept: most launched
@@ -620,6 +634,99 @@ def _source(path: Path, read: bytes | None = None) -> tuple[ast.Module, str] | N
         return ast.parse(text), text
     except (*_PARSE_ERRORS, UnicodeDecodeError):
         return None
+
+
+def sys_path_additions(raw: bytes, path: Path, root: Path) -> tuple[Path, ...]:
+    """The folders of the repository a module adds to `sys.path` at its top level, when they are
+    written from its own location (`sys.path.append(os.path.join(os.path.dirname(__file__), ".."))`,
+    `sys.path.insert(0, str(Path(__file__).resolve().parents[1]))`, or a name bound to such a path
+    first). A path relative to the folder the process runs in (`sys.path.append("..")`) or computed
+    at run time is not known here: it adds nothing."""
+    if len(raw) > _MAX_CLASS_MODULE_BYTES:
+        return ()
+    try:
+        tree = ast.parse(raw)
+    except _PARSE_ERRORS:
+        return ()
+    bound: dict[str, str] = {}
+    added: list[Path] = []
+    for statement in top_level(tree.body):
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            value = _path_from_here(statement.value, str(path), bound)
+            if value is not None:
+                bound[statement.targets[0].id] = value
+            else:
+                bound.pop(statement.targets[0].id, None)
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if not isinstance(call, ast.Call) or _dotted(call.func) not in ("sys.path.append", "sys.path.insert"):
+            continue
+        written = call.args[-1] if len(call.args) == (1 if _dotted(call.func) == "sys.path.append" else 2) else None
+        folder = _path_from_here(written, str(path), bound) if written is not None else None
+        if folder is not None:
+            try:
+                resolved = Path(os.path.realpath(folder))
+            except (OSError, ValueError):
+                continue
+            if resolved.is_relative_to(root) and resolved.is_dir() and resolved not in added:
+                added.append(resolved)
+    return tuple(added)
+
+
+_PATH_CALLS = frozenset({"os.path.abspath", "os.path.realpath", "os.path.normpath", "str", "Path", "pathlib.Path"})
+
+
+def _path_from_here(node: ast.expr, here: str, bound: dict[str, str], depth: int = 0) -> str | None:
+    """The path `node` computes from the module's own location (`here`, its `__file__`), or None.
+    Only `__file__` anchors a path: a bare literal is relative to where the process runs."""
+    if depth > 20:
+        return None
+
+    def inner(value: ast.expr) -> str | None:
+        return _path_from_here(value, here, bound, depth + 1)
+
+    if isinstance(node, ast.Name):
+        return here if node.id == "__file__" else bound.get(node.id)
+    if isinstance(node, ast.Call) and not node.keywords:
+        called = _dotted(node.func)
+        if called == "os.path.dirname" and len(node.args) == 1:
+            value = inner(node.args[0])
+            return os.path.dirname(value) if value is not None else None
+        if called in _PATH_CALLS and len(node.args) == 1:
+            value = inner(node.args[0])
+            return os.path.normpath(value) if value is not None else None
+        if called == "os.path.join" and node.args:
+            first = inner(node.args[0])
+            rest = [_path_part(arg) for arg in node.args[1:]]
+            if first is None or any(part is None for part in rest):
+                return None
+            return os.path.normpath(os.path.join(first, *rest))  # type: ignore[arg-type]
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("resolve", "absolute") and not node.args:
+            return inner(node.func.value)
+        return None
+    if isinstance(node, ast.Attribute) and node.attr == "parent":
+        value = inner(node.value)
+        return os.path.dirname(value) if value is not None else None
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "parents":
+        value = inner(node.value.value)
+        index = node.slice
+        if value is None or not (isinstance(index, ast.Constant) and isinstance(index.value, int) and index.value >= 0):
+            return None
+        for _ in range(index.value + 1):
+            value = os.path.dirname(value)
+        return value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        left, right = inner(node.left), _path_part(node.right)
+        return os.path.normpath(os.path.join(left, right)) if left is not None and right is not None else None
+    return None
+
+
+def _path_part(node: ast.expr) -> str | None:
+    """A relative piece joined onto a path: a literal, or `os.pardir` / `os.path.pardir`."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and not os.path.isabs(node.value):
+        return node.value
+    if _dotted(node) in ("os.pardir", "os.path.pardir"):
+        return os.pardir
+    return None
 
 
 def _read_module(path: Path) -> bytes | None:

@@ -14,7 +14,7 @@ import os
 import re
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,6 +97,10 @@ def build_repo_context(
             target, found_from = found if found is not None else (None, "")
             if target is None:
                 continue
+            above = _folder_above_holding(launch, command, target, _folders_above(command, root, projects))
+            if above is not None:
+                # `bash scripts/run.sh` runs from the folder whose paths it names: its configs are there too.
+                command = replace(command, cwd=above)
             asked = len(configs.loaded)
             resolved = _resolve(launch, command, configs, target, shipped)
             read = tuple(dict.fromkeys(display(path) for path in configs.loaded[asked:]))
@@ -210,7 +214,11 @@ def _target(
     moved = [(base, "") for base in _moved_from_the_top(command, root)]
     candidates: list[tuple[Path, str]] = []
     if launch.target and launch.target.endswith(".py"):
-        bases = [(command.cwd, ""), (command.source.parent, ""), *outer, *moved]
+        above = [
+            (folder, f"{name} found from {display(folder)}, a folder above the launch script")
+            for folder in _folders_above(command, root, projects)
+        ]
+        bases = [(command.cwd, ""), (command.source.parent, ""), *outer, *moved, *above]
         candidates = [(base / launch.target, said) for base, said in bases]
     elif launch.module:
         packages = [(folder, said) for top, said in outer for folder in (top, top / "src")]
@@ -228,6 +236,35 @@ def _target(
             continue
         if real.is_relative_to(root):
             return real, said
+    return None
+
+
+def _folders_above(command: CommandLine, root: Path, projects: Projects) -> list[Path]:
+    """The folders between a launch script and the top of the repository (or of its project), nearest
+    first. `train/scripts/run_sft.sh` is written to be run as `bash scripts/run_sft.sh` from `train/`,
+    and names `src/sft.py` from there; a script that `cd`s somewhere says where it runs itself."""
+    if command.cwd != command.source.parent:
+        return []
+    top = projects.root_of(command.source.parent) or root
+    folders: list[Path] = []
+    for folder in command.source.parent.parents:
+        if folder == top or not folder.is_relative_to(top):
+            break
+        folders.append(folder)
+    return folders
+
+
+def _folder_above_holding(launch: Launch, command: CommandLine, target: Path, above: list[Path]) -> Path | None:
+    """Of the folders `above` the launch script, the one its target was found from, if it was found
+    there: not beside the script, nor from a project root or the top."""
+    if not launch.target or not above or os.path.isfile(command.cwd / launch.target):
+        return None
+    for folder in above:
+        if os.path.isfile(folder / launch.target):
+            try:
+                return folder if (folder / launch.target).resolve() == target else None
+            except (OSError, RuntimeError):
+                return None
     return None
 
 
