@@ -1,6 +1,7 @@
 """Benchmark placement-lint against ruff on the same trees, in one run.
 
-    python bench/run.py [--runs 5] [--scripts 10000]      (corpora in $PLACEMENT_LINT_BENCH_DIR, default /tmp)
+    python bench/run.py [--runs 5] [--scripts 10000] [--against OTHER/placement-lint]
+                                                          (corpora in $PLACEMENT_LINT_BENCH_DIR, default /tmp)
 
 Fetches pinned wheels from the package index (transformers, trl, accelerate, peft) and unpacks
 their sources as corpora, generates a synthetic training monorepo (thousands of scripts with
@@ -323,6 +324,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--scripts", type=int, default=10_000)
     parser.add_argument("--docs-files", type=int, default=10_000, help="files in the monorepo whose launches are in docs")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="PLACEMENT_LINT",
+        help="another release's placement-lint executable: adds the docs monorepo against it (in the ruff column)",
+    )
     args = parser.parse_args()
     compile_bytecode()
     placement = [str(BIN / "placement-lint"), "check", "--quiet", "--exit-zero"]
@@ -384,6 +391,11 @@ def main() -> None:
             "pre-commit: 5 clean files, warm cache", tree, [*placement, "--cache-dir", str(hook_cache)], args.runs, targets=five
         )
     )
+    if args.against is not None:
+        version = subprocess.run([str(args.against), "--version"], capture_output=True, text=True, check=True).stdout.split()[-1]
+        other = [str(args.against), "check", "--quiet", "--exit-zero", "--no-cache"]
+        label = f"monorepo of {args.docs_files} files, launches in docs, cold, against placement-lint {version}"
+        rows.append(compare(label, docs_monorepo, [*placement, "--no-cache"], args.runs, ruff=other))
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}")
     print(
         f"Medians of {args.runs} alternating runs; ruff = `ruff check --select E711 --no-cache`, "
