@@ -8,7 +8,7 @@ from pathlib import Path
 
 from placement_lint.analysis.dataflow import ABSENT, ForeignFunction, Resolver
 from placement_lint.cache_json import violation_from_json, violation_json
-from placement_lint.distributed import Mode, Setup
+from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.engine import run
 from placement_lint.results import RunOptions
 from placement_lint.rules.spans import Related
@@ -238,8 +238,8 @@ def test_a_return_after_earlier_returning_ifs_is_guarded_by_them() -> None:
     source = (
         "import torch\n"
         "def infer_device():\n"
-        "    if torch.cuda.is_available():\n"
-        "        return 'cuda'\n"
+        "    if is_npu_available():\n"
+        "        return 'npu'\n"
         "    elif is_xpu_available():\n"
         "        return 'xpu'\n"
         "    return 'cpu'\n"
@@ -250,7 +250,7 @@ def test_a_return_after_earlier_returning_ifs_is_guarded_by_them() -> None:
     found = resolver.candidates(module.body[-1].value.keywords[0].value)  # type: ignore[attr-defined]
     cpu = next(c for c in found if isinstance(c.value, ast.Constant) and c.value.value == "cpu")
     assert [(ast.unparse(test), outcome) for test, outcome in cpu.guards] == [
-        ("torch.cuda.is_available()", False),
+        ("is_npu_available()", False),
         ("is_xpu_available()", False),
     ]
     both = "def f():\n    if x:\n        return 1\n    else:\n        return 2\n    return 'auto'\nload(device_map=f())\n"
@@ -283,3 +283,15 @@ def test_a_dict_comprehension_over_the_layers_spreads_and_one_over_the_rank_does
     assert finding.code == "DPL001" and "loop at line 4" in _notes(finding)
     per_rank = "{f'model.layers.{i}': int(os.environ['LOCAL_RANK']) for i in range(32)}"
     assert lint_source(tmp_path, source.format(spread=per_rank)).findings == []
+
+
+def test_a_cuda_probe_is_true_in_a_multi_process_run_and_unknown_in_one() -> None:
+    # A multi-process launch runs on GPUs, so the CUDA branch is the one it takes; one process may
+    # be a CPU run, so there both branches stay possible.
+    source = "import torch\nload(device_map='auto' if torch.cuda.is_available() else 'cpu')\n"
+    module = ast.parse(source)
+    value = module.body[-1].value.keywords[0].value  # type: ignore[attr-defined]
+    multi = [c.value.value for c in Resolver(module, DDP).candidates(value)]  # type: ignore[union-attr]
+    single = [c.value.value for c in Resolver(module, SINGLE).candidates(value)]  # type: ignore[union-attr]
+    assert multi == ["auto"]
+    assert single == ["auto", "cpu"]

@@ -210,6 +210,10 @@ class _Evaluator:
             return self._pick(Span(2, float("inf")), 1)
         if func in ("get_rank", "get_local_rank"):
             return self._pick(Span(0, float("inf")), 0)
+        if name.endswith("cuda.is_available"):
+            # Every rule judges a run on GPUs (NCCL, one process per GPU), so a multi-process launch
+            # has CUDA; one process may be a CPU run, so there the answer stays unknown.
+            return True if self.multi else UNKNOWN
         if func == "get_quantization_config" and self.passed & {"load_in_4bit", "load_in_8bit"}:
             return OBJECT  # TRL builds a BitsAndBytesConfig when the launch asks for 4/8-bit
         if func[:1].isupper() and func not in ("PartialState", "Accelerator"):
