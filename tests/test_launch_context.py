@@ -241,3 +241,26 @@ def test_a_launch_that_walks_a_whole_library_package_stops_after_the_nearest_mod
     assert "m0.py" in reported and "m1.py" in reported
     assert f"m{count - 1}.py" not in reported
     assert any("reaches more than" in w and "train.py" in w for w in result.warnings)
+
+
+def test_an_unsafe_fix_in_one_arm_leaves_the_other_arm_judged(tmp_path: Path) -> None:
+    # Both loads read one "cuda" name; the first fix writes PartialState() into the quantized arm's
+    # load, which does not run before the plain arm's load, so the next pass still fixes that one.
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("accelerate launch --multi_gpu --num_processes 2 tune.py\n")
+    (tmp_path / "tune.py").write_text(
+        "import sys\n"
+        "from transformers import AutoModelForCausalLM, BitsAndBytesConfig, Trainer, TrainingArguments\n"
+        "\n"
+        'placement = "cuda"\n'
+        'if "--four-bit" in sys.argv:\n'
+        '    model = AutoModelForCausalLM.from_pretrained("m", quantization_config=BitsAndBytesConfig(load_in_4bit=True), device_map=placement)\n'
+        "else:\n"
+        '    model = AutoModelForCausalLM.from_pretrained("m", device_map=placement)\n'
+        'Trainer(model=model, args=TrainingArguments(output_dir="out")).train()\n'
+    )
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(fix=True, unsafe_fixes=True), tmp_path)
+    assert result.findings == []
+    fixed = (tmp_path / "tune.py").read_text()
+    assert '"cuda"' not in fixed
+    assert lint_repo(tmp_path).findings == []

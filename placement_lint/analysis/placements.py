@@ -330,16 +330,16 @@ class PlacementAnalysis:
         )
 
     @cached_property
-    def _state_creations(self) -> list[tuple[int, int]]:
+    def _state_creations(self) -> list[ast.Call]:
         return self._creations(_DISTRIBUTED_STATE)
 
     @cached_property
-    def _config_creations(self) -> list[tuple[int, int]]:
+    def _config_creations(self) -> list[ast.Call]:
         return self._creations(_ZERO3_CONFIG)
 
-    def _creations(self, names: set[str]) -> list[tuple[int, int]]:
+    def _creations(self, names: set[str]) -> list[ast.Call]:
         return [
-            (call.lineno, call.col_offset)
+            call
             for call in self.resolver.index.calls
             if _creates(last_segment(self.imports.qualify(call.func)), names) and not self._parses_only_script_arguments(call)
         ]
@@ -369,9 +369,9 @@ class PlacementAnalysis:
 
     def runs_before(self, node: ast.AST, calls: list[ast.Call]) -> bool:
         """One of `calls` runs before `node`, followed through the helpers that call it (as `_after`)."""
-        return self._exists_before(node, [(call.lineno, call.col_offset) for call in calls], (), 0)
+        return self._exists_before(node, calls, (), 0)
 
-    def _after(self, loader: Loader, creations: list[tuple[int, int]]) -> bool:
+    def _after(self, loader: Loader, creations: list[ast.Call]) -> bool:
         """A TrainingArguments / TRL config / Accelerator / PartialState exists before the load (domain.md §5.1.3).
 
         For a load inside a helper function, "before" is before every call of the helper, followed
@@ -379,23 +379,48 @@ class PlacementAnalysis:
         """
         return self._exists_before(loader.node, creations, (), 0)
 
-    def _exists_before(
-        self, node: ast.AST, creations: list[tuple[int, int]], skipped: tuple[tuple[int, int], ...], depth: int
-    ) -> bool:
+    def _exists_before(self, node: ast.AST, creations: list[ast.Call], skipped: tuple[tuple[int, int], ...], depth: int) -> bool:
         position = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        branches = self._branches(node)
 
-        def counts(created: tuple[int, int]) -> bool:
-            return not any(low <= created[0] <= high for low, high in skipped)
+        def earlier(created: ast.Call) -> bool:
+            # Written above, and not in the other arm of an `if` that holds both: `PartialState()` in the
+            # quantized branch's load does not run before the plain branch's load.
+            return (created.lineno, created.col_offset) < position and not _other_arm(self._branches(created), branches)
+
+        def counts(created: ast.Call) -> bool:
+            return not any(low <= created.lineno <= high for low, high in skipped)
 
         function = self.resolver.scope_of(node)
         if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and depth < 4:
-            if any((function.lineno, 0) <= created < position for created in creations):
+            if any((function.lineno, 0) <= (created.lineno, created.col_offset) and earlier(created) for created in creations):
                 return True
             calls = self.resolver.index.calls_by_name.get(function.name, [])
             if calls:
                 body = (function.lineno, function.end_lineno or function.lineno)
                 return all(self._exists_before(call, creations, (*skipped, body), depth + 1) for call in calls)
-        return any(created < position and counts(created) for created in creations)
+        return any(earlier(created) and counts(created) for created in creations)
+
+    def _branches(self, node: ast.AST) -> dict[int, bool]:
+        """For each `if` (statement or expression) around `node`: is `node` in its body (True) or its
+        `else` (False)? A node in the condition itself runs whichever arm follows, so it has no entry."""
+        arms: dict[int, bool] = {}
+        child = node
+        for ancestor in self.resolver.ancestors(node):
+            if isinstance(ancestor, ast.If):
+                if any(child is statement for statement in ancestor.body):
+                    arms[id(ancestor)] = True
+                elif any(child is statement for statement in ancestor.orelse):
+                    arms[id(ancestor)] = False
+            elif isinstance(ancestor, ast.IfExp) and child is not ancestor.test:
+                arms[id(ancestor)] = child is ancestor.body
+            child = ancestor
+        return arms
+
+
+def _other_arm(first: dict[int, bool], second: dict[int, bool]) -> bool:
+    """Two places sit in different arms of one `if`: at most one of them runs."""
+    return any(second.get(branch, arm) is not arm for branch, arm in first.items())
 
 
 def _config_class(name: str, local: dict[str, ast.ClassDef], depth: int = 0) -> bool:
