@@ -501,6 +501,9 @@ def _accelerate_config(config: dict[str, object], near: Path, configs: ConfigRea
         section = config.get("fsdp_config")
         efficient = isinstance(section, dict) and str(section.get("fsdp_cpu_ram_efficient_loading")).lower() == "true"
         return Kind.FSDP, None, "distributed_type FSDP" + (f", {EFFICIENT_LOADING}" if efficient else "")
+    if kind_name == "MULTI_CPU":
+        # Processes on the CPU (as `--cpu`): no GPU for a device_map to spread over or pile onto.
+        return Kind.POSSIBLE, None, "distributed_type MULTI_CPU: processes on the CPU"
     if _MULTI.match(kind_name) or kind_name == "MEGATRON_LM":
         return Kind.DDP, None, f"distributed_type {kind_name}"
     return Kind.POSSIBLE, None, f"distributed_type {kind_name}"
