@@ -264,3 +264,16 @@ def test_an_unsafe_fix_in_one_arm_leaves_the_other_arm_judged(tmp_path: Path) ->
     fixed = (tmp_path / "tune.py").read_text()
     assert '"cuda"' not in fixed
     assert lint_repo(tmp_path).findings == []
+
+
+def test_a_path_climbing_out_with_dots_is_not_looked_up_from_folders_above(tmp_path: Path) -> None:
+    # `../../train.py` was written for one folder; from the script's own folder it names nothing, and
+    # trying it from the folders above would pick the top's train.py by accident.
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "recipes" / "tune" / "notes").mkdir(parents=True)
+    (tmp_path / "recipes" / "tune" / "notes" / "run.sh").write_text("torchrun --nproc_per_node 2 ../../train.py\n")
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, Trainer\n"
+        'Trainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto")).train()\n'
+    )
+    assert lint_repo(tmp_path).findings == []

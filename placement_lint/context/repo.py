@@ -97,7 +97,7 @@ def build_repo_context(
             target, found_from = found if found is not None else (None, "")
             if target is None:
                 continue
-            above = _folder_above_holding(launch, command, target, _folders_above(command, root, projects))
+            above = _folder_above_holding(launch, command, target, _folders_above(command, root, projects, launch.target or ""))
             if above is not None:
                 # `bash scripts/run.sh` runs from the folder whose paths it names: its configs are there too.
                 command = replace(command, cwd=above)
@@ -216,7 +216,7 @@ def _target(
     if launch.target and launch.target.endswith(".py"):
         above = [
             (folder, f"{name} found from {display(folder)}, a folder above the launch script")
-            for folder in _folders_above(command, root, projects)
+            for folder in _folders_above(command, root, projects, launch.target)
         ]
         bases = [(command.cwd, ""), (command.source.parent, ""), *outer, *moved, *above]
         candidates = [(base / launch.target, said) for base, said in bases]
@@ -239,11 +239,13 @@ def _target(
     return None
 
 
-def _folders_above(command: CommandLine, root: Path, projects: Projects) -> list[Path]:
+def _folders_above(command: CommandLine, root: Path, projects: Projects, target: str) -> list[Path]:
     """The folders between a launch script and the top of the repository (or of its project), nearest
     first. `train/scripts/run_sft.sh` is written to be run as `bash scripts/run_sft.sh` from `train/`,
-    and names `src/sft.py` from there; a script that `cd`s somewhere says where it runs itself."""
-    if command.cwd != command.source.parent:
+    and names `src/sft.py` from there; a script that `cd`s somewhere says where it runs itself. A
+    `target` climbing out with `..` was written for one folder: from a folder above it would name a
+    file by accident (Qwen's notebooks name `../../finetune.py`)."""
+    if command.cwd != command.source.parent or ".." in Path(target).parts:
         return []
     top = projects.root_of(command.source.parent) or root
     folders: list[Path] = []
