@@ -12,9 +12,12 @@ from __future__ import annotations
 import ast
 
 from placement_lint.analysis.index import index_of
+from placement_lint.analysis.names import dotted, last_segment
 
 MODULE = 0  # the part holding module-level code
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# Calls that start processes running the function they are given: (callee's last name, its keyword).
+_PROCESS_STARTERS = {"spawn": "fn", "start_processes": "fn", "notebook_launcher": "function"}
 
 
 class Parts:
@@ -26,6 +29,8 @@ class Parts:
         self._calls: dict[int, set[int]] = {}  # owner -> owners it calls or passes on (directed)
         # A bare name can only call a module-level function; `self.x` / `cls.x` a method.
         functions = {node.name: node for node in module.body if isinstance(node, _FUNCTIONS)}
+        self._functions = functions
+        self._unguarded_module_calls: set[int] = set()  # what module-level code outside `__main__` calls
         methods: dict[str, list[ast.AST]] = {}
         for cls in self.index.classes:
             for item in cls.body:
@@ -34,7 +39,10 @@ class Parts:
         for node in self.index.nodes:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in functions:
                 if not self._shadowed(node):
-                    self._link(self._owner(node), id(functions[node.id]))
+                    owner = self._owner(node)
+                    self._link(owner, id(functions[node.id]))
+                    if owner == MODULE and not self.under_main_guard(node):
+                        self._unguarded_module_calls.add(id(functions[node.id]))
             elif isinstance(node, ast.Attribute) and node.attr in methods:
                 if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
                     for method in methods[node.attr]:
@@ -63,6 +71,41 @@ class Parts:
                     seen.add(callee)
                     stack.append(callee)
         return seen
+
+    def started_processes_run(self, call: ast.AST) -> tuple[int, set[int]] | None:
+        """The functions of this file that the processes a call like `mp.spawn(worker, ...)` starts run:
+        the worker and what it calls, and what module-level code outside `if __name__ == "__main__":`
+        calls (a spawned child re-imports the script, and runs that code too). None: not such a call, or
+        a worker that is no module-level function here (an import, a lambda): unknown, so all of it.
+        Returned with the worker itself."""
+        if not isinstance(call, ast.Call):
+            return None
+        keyword_name = _PROCESS_STARTERS.get(last_segment(dotted(call.func) or ""))
+        if keyword_name is None:
+            return None
+        given = next((kw.value for kw in call.keywords if kw.arg == keyword_name), None)
+        target = call.args[0] if call.args else given
+        if not isinstance(target, ast.Name) or target.id not in self._functions or self._shadowed(target):
+            return None
+        start = {id(self._functions[target.id])} | self._unguarded_module_calls
+        seen, stack = set(start), list(start)
+        while stack:
+            for callee in self._calls.get(stack.pop(), ()):
+                if callee not in seen and callee != MODULE:
+                    seen.add(callee)
+                    stack.append(callee)
+        return id(self._functions[target.id]), seen
+
+    def under_main_guard(self, node: ast.AST) -> bool:
+        """Inside `if __name__ == "__main__":`: code a spawned child, which imports the script under
+        another name, does not run."""
+        child: ast.AST = node
+        current = self.index.parents.get(id(node))
+        while current is not None:
+            if isinstance(current, ast.If) and _is_main_test(current.test) and child in current.body:
+                return True
+            child, current = current, self.index.parents.get(id(current))
+        return False
 
     def _owner(self, node: ast.AST) -> int:
         """The top-level function or method holding `node`, or MODULE."""
@@ -105,6 +148,15 @@ class Parts:
 
     def part_of(self, node: ast.AST) -> int:
         return self._find(self._owner(node))
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides) and any(
+        isinstance(s, ast.Constant) and s.value == "__main__" for s in sides
+    )
 
 
 def _locals(function: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:

@@ -238,7 +238,7 @@ class FileContext:
         self._found = evidence
         self._used_names = used_names
         self._launches = _group_launches(external, read, fields or {})
-        self._cache: dict[tuple[int, int], Context] = {}
+        self._cache: dict[tuple[int, int, tuple[int, ...]], Context] = {}
 
     @cached_property
     def parts(self) -> Parts:
@@ -257,11 +257,35 @@ class FileContext:
         # by a launched script runs what its importers use of it (those names; "*" for everything).
         return None if "*" in self._used_names else self.parts.reachable(self._used_names)
 
-    def _context(self, part: int, launch: int) -> Context:
-        """The context of a part under launch number `launch` (-1: no launch applies)."""
-        key = (part, launch)
+    @cached_property
+    def _started_processes(self) -> dict[int, tuple[int, set[int]]]:
+        """In-file evidence that starts processes (`mp.spawn(worker)`), by position: (the worker, the
+        functions the started processes run). It makes those distributed, not the parent that starts
+        them: a converter that loads a checkpoint once and spawns shard writers loads in one process."""
+        found = {}
+        for number, (evidence, node) in enumerate(self._found):
+            if evidence.origin == "file" and (run := self.parts.started_processes_run(node)) is not None:
+                found[number] = run
+        return found
+
+    def _left_out(self, part: int, owner: int, node: ast.AST | None) -> tuple[int, ...]:
+        """The evidence of `part` that starts processes which do not run the code at `node` (in `owner`)."""
+        from placement_lint.analysis.callgraph import MODULE
+
+        return tuple(
+            number
+            for number, (_, run) in self._started_processes.items()
+            if self._evidence[number][1] == part
+            and owner not in run
+            and not (owner == MODULE and node is not None and not self.parts.under_main_guard(node))
+        )
+
+    def _context(self, part: int, launch: int, left_out: tuple[int, ...] = ()) -> Context:
+        """The context of a part under launch number `launch` (-1: no launch applies), without the
+        evidence numbered in `left_out`."""
+        key = (part, launch, left_out)
         if key not in self._cache:
-            local = tuple(e for e, p, _ in self._evidence if p == part)
+            local = tuple(e for number, (e, p, _) in enumerate(self._evidence) if p == part and number not in left_out)
             if launch < 0:
                 self._cache[key] = Context(local, self.override)
             else:
@@ -287,14 +311,25 @@ class FileContext:
     def contexts_at(self, node: object) -> list[Context]:
         """Every context the code at `node` runs under, strongest first."""
         part = self.parts.part_of(node)  # type: ignore[arg-type]
-        contexts = [self._context(part, n) for n in self._launch_numbers(self.parts.owner_of(node))]  # type: ignore[arg-type]
+        owner = self.parts.owner_of(node)  # type: ignore[arg-type]
+        left_out = self._left_out(part, owner, node) if self._started_processes else ()  # type: ignore[arg-type]
+        contexts = [self._context(part, n, left_out) for n in self._launch_numbers(owner)]
         return sorted(contexts, key=_strength)
 
     def variants(self) -> list[Context]:
         """One context per distinct (setup, launch arguments) some part of the file runs under."""
         if self.override is not None and not self._launches:
             return [Context((), self.override)]
-        found = [self._context(p, n) for _, p, owner in self._evidence for n in self._launch_numbers(owner)]
+        found = []
+        for number, (_, part, owner) in enumerate(self._evidence):
+            # Started processes run the worker, not the code around the call that starts them.
+            home, node = (
+                (self._started_processes[number][0], None)
+                if number in self._started_processes
+                else (owner, self._found[number][1])
+            )
+            left_out = self._left_out(part, home, node) if self._started_processes else ()
+            found += [self._context(part, n, left_out) for n in self._launch_numbers(owner)]
         if self._launches and self._external_owners != set():
             found += [self._context(-1, n) for n, owners in enumerate(self._owners_by_launch) if owners != set()]
         unique: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Context] = {}
