@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, ClassVar
 
@@ -153,6 +154,44 @@ def zero3_live_at_load(device_map: DeviceMap | ModelLoad, context: Context) -> b
     if context.override is not None or any(e.origin == "import" for e in context.deciding):
         return True  # the user says ZeRO-3 (or an importer set it up): the file's own order cannot tell
     return device_map.after_zero3_config
+
+
+# `accelerator.is_main_process`, `rank == 0`, `local_rank in (-1, 0)`, `mpi_rank() == 0`, `int(os.environ["RANK"]) == 0`:
+# only one process (one per node, for a local rank) passes, and that process's first GPU is its own.
+_MAIN_PROCESS = re.compile(
+    r"(is_main_process|is_local_main_process|is_world_process_zero|is_rank_zero"
+    r"|(\b(get_|\w+_)?rank(\(\))?|[\"'](LOCAL_)?RANK[\"'][])]*)\s*(==\s*0|in\s*[\[(]\s*(-1\s*,\s*)?0\b|<\s*1\b|<=\s*0\b))"
+)
+
+
+def main_process_only(file: CheckedFile, node: ast.AST) -> bool:
+    """`node` runs only where an `if` of its function lets the main process alone through:
+    `if rank == 0:`, or `if run_reference:` after `run_reference = args.reference and rank == 0`."""
+    child: ast.AST = node
+    for ancestor in file.resolver.ancestors(node):
+        if isinstance(ancestor, ast.If) and child in ancestor.body and _lets_main_process_only(file, ancestor.test, 0):
+            return True
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        child = ancestor
+    return False
+
+
+def _lets_main_process_only(file: CheckedFile, test: ast.expr, depth: int) -> bool:
+    if depth > 3:
+        return False
+    if isinstance(test, ast.BoolOp):
+        # `x and rank == 0` lets one process through whatever x is; `x or rank == 0` only if x does too.
+        parts = [_lets_main_process_only(file, value, depth + 1) for value in test.values]
+        return any(parts) if isinstance(test.op, ast.And) else all(parts)
+    if isinstance(test, ast.UnaryOp):
+        return False  # `not is_main_process`: every other process
+    if isinstance(test, ast.Name):
+        values = [c.value for c in file.resolver.candidates(test)]
+        return bool(values) and all(
+            isinstance(v, ast.expr) and v is not test and _lets_main_process_only(file, v, depth + 1) for v in values
+        )
+    return bool(_MAIN_PROCESS.search(ast.unparse(test)))
 
 
 def wrapped_by_ddp(device_map: DeviceMap) -> bool:

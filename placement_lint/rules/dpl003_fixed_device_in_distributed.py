@@ -20,6 +20,7 @@ from placement_lint.rules.base import (
     Rule,
     Violation,
     fix,
+    main_process_only,
     shown_value,
     state_exists_at_load,
     under,
@@ -32,6 +33,9 @@ from placement_lint.rules.base import (
 # current device: `init_process_group(device_id=...)` (torch >= 2.3) and DeepSpeed's
 # `init_distributed()`, which passes device_id on (deepspeed/comm/torch.py). Silent after them.
 _MAYBE_SETS_DEVICE = {"init_distributed"}
+
+# A fixed device that is the main process's own when it alone loads.
+_FIRST_GPU = (0, "cuda:0", "0")
 
 _SAME_GPU = (
     "effect",
@@ -83,6 +87,8 @@ class FixedDeviceInDistributed(Rule):
             if setup.single_process or context.one_gpu_per_process:
                 continue  # one process, or each process sees one GPU: that fixed device is its own
             device = device_map.classified.device
+            if device in _FIRST_GPU and main_process_only(file, device_map.loader.node):
+                continue  # only the main process loads, and GPU 0 is its own
             message = Message(
                 f"{shown_value(file, device_map)} puts every rank's model on device {device!r} {under(setup)}",
                 help=_advice(setup),
@@ -102,6 +108,8 @@ class FixedDeviceInDistributed(Rule):
                 continue  # DPL002: the load itself fails
             if state_exists_at_load(device_map, context) or _device_maybe_set(file, device_map):
                 continue
+            if main_process_only(file, device_map.loader.node):
+                continue  # the current device of the main process is GPU 0, its own
             version = ""
             if current.local_rank_from_transformers_5:
                 below = context.pinned_below("transformers", "5.0")
@@ -157,8 +165,8 @@ class FixedDeviceInDistributed(Rule):
                     continue  # DeepSpeed and FSDP place the model themselves: DPL006 judges a move before them
                 if any(e.origin == "import" for e in context.deciding) or analysis.state_before(call):
                     break  # an importer, or this file, has set the device by then
-                if _in_device_block(file, call):
-                    break
+                if _in_device_block(file, call) or main_process_only(file, call):
+                    break  # the device is made current, or only the main process, whose GPU 0 is, moves it
                 message = Message(
                     f"{_move_text(file, call)} moves each rank's model to GPU 0 {under(setup)}: nothing set its device",
                     help="call torch.cuda.set_device(local_rank) first, or move it to PartialState().device",

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import ast
-import re
 from collections.abc import Iterator
 
-from placement_lint.analysis.placements import DeviceMap, LoaderKind
+from placement_lint.analysis.placements import LoaderKind
 from placement_lint.analysis.values import Placement
 from placement_lint.rules.base import (
     PER_PROCESS_MAP,
@@ -14,16 +12,11 @@ from placement_lint.rules.base import (
     Message,
     Rule,
     Violation,
+    main_process_only,
     shown_value,
     under,
     value_facts,
     zero3_live_at_load,
-)
-
-# `if accelerator.is_main_process:`, `if rank == 0:`, `if local_rank in (-1, 0):`: only one process loads.
-_MAIN_PROCESS = re.compile(
-    r"(is_main_process|is_local_main_process|is_world_process_zero|is_rank_zero"
-    r"|\b(get_|local_|global_)?rank(\(\))?\s*(==\s*0|in\s*[\[(]\s*(-1\s*,\s*)?0\b|<\s*1\b|<=\s*0\b))"
 )
 
 
@@ -53,7 +46,7 @@ class SpreadDeviceMapInDistributedInference(Rule):
                 continue  # the load itself raises: DPL001
             if not (device_map.trained is False or device_map.loader.kind is LoaderKind.PIPELINE):
                 continue  # trained or unknown: DPL001's business
-            if context.one_gpu_per_process or self._one_process_loads(file, device_map):
+            if context.one_gpu_per_process or main_process_only(file, device_map.loader.node):
                 continue
             message = Message(
                 f"{shown_value(file, device_map)} spreads a copy of the model over every GPU in each rank {under(setup)}",
@@ -68,15 +61,3 @@ class SpreadDeviceMapInDistributedInference(Rule):
                 ),
             )
             yield self.violation(file, file.site(device_map).node, message, None, context, device_map.consumers, "load")
-
-    @staticmethod
-    def _one_process_loads(file: CheckedFile, device_map: DeviceMap) -> bool:
-        """The load runs only on the main process (`if accelerator.is_main_process:`)."""
-        child: ast.AST = device_map.loader.node
-        for ancestor in file.resolver.ancestors(device_map.loader.node):
-            if isinstance(ancestor, ast.If) and child in ancestor.body and _MAIN_PROCESS.search(ast.unparse(ancestor.test)):
-                return True
-            if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                return False
-            child = ancestor
-        return False
