@@ -19,7 +19,7 @@ from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_ent
 from placement_lint.analysis.guards import evaluate_truth
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
-from placement_lint.distributed import Setup
+from placement_lint.distributed import Mode, Setup
 
 Guard = tuple[ast.expr, bool]  # a condition and the outcome the path took
 
@@ -281,6 +281,21 @@ class Resolver:
             return self._lookup(expr)
 
         return evaluate_truth(test, self.setup, lookup, self._passed)
+
+    def truth_at_defaults(self, test: ast.expr, function: ast.FunctionDef) -> bool | None:
+        """The truth of a condition on `function`'s parameters for a call that leaves them at their
+        literal defaults (`ds_config=None`, then `if ds_config is not None:`). None when the test reads
+        none of them. Conditions on the distributed setup stay unknown: only the defaults decide."""
+        bound = _call_literals(ast.Call(func=ast.Name(function.name), args=[], keywords=[]), function)
+        if not any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(test)):
+            return None
+
+        def lookup(expr: ast.expr) -> list[ast.expr | None]:
+            if isinstance(expr, ast.Name) and expr.id in bound and self.scope_of(expr) is function:
+                return [bound[expr.id]]
+            return [None]
+
+        return evaluate_truth(test, Setup(Mode.POSSIBLE), lookup)
 
     def chosen_by_user(self, test: ast.expr) -> bool:
         """The condition is undecided because it reads a value the user chooses per run and no launch

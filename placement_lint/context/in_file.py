@@ -179,7 +179,38 @@ class InFileEvidence:
         return self.items
 
     def _add(self, kind: Kind, node: ast.AST, text: str, zero_stage: int | None = None) -> None:
+        if kind is not Kind.POSSIBLE and (opted := self._opt_in(node)) is not None:
+            # A helper that sets up DeepSpeed only when its caller passes a config (DeepSpeed-Chat's
+            # `create_hf_model(..., ds_config=None)`) says nothing of the callers that leave it out:
+            # whether it runs distributed is theirs to say, through a launch that reaches them.
+            kind, text, zero_stage = Kind.POSSIBLE, f"{text}, only when a caller of {opted}", None
         self.items.append((Evidence(kind, self.display, node.lineno, text, zero_stage), node))  # type: ignore[attr-defined]
+
+    def _opt_in(self, node: ast.AST) -> str | None:
+        """`f() passes p` when `node` runs only if a caller of the function `f` holding it passes its
+        parameter `p`: an `if` on `p` that its literal default decides against `node`'s branch, and no
+        call of `f` in this file that passes `p` (or spreads arguments, which may)."""
+        function = self.resolver.scope_of(node)
+        if not isinstance(function, ast.FunctionDef):
+            return None
+        for test, outcome in self.resolver.enclosing_guards(node):
+            if self.resolver.truth_at_defaults(test, function) is not (not outcome):
+                continue
+            read = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+            parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)]
+            read_parameters = [p for p in parameters if p in read]
+            if not any(self._passed_in_file(function, parameters, p) for p in read_parameters):
+                return f"{function.name}() passes {' or '.join(read_parameters)}"
+        return None
+
+    def _passed_in_file(self, function: ast.FunctionDef, parameters: list[str], name: str) -> bool:
+        position = parameters.index(name)
+        for call in self.resolver.index.calls_by_name.get(function.name, []):
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg in (None, name) for kw in call.keywords):
+                return True
+            if len(call.args) > position - (1 if _is_method(function, self.resolver) else 0):
+                return True
+        return False
 
     def _callee(self, written: str) -> str | None:
         """The qualified name of a callee that may start evidence (most callees of a big file cannot)."""
@@ -327,3 +358,10 @@ def _dict_stage(node: ast.Dict) -> int | None:
 
 def _is_none(value: ast.expr) -> bool:
     return isinstance(value, ast.Constant) and value.value is None
+
+
+def _is_method(function: ast.FunctionDef, resolver: Resolver) -> bool:
+    """Called as `obj.f(...)`, its first parameter is not among the call's arguments."""
+    parent = next(iter(resolver.ancestors(function)), None)
+    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list)
+    return isinstance(parent, ast.ClassDef) and not static
