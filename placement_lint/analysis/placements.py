@@ -149,13 +149,13 @@ class PlacementAnalysis:
     @cached_property
     def device_maps(self) -> list[DeviceMap]:
         found: list[DeviceMap] = []
-        seen: set[int] = set()
+        seen: set[tuple[int, int]] = set()
         with self.resolver.following_imports():  # a value's nodes may be another module's: DeviceMap knows
             self._collect_device_maps(found, seen)
         found.sort(key=lambda d: (d.node.lineno, d.node.col_offset))
         return found
 
-    def _collect_device_maps(self, found: list[DeviceMap], seen: set[int]) -> None:
+    def _collect_device_maps(self, found: list[DeviceMap], seen: set[tuple[int, int]]) -> None:
         for node in self.resolver.index.nodes:
             if not isinstance(node, (ast.Call, ast.Assign)):
                 continue
@@ -164,9 +164,11 @@ class PlacementAnalysis:
                 after_state = self._after(loader, self._state_creations)
                 after_config = self._after(loader, self._config_creations)
                 for candidate in candidates:
-                    if not isinstance(candidate.value, ast.expr) or id(candidate.value) in seen:
+                    # Per load, not per value: a kwargs dict splatted into the loads of several
+                    # branches reaches each, and a launch may rule out the branch of any one of them.
+                    if not isinstance(candidate.value, ast.expr) or (id(loader.node), id(candidate.value)) in seen:
                         continue
-                    seen.add(id(candidate.value))
+                    seen.add((id(loader.node), id(candidate.value)))
                     # A value from a helper in another module is resolved in that module.
                     owner = candidate.foreign.resolver if candidate.foreign else self.resolver
                     classified = classify(candidate.value, owner.candidates, entries=candidate.entries)  # type: ignore[union-attr]
