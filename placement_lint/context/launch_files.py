@@ -359,9 +359,13 @@ def _assign(segment: str, variables: dict[str, str], exported: dict[str, str]) -
             return False  # `NAME=value command ...`: an environment prefix of that one command
         value = words[0]
     if "$(" in value or "`" in value:
-        variables.pop(name, None)
-        exported.pop(name, None)
-        return True
+        if raw.startswith("'") or len(value.split()) < 2:
+            variables.pop(name, None)
+            exported.pop(name, None)
+            return True
+        # Several words (`ARGS="--deepspeed ds.json --eval_batch $((BS*2))"`): the computed one is
+        # unknown, not the options written beside it.
+        value = _computed_unknown(value)
     value = value if raw.startswith("'") else expand(value, variables)
     if appends:
         if name not in variables:
@@ -371,6 +375,31 @@ def _assign(segment: str, variables: dict[str, str], exported: dict[str, str]) -
     if segment.startswith("export "):
         exported[name] = value
     return True
+
+
+def _computed_unknown(value: str) -> str:
+    """`value` with each `$(...)`, `$((...))` and backquoted part, however nested, replaced by the
+    unknown word `$(unknown)`: it is worked out when the script runs."""
+    out: list[str] = []
+    at = 0
+    while at < len(value):
+        if value.startswith("$(", at):
+            depth, end = 0, at + 1
+            while end < len(value):
+                depth += {"(": 1, ")": -1}.get(value[end], 0)
+                if depth == 0:
+                    break
+                end += 1
+            out.append("$(unknown)")
+            at = end + 1
+        elif value[at] == "`":
+            closing = value.find("`", at + 1)
+            out.append("$(unknown)")
+            at = len(value) if closing < 0 else closing + 1
+        else:
+            out.append(value[at])
+            at += 1
+    return "".join(out)
 
 
 def _statements(text: str, first_line: int) -> Iterator[tuple[int, str]]:
