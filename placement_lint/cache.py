@@ -32,7 +32,7 @@ _STALE_SECONDS = 30 * 24 * 3600
 _SEEN_RESOLUTION = 24 * 3600
 # 2: per-file launch digests in the repository context; 3: its details on a second line; 4: files named
 # by a CRC of the key they hold, which they are checked against
-_FORMAT = 4
+_FORMAT = 5
 
 
 # A file's entry is a list, not an object, as it is stored: 30% less JSON to parse on every warm run.
@@ -266,6 +266,7 @@ def load_repo_context(
         context.by_file = DecodedOnRead(encoded, "by_file", _evidence_from_json, frozenset(context.digests))
         context.used = DecodedOnRead(encoded, "used", frozenset)
         context.consumers = DecodedOnRead(encoded, "consumers", _consumers_from_json)
+        context.calls = DecodedOnRead(encoded, "calls", dict)
         context.candidates = PathList(data["candidates"])
         context.inputs = PathList(list(data["inputs"]))
         context.import_only = PathList(list(digests))
@@ -290,6 +291,7 @@ def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
         "by_file": {str(p): [evidence_json(e) for e in items] for p, items in context.by_file.items()},
         "used": {str(p): sorted(names) for p, names in context.used.items()},
         "consumers": {str(p): consumers_json(by_name) for p, by_name in context.consumers.items()},
+        "calls": {str(p): by_name for p, by_name in context.calls.items()},
     }
     encoded = json.dumps(details).encode()
     index["details"] = _checksum(encoded)

@@ -273,14 +273,14 @@ class FileChecker:
         self._helpers = ImportedFunctions(module, source.path, graph, self.display)
         resolver = Resolver(module, _POSSIBLE)
         found = InFileEvidence(module, source, imports, resolver, display, configs).collect()
-        external, used, consumers = self._launch_evidence(source.path)
+        external, used, consumers, calls = self._launch_evidence(source.path)
         if not external:
-            return FileContext(module, found, override, external, used, remote_consumers=consumers)
+            return FileContext(module, found, override, external, used, remote_consumers=consumers, remote_calls=calls)
         # What the module reads of its arguments, and the library fields TRL reads for it (get_quantization_config).
         read = frozenset(n.attr for n in index_of(module).nodes if isinstance(n, ast.Attribute)) | LIBRARY_FIELDS.keys()
         fields = parser_fields(module)
         read |= {name for name, field in fields.items() if field.origin == "fire"}  # read as parameters, not attributes
-        return FileContext(module, found, override, external, used, read, fields, consumers)
+        return FileContext(module, found, override, external, used, read, fields, consumers, calls)
 
     def _root_of(self, folder: Path) -> Path:
         """The resolved repository root of a checked file's folder, worked out once per folder: a run

@@ -286,7 +286,7 @@ class Resolver:
         """The truth of a condition on `function`'s parameters for a call that leaves them at their
         literal defaults (`ds_config=None`, then `if ds_config is not None:`). None when the test reads
         none of them. Conditions on the distributed setup stay unknown: only the defaults decide."""
-        bound = _call_literals(ast.Call(func=ast.Name(function.name), args=[], keywords=[]), function)
+        bound = call_literals(ast.Call(func=ast.Name(function.name), args=[], keywords=[]), function)
         if not any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(test)):
             return None
 
@@ -543,7 +543,7 @@ class Resolver:
         if not _plain_function(function):
             return [Candidate(None, guards, via)]
         owner = resolver or self
-        bound = _call_literals(call, function)
+        bound = call_literals(call, function)
         out: list[Candidate] = []
         for statement in _returns(function):
             step = HelperReturn(call, name, statement, foreign)
@@ -879,7 +879,7 @@ def _known_absent(state: State, base: str) -> bool:
     return key_of(base, _KNOWN_DICT) in state and key_of(base, _COMPUTED_KEYS) not in state
 
 
-def _call_literals(call: ast.Call, function: ast.FunctionDef) -> dict[str, ast.expr]:
+def call_literals(call: ast.Call, function: ast.FunctionDef) -> dict[str, ast.expr]:
     """The parameters of `function` this call fixes to a literal: the literal arguments it passes,
     and the literal defaults of those it leaves out. Nothing when the call spreads `*args`/`**kw` or
     passes what the function does not take; a parameter the function re-binds is left out."""

@@ -230,10 +230,13 @@ class FileContext:
         read: frozenset[str] = frozenset(),  # the attribute names the module reads (`args.use_4bit`)
         fields: Fields | None = None,  # the module's own parser fields (its dataclasses, its add_argument calls)
         remote_consumers: Mapping[str, tuple[Consumer, ...]] | None = None,
+        remote_calls: Mapping[str, list[dict[str, object]] | None] | None = None,
     ) -> None:
         self.module = module
         # Where importers send what this module's top-level functions return (RepoContext.consumers).
         self.remote_consumers: Mapping[str, tuple[Consumer, ...]] = remote_consumers or {}
+        # The literal arguments of the launched importers' calls of its top-level functions (RepoContext.calls).
+        self.remote_calls: Mapping[str, list[dict[str, object]] | None] = remote_calls or {}
         self.override = override
         self._found = evidence
         self._used_names = used_names

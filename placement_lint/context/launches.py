@@ -29,9 +29,10 @@ class Launched(NamedTuple):
     evidence: tuple[Evidence, ...]
     used: frozenset[str]  # what of the file runs under the evidence (see RepoContext.used)
     consumers: dict[str, tuple[Consumer, ...]]  # see RepoContext.consumers
+    calls: dict[str, list[dict[str, object]] | None]  # see RepoContext.calls
 
 
-NOT_LAUNCHED = Launched((), frozenset(), {})
+NOT_LAUNCHED = Launched((), frozenset(), {}, {})
 _Value = TypeVar("_Value")
 
 
@@ -149,6 +150,10 @@ class RepoContext:
         # Per imported module, per top-level function: where its importers send what their calls of it
         # return (`model = load_model(...)` then `SFTTrainer(model=model)` in train.py), located in them.
         self.consumers: MutableMapping[Path, dict[str, tuple[Consumer, ...]]] = {}
+        # Per imported module, per top-level function: the literal arguments, as {parameter: value},
+        # with the literal defaults they leave, of each call its launched importers make of it; None
+        # when an importer also passes the function around. They decide `if for_eval:` in it.
+        self.calls: MutableMapping[Path, dict[str, list[dict[str, object]] | None]] = {}
         # Per file (resolved path, as a string): a digest of what the launches say of it, which the
         # result cache keys the file's findings on. Filled on demand, or from the cache.
         self.digests: dict[str, str] = {}
@@ -160,13 +165,13 @@ class RepoContext:
         evidence = self.by_file.get(path)
         if evidence is None:
             return None
-        return Launched(evidence, self.used.get(path, frozenset()), self.consumers.get(path, {}))
+        return Launched(evidence, self.used.get(path, frozenset()), self.consumers.get(path, {}), self.calls.get(path, {}))
 
     def digest(self, name: str) -> str:
         """For a resolved path as a string (warm runs ask for thousands, so no Path is made when cached)."""
         if name not in self.digests:
-            evidence, used, consumers = self.launched(Path(name)) or NOT_LAUNCHED
-            text = repr((evidence, sorted(used), sorted(consumers.items()))).encode()
+            evidence, used, consumers, calls = self.launched(Path(name)) or NOT_LAUNCHED
+            text = repr((evidence, sorted(used), sorted(consumers.items()), sorted(calls.items()))).encode()
             self.digests[name] = content_hash(text) if evidence else ""
         return self.digests[name]
 

@@ -138,10 +138,13 @@ def build_repo_context(
     edges = _propagate_to_imports(context, launched, graph, display)
     parsers_read = _attach_parsers(context, launched, graph, display)
     classes_read = _follow_returns(context, graph, edges, display)
+    called_read = _record_importer_calls(context, graph, edges)
     modules_read = graph.read()
     context.inputs = [*context.candidates, *configs.read, *pins_read, *modules_read, *graph.layout.read, *parsers_read, *dict.fromkeys(projects.read)]
-    # A module read for its class bases (a trainer subclass) or its parser counts whole, not by its import lines.
-    context.import_only = graph.import_only(launched) - set(classes_read) - set(parsers_read)
+    context.inputs += [path for path in called_read if path not in context.inputs]
+    # A module read for its class bases (a trainer subclass), its parser or its functions' defaults
+    # counts whole, not by its import lines.
+    context.import_only = graph.import_only(launched) - set(classes_read) - set(parsers_read) - set(called_read)
     graph.release()
     context.graph = graph
     return context
@@ -826,6 +829,73 @@ def _follow_returns(
         pending = {path for path in changed if path in edges}
     context.consumers = {path: uses for path, uses in context.consumers.items() if uses}
     return sorted({path for _, _, classes in parsed.values() for path in classes.read})
+
+
+def _record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict[Path, set[Path]]) -> list[Path]:
+    """Fill `context.calls`: for each module a launch reaches through imports, per top-level function,
+    the literal arguments (and the defaults they leave) of every call its launched importers make of
+    it; None when an importer also uses the function otherwise (a callback: its calls are unknown).
+    Returns the modules read for their functions' defaults (inputs of the context, whole)."""
+    from placement_lint.analysis.dataflow import call_literals
+
+    trees: dict[Path, ast.Module | None] = {}
+    for importer in sorted(edges):
+        summary = graph.summary(importer)
+        if summary is None:
+            continue
+        by_target = summary.calls_into()
+        for target in sorted(edges[importer]):
+            for name, nodes in by_target.get(target, {}).items():
+                passed_around = _referenced_otherwise(summary.module, name)
+                for module, function_name in graph.definitions(target, name):
+                    function = _top_level_function(_tree(graph, module, trees), function_name)
+                    known = context.calls.setdefault(module, {})
+                    if function is None or passed_around or (function_name in known and known[function_name] is None):
+                        known[function_name] = None
+                        continue
+                    bindings = known.setdefault(function_name, [])
+                    for call in nodes:
+                        literal = {k: v.value for k, v in call_literals(call, function).items() if _plain(v)}
+                        if literal not in bindings:
+                            bindings.append(literal)  # type: ignore[union-attr]
+    return [path for path, tree in trees.items() if tree is not None]
+
+
+def _plain(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, (str, int, float, bool)))
+
+
+def _referenced_otherwise(module: ast.Module, name: str) -> bool:
+    """The importer names `name` other than as the function of a call (`model_init=load_model`)."""
+    nodes = list(ast.walk(module))
+    called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
+    return any(
+        ((isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name))
+        and id(node) not in called
+        for node in nodes
+    )
+
+
+def _tree(graph: ModuleGraph, module: Path, trees: dict[Path, ast.Module | None]) -> ast.Module | None:
+    """The module's tree: the graph's, else parsed here (a module that imports nothing of the
+    repository is only read by the graph, not parsed)."""
+    if module not in trees:
+        summary = graph.summary(module)
+        tree = summary.module if summary is not None else None
+        if tree is None:
+            try:
+                tree = ast.parse(module.read_bytes(), str(module))
+            except (OSError, SyntaxError, ValueError, RecursionError):
+                tree = None
+        trees[module] = tree
+    return trees[module]
+
+
+def _top_level_function(tree: ast.Module | None, name: str) -> ast.FunctionDef | None:
+    if tree is None:
+        return None
+    found = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name]
+    return found[0] if len(found) == 1 and isinstance(found[0], ast.FunctionDef) else None
 
 
 def _returned_uses(flow: ModelFlow, calls: list[ast.Call], where: str) -> list[tuple[int | None, tuple[Consumer, ...]]]:

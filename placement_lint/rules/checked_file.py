@@ -14,7 +14,7 @@ from placement_lint.analysis.names import ImportTable, dotted, keyword
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, PlacementAnalysis
 from placement_lint.analysis.values import Placement
 from placement_lint.context.classes import ImportedClasses
-from placement_lint.context.evidence import Context, FileContext
+from placement_lint.context.evidence import Context, FileContext, Kind
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Edit
 from placement_lint.source import SourceFile
@@ -120,6 +120,8 @@ class CheckedFile:
                     continue  # the load sits in a branch this run does not take
                 contexts = self.contexts.contexts_at(device_map.loader.node)
                 context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
+                if context is not None and self._importers_rule_out(device_map, context, resolver):
+                    continue  # the launched script's calls never take the branch that holds it
                 key = (
                     id(self.site(device_map).node) if device_map.candidate.from_launch is None else id(device_map.loader.node),
                     device_map.classified.placement,
@@ -128,6 +130,30 @@ class CheckedFile:
                     seen.add(key)
                     found.append((device_map, context))
         return found
+
+    def _importers_rule_out(self, device_map: DeviceMap, context: Context, resolver: Resolver) -> bool:
+        """The setup reaches this module only through a launched script that imports it, the value is
+        in a top-level function this module never calls itself, and every call the launched importers
+        make of it passes (or leaves at its default) a literal that rules out the value's branch:
+        `build(cls, path, ds_config)` never takes `if for_eval:` in `def build(..., for_eval=False)`."""
+        strong = [e for e in context.evidence if e.kind not in (Kind.POSSIBLE, Kind.SINGLE)]
+        if not strong or any(e.origin != "import" for e in strong):
+            return False
+        function = self.resolver.scope_of(device_map.loader.node)
+        if not isinstance(function, ast.FunctionDef) or self.resolver.parent(function) is not self.module:
+            return False
+        bindings = self.contexts.remote_calls.get(function.name)
+        if not bindings or self.resolver.index.calls_by_name.get(function.name):
+            return False
+        guards = [*self.resolver.enclosing_guards(device_map.loader.node), *device_map.candidate.guards]
+        return any(
+            all(
+                resolver.truth_for_call(test, function, {name: ast.Constant(value) for name, value in bound.items()})
+                is (not outcome)
+                for bound in bindings
+            )
+            for test, outcome in guards
+        )
 
     def _decided(self, device_map: DeviceMap, resolver: Resolver) -> bool:
         """The run takes this value: every condition on its way is known to hold (a flag the launch does
