@@ -191,11 +191,13 @@ def test_the_launch_context_is_cached_and_refreshed_when_a_launcher_changes(repo
 
 def test_a_cached_launch_context_reads_as_the_built_one(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
-    (tmp_path / "helpers.py").write_text("def load():\n    return AutoModelForCausalLM.from_pretrained('m')\n")
-    (tmp_path / "b.py").write_text("from helpers import load\n" + LAUNCHED)
+    (tmp_path / "helpers.py").write_text("def load(for_eval=False):\n    return AutoModelForCausalLM.from_pretrained('m')\n")
+    (tmp_path / "b.py").write_text("from helpers import load\nload()\n" + LAUNCHED)
     (tmp_path / "run.sh").write_text("accelerate launch --num_processes 2 b.py --bf16\n")
     root = tmp_path.resolve()
     built = build_repo_context(root, Settings(root=root, codes=CODES), str)
+    # What the launched script passes to the helper module's functions is cached too.
+    assert built.calls == {root / "helpers.py": {"load": [{"for_eval": False}]}}
     save_repo_context(tmp_path / "cache", built, root)
     loaded = load_repo_context(tmp_path / "cache", root, None, root)
     assert loaded is not None and isinstance(loaded.by_file, DecodedOnRead)
