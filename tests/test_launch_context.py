@@ -244,8 +244,8 @@ def test_a_launch_that_walks_a_whole_library_package_stops_after_the_nearest_mod
 
 
 def test_an_unsafe_fix_in_one_arm_leaves_the_other_arm_judged(tmp_path: Path) -> None:
-    # Both loads read one "cuda" name; the first fix writes PartialState() into the quantized arm's
-    # load, which does not run before the plain arm's load, so the next pass still fixes that one.
+    # Both loads read one "cuda" name, each judged at its own load; the fix that writes PartialState()
+    # into the quantized arm's load does not run before the plain arm's load, so that one is fixed too.
     (tmp_path / ".git").mkdir()
     (tmp_path / "run.sh").write_text("accelerate launch --multi_gpu --num_processes 2 tune.py\n")
     (tmp_path / "tune.py").write_text(
@@ -262,7 +262,8 @@ def test_an_unsafe_fix_in_one_arm_leaves_the_other_arm_judged(tmp_path: Path) ->
     result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(fix=True, unsafe_fixes=True), tmp_path)
     assert result.findings == []
     fixed = (tmp_path / "tune.py").read_text()
-    assert '"cuda"' not in fixed
+    assert "device_map=placement" not in fixed
+    assert fixed.count('device_map={"": PartialState().local_process_index}') == 2
     assert lint_repo(tmp_path).findings == []
 
 
