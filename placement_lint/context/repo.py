@@ -844,9 +844,12 @@ def _record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict
         if summary is None:
             continue
         by_target = summary.calls_into()
+        named_otherwise: set[str] | None = None  # worked out once an importer, at its first call
         for target in sorted(edges[importer]):
             for name, nodes in by_target.get(target, {}).items():
-                passed_around = _referenced_otherwise(summary.module, name)
+                if named_otherwise is None:
+                    named_otherwise = _named_otherwise(summary.module)
+                passed_around = name in named_otherwise
                 for module, function_name in graph.definitions(target, name):
                     function = _top_level_function(_tree(graph, module, trees), function_name)
                     known = context.calls.setdefault(module, {})
@@ -865,15 +868,19 @@ def _plain(value: ast.expr) -> bool:
     return isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, (str, int, float, bool)))
 
 
-def _referenced_otherwise(module: ast.Module, name: str) -> bool:
-    """The importer names `name` other than as the function of a call (`model_init=load_model`)."""
+def _named_otherwise(module: ast.Module) -> set[str]:
+    """The names the importer uses other than as the function of a call (`model_init=load_model`)."""
     nodes = list(ast.walk(module))
     called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
-    return any(
-        ((isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name))
-        and id(node) not in called
-        for node in nodes
-    )
+    named: set[str] = set()
+    for node in nodes:
+        if id(node) in called:
+            continue
+        if isinstance(node, ast.Name):
+            named.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            named.add(node.attr)
+    return named
 
 
 def _tree(graph: ModuleGraph, module: Path, trees: dict[Path, ast.Module | None]) -> ast.Module | None:
