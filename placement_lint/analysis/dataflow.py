@@ -879,10 +879,11 @@ def _known_absent(state: State, base: str) -> bool:
     return key_of(base, _KNOWN_DICT) in state and key_of(base, _COMPUTED_KEYS) not in state
 
 
-def call_literals(call: ast.Call, function: ast.FunctionDef) -> dict[str, ast.expr]:
+def call_literals(call: ast.Call, function: ast.FunctionDef, rebound: set[str] | None = None) -> dict[str, ast.expr]:
     """The parameters of `function` this call fixes to a literal: the literal arguments it passes,
     and the literal defaults of those it leaves out. Nothing when the call spreads `*args`/`**kw` or
-    passes what the function does not take; a parameter the function re-binds is left out."""
+    passes what the function does not take; a parameter the function re-binds is left out
+    (`rebound`: `rebound_names(function)`, for a caller asking of many calls of one function)."""
     args = function.args
     if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
         return {}
@@ -898,10 +899,16 @@ def call_literals(call: ast.Call, function: ast.FunctionDef) -> dict[str, ast.ex
             return {}
         given[keyword.arg] = keyword.value  # type: ignore[index]
     values = {**{n: d for n, d in defaults.items() if n not in given}, **given}
-    rebound = {n.id for n in _own_nodes(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    if rebound is None:
+        rebound = rebound_names(function)
     return {
         name: value for name, value in values.items() if name in names and name not in rebound and isinstance(value, ast.Constant)
     }
+
+
+def rebound_names(function: ast.FunctionDef) -> set[str]:
+    """The names the function's own body assigns (its parameters among them, if it re-binds one)."""
+    return {n.id for n in _own_nodes(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
 
 
 def _plain_function(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -438,6 +438,30 @@ class ModuleGraph:
             file.tree, file.parsed = tree, True  # a file that does not parse is not tried again
         return tree
 
+    def holds_anchor(self, path: Path) -> bool:
+        """Does the module hold a token without which no rule can fire in it (every module does when
+        the graph was given no anchors)?"""
+        file = self._file(path)
+        return file is not None and file.anchored
+
+    def tree(self, path: Path) -> ast.Module | None:
+        """A module's tree while the launch context is built: its summary's, else parsed here once
+        and handed to the checker as the summaries' trees are (a loader a launch reaches through an
+        import is checked in this run too: it is not parsed twice)."""
+        summary = self.summary(path)
+        if summary is not None:
+            return summary.module
+        if path in self._handed:
+            return self._handed[path][1]
+        raw = _read_module(path)
+        try:
+            tree = ast.parse(raw) if raw is not None and len(raw) <= _MAX_MODULE_BYTES else None
+        except _PARSE_ERRORS:
+            return None
+        if tree is not None:
+            self._handed[path] = (raw, tree)  # type: ignore[assignment]
+        return tree
+
     def bytes_of(self, path: Path) -> bytes | None:
         """The bytes of a module the graph read that imports something of the repository, while the
         launch context is built; else None."""

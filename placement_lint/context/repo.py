@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.flow import ModelFlow, returned_item, unpacked_positions
+from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
 from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader, zero_stage_of
@@ -141,7 +142,8 @@ def build_repo_context(
     called_read = _record_importer_calls(context, graph, edges)
     modules_read = graph.read()
     context.inputs = [*context.candidates, *configs.read, *pins_read, *modules_read, *graph.layout.read, *parsers_read, *dict.fromkeys(projects.read)]
-    context.inputs += [path for path in called_read if path not in context.inputs]
+    already = set(context.inputs)
+    context.inputs += [path for path in called_read if path not in already]
     # A module read for its class bases (a trainer subclass), its parser or its functions' defaults
     # counts whole, not by its import lines.
     context.import_only = graph.import_only(launched) - set(classes_read) - set(parsers_read) - set(called_read)
@@ -836,9 +838,10 @@ def _record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict
     the literal arguments (and the defaults they leave) of every call its launched importers make of
     it; None when an importer also uses the function otherwise (a callback: its calls are unknown).
     Returns the modules read for their functions' defaults (inputs of the context, whole)."""
-    from placement_lint.analysis.dataflow import call_literals
+    from placement_lint.analysis.dataflow import call_literals, rebound_names
 
     trees: dict[Path, ast.Module | None] = {}
+    rebound: dict[int, set[str]] = {}  # by function (its node's id: the trees live as long as this)
     for importer in sorted(edges):
         summary = graph.summary(importer)
         if summary is None:
@@ -851,14 +854,19 @@ def _record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict
                     named_otherwise = _named_otherwise(summary.module)
                 passed_around = name in named_otherwise
                 for module, function_name in graph.definitions(target, name):
+                    if not graph.holds_anchor(module):
+                        continue  # no rule fires there: what its functions are called with decides nothing
                     function = _top_level_function(_tree(graph, module, trees), function_name)
                     known = context.calls.setdefault(module, {})
                     if function is None or passed_around or (function_name in known and known[function_name] is None):
                         known[function_name] = None
                         continue
                     bindings = known.setdefault(function_name, [])
+                    if id(function) not in rebound:
+                        rebound[id(function)] = rebound_names(function)
                     for call in nodes:
-                        literal = {k: v.value for k, v in call_literals(call, function).items() if _plain(v)}
+                        literals = call_literals(call, function, rebound[id(function)])
+                        literal = {k: v.value for k, v in literals.items() if _plain(v)}
                         if literal not in bindings:
                             bindings.append(literal)  # type: ignore[union-attr]
     return [path for path, tree in trees.items() if tree is not None]
@@ -870,10 +878,10 @@ def _plain(value: ast.expr) -> bool:
 
 def _named_otherwise(module: ast.Module) -> set[str]:
     """The names the importer uses other than as the function of a call (`model_init=load_model`)."""
-    nodes = list(ast.walk(module))
-    called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
+    index = index_of(module)  # built already for the importer's parser fields
+    called = {id(call.func) for call in index.calls}
     named: set[str] = set()
-    for node in nodes:
+    for node in index.nodes:
         if id(node) in called:
             continue
         if isinstance(node, ast.Name):
@@ -884,17 +892,8 @@ def _named_otherwise(module: ast.Module) -> set[str]:
 
 
 def _tree(graph: ModuleGraph, module: Path, trees: dict[Path, ast.Module | None]) -> ast.Module | None:
-    """The module's tree: the graph's, else parsed here (a module that imports nothing of the
-    repository is only read by the graph, not parsed)."""
     if module not in trees:
-        summary = graph.summary(module)
-        tree = summary.module if summary is not None else None
-        if tree is None:
-            try:
-                tree = ast.parse(module.read_bytes(), str(module))
-            except (OSError, SyntaxError, ValueError, RecursionError):
-                tree = None
-        trees[module] = tree
+        trees[module] = graph.tree(module)
     return trees[module]
 
 
