@@ -412,13 +412,16 @@ class ModuleGraph:
             if raw is None:
                 self._files[path] = None
             else:
-                added = self._sys_path[path] = sys_path_additions(raw, path, self.root) if b"sys.path" in raw else ()
+                tree = _sys_path_tree(raw)
+                added = self._sys_path[path] = _additions(tree, path, self.root) if tree is not None else ()
                 local = len(raw) <= _MAX_MODULE_BYTES and self.imports_something_local(raw, self._folder(path), added)
                 anchored = self.anchors is None or any(token in raw for token in self.anchors)
                 # Kept until the context is built (parsed, its parser fields and attribute names are read
                 # from it too); a module that imports nothing of the repository is not kept: most launched
                 # scripts of a big monorepo are such, and a launch rarely asks for one's bytes again.
                 file = _File(raw if local else None, len(raw), local, anchored)
+                if local and tree is not None:
+                    file.tree, file.parsed = tree, True  # parsed for its sys.path lines: not parsed again
                 if local and self.anchors is not None:
                     file.leads_to = tuple(self._text_imports(raw, path))
                 self._files[path] = file
@@ -666,12 +669,22 @@ def sys_path_additions(raw: bytes, path: Path, root: Path) -> tuple[Path, ...]:
     `sys.path.insert(0, str(Path(__file__).resolve().parents[1]))`, or a name bound to such a path
     first). A path relative to the folder the process runs in (`sys.path.append("..")`) or computed
     at run time is not known here: it adds nothing."""
-    if len(raw) > _MAX_CLASS_MODULE_BYTES:
-        return ()
+    tree = _sys_path_tree(raw)
+    return _additions(tree, path, root) if tree is not None else ()
+
+
+def _sys_path_tree(raw: bytes) -> ast.Module | None:
+    """The module's tree, when it may add a folder known here to `sys.path`: it names `sys.path` and
+    `__file__` (the only anchor of a path), and parses."""
+    if b"sys.path" not in raw or b"__file__" not in raw or len(raw) > _MAX_CLASS_MODULE_BYTES:
+        return None
     try:
-        tree = ast.parse(raw)
+        return ast.parse(raw)
     except _PARSE_ERRORS:
-        return ()
+        return None
+
+
+def _additions(tree: ast.Module, path: Path, root: Path) -> tuple[Path, ...]:
     bound: dict[str, str] = {}
     added: list[Path] = []
     for statement in top_level(tree.body):
