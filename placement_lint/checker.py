@@ -99,13 +99,13 @@ class FileChecker:
 
     def worth_parsing(self, raw: bytes, path: Path) -> bool:
         """The text pre-check: could any enabled rule fire in this file?"""
-        launched = bool(self._launch_evidence(path).evidence)
-        return bool(self.worth_parsing_when(raw, path, (launched,)))
+        return bool(self.worth_parsing_when(raw, path, None))
 
-    def worth_parsing_when(self, raw: bytes, path: Path, launched: tuple[bool, ...] = (False, True)) -> int:
+    def worth_parsing_when(self, raw: bytes, path: Path, launched: tuple[bool, ...] | None = (False, True)) -> int:
         """The text pre-check, for whether launches reach the file or not: WORTH_ALONE is set if a rule
         could fire with no launch reaching it, WORTH_LAUNCHED if one could with one (both answer
-        without the launch context, so a spare process can ask while it is built)."""
+        without the launch context, so a spare process can ask while it is built). `launched` None:
+        for what the launches say of this file, asked only of a file that holds an anchor."""
         if is_notebook(path):
             try:
                 raw = python_bytes(path, raw)  # the code cells, not the JSON (which escapes quotes)
@@ -116,6 +116,8 @@ class FileChecker:
         if not scanner.holds_any(raw, found, self.anchors):
             return 0
         raw = Present(raw, found, scanner)  # the checks below ask the scan, not the bytes again
+        if launched is None:
+            launched = (bool(self._launch_evidence(path).evidence),)
         # Which rules could fire depends on the context, so the context is decided first: it is
         # rare, and the rules' token checks are then run only in the form that can matter.
         rules = self._prechecked
