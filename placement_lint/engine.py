@@ -352,7 +352,7 @@ def _screen_all(
                 left.append(item._replace(worth=True))
         pending = left
     if _pooling(options, len(pending)) and sum(item.status.st_size for item in pending) >= SCREEN_POOL_BYTES:
-        yield from _pooled(checker, pending, options.jobs or os.cpu_count() or 1, hashing)
+        yield from _pooled(checker, pending, _jobs(options), hashing)
         return
     worth: list[_Pending] = []
     for item in pending:
@@ -365,7 +365,7 @@ def _screen_all(
         _pooling(options, len(worth))
         and sum(len(item.screened.raw or b"") for item in worth if item.screened) >= POOL_THRESHOLD_BYTES
     ):
-        yield from _pooled(checker, worth, options.jobs or os.cpu_count() or 1, hashing)
+        yield from _pooled(checker, worth, _jobs(options), hashing)
         return
     for item in worth:
         yield item, checker.finish(item.path, item.screened)  # type: ignore[arg-type]
@@ -409,7 +409,11 @@ def _checker(settings: Settings, options: RunOptions, cwd: Path, launches: Launc
 def _pooling(options: RunOptions, files: int) -> bool:
     """Could sharing `files` among processes pay? A run that writes fixes checks one file after the
     other, so an interrupt stops between files."""
-    return not options.fix and (options.jobs or os.cpu_count() or 1) >= 2 and files >= 2
+    return not options.fix and _jobs(options) >= 2 and files >= 2
+
+
+def _jobs(options: RunOptions) -> int:
+    return options.jobs or os.cpu_count() or 1
 
 
 # What every pool worker gets once: inherited where processes fork, pickled once per worker where
