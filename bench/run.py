@@ -226,10 +226,10 @@ jobs:
       - uses: actions/checkout@v4
       - run: accelerate launch --config_file configs/{config} -m p{project:04d}.train_{number}
 """
-_NOTEBOOK = '''{{"cells": [{{"cell_type": "code", "metadata": {{}}, "outputs": [], "execution_count": null,
+_NOTEBOOK = """{{"cells": [{{"cell_type": "code", "metadata": {{}}, "outputs": [], "execution_count": null,
  "source": ["!accelerate launch --config_file configs/{config} -m p{project:04d}.train_{number}\\n"]}}],
  "metadata": {{}}, "nbformat": 4, "nbformat_minor": 5}}
-'''
+"""
 
 
 def make_copies(source: Path, copies: int) -> Path:
@@ -274,7 +274,9 @@ def make_docs_monorepo(files: int) -> Path:
             _README.format(project=project, config=config, first=numbers[0], second=numbers[1], third=numbers[2])
         )
         (folder / "docs" / "usage.rst").write_text(_RST.format(project=project, number=numbers[3]))
-        (folder / ".github" / "workflows" / "nightly.yml").write_text(_WORKFLOW.format(project=project, config=config, number=numbers[4]))
+        (folder / ".github" / "workflows" / "nightly.yml").write_text(
+            _WORKFLOW.format(project=project, config=config, number=numbers[4])
+        )
         (folder / "notebooks" / "train.ipynb").write_text(_NOTEBOOK.format(project=project, config=config, number=numbers[5]))
         (folder / "pyproject.toml").write_text(f'[project]\nname = "p{project:04d}"\nversion = "0.1"\n')
     return target
@@ -346,7 +348,9 @@ def main() -> None:
     rows.append(compare(f"trl {WHEELS['trl']}, warm cache", trl, [*placement, "--cache-dir", str(cache)], args.runs))
     rows.append(compare(f"monorepo of {args.scripts} scripts, cold", monorepo, [*placement, "--no-cache"], args.runs))
     rows.append(
-        compare(f"monorepo of {args.docs_files} files, launches in docs, cold", docs_monorepo, [*placement, "--no-cache"], args.runs)
+        compare(
+            f"monorepo of {args.docs_files} files, launches in docs, cold", docs_monorepo, [*placement, "--no-cache"], args.runs
+        )
     )
     mono_cache = WORK / "cache-monorepo"
     shutil.rmtree(mono_cache, ignore_errors=True)

@@ -251,7 +251,9 @@ def test_a_script_that_adds_a_folder_to_sys_path_later_rebuilds_the_launch_conte
         'from transformers import AutoModelForCausalLM\n\n\ndef load():\n    return AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n'
     )
     (tmp_path / "jobs").mkdir()
-    script = "import os\nimport sys\n{}\nfrom loading import load\nfrom transformers import Trainer\nTrainer(model=load()).train()\n"
+    script = (
+        "import os\nimport sys\n{}\nfrom loading import load\nfrom transformers import Trainer\nTrainer(model=load()).train()\n"
+    )
     (tmp_path / "jobs" / "train.py").write_text(script.format(""))
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 4 jobs/train.py\n")
     assert check(tmp_path) == []

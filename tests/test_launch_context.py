@@ -201,6 +201,8 @@ def test_zero3_init_flag_off_on_the_command_line_follows_the_pinned_accelerate(
     said = notes_of(finding)
     assert ("transformers raises" in said) is load_error
     assert ("the load does not fail" in said) is (pinned != "accelerate>=1.0")
+
+
 def test_a_parser_the_tool_cannot_follow_leaves_the_branch_as_unknown(tmp_path: Path) -> None:
     """Options named at run time and `**vars(args)`: the launch's `--use_4bit` binds to nothing the
     tool can read, so the branch stays undecided, as without a launch; nothing crashes."""
@@ -235,7 +237,9 @@ def test_a_launch_that_walks_a_whole_library_package_stops_after_the_nearest_mod
     (tmp_path / "train.py").write_text("from transformers import Trainer\nfrom m0 import load\nTrainer(model=load()).train()\n")
     for i in range(count):
         nxt = f"from m{i + 1} import load as _next\n" if i + 1 < count else "_next = print\n"
-        (tmp_path / f"m{i}.py").write_text(nxt + 'def load():\n    _next()\n    return X.from_pretrained("m", device_map="auto")\n')
+        (tmp_path / f"m{i}.py").write_text(
+            nxt + 'def load():\n    _next()\n    return X.from_pretrained("m", device_map="auto")\n'
+        )
     result = lint_repo(tmp_path)
     reported = {f.display for f in result.findings}
     assert "m0.py" in reported and "m1.py" in reported

@@ -202,4 +202,9 @@ def test_a_launch_in_a_notebook_cell_is_framed_from_that_cell(tmp_path: Path) ->
     assert f"\n2 | {command}\n  | {'^' * len(command)} launched here\n" in full
     [item] = json.loads(run_script("check", "--no-cache", "--output-format", "json", ".", cwd=tmp_path).stdout)
     launch = item["related"][0]
-    assert (launch["role"], Path(launch["filename"]).name, launch["cell"], launch["location"]["row"]) == ("launch", "run.ipynb", 2, 2)
+    assert (launch["role"], Path(launch["filename"]).name, launch["cell"], launch["location"]["row"]) == (
+        "launch",
+        "run.ipynb",
+        2,
+        2,
+    )

@@ -327,7 +327,9 @@ class PlacementAnalysis:
             return True  # a call (BitsAndBytesConfig(...), get_quantization_config(...)) or an expression
         found = self.resolver.candidates(value)
         return any(
-            isinstance(c.value, ast.expr) and c.value is not value and not (isinstance(c.value, ast.Constant) and not c.value.value)
+            isinstance(c.value, ast.expr)
+            and c.value is not value
+            and not (isinstance(c.value, ast.Constant) and not c.value.value)
             for c in found
         )
 

@@ -73,4 +73,3 @@ class ImportedFunctions:
             self.read.append(path)
             self._loaded[path] = self.graph.source(path)
         return self._loaded[path]
-

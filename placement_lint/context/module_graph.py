@@ -173,7 +173,6 @@ def _setup_py_layout(raw: bytes, folders: list[str], packages: dict[str, str]) -
             folders += [where] if isinstance(where, str) else []
 
 
-
 # -- what a module holds ----------------------------------------------------------------------
 
 

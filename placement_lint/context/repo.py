@@ -94,7 +94,9 @@ def build_repo_context(
             if launch is None:
                 continue
             script = _console_script(launch, command, projects, graph, context, display) if launch.program else None
-            found = (projects.module_of(script, graph), "") if script else _target(launch, command, root, projects, display, graph)
+            found = (
+                (projects.module_of(script, graph), "") if script else _target(launch, command, root, projects, display, graph)
+            )
             target, found_from = found if found is not None else (None, "")
             if target is None:
                 continue
@@ -141,7 +143,15 @@ def build_repo_context(
     classes_read = _follow_returns(context, graph, edges, display)
     called_read = _record_importer_calls(context, graph, edges)
     modules_read = graph.read()
-    context.inputs = [*context.candidates, *configs.read, *pins_read, *modules_read, *graph.layout.read, *parsers_read, *dict.fromkeys(projects.read)]
+    context.inputs = [
+        *context.candidates,
+        *configs.read,
+        *pins_read,
+        *modules_read,
+        *graph.layout.read,
+        *parsers_read,
+        *dict.fromkeys(projects.read),
+    ]
     already = set(context.inputs)
     context.inputs += [path for path in called_read if path not in already]
     # A module read for its class bases (a trainer subclass), its parser or its functions' defaults

@@ -39,7 +39,7 @@ _FIRST_GPU = (0, "cuda:0", "0")
 
 _SAME_GPU = (
     "effect",
-    "every rank loads onto the same GPU (out of memory, or bitsandbytes' \"loaded ... on a different device\" error)",
+    'every rank loads onto the same GPU (out of memory, or bitsandbytes\' "loaded ... on a different device" error)',
 )
 
 
@@ -176,7 +176,10 @@ class FixedDeviceInDistributed(Rule):
                             "it moves the model to the current CUDA device, and nothing sets this process's device before "
                             "it (torch.cuda.set_device, Accelerator(), PartialState() or TrainingArguments)",
                         ),
-                        ("effect", "every rank puts its copy on GPU 0 (out of memory; a DistributedDataParallel(device_ids=[local_rank]) of it then fails)"),
+                        (
+                            "effect",
+                            "every rank puts its copy on GPU 0 (out of memory; a DistributedDataParallel(device_ids=[local_rank]) of it then fails)",
+                        ),
                     ),
                 )
                 yield self.violation(file, call, message, None, context, role="finding")
