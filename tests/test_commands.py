@@ -120,7 +120,7 @@ def test_shell_script_continuations_cd_and_variables(tmp_path: Path) -> None:
     [command] = commands_in(script, text, "shell")
     assert command.line == 4
     assert command.text == "accelerate launch --config_file configs/z3.yaml train.py"
-    assert command.cwd == tmp_path / "scripts" / ".."
+    assert command.cwd == tmp_path  # `cd ..` from scripts/, as the shell takes it
 
 
 def test_makefile_recipes_and_variables(tmp_path: Path) -> None:
@@ -308,6 +308,36 @@ def test_console_prompts_keep_their_line_numbers(tmp_path: Path) -> None:
     text = "# T\n\n```console\n$ cd scripts\nok\n$ torchrun \\\n    a.py\n```\n"
     [command] = [c for c in commands_in(tmp_path / "README.md", text, "markdown") if c.text.startswith("torchrun")]
     assert (command.line, command.text, command.cwd) == (6, "torchrun a.py", tmp_path / "scripts")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "text"),
+    [
+        ("README.md", "markdown", "Go there:\n\n```bash\ncd examples/sft\n```\n\nThen:\n\n```bash\ntorchrun a.py\n```\n"),
+        ("index.rst", "rst", "Go there::\n\n    cd examples/sft\n\nThen:\n\n.. code-block:: bash\n\n   torchrun a.py\n"),
+        ("README.md", "markdown", "```console\n$ cd examples\n$ ls\nsft\n```\n\n```console\n$ cd sft\n```\n\n```bash\ntorchrun a.py\n```\n"),
+    ],
+)
+def test_a_cd_moves_the_launches_of_the_later_blocks(tmp_path: Path, name: str, kind: str, text: str) -> None:
+    (tmp_path / "examples" / "sft").mkdir(parents=True)
+    [command] = [c for c in commands_in(tmp_path / name, text, kind) if c.text.startswith("torchrun")]
+    assert command.cwd == tmp_path / "examples" / "sft"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Into the repository the README is in: its folder, not a NAME inside it.
+        "```bash\ngit clone https://github.com/org/proj && cd proj\n```\n\n```bash\ntorchrun a.py\n```\n",
+        "```bash\ncd examples/sft\npython a.py\ncd ../..\n```\n\n```bash\ntorchrun a.py\n```\n",
+        "```bash\ntorchrun a.py\n```\n\n```bash\ncd examples/sft\n```\n",  # a cd after the launch
+        "```python\nimport os\nos.chdir('examples/sft')\n```\n\n```bash\ntorchrun a.py\n```\n",
+    ],
+)
+def test_a_block_that_moves_nowhere_this_repository_has_leaves_the_next_in_place(tmp_path: Path, text: str) -> None:
+    (tmp_path / "examples" / "sft").mkdir(parents=True)
+    [command] = [c for c in commands_in(tmp_path / "README.md", text, "markdown") if c.text.startswith("torchrun")]
+    assert command.cwd == tmp_path
 
 
 @pytest.mark.parametrize(

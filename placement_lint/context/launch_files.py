@@ -12,7 +12,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -196,9 +196,10 @@ def _shell(
     variables: dict[str, str],
     functions: _Functions | None = None,
     depth: int = 0,
-) -> Iterator[CommandLine]:
-    """`functions`: the file's shell functions met so far; a call runs the body with its words as the
-    positional parameters (`depth`: calls within calls)."""
+) -> Generator[CommandLine, None, Path]:
+    """The commands of a shell text, and (returned) the folder it ends in. `functions`: the file's
+    shell functions met so far; a call runs the body with its words as the positional parameters
+    (`depth`: calls within calls)."""
     heredoc: str | None = None
     exported: dict[str, str] = {}
     whole_file = functions is None  # not a function's body, nor a `bash -c` script in the file
@@ -248,6 +249,7 @@ def _shell(
         for name, body in functions.bodies.items():
             if name not in functions.called:
                 yield from _shell(path, "\n".join(line for _, line in body), body[0][0] if body else 0, cwd, dict(variables))
+    return cwd
 
 
 class _Functions:
@@ -509,7 +511,9 @@ def _change_directory(path: Path, cwd: Path, target: str) -> Path:
         return cwd
     # An absolute folder is kept: the script's folder a variable holds (`cd $SCRIPT_DIR`) is one, and
     # one outside the repository resolves nothing there, so launches fall back to the repository's.
-    return Path(target) if target.startswith("/") else cwd / target
+    # `..` is taken as the shell's `cd` takes it (logically, without resolving links): `cd sft && cd ..`
+    # is back where it started.
+    return Path(target) if target.startswith("/") else Path(os.path.normpath(cwd / target))
 
 
 _FOLDER_ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.+)$")
@@ -717,6 +721,7 @@ def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
     """Fenced blocks (``` or ~~~ of any length, indented in a list or quoted) of any language label."""
     lines = text.splitlines()
     number = 0
+    cwd = path.parent
     while number < len(lines):
         prefix = _QUOTE_OR_INDENT.match(lines[number]).group()  # type: ignore[union-attr]
         opening = _FENCE_OPEN.match(lines[number][len(prefix) :])
@@ -733,7 +738,7 @@ def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
             if inner.startswith(fence[0] * len(fence)) and not inner.strip(fence[0]).strip():
                 break
             body.append(line[len(prefix) :] if line.startswith(prefix) else inner)
-        yield from _doc_block(path, body, first, language)
+        cwd = yield from _doc_block(path, body, first, language, cwd)
 
 
 _RST_CODE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::[ \t]*([A-Za-z0-9_+-]*)")
@@ -745,6 +750,7 @@ def _rst(path: Path, text: str) -> Iterator[CommandLine]:
     language: shell only when they open with a launch)."""
     lines = text.splitlines()
     number = 0
+    cwd = path.parent
     while number < len(lines):
         line = lines[number]
         number += 1
@@ -759,7 +765,7 @@ def _rst(path: Path, text: str) -> Iterator[CommandLine]:
             continue
         start, body = _rst_body(lines, number, indent)
         number = start + len(body)
-        yield from _doc_block(path, body, start + 1, language)
+        cwd = yield from _doc_block(path, body, start + 1, language, cwd)
 
 
 def _rst_body(lines: list[str], start: int, indent: int) -> tuple[int, list[str]]:
@@ -783,23 +789,31 @@ def _indented_block(lines: list[str], start: int, indent: int) -> tuple[int, lis
     return end, [line[margin:] for line in block]
 
 
-def _doc_block(path: Path, lines: list[str], first: int, language: str) -> Iterator[CommandLine]:
-    """The commands of a doc's code block: all of it when labelled shell; otherwise (```python, an rst
-    `::` block) only a block that opens with a launch or a shell-only word and is not valid Python, or
-    its IPython `!` escapes and `%%bash` body. Outside a script (```bash), console prompts, when used,
-    mark the commands: the other lines are output."""
-    if not any(word in line for line in lines for word in _LAUNCH_WORDS):
-        return  # each block is read on its own: one without a launch word cannot launch anything
+def _doc_block(path: Path, lines: list[str], first: int, language: str, cwd: Path) -> Generator[CommandLine, None, Path]:
+    """The commands of a doc's code block, run in `cwd`, and (returned) the folder the next block runs
+    in: a reader runs a doc's blocks in order, so `cd examples/sft` in one moves the launches of the
+    next. All of a block labelled shell is read; otherwise (```python, an rst `::` block) only a block
+    that opens with a launch or a shell-only word and is not valid Python, or its IPython `!` escapes
+    and `%%bash` body. Outside a script (```bash), console prompts, when used, mark the commands: the
+    other lines are output."""
+    if not any(word in line for line in lines for word in _LAUNCH_WORDS) and not any(_CD.search(line) for line in lines):
+        return cwd  # a block with no launch word nor `cd` neither launches nor moves anything
     if language not in _SHELL_LANGUAGES:
         shell = _shell_in_other_block(lines)
         if shell is None:
-            return
+            return cwd
         lines = shell
     if language in _SCRIPT_LANGUAGES:  # a script: every line is a command, a prompt only decoration
         lines = ["" if _REPL.match(line) else _PROMPT.sub("", line, count=1) for line in lines]
     else:
         lines = _console_commands(lines)
-    yield from _shell(path, "\n".join(lines), first, path.parent, {})
+    moved = yield from _shell(path, "\n".join(lines), first, cwd, {})
+    # Into a folder this repository has: `git clone URL && cd NAME` enters the repository the doc is
+    # in, whose folder is the doc's, not a NAME inside it.
+    return moved if moved == cwd or os.path.isdir(moved) else cwd
+
+
+_CD = re.compile(r"(?:^|[;&|(]|\$\s)\s*cd(?:\s|$)")
 
 
 def _shell_in_other_block(lines: list[str]) -> list[str] | None:
