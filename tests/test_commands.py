@@ -315,7 +315,11 @@ def test_console_prompts_keep_their_line_numbers(tmp_path: Path) -> None:
     [
         ("README.md", "markdown", "Go there:\n\n```bash\ncd examples/sft\n```\n\nThen:\n\n```bash\ntorchrun a.py\n```\n"),
         ("index.rst", "rst", "Go there::\n\n    cd examples/sft\n\nThen:\n\n.. code-block:: bash\n\n   torchrun a.py\n"),
-        ("README.md", "markdown", "```console\n$ cd examples\n$ ls\nsft\n```\n\n```console\n$ cd sft\n```\n\n```bash\ntorchrun a.py\n```\n"),
+        (
+            "README.md",
+            "markdown",
+            "```console\n$ cd examples\n$ ls\nsft\n```\n\n```console\n$ cd sft\n```\n\n```bash\ntorchrun a.py\n```\n",
+        ),
     ],
 )
 def test_a_cd_moves_the_launches_of_the_later_blocks(tmp_path: Path, name: str, kind: str, text: str) -> None:
