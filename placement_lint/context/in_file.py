@@ -22,26 +22,37 @@ from placement_lint.source import SourceFile
 class _AnyOf:
     """Patterns that each start with literal text. A pattern runs only where its literal occurs:
     `bytes in` finds (or rules out) a literal far faster than `re` scans for a pattern's prefix,
-    and most files hold none of them (8x faster on transformers than searching every pattern)."""
+    and most files hold none of them (8x faster on transformers than searching every pattern).
+    The patterns of one literal are searched as one (`fsdp(?:\\s*=[^=]|_config\\s*=[^=]|...)`): a file
+    that holds the literal is scanned once for it, not once a pattern (143 of transformers' files
+    mention fsdp: 11.5 ms for four scans each)."""
 
     def __init__(self, *patterns: tuple[bytes, bytes]) -> None:
-        self.patterns = [(literal, re.compile(pattern)) for literal, pattern in patterns]
+        grouped: dict[bytes, list[bytes]] = {}
+        for literal, pattern in patterns:
+            grouped.setdefault(literal, []).append(pattern)
+        self.patterns = [(literal, re.compile(_one_of(literal, group))) for literal, group in grouped.items()]
 
     def literals(self) -> list[bytes]:
         return [literal for literal, _ in self.patterns]
 
     def search(self, data: bytes) -> re.Match[bytes] | None:
-        absent: set[bytes] = set()
         for literal, pattern in self.patterns:
-            if literal in absent:
-                continue
-            if literal not in data:
-                absent.add(literal)
-                continue
-            match = pattern.search(data)
-            if match:
-                return match
+            if literal in data:
+                match = pattern.search(data)
+                if match:
+                    return match
         return None
+
+
+def _one_of(literal: bytes, patterns: list[bytes]) -> bytes:
+    """One pattern matching where any of `patterns` does, their common literal start written once so
+    that `re` still looks for it first."""
+    if len(patterns) == 1:
+        return patterns[0]
+    if re.escape(literal) == literal and all(pattern.startswith(literal) for pattern in patterns):
+        return literal + b"(?:" + b"|".join(pattern[len(literal) :] for pattern in patterns) + b")"
+    return b"|".join(b"(?:" + pattern + b")" for pattern in patterns)
 
 
 IN_FILE_EVIDENCE = _AnyOf(
