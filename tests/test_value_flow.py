@@ -68,6 +68,10 @@ def test_a_key_stored_under_a_computed_name_makes_absence_unknown() -> None:
     resolver = Resolver(module, DDP)
     splat = module.body[-1].value.keywords[0].value  # type: ignore[attr-defined]
     assert resolver.key_candidates(splat, "device_map") is None
+    for merged in ("kw = {}\nkw.update(extra)\n", "kw = {**extra}\nkw[name] = value\n", "kw = {}\nkw |= extra\n"):
+        module = ast.parse(f"{merged}load(**kw)\n")
+        splat = module.body[-1].value.keywords[0].value  # type: ignore[attr-defined]
+        assert Resolver(module, DDP).key_candidates(splat, "device_map") is None, merged
     known = ast.parse("kw = {}\nload(**kw)\n")
     assert [c.value for c in Resolver(known, DDP).key_candidates(known.body[-1].value.keywords[0].value, "device_map")] == [  # type: ignore[attr-defined,union-attr]
         ABSENT

@@ -609,7 +609,7 @@ class Resolver:
         if isinstance(mapping, ast.Dict) or _is_dict_call(mapping):
             value = dict_entry(mapping, key)
             if value is ABSENT and _has_splat(mapping):
-                return None
+                return self._spread_key(mapping, key, depth)
             return [Candidate(value)] if value is ABSENT else self.candidates(value)  # type: ignore[arg-type]
         base = _state_key(mapping)
         if base is None:
@@ -623,11 +623,38 @@ class Resolver:
                 else:
                     out.append(Candidate(binding.value, binding.guards, (binding.statement,)))
             return out
-        # `training_args.model_init_kwargs = model_kwargs`: follow one alias.
+        # `training_args.model_init_kwargs = model_kwargs`, `kw = {**extra}`: follow one alias.
         aliases = self.bindings(base, mapping)
-        if aliases and len(aliases) == 1 and isinstance(aliases[0].value, (ast.Name, ast.Attribute)):
-            return self.key_candidates(aliases[0].value, key, depth + 1)
+        if aliases and len(aliases) == 1 and isinstance(aliases[0].value, ast.expr):
+            alias = aliases[0].value
+            if isinstance(alias, (ast.Name, ast.Attribute)):
+                return self.key_candidates(alias, key, depth + 1)
+            # A display that spreads another dict, when nothing stored under a computed key since (a
+            # display without a spread is followed key by key by the walk).
+            spread = (isinstance(alias, ast.Dict) or _is_dict_call(alias)) and _has_splat(alias)
+            if spread and self.bindings(key_of(base, _COMPUTED_KEYS), mapping) is None:
+                return self.key_candidates(alias, key, depth + 1)
         return None
+
+    def _spread_key(self, display: ast.expr, key: str, depth: int) -> list[Candidate] | None:
+        """`key` of a display that names it nowhere but spreads other mappings (`{**extra}`,
+        `dict(base, **extra)`): from the last one that may hold it; None when one cannot be read."""
+        if isinstance(display, ast.Dict):
+            spread = [value for name, value in zip(display.keys, display.values, strict=True) if name is None]
+        else:
+            assert isinstance(display, ast.Call)
+            spread = [*display.args, *(keyword.value for keyword in display.keywords if keyword.arg is None)]
+        for position, mapping in enumerate(reversed(spread)):
+            found = self.key_candidates(mapping, key, depth + 1)
+            if found is None:
+                return None
+            if all(candidate.value is ABSENT for candidate in found):
+                continue
+            earlier = position < len(spread) - 1
+            if earlier and any(candidate.value is ABSENT for candidate in found):
+                return None  # absent on some path: then an earlier mapping decides, which this does not follow
+            return found
+        return [Candidate(ABSENT)]
 
     def field_defaults(self) -> dict[str, list[ast.expr | None]]:
         """Field name -> default expression, for every `@dataclass` in the module (HfArgumentParser args)."""
@@ -718,7 +745,11 @@ class Resolver:
             return state, False
         if isinstance(stmt, ast.AugAssign):
             state = dict(state)
-            self._bind(stmt.target, None, state, guards, stmt)
+            base = _state_key(stmt.target) if isinstance(stmt.op, ast.BitOr) else None
+            if base is not None and "[" not in base:  # `kw |= {...}`: a dict updated in place
+                _merge_into(base, stmt.value, state, guards, stmt)
+            else:
+                self._bind(stmt.target, None, state, guards, stmt)
             return state, False
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             return self._mutation(stmt.value, state, guards, stmt), False
@@ -817,12 +848,13 @@ class Resolver:
             return state
         state = dict(state)
         if method == "update":
-            for name, entry in dict_entries(call):
-                state[key_of(base, name)] = [Binding(entry, stmt, guards)]
             for arg in call.args:
-                if isinstance(arg, ast.Dict) or _is_dict_call(arg):
-                    for name, entry in dict_entries(arg):
-                        state[key_of(base, name)] = [Binding(entry, stmt, guards)]
+                _merge_into(base, arg, state, guards, stmt)
+            for keyword in call.keywords:
+                if keyword.arg is None:  # `kw.update(**extra)`
+                    _merge_into(base, keyword.value, state, guards, stmt)
+                else:
+                    state[key_of(base, keyword.arg)] = [Binding(keyword.value, stmt, guards)]
         elif call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
             key = key_of(base, call.args[0].value)
             if method == "pop":
@@ -872,6 +904,28 @@ def _passing(statement: ast.If) -> list[Guard] | None:
         inner = _passing(rest[0])
         return None if inner is None else [(statement.test, False), *inner]
     return [(statement.test, False)]
+
+
+def _merge_into(base: str, mapping: ast.expr, state: State, guards: tuple[Guard, ...], stmt: ast.stmt) -> None:
+    """`base.update(mapping)`: a display's entries, or those of a dict whose keys the walk knows
+    (`kw.update(extra)` after `extra = {"device_map": "auto"}`), are stored into `base`; from any other
+    mapping, keys unknown here may arrive, so no key of `base` is known to be absent any more."""
+    if (isinstance(mapping, ast.Dict) or _is_dict_call(mapping)) and not _has_splat(mapping):
+        entries = dict_entries(mapping)
+    else:
+        source = _state_key(mapping)
+        if source is None or "[" in source or not _known_absent(state, source):
+            computed = key_of(base, _COMPUTED_KEYS)
+            state[computed] = [*state.get(computed, []), Binding(None, stmt, guards)]
+            return
+        prefix = source + "["
+        markers = (key_of(source, _KNOWN_DICT), key_of(source, _COMPUTED_KEYS))
+        for key, bindings in list(state.items()):
+            if key.startswith(prefix) and key not in markers:
+                state[key_of(base, key[len(prefix) : -1])] = bindings
+        return
+    for name, entry in entries:
+        state[key_of(base, name)] = [Binding(entry, stmt, guards)]
 
 
 def _known_absent(state: State, base: str) -> bool:
