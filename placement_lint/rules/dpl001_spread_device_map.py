@@ -33,6 +33,20 @@ from placement_lint.rules.base import (
     zero3_load_consequence,
 )
 
+# deepspeed.initialize, with no accelerate prepare() or Trainer around it, never meets accelerate's
+# check: its engine moves the module to the rank's GPU (`self.module.to(self.device)` in
+# DeepSpeedEngine._configure_distributed_model), through the move accelerate's dispatch_model wraps.
+_DEEPSPEED_MOVE = (
+    "deepspeed.initialize then moves each rank's whole copy onto its own GPU: accelerate warns \"You shouldn't move "
+    'a model that is dispatched using accelerate hooks", and raises "You can\'t move a model that has some modules '
+    'offloaded to cpu or disk" where the map put layers there'
+)
+
+
+def _only_deepspeed_trains(device_map: DeviceMap) -> bool:
+    training = [c for c in device_map.consumers if c.kind is not ConsumerKind.INFERENCE]
+    return bool(training) and all(c.kind is ConsumerKind.DEEPSPEED for c in training)
+
 
 class SpreadDeviceMapInDistributed(Rule):
     code = "DPL001"
@@ -92,6 +106,8 @@ class SpreadDeviceMapInDistributed(Rule):
             )
         elif wrapped_by_ddp(device_map):
             consequence = DDP_WRAP_ERROR
+        elif _only_deepspeed_trains(device_map):
+            consequence = _DEEPSPEED_MOVE
         else:
             consequence = spread_prepare_consequence(context, device_map.classified.device == "auto")
         advice = "use device_map=None"
