@@ -20,7 +20,7 @@ from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.decode import read_source
 from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
-from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, python_bytes
+from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, python_bytes, without_broken_cells
 from placement_lint.process import collect_after_check
 from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at, violations_in_cells
 from placement_lint.rules import all_rules, noqa
@@ -28,6 +28,7 @@ from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.scan import Present, TokenScanner
 from placement_lint.settings import Settings
 from placement_lint.source import (
+    ParseError,
     SourceError,
     SourceFile,
     content_hash,
@@ -187,7 +188,18 @@ class FileChecker:
             if not prechecked and not self.worth_parsing(raw, path):
                 return result
             source = read_source(path, raw)
-            violations, _ = self._lint(source, result.display)
+            try:
+                violations, _ = self._lint(source, result.display)
+            except ParseError:
+                # A notebook with a broken cell is checked without it (never when fixing: the emptied
+                # cell would be written back); the cell is still named as an error.
+                partial = None if self.options.fixing or not isinstance(source, NotebookSource) else without_broken_cells(source)
+                if partial is None:
+                    raise
+                source, broken = partial
+                # No fix is offered: --fix leaves a notebook that does not parse alone.
+                violations = [v._replace(fix=None) for v in self._lint(source, result.display)[0]]
+                result.error = f"cannot parse: {'; '.join(broken)} (its other cells were checked)"
             result.dependencies = [
                 *self._configs_read,
                 *(self._classes.read if self._classes else ()),

@@ -14,6 +14,7 @@ import ast
 import bisect
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -375,6 +376,46 @@ class NotebookSource(SourceFile):
             return self
         text = found.source
         return SourceFile(self.path, _encode(text), text, "utf-8", False, line_starts_of(text))
+
+
+# How many broken cells a notebook may have and still be checked for the rest.
+MAX_BROKEN_CELLS = 8
+
+
+def without_broken_cells(source: NotebookSource) -> tuple[NotebookSource, list[str]] | None:
+    """The notebook with each code cell that does not parse left empty (its rows kept, so every other
+    cell's findings keep their places), and what is wrong with each; None when it is not that (no
+    cells, a cell that breaks the next, more than MAX_BROKEN_CELLS). A notebook is a scratchpad: one
+    half-written cell must not hide what the others do."""
+    notebook = source.notebook
+    if notebook is None or not notebook.cells:
+        return None
+    lines = source.text.splitlines(keepends=True)
+    problems: list[str] = []
+    emptied: set[int] = set()
+    while len(problems) <= MAX_BROKEN_CELLS:
+        text = "".join(lines)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ast.parse(text)
+        except SyntaxError as exc:
+            if not exc.lineno:
+                return None
+            cell = notebook.cell_at(exc.lineno)
+            if cell.number in emptied:
+                return None
+            emptied.add(cell.number)
+            problems.append(f"cell {cell.number}, line {exc.lineno - cell.first_row + 1}: {exc.msg}")
+            for row in range(cell.first_row - 1, min(cell.first_row - 1 + cell.rows, len(lines))):
+                lines[row] = "\n"
+            continue
+        except (ValueError, RecursionError, MemoryError):
+            return None
+        changed = source.with_text(text)
+        assert isinstance(changed, NotebookSource)
+        return changed, problems
+    return None
 
 
 def decode_notebook(path: Path, raw: bytes) -> NotebookSource:

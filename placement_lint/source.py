@@ -40,6 +40,10 @@ class SourceError(Exception):
     """A file that cannot be read, decoded or parsed. The message is shown to the user."""
 
 
+class ParseError(SourceError):
+    """Text that decodes but does not parse as Python."""
+
+
 class SourceFile:
     """A file decoded: its bytes, its text and where its lines start (a plain class: creating a
     dataclass costs every run about 1 ms). Not changed once made: `with_text` makes another."""
@@ -188,9 +192,9 @@ def parse_python(source: SourceFile) -> ast.Module:
             return ast.parse(source.text, filename=str(source.path))
     except SyntaxError as exc:
         where = f"{source.describe_row(exc.lineno)}: " if exc.lineno else ""
-        raise SourceError(f"cannot parse: {where}{exc.msg}") from None
+        raise ParseError(f"cannot parse: {where}{exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:
-        raise SourceError(f"cannot parse: {exc}") from None
+        raise ParseError(f"cannot parse: {exc}") from None
 
 
 QUOTED_FILE_LIMIT = 2 * 1024 * 1024

@@ -377,6 +377,24 @@ def test_a_malformed_notebook_is_named_exit_2_and_the_rest_is_checked(tmp_path: 
     assert "train.ipynb:cell 3:1:65: DPL001" in result.stdout
 
 
+def test_a_broken_cell_is_named_and_the_other_cells_are_still_checked(tmp_path: Path) -> None:
+    broken = "x = f(\n  a=1\n  b=2,\n)\n"  # trl's sft_qwen_vl.ipynb: a comma left out
+    path = write(tmp_path / "train.ipynb", notebook(IMPORTS, ZERO3_SETUP, broken, LOADER + "\nTrainer(model=model, args=args)"))
+    before = path.read_bytes()
+    result = run_script("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "error: train.ipynb: cannot parse: cell 3, line 2: " in result.stderr, result.stderr
+    assert "(its other cells were checked)" in result.stderr
+    assert "train.ipynb:cell 4:1:65: DPL001 device_map" in result.stdout, result.stdout  # no [*]: no fix offered
+    fixed = run_script("check", "--no-cache", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert fixed.returncode == 2 and path.read_bytes() == before  # a notebook that does not parse is never written
+    many = [broken] * 9  # past MAX_BROKEN_CELLS: the notebook is only named
+    write(tmp_path / "train.ipynb", notebook(IMPORTS, ZERO3_SETUP, *many, LOADER + "\nTrainer(model=model, args=args)"))
+    result = run_script("check", "--no-cache", ".", cwd=tmp_path)
+    assert result.returncode == 2 and "DPL001" not in result.stdout
+    assert "(its other cells were checked)" not in result.stderr
+
+
 def test_no_code_cells_and_other_languages_are_clean(tmp_path: Path) -> None:
     write(tmp_path / "notes.ipynb", notebook("# device_map='auto' under deepspeed=", cell_type="markdown"))
     write(tmp_path / "empty.ipynb", {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
