@@ -355,6 +355,12 @@ def discover(
     return found
 
 
+def excluded_by_settings(settings: Settings) -> Callable[[Path], bool]:
+    """Whether the configured `exclude`/`extend-exclude` cover a file (not .gitignore files)."""
+    ignores = _Ignores(settings)
+    return lambda path: ignores.force_excluded(path, False)
+
+
 def repository_files(root: Path, settings: Settings, wanted: Callable[[str], bool]) -> list[Path]:
     """Every file under `root` whose name `wanted(name)` accepts, with the same excludes as Python files,
     in the order of a walk that lists each folder sorted (launch evidence is gathered in this order)."""

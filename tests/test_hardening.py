@@ -265,3 +265,21 @@ def test_launch_readers_never_raise(kind: str, pieces: list[str]) -> None:
     for command in commands_in(Path("/repo/x"), text, kind, problems):
         assert 1 <= command.line <= text.count("\n") + 2, (command, text)
         parse_command(command.text)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    version=st.sampled_from([2, 3, 4, 5]),
+    count=st.integers(min_value=0, max_value=2**32 - 1),
+    body=st.binary(max_size=400),
+)
+def test_a_planted_git_index_never_breaks_the_walk(version: int, count: int, body: bytes) -> None:
+    """Any bytes after a valid-looking header: the reader gives paths or None, never an exception."""
+    from placement_lint.git_index import _paths
+
+    data = b"DIRC" + version.to_bytes(4, "big") + count.to_bytes(4, "big") + body
+    try:
+        found = _paths(data, 20)
+    except (ValueError, IndexError):
+        return
+    assert all(isinstance(path, str) and path for path in found)

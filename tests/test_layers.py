@@ -11,7 +11,7 @@ LAYERS = [
     {"notebook"},  # a notebook's cells as a source file: above source.py, which never needs it
     {"decode"},  # read/decode: a .py file or a notebook's cells, whichever the file is
     {"settings"},
-    {"discover"},
+    {"discover", "git_index"},  # what files there are: walked, and what git tracks
     {"analysis"},
     {"context"},
     {"changes"},

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from placement_lint.discover import repository_files
+from placement_lint.discover import excluded_by_settings, repository_files
+from placement_lint.git_index import tracked_paths
 from placement_lint.settings import Settings
 
 SHELL_SUFFIXES = {".sh", ".bash", ".zsh", ".sbatch", ".slurm", ".pbs", ".job", ".qsub", ".lsf"}
@@ -35,4 +36,32 @@ def launcher_candidates(root: Path, settings: Settings, also: tuple[Path, ...], 
         resolved = folder.resolve()
         if resolved.is_relative_to(root) and resolved != root:
             files.update(dict.fromkeys(repository_files(resolved, settings, launcher_name)))
+    if settings.respect_gitignore:
+        files.update(dict.fromkeys(_tracked_but_ignored(root, settings, files)))
     return list(files)
+
+
+def _tracked_but_ignored(root: Path, settings: Settings, found: dict[Path, None]) -> list[Path]:
+    """Launch files git tracks that the walk did not meet: committed under a folder a .gitignore rule
+    leaves out (MiniCPM ignores `scripts/` and tracks its DeepSpeed scripts there). The configured
+    excludes still apply. Read from the index as it is when the context is built: a script added
+    later is seen once the context is built again (a launch file or config changes)."""
+    tracked = tracked_paths(root)
+    if not tracked:
+        return []
+    top = str(root) + os.sep
+    known: set[str] = set()
+    for path in found:
+        spelled = os.path.abspath(path)
+        if not spelled.startswith(top):  # a run started from a linked folder
+            spelled = os.path.realpath(spelled)
+        known.add(spelled[len(top) :].replace(os.sep, "/"))
+    excluded = excluded_by_settings(settings)
+    added: list[Path] = []
+    for relative in tracked:
+        if relative in known or not launcher_name(relative.rpartition("/")[2]):
+            continue
+        path = root.joinpath(*relative.split("/"))
+        if not excluded(path) and os.path.isfile(path):
+            added.append(path)
+    return added
