@@ -267,7 +267,8 @@ def load_repo_context(
         context.used = DecodedOnRead(encoded, "used", frozenset)
         context.consumers = DecodedOnRead(encoded, "consumers", _consumers_from_json)
         context.calls = DecodedOnRead(encoded, "calls", dict)
-        context.candidates = PathList(data["candidates"])
+        context.candidates = PathList([*data["candidates"], *data["tracked"]])
+        context.tracked = PathList(data["tracked"])
         context.inputs = PathList(list(data["inputs"]))
         context.import_only = PathList(list(digests))
         return context
@@ -278,10 +279,13 @@ def load_repo_context(
 def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
     from placement_lint.cache_json import consumers_json, evidence_json
 
+    tracked = set(context.tracked)
     index = {
         "format": _FORMAT,
         "key": _repo_key(context.root, cwd),
-        "candidates": sorted(map(str, context.candidates)),
+        # The walk's candidates, which a later walk is compared with; the tracked ones apart.
+        "candidates": sorted(str(path) for path in context.candidates if path not in tracked),
+        "tracked": sorted(map(str, tracked)),
         "inputs": {str(p): _stamp(p) for p in context.inputs},
         "import_only": {str(p): _digest(p) for p in context.import_only},
         "digests": {str(p): context.digest(str(p)) for p in context.by_file},

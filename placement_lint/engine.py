@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from placement_lint.cache import Cache, load_repo_context, save_repo_context
-from placement_lint.context.launcher_names import launcher_candidates, launcher_name
+from placement_lint.context.launcher_names import launcher_candidates, launcher_name, tracked_launchers
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
 from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
@@ -105,12 +105,13 @@ def repo_contexts(
         if cached is None:
             found_launchers = None if launchers is None else [Path(name) for name in launchers]
             candidates = launcher_candidates(root.resolve(), settings, folders, found_launchers)
-            if candidates:
+            tracked = tracked_launchers(root.resolve(), settings, candidates)
+            if candidates or tracked:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 
                 if before_building is not None:
-                    before_building(len(candidates))
-                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens())
+                    before_building(len(candidates) + len(tracked))
+                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens(), tracked)
             else:
                 cached = RepoContext(root.resolve())  # nothing to read: no launch reaches any file
             if cache_folder is not None:

@@ -94,3 +94,34 @@ def test_a_launch_script_committed_under_an_ignored_folder_is_followed(tmp_path:
         assert [code for code, _ in found] == ["DPL001"]
     else:  # a script only on this disk, which the repository ignores: not the repository's launch
         assert found == []
+
+
+@needs_git
+def test_a_cached_context_with_a_tracked_launcher_is_reused_until_the_script_changes(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import placement_lint.context.repo as repo_module
+    from placement_lint.engine import run
+    from placement_lint.results import RunOptions
+    from placement_lint.settings import Settings
+
+    from helpers import CODES
+
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / ".gitignore").write_text("scripts/\n")
+    (tmp_path / "train.py").write_text(TRAIN)
+    script = tmp_path / "scripts" / "run.sh"
+    script.write_text("torchrun --nproc_per_node 8 train.py --output_dir out\n")
+    git(tmp_path, "init", "-q", ".")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "add", "-f", "scripts/run.sh")
+    builds = []
+    build = repo_module.build_repo_context
+    monkeypatch.setattr(repo_module, "build_repo_context", lambda *a, **k: builds.append(1) or build(*a, **k))
+
+    def check() -> list[str]:
+        result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(), tmp_path, tmp_path / ".cache")
+        return [f.code for f in result.findings]
+
+    assert check() == ["DPL001"] and len(builds) == 1
+    assert check() == ["DPL001"] and len(builds) == 1  # the walk does not meet the script: the cache still holds
+    script.write_text("python train.py --output_dir out\n")
+    assert check() == [] and len(builds) == 2

@@ -36,16 +36,17 @@ def launcher_candidates(root: Path, settings: Settings, also: tuple[Path, ...], 
         resolved = folder.resolve()
         if resolved.is_relative_to(root) and resolved != root:
             files.update(dict.fromkeys(repository_files(resolved, settings, launcher_name)))
-    if settings.respect_gitignore:
-        files.update(dict.fromkeys(_tracked_but_ignored(root, settings, files)))
     return list(files)
 
 
-def _tracked_but_ignored(root: Path, settings: Settings, found: dict[Path, None]) -> list[Path]:
-    """Launch files git tracks that the walk did not meet: committed under a folder a .gitignore rule
-    leaves out (MiniCPM ignores `scripts/` and tracks its DeepSpeed scripts there). The configured
-    excludes still apply. Read from the index as it is when the context is built: a script added
-    later is seen once the context is built again (a launch file or config changes)."""
+def tracked_launchers(root: Path, settings: Settings, found: list[Path]) -> list[Path]:
+    """Launch files git tracks that the walk did not meet (`found` holds what it met): committed under
+    a folder a .gitignore rule leaves out (MiniCPM ignores `scripts/` and tracks its DeepSpeed scripts
+    there). The configured excludes still apply. Read from the index as it is when the context is
+    built: a script added later is seen once the context is built again (a launch file or config
+    changes)."""
+    if not settings.respect_gitignore:
+        return []  # the walk met every file already
     tracked = tracked_paths(root)
     if not tracked:
         return []

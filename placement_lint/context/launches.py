@@ -144,6 +144,8 @@ class RepoContext:
         # the walk found, and every file read (launchers, configs, Python modules whose imports it followed).
         # (Sequences, not only lists: a context loaded from the cache makes Paths of them when read.)
         self.candidates: Sequence[Path] = []
+        # Of the candidates, those read from git's index, not met by a walk (under an ignored folder).
+        self.tracked: Sequence[Path] = []
         self.inputs: Sequence[Path] = []
         # Launched scripts read only for their import lines: a change elsewhere in them changes nothing here.
         self.import_only: Collection[Path] = set()

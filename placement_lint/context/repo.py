@@ -34,7 +34,7 @@ from placement_lint.context.launch_files import (
     commands_in,
     launcher_kind,
 )
-from placement_lint.context.launcher_names import launcher_candidates
+from placement_lint.context.launcher_names import launcher_candidates, tracked_launchers
 from placement_lint.context.launches import RepoContext
 from placement_lint.context.module_graph import ModuleGraph, ModuleSummary
 from placement_lint.context.projects import ConsoleScript, Projects, ScriptNames
@@ -74,14 +74,18 @@ def build_repo_context(
     also: tuple[Path, ...] = (),
     launchers: list[Path] | None = None,
     anchors: tuple[bytes, ...] | None = None,
+    tracked: list[Path] | None = None,
 ) -> RepoContext:
     """`also`: folders named on the command line; their launchers count even if the config excludes
     them. `launchers`: the candidate files, when the caller's walk already covered the root.
     `anchors`: the tokens without which no rule can fire in a file (see ModuleGraph); None: follow
-    every import."""
+    every import. `tracked`: the launch files git tracks that no walk meets (tracked_launchers), when
+    the caller has read them already."""
     root = root.resolve()
     context = RepoContext(root)
-    context.candidates = launcher_candidates(root, settings, also, launchers)
+    walked = launcher_candidates(root, settings, also, launchers)
+    context.tracked = tracked if tracked is not None else tracked_launchers(root, settings, walked)
+    context.candidates = [*walked, *context.tracked]
     projects = Projects(root, context.candidates)
     configs = ConfigReader(root, projects.root_of)
     graph = ModuleGraph(root, anchors=anchors, project_of=projects.root_of)
