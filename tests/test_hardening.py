@@ -81,8 +81,10 @@ def test_interrupted_migration_leaves_every_file_untouched_or_fixed(tmp_path: Pa
         stderr=subprocess.PIPE,
         text=True,
     )
+    # The first files the walk meets are fixed first: the folder's own listing order, not the names'.
+    first = [tmp_path / name for name in os.listdir(tmp_path)[:10]]
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any(p.read_text() == fixed_text for p in sorted(tmp_path.glob("train_000*.py"))):
+    while time.monotonic() < deadline and not any(p.read_text() == fixed_text for p in first):
         time.sleep(0.05)
     process.send_signal(stop)
     _, stderr = process.communicate(timeout=60)
