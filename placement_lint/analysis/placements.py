@@ -31,6 +31,9 @@ TRL_INIT_KWARGS = ("model_init_kwargs", "ref_model_init_kwargs", "teacher_model_
 _ZERO3_CONFIG = {"TrainingArguments", "Seq2SeqTrainingArguments", "Accelerator", "HfDeepSpeedConfig"}
 # What sets this process's CUDA device (so `None` + bitsandbytes lands on the right GPU): the above and PartialState.
 _DISTRIBUTED_STATE = _ZERO3_CONFIG | {"PartialState", "set_device"}
+# Base classes of distributed test cases (torch's MultiProcessTestCase, DistributedTestBase, DTensorTestBase,
+# FSDPTest, and a project's own on top of them), whose process-group setup sets the device.
+_TEST_HARNESSES = ("TestCase", "TestBase", "FSDPTest")
 _ARGUMENT_PARSING = {"parse_args_into_dataclasses", "parse_args_and_config", "parse_yaml_file", "parse_json_file", "parse_dict"}
 
 
@@ -335,7 +338,22 @@ class PlacementAnalysis:
 
     @cached_property
     def _state_creations(self) -> list[ast.Call]:
-        return self._creations(_DISTRIBUTED_STATE)
+        return self._creations(_DISTRIBUTED_STATE) + self._harness_setups()
+
+    def _harness_setups(self) -> list[ast.Call]:
+        """`self.create_pg("cuda")` in a test class: torch's distributed test harness
+        (common_distributed.DistributedTestBase, which xtuner's model tests build on) starts the
+        process group and, for NCCL, calls `torch.cuda.set_device(self.rank)`."""
+        found = []
+        for call in self.resolver.index.calls_by_name.get("create_pg", []) + self.resolver.index.calls_by_name.get("init_pg", []):
+            func = call.func
+            if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+                continue
+            owner = next((a for a in self.resolver.ancestors(call) if isinstance(a, ast.ClassDef)), None)
+            bases = [last_segment(dotted(base)) or "" for base in owner.bases] if owner is not None else []
+            if any(base.endswith(_TEST_HARNESSES) for base in bases):
+                found.append(call)
+        return found
 
     @cached_property
     def _config_creations(self) -> list[ast.Call]:
