@@ -911,21 +911,19 @@ def _merge_into(base: str, mapping: ast.expr, state: State, guards: tuple[Guard,
     (`kw.update(extra)` after `extra = {"device_map": "auto"}`), are stored into `base`; from any other
     mapping, keys unknown here may arrive, so no key of `base` is known to be absent any more."""
     if (isinstance(mapping, ast.Dict) or _is_dict_call(mapping)) and not _has_splat(mapping):
-        entries = dict_entries(mapping)
-    else:
-        source = _state_key(mapping)
-        if source is None or "[" in source or not _known_absent(state, source):
-            computed = key_of(base, _COMPUTED_KEYS)
-            state[computed] = [*state.get(computed, []), Binding(None, stmt, guards)]
-            return
-        prefix = source + "["
-        markers = (key_of(source, _KNOWN_DICT), key_of(source, _COMPUTED_KEYS))
-        for key, bindings in list(state.items()):
-            if key.startswith(prefix) and key not in markers:
-                state[key_of(base, key[len(prefix) : -1])] = bindings
+        for name, entry in dict_entries(mapping):
+            state[key_of(base, name)] = [Binding(entry, stmt, guards)]
         return
-    for name, entry in entries:
-        state[key_of(base, name)] = [Binding(entry, stmt, guards)]
+    source = _state_key(mapping)
+    if source is None or "[" in source or not _known_absent(state, source):
+        computed = key_of(base, _COMPUTED_KEYS)
+        state[computed] = [*state.get(computed, []), Binding(None, stmt, guards)]
+        return
+    prefix = source + "["
+    markers = (key_of(source, _KNOWN_DICT), key_of(source, _COMPUTED_KEYS))
+    for key, bindings in list(state.items()):
+        if key.startswith(prefix) and key not in markers:
+            state[key_of(base, key[len(prefix) : -1])] = bindings
 
 
 def _known_absent(state: State, base: str) -> bool:
