@@ -328,6 +328,19 @@ def test_a_cd_moves_the_launches_of_the_later_blocks(tmp_path: Path, name: str, 
     assert command.cwd == tmp_path / "examples" / "sft"
 
 
+def test_a_doc_that_clones_its_own_repository_moves_into_the_folder_beside_it(tmp_path: Path) -> None:
+    # Baichuan2's README: `git clone .../Baichuan2.git`, `cd Baichuan2/fine-tune`, then the launch.
+    repository = tmp_path / "Baichuan2"
+    (repository / "fine-tune").mkdir(parents=True)
+    (tmp_path / "tool" / "fine-tune").mkdir(parents=True)
+    clone = "```shell\ngit clone https://github.com/org/{0}.git\ncd {0}/fine-tune\n```\n\n```shell\ndeepspeed fine-tune.py\n```\n"
+    [own] = [c for c in commands_in(repository / "README.md", clone.format("Baichuan2"), "markdown") if "deepspeed" in c.text]
+    assert own.cwd == repository / "fine-tune"
+    # Another repository's clone (its name is no folder the doc is in) leaves the launch where it was.
+    [other] = [c for c in commands_in(repository / "README.md", clone.format("tool"), "markdown") if "deepspeed" in c.text]
+    assert other.cwd == repository
+
+
 @pytest.mark.parametrize(
     "text",
     [

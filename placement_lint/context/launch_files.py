@@ -722,6 +722,7 @@ def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
     lines = text.splitlines()
     number = 0
     cwd = path.parent
+    clones = _cloned_names(text)
     while number < len(lines):
         prefix = _QUOTE_OR_INDENT.match(lines[number]).group()  # type: ignore[union-attr]
         opening = _FENCE_OPEN.match(lines[number][len(prefix) :])
@@ -738,7 +739,7 @@ def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
             if inner.startswith(fence[0] * len(fence)) and not inner.strip(fence[0]).strip():
                 break
             body.append(line[len(prefix) :] if line.startswith(prefix) else inner)
-        cwd = yield from _doc_block(path, body, first, language, cwd)
+        cwd = yield from _doc_block(path, body, first, language, cwd, clones)
 
 
 _RST_CODE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::[ \t]*([A-Za-z0-9_+-]*)")
@@ -751,6 +752,7 @@ def _rst(path: Path, text: str) -> Iterator[CommandLine]:
     lines = text.splitlines()
     number = 0
     cwd = path.parent
+    clones = _cloned_names(text)
     while number < len(lines):
         line = lines[number]
         number += 1
@@ -765,7 +767,7 @@ def _rst(path: Path, text: str) -> Iterator[CommandLine]:
             continue
         start, body = _rst_body(lines, number, indent)
         number = start + len(body)
-        cwd = yield from _doc_block(path, body, start + 1, language, cwd)
+        cwd = yield from _doc_block(path, body, start + 1, language, cwd, clones)
 
 
 def _rst_body(lines: list[str], start: int, indent: int) -> tuple[int, list[str]]:
@@ -789,7 +791,9 @@ def _indented_block(lines: list[str], start: int, indent: int) -> tuple[int, lis
     return end, [line[margin:] for line in block]
 
 
-def _doc_block(path: Path, lines: list[str], first: int, language: str, cwd: Path) -> Generator[CommandLine, None, Path]:
+def _doc_block(
+    path: Path, lines: list[str], first: int, language: str, cwd: Path, clones: frozenset[str] = frozenset()
+) -> Generator[CommandLine, None, Path]:
     """The commands of a doc's code block, run in `cwd`, and (returned) the folder the next block runs
     in: a reader runs a doc's blocks in order, so `cd examples/sft` in one moves the launches of the
     next. All of a block labelled shell is read; otherwise (```python, an rst `::` block) only a block
@@ -808,12 +812,39 @@ def _doc_block(path: Path, lines: list[str], first: int, language: str, cwd: Pat
     else:
         lines = _console_commands(lines)
     moved = yield from _shell(path, "\n".join(lines), first, cwd, {})
-    # Into a folder this repository has: `git clone URL && cd NAME` enters the repository the doc is
-    # in, whose folder is the doc's, not a NAME inside it.
-    return moved if moved == cwd or os.path.isdir(moved) else cwd
+    return _carried(path, moved, cwd, clones)
+
+
+def _carried(doc: Path, moved: Path, cwd: Path, clones: frozenset[str]) -> Path:
+    """The folder the next block runs in: where this one moved to, if the repository has it. A doc
+    that clones its own repository (`git clone URL`, then `cd NAME/fine-tune`, NAME being a folder the
+    doc is in) enters it: `fine-tune` beside the doc is where its launches run (Baichuan2). A clone of
+    another repository leaves the next block where it was."""
+    if moved == cwd or os.path.isdir(moved):
+        return moved
+    try:
+        parts = moved.relative_to(cwd).parts
+    except ValueError:
+        return cwd
+    own = {folder.name.lower() for folder in doc.parents}
+    if len(parts) > 1 and parts[0] in clones and parts[0].lower() in own:
+        inside = cwd.joinpath(*parts[1:])
+        if os.path.isdir(inside):
+            return inside
+    return cwd
 
 
 _CD = re.compile(r"(?:^|[;&|(]|\$\s)\s*cd(?:\s|$)")
+# `git clone [options] URL [folder]`: the folder it makes, named or the URL's last part less `.git`.
+_CLONE = re.compile(
+    r"git\s+clone\s+(?:-\S+\s+(?:\d+\s+)?)*(\S+?)(?:\.git)?/?(?:[ \t]+([^\s;&|]+))?(?:\s*(?:$|[;&|]))", re.MULTILINE
+)
+
+
+def _cloned_names(text: str) -> frozenset[str]:
+    if "git clone" not in text:
+        return frozenset()
+    return frozenset(folder or url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1] for url, folder in _CLONE.findall(text))
 
 
 def _shell_in_other_block(lines: list[str]) -> list[str] | None:

@@ -92,7 +92,6 @@ def build_repo_context(
     launched: dict[Path, list[Evidence]] = {}
     uses: dict[Path, set[str]] = {}  # what of each launched file runs: "__main__", or a console script's function
     shipped = ShippedAccelerateConfigs(root, context.candidates, configs)
-    below: dict[tuple[Path, str], Path | None] = {}  # a bare script name looked up in the folders below a folder
     for path in context.candidates:
         for command in _commands(path, context):
             launch = parse_command(command.text, ScriptNames(projects, command.cwd, command.source.parent))
@@ -102,10 +101,6 @@ def build_repo_context(
             found = (
                 (projects.module_of(script, graph), "") if script else _target(launch, command, root, projects, display, graph)
             )
-            if found is None and not script:
-                found = _only_one_below(launch, command, root, display, below)
-                if found is not None:  # the reader was to `cd` there first: its configs are there too
-                    command = replace(command, cwd=found[0].parent)
             target, found_from = found if found is not None else (None, "")
             if target is None:
                 continue
@@ -278,72 +273,6 @@ def _folders_above(command: CommandLine, root: Path, projects: Projects, target:
             break
         folders.append(folder)
     return folders
-
-
-# How deep below the folder a launch runs in a bare script name is looked for, and in how many folders
-# at most: a README at the top names `fine-tune.py` for fine-tune/fine-tune.py (Baichuan2).
-_BELOW_LEVELS = 2
-_BELOW_FOLDERS = 400
-_NOT_SOURCE_FOLDERS = frozenset({"node_modules", "site-packages", "__pycache__", "venv", "env", "build", "dist"})
-
-
-def _only_one_below(
-    launch: Launch,
-    command: CommandLine,
-    root: Path,
-    display: Callable[[Path], str],
-    below: dict[tuple[Path, str], Path | None],
-) -> tuple[Path, str] | None:
-    """A bare script name (`deepspeed fine-tune.py`) found nowhere the launch runs from: the one file
-    of that name in the folders below that folder (the nearest level that holds any, at most two
-    down). Docs name a script as it is run after a `cd` they leave to the reader. Two of that name at
-    the nearest level say nothing, nor does a name that is not there."""
-    name = launch.target
-    if not name or not name.endswith(".py") or "/" in name or os.sep in name:
-        return None
-    folder = command.cwd if os.path.isdir(command.cwd) else command.source.parent
-    key = (folder, name)
-    if key not in below:
-        below[key] = _one_file_below(folder, name, root)
-    target = below[key]
-    if target is None:
-        return None
-    where = "the top of the repository" if folder == root else f"{display(folder)}/"
-    return target, f"{name} found in {display(target.parent)}/, the only one in the folders below {where}"
-
-
-def _one_file_below(folder: Path, name: str, root: Path) -> Path | None:
-    level, looked = [str(folder)], 0
-    for _ in range(_BELOW_LEVELS):
-        found: list[str] = []
-        deeper: list[str] = []
-        for parent in level:
-            try:
-                with os.scandir(parent) as entries:
-                    subfolders = [
-                        entry.path
-                        for entry in entries
-                        if entry.is_dir(follow_symlinks=False)
-                        and not entry.name.startswith(".")
-                        and entry.name not in _NOT_SOURCE_FOLDERS
-                    ]
-            except OSError:
-                continue
-            looked += len(subfolders)
-            if looked > _BELOW_FOLDERS:
-                return None  # a tree this wide below a doc is no place to guess in
-            found += [path for sub in subfolders if os.path.isfile(path := os.path.join(sub, name))]
-            deeper += subfolders
-        if len(found) > 1:
-            return None
-        if found:
-            try:
-                real = real_path(Path(found[0]))
-            except (OSError, RuntimeError):
-                return None
-            return real if real.is_relative_to(root) else None
-        level = deeper
-    return None
 
 
 def _folder_above_holding(launch: Launch, command: CommandLine, target: Path, above: list[Path]) -> Path | None:
