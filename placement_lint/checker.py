@@ -196,9 +196,9 @@ class FileChecker:
                 partial = None if self.options.fixing or not isinstance(source, NotebookSource) else without_broken_cells(source)
                 if partial is None:
                     raise
-                source, broken = partial
+                source, module, broken = partial
                 # No fix is offered: --fix leaves a notebook that does not parse alone.
-                violations = [v._replace(fix=None) for v in self._lint(source, result.display)[0]]
+                violations = [v._replace(fix=None) for v in self._lint(source, result.display, module)[0]]
                 result.error = f"cannot parse: {'; '.join(broken)} (its other cells were checked)"
             result.dependencies = [
                 *self._configs_read,
@@ -231,8 +231,9 @@ class FileChecker:
         result.findings = [finding_at(result.source, result.display, v) for v in violations]
         return result
 
-    def _lint(self, source: SourceFile, display: str) -> tuple[list[Violation], FileContext]:
-        module = self._parsed_by_context(source) or parse_python(source)
+    def _lint(self, source: SourceFile, display: str, module: ast.Module | None = None) -> tuple[list[Violation], FileContext]:
+        """`module`: the source's tree, when the caller has parsed it already."""
+        module = module or self._parsed_by_context(source) or parse_python(source)
         try:
             return self._lint_tree(source, module, display)
         finally:

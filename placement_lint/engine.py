@@ -104,8 +104,9 @@ def repo_contexts(
         cached = load_repo_context(cache_folder, root, launchers, base, found.statuses) if cache_folder is not None else None
         if cached is None:
             found_launchers = None if launchers is None else [Path(name) for name in launchers]
-            candidates = launcher_candidates(root.resolve(), settings, folders, found_launchers)
-            tracked = tracked_launchers(root.resolve(), settings, candidates)
+            real_root = root.resolve()
+            candidates = launcher_candidates(real_root, settings, folders, found_launchers)
+            tracked = tracked_launchers(real_root, settings, candidates)
             if candidates or tracked:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 

@@ -14,11 +14,10 @@ import ast
 import bisect
 import json
 import re
-import warnings
 from pathlib import Path
 from typing import NamedTuple
 
-from placement_lint.source import UTF8_BOM, SourceError, SourceFile, is_notebook, line_starts_of
+from placement_lint.source import UTF8_BOM, ParseError, SourceError, SourceFile, is_notebook, line_starts_of, parse_python
 
 # Outputs (plots, tables) make notebooks far bigger than their code; the code is what is parsed.
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
@@ -382,11 +381,11 @@ class NotebookSource(SourceFile):
 MAX_BROKEN_CELLS = 8
 
 
-def without_broken_cells(source: NotebookSource) -> tuple[NotebookSource, list[str]] | None:
+def without_broken_cells(source: NotebookSource) -> tuple[NotebookSource, ast.Module, list[str]] | None:
     """The notebook with each code cell that does not parse left empty (its rows kept, so every other
-    cell's findings keep their places), and what is wrong with each; None when it is not that (no
-    cells, a cell that breaks the next, more than MAX_BROKEN_CELLS). A notebook is a scratchpad: one
-    half-written cell must not hide what the others do."""
+    cell's findings keep their places), its tree, and what is wrong with each; None when it is not
+    that (no cells, a cell that breaks the next, more than MAX_BROKEN_CELLS). A notebook is a
+    scratchpad: one half-written cell must not hide what the others do."""
     notebook = source.notebook
     if notebook is None or not notebook.cells:
         return None
@@ -394,27 +393,20 @@ def without_broken_cells(source: NotebookSource) -> tuple[NotebookSource, list[s
     problems: list[str] = []
     emptied: set[int] = set()
     while len(problems) <= MAX_BROKEN_CELLS:
-        text = "".join(lines)
+        changed = source.with_text("".join(lines))
+        assert isinstance(changed, NotebookSource)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ast.parse(text)
-        except SyntaxError as exc:
-            if not exc.lineno:
+            return changed, parse_python(changed), problems
+        except ParseError as exc:
+            if exc.row is None:
                 return None
-            cell = notebook.cell_at(exc.lineno)
+            cell = notebook.cell_at(exc.row)
             if cell.number in emptied:
                 return None
             emptied.add(cell.number)
-            problems.append(f"cell {cell.number}, line {exc.lineno - cell.first_row + 1}: {exc.msg}")
+            problems.append(str(exc).removeprefix("cannot parse: "))
             for row in range(cell.first_row - 1, min(cell.first_row - 1 + cell.rows, len(lines))):
                 lines[row] = "\n"
-            continue
-        except (ValueError, RecursionError, MemoryError):
-            return None
-        changed = source.with_text(text)
-        assert isinstance(changed, NotebookSource)
-        return changed, problems
     return None
 
 

@@ -41,7 +41,11 @@ class SourceError(Exception):
 
 
 class ParseError(SourceError):
-    """Text that decodes but does not parse as Python."""
+    """Text that decodes but does not parse as Python; `row`: the line CPython names, if any."""
+
+    def __init__(self, message: str, row: int | None = None) -> None:
+        super().__init__(message)
+        self.row = row
 
 
 class SourceFile:
@@ -192,7 +196,7 @@ def parse_python(source: SourceFile) -> ast.Module:
             return ast.parse(source.text, filename=str(source.path))
     except SyntaxError as exc:
         where = f"{source.describe_row(exc.lineno)}: " if exc.lineno else ""
-        raise ParseError(f"cannot parse: {where}{exc.msg}") from None
+        raise ParseError(f"cannot parse: {where}{exc.msg}", exc.lineno) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ParseError(f"cannot parse: {exc}") from None
 
