@@ -155,6 +155,10 @@ class FileResult:
         self.path = path
         self.dependencies: list[Path] = dependencies if dependencies is not None else []  # configs its evidence read
 
+    @property
+    def reports_anything(self) -> bool:
+        return bool(self.findings or self.error or self.warnings or self.fixed or self.diff)
+
 
 class Screened(NamedTuple):
     """What reading and pre-checking a file (and checking it, if that was due) gave."""
