@@ -35,6 +35,22 @@ STRONG_EVIDENCE = [
     "from torch.distributed.fsdp import fully_shard\nfully_shard(m)",
     "import torch.multiprocessing as mp\nmp.spawn(worker, nprocs=2)",
     "from accelerate import notebook_launcher\nnotebook_launcher(f, num_processes=2)",
+    # Imported under another name: the call does not spell the detected name, the import does.
+    "from torch.nn.parallel import DistributedDataParallel as Wrap\nWrap(m)",
+    "from torch.distributed import init_process_group as setup\nsetup('nccl')",
+    "from torch.distributed.fsdp import (\n    FullyShardedDataParallel\n    as Shard,\n)\nShard(m)",
+    "from torch.distributed.fsdp import fully_shard as shard\nshard(m)",
+    "from torch.multiprocessing import spawn as start\nstart(worker, nprocs=2)",
+    "from accelerate import notebook_launcher as launch\nlaunch(f, num_processes=2)",
+    "from accelerate import DeepSpeedPlugin as Plugin\nPlugin(zero_stage=2)",
+    "from transformers.integrations import HfDeepSpeedConfig as Keep\nKeep(ds_config)",
+    "import deepspeed as ds\nds.initialize(model=model)",
+    "import deepspeed as ds\nwith ds.zero.Init():\n    pass",
+    "from deepspeed import initialize\ninitialize(model=model)",
+    "from deepspeed import (\n    init_distributed,\n)\ninit_distributed()",
+    "from deepspeed import zero as z\nwith z.Init():\n    pass",
+    "from deepspeed.zero import Init\nwith Init():\n    pass",
+    "import deepspeed.zero as z\nwith z.Init():\n    pass",
 ]
 
 
@@ -50,7 +66,15 @@ def test_every_detector_is_seen_by_the_precheck(source: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "source", ["import deepspeed\n", "if is_deepspeed_zero3_enabled():\n    pass\n", "x = args.fsdp == ''\n"]
+    "source",
+    [
+        "import deepspeed\n",
+        "if is_deepspeed_zero3_enabled():\n    pass\n",
+        "x = args.fsdp == ''\n",
+        '"""Set when wrapped with `FullyShardedDataParallel` or DeepSpeed ZeRO-3."""\n',
+        "# params are partitioned under deepspeed.zero.Init, see modeling_utils\n",
+        "from deepspeed.ops.adam import FusedAdam\n",
+    ],
 )
 def test_mentions_are_not_evidence(source: str) -> None:
     assert not in_file.IN_FILE_EVIDENCE.search(source.encode())

@@ -55,27 +55,33 @@ def _one_of(literal: bytes, patterns: list[bytes]) -> bytes:
     return b"|".join(b"(?:" + pattern + b")" for pattern in patterns)
 
 
+# A callee the detectors qualify through the imports may be written under another name: the text
+# then holds its import (`DistributedDataParallel as Wrap`, `import deepspeed as ds`, `from deepspeed
+# import initialize`), not its call. A mere mention (a docstring's `FullyShardedDataParallel`) is none.
+_CALLED = rb"(?:\s*\(|\s+as\s)"
 IN_FILE_EVIDENCE = _AnyOf(
     (b"deepspeed", rb"deepspeed\s*=[^=]"),
     (b"deepspeed", rb"deepspeed[\"']\s*:"),
     (b"deepspeed", rb"deepspeed\.initialize"),
+    (b"deepspeed", rb"deepspeed(?:\.zero)?\s+as\s"),
+    (b"deepspeed", rb"deepspeed(?:\.zero)?\s+import\s*\(?[\w\s,]*?\b(?:initialize|init_distributed|zero|Init)\b"),
     (b"fsdp", rb"fsdp\s*=[^=]"),
     (b"fsdp", rb"fsdp_config\s*=[^=]"),
     (b"fsdp", rb"fsdp[\"']\s*:"),
     (b"fsdp", rb"fsdp_config[\"']\s*:"),
     (b"_plugin", rb"_plugins?\s*=[^=]"),
-    (b"HfDeepSpeedConfig", rb"HfDeepSpeedConfig\s*\("),
-    (b"DeepSpeedPlugin", rb"DeepSpeedPlugin\s*\("),
-    (b"FullyShardedDataParallel", rb"FullyShardedDataParallel"),
-    (b"init_process_group", rb"init_process_group\s*\("),
-    (b"init_distributed", rb"init_distributed\s*\("),
-    (b"DistributedDataParallel", rb"DistributedDataParallel\s*\("),
-    (b"fully_shard", rb"fully_shard\s*\("),
-    (b"FSDP", rb"FSDP\s*\("),
-    (b"DDP", rb"DDP\s*\("),
-    (b"spawn", rb"spawn\s*\("),
-    (b"notebook_launcher", rb"notebook_launcher\s*\("),
-    (b"zero.Init", rb"zero\.Init"),
+    (b"HfDeepSpeedConfig", rb"HfDeepSpeedConfig" + _CALLED),
+    (b"DeepSpeedPlugin", rb"DeepSpeedPlugin" + _CALLED),
+    (b"FullyShardedDataParallel", rb"FullyShardedDataParallel(?:Plugin)?" + _CALLED),
+    (b"init_process_group", rb"init_process_group" + _CALLED),
+    (b"init_distributed", rb"init_distributed" + _CALLED),
+    (b"DistributedDataParallel", rb"DistributedDataParallel" + _CALLED),
+    (b"fully_shard", rb"fully_shard" + _CALLED),
+    (b"FSDP", rb"FSDP" + _CALLED),
+    (b"DDP", rb"DDP" + _CALLED),
+    (b"spawn", rb"spawn" + _CALLED),
+    (b"notebook_launcher", rb"notebook_launcher" + _CALLED),
+    (b"zero.Init", rb"zero\.Init\s*\("),
     (b"placement-lint:", rb"placement-lint:"),
 )
 
