@@ -129,6 +129,16 @@ def test_the_context_free_bitsandbytes_check_needs_a_quantized_load_as_written(s
         ('self._tp_plan = {}\nmodel.tp_size = 2\nm = AutoModel.from_pretrained("m", device_map="auto")\n', False),
         ('if tp_plan == "auto":\n    m = AutoModel.from_pretrained("m", device_map="auto")\n', False),
         ('tp_plan="auto"', False),  # no device_map at all
+        # A statement, not an argument: generation/utils.py reads `tp_size = getattr(self, "_tp_size", None) or 1`.
+        (
+            'def f(self):\n    tp_size = getattr(self, "_tp_size", None) or 1\nm = AutoModel.from_pretrained("m", device_map="auto")\n',
+            False,
+        ),
+        ('m = AutoModel.from_pretrained(\n    "m",  # the checkpoint, then\n    tp_plan="auto", device_map="auto")\n', True),
+        ('m = AutoModel.from_pretrained(\n    "m",\n\n    tp_plan="auto",\n    device_map="auto",\n)\n', True),
+        ('m = AutoModel.from_pretrained("m", device_map="auto", \\\n    tp_size=2)\n', True),
+        ('m = AutoModel.from_pretrained("m", device_map="auto", **{"a": 1}, tp_size=2)\n', True),
+        ('tp_size=2\nm = AutoModel.from_pretrained("m", device_map="auto")\n', True),  # at the very start: asked
     ],
 )
 def test_the_tensor_parallel_check_needs_a_keyword_argument(source: str, parsed: bool) -> None:

@@ -13,10 +13,12 @@ from placement_lint.edits import Applicability
 from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rule, Violation, fix, written
 
 _TENSOR_PARALLEL = ("tp_plan", "tp_size", "distributed_config")
-# A keyword argument: the name after `(`, `,` or a space. One pattern per name, each starting with
+# A keyword argument: the name after `(` or `,` (see _passed). One pattern per name, each starting with
 # its literal: `re` finds a literal fast, where a leading `[(,\s]` tried a match at every space.
 _ARGUMENTS = tuple((name.encode(), re.compile(re.escape(name.encode()) + rb"\s*=[^=]")) for name in _TENSOR_PARALLEL)
-_BEFORE_ARGUMENT = frozenset(b"(, \t\n\r\f\v")
+_SPACE = frozenset(b" \t\n\r\f\v")
+_OPENS_ARGUMENT = frozenset(b"(,")
+_BACKSLASH = ord("\\")
 # Context-free: judged for one process and for several, each on its own (a world-size condition picks one).
 _SETUPS = (Setup(Mode.SINGLE), Setup(Mode.DDP))
 
@@ -130,5 +132,18 @@ def _tp_size(config: ast.expr) -> int | None:
 
 
 def _passed(pattern: re.Pattern[bytes], raw: bytes) -> bool:
-    """Does the name `pattern` finds stand as a keyword argument (after `(`, `,` or a space) somewhere?"""
-    return any(match.start() > 0 and raw[match.start() - 1] in _BEFORE_ARGUMENT for match in pattern.finditer(raw))
+    """Could the name `pattern` finds stand as a keyword argument somewhere? An argument follows `(` or
+    `,`, past any spaces and line breaks; a statement (`tp_size = getattr(...)`, 2,000 lines into
+    generation/utils.py) follows the end of another. A line with a `#` or a closing backslash may hide
+    a comma in a comment or join lines: that answers yes."""
+    for match in pattern.finditer(raw):
+        at = match.start() - 1
+        if at >= 0 and raw[at] not in _SPACE and raw[at] not in _OPENS_ARGUMENT:
+            continue  # `self._tp_size = ...`, `cfg.tp_size = ...`: part of a longer name
+        while at >= 0 and raw[at] in _SPACE:
+            at -= 1
+        if at < 0 or raw[at] in _OPENS_ARGUMENT or raw[at] == _BACKSLASH:
+            return True
+        if raw.find(b"#", raw.rfind(b"\n", 0, at) + 1, at) != -1:
+            return True
+    return False
