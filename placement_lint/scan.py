@@ -22,15 +22,23 @@ except ImportError:  # pragma: no cover - exercised by the fallback test, which 
 TOO_COMMON = frozenset({b"return", b".to("})
 
 
-def _can_hide(reported: bytes, token: bytes) -> bool:
-    """Can a reported match of `reported` hide an occurrence of `token`? A leftmost-first scan reports,
-    at each position, the first pattern that matches there and then resumes after it; an occurrence it
-    does not report starts inside a reported match (one starting after it would have been reported at
-    its own start instead). So `token` starts at some offset of `reported`: it lies within, or it
-    begins with the rest of it."""
+def _hiding_offsets(reported: bytes, token: bytes) -> tuple[int, ...]:
+    """Where in a reported match of `reported` an occurrence of `token` may start unreported. A
+    leftmost-first scan reports, at each position, the first pattern that matches there and then
+    resumes after it; an occurrence it does not report starts inside a reported match (one starting
+    after it would have been reported at its own start instead). So `token` starts at some offset of
+    `reported`: it lies within, or it begins with the rest of it."""
     if reported == token or token[:1] not in reported:  # `token` starts at some offset: its first byte is there
-        return False
-    return any(reported.startswith(token, offset) or token.startswith(reported[offset:]) for offset in range(len(reported)))
+        return ()
+    return tuple(
+        offset for offset in range(len(reported)) if reported.startswith(token, offset) or token.startswith(reported[offset:])
+    )
+
+
+class Found(frozenset):  # type: ignore[type-arg]
+    """The tokens a scan reported in a file, with the matches it reported (pattern, start, end)."""
+
+    matches: list[tuple[int, int, int]]
 
 
 class TokenScanner:
@@ -42,9 +50,9 @@ class TokenScanner:
         if compiled and _ahocorasick is not None and self.tokens:
             self._automaton = _ahocorasick.BytesAhoCorasick(list(self.tokens), matchkind=_ahocorasick.MatchKind.LeftmostFirst)
         # A leftmost-first scan reports matches that do not overlap: a token it did not report can still
-        # be in the file where it overlaps a reported one. Only then is the file searched for it again.
+        # be in the file where it overlaps a reported one. Only there is the file asked again.
         # Worked out for a token when first asked: a run over a few files asks about a few tokens.
-        self._hidden_by: dict[bytes, frozenset[bytes]] = {}
+        self._hidden_by: dict[bytes, dict[bytes, tuple[int, ...]]] = {}
         self._scanned = frozenset(self.tokens)
         self._ruled_out_by: dict[tuple[bytes, ...], frozenset[bytes]] = {}
 
@@ -52,14 +60,17 @@ class TokenScanner:
     def compiled(self) -> bool:
         return self._automaton is not None
 
-    def found(self, raw: bytes) -> frozenset[bytes] | None:
+    def found(self, raw: bytes) -> Found | None:
         """The scan's tokens in `raw` (None without the compiled automaton: nothing is known yet)."""
         if self._automaton is None:
             return None
         tokens = self.tokens
-        return frozenset(tokens[index] for index, _, _ in self._automaton.find_matches_as_indexes(raw))
+        matches = self._automaton.find_matches_as_indexes(raw)
+        found = Found(tokens[index] for index, _, _ in matches)
+        found.matches = matches
+        return found
 
-    def holds_any(self, raw: bytes, found: frozenset[bytes] | None, tokens: tuple[bytes, ...]) -> bool:
+    def holds_any(self, raw: bytes, found: Found | None, tokens: tuple[bytes, ...]) -> bool:
         """`any(token in raw for token in tokens)`: for most files one set operation, as none of the
         tokens, nor any that could hide one, was reported (2,000 of transformers' 2,860 files)."""
         if found is not None:
@@ -77,29 +88,45 @@ class TokenScanner:
             return frozenset()
         return frozenset(tokens).union(*(self._hiders(token) for token in tokens))
 
-    def _hiders(self, token: bytes) -> frozenset[bytes]:
+    def _hiders(self, token: bytes) -> dict[bytes, tuple[int, ...]]:
+        """The tokens whose reported matches may hide an occurrence of `token`, with the offsets in
+        them where it would start."""
         hidden_by = self._hidden_by.get(token)
         if hidden_by is None:
-            hidden_by = self._hidden_by[token] = frozenset(other for other in self.tokens if _can_hide(other, token))
+            hidden_by = self._hidden_by[token] = {
+                other: offsets for other in self.tokens if (offsets := _hiding_offsets(other, token))
+            }
         return hidden_by
 
-    def holds(self, raw: bytes, found: frozenset[bytes] | None, token: bytes) -> bool:
+    def holds(self, raw: bytes, found: Found | None, token: bytes) -> bool:
         """`token in raw`, from `found` (what `self.found(raw)` gave) where that settles it."""
-        search = bytes.__contains__  # the bytes' own search, for a Present too
         if found is None:
-            return search(raw, token)
+            return bytes.__contains__(raw, token)  # the bytes' own search, for a Present too
         if token in found:
             return True
         if token not in self._scanned:  # not a token of the scan: ask the bytes
-            return search(raw, token)
-        return not self._hiders(token).isdisjoint(found) and search(raw, token)
+            return bytes.__contains__(raw, token)
+        hidden_by = self._hiders(token)
+        if hidden_by.keys().isdisjoint(found):
+            return False
+        # Asked only where a match that may hide it was reported: "from_pretrained" may hide "deepspeed"
+        # ("from_pretrainedeepspeed"), and searching every such file for it again cost 40 ms of
+        # transformers' pre-check.
+        if any(token in reported for reported in hidden_by if reported in found):
+            return True  # it lies within a reported match
+        tokens = self.tokens
+        for index, start, _ in found.matches:
+            for offset in hidden_by.get(tokens[index], ()):
+                if raw.startswith(token, start + offset):
+                    return True
+        return False
 
 
 class Present(bytes):
     """A file's bytes whose `token in present` is answered from the scan where it can be: the rules'
     token checks and the in-file evidence read it as the bytes they always read (regexes included)."""
 
-    def __new__(cls, raw: bytes, found: frozenset[bytes] | None, scanner: TokenScanner) -> Present:
+    def __new__(cls, raw: bytes, found: Found | None, scanner: TokenScanner) -> Present:
         present = super().__new__(cls, raw)
         present._found = found
         present._scanner = scanner

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from placement_lint.checker import FileChecker
 from placement_lint.results import RunOptions
-from placement_lint.scan import TOO_COMMON, Present, TokenScanner, _can_hide
+from placement_lint.scan import TOO_COMMON, Present, TokenScanner, _hiding_offsets
 from placement_lint.settings import Settings
 
 from helpers import CODES
@@ -62,12 +62,23 @@ def test_asking_for_any_of_several_tokens_is_the_bytes_answer(
                 assert scanner.holds_any(raw, scanner.found(raw), question) == any(t in raw for t in question)
 
 
-def test_which_matches_can_hide_a_token() -> None:
-    assert _can_hide(b"deepspeed.initialize", b"deepspeed"), "both start at the same position"
-    assert _can_hide(b"deepspeed", b"speed"), "within"
-    assert _can_hide(b"fsdp_config", b"config="), "starts inside, ends after"
-    assert not _can_hide(b"speed", b"xspeed"), "a token starting before the match would have been reported first"
-    assert not _can_hide(b"fsdp", b"device_map")
+def test_which_matches_can_hide_a_token_and_where() -> None:
+    assert _hiding_offsets(b"deepspeed.initialize", b"deepspeed") == (0,), "both start at the same position"
+    assert _hiding_offsets(b"deepspeed", b"speed") == (4,), "within"
+    assert _hiding_offsets(b"fsdp_config", b"config=") == (5,), "starts inside, ends after"
+    assert _hiding_offsets(b"from_pretrained", b"deepspeed") == (14,), "on the last byte: from_pretrainedeepspeed"
+    assert _hiding_offsets(b"speed", b"xspeed") == (), "a token starting before the match would have been reported first"
+    assert _hiding_offsets(b"fsdp", b"device_map") == ()
+
+
+@pytest.mark.skipif(not COMPILED, reason="ahocorasick-rs is not installed here")
+def test_a_hidden_token_is_looked_for_only_where_a_match_could_hide_it() -> None:
+    scanner = TokenScanner([b"from_pretrained", b"deepspeed"])
+    hidden = b"x = from_pretrainedeepspeed"  # one d: deepspeed starts on the match's last byte
+    assert scanner.found(hidden) == {b"from_pretrained"}
+    assert b"deepspeed" in Present(hidden, scanner.found(hidden), scanner)
+    apart = b"from_pretrained(m)\n" * 3  # reported, but followed by no deepspeed: no search of the file
+    assert b"deepspeed" not in Present(apart, scanner.found(apart), scanner)
 
 
 @pytest.mark.skipif(not COMPILED, reason="ahocorasick-rs is not installed here")
@@ -126,8 +137,10 @@ _OVERLAPPING = st.text(alphabet="ab.", min_size=1, max_size=6).map(str.encode)  
 
 @given(_OVERLAPPING, _OVERLAPPING)
 def test_the_first_byte_filter_keeps_every_overlap(reported: bytes, token: bytes) -> None:
-    """`_can_hide` skips pairs whose token's first byte is not in the match: the same answer as trying every offset."""
-    every_offset = reported != token and any(
-        reported.startswith(token, offset) or token.startswith(reported[offset:]) for offset in range(len(reported))
+    """`_hiding_offsets` skips pairs whose token's first byte is not in the match: the same answer as trying every offset."""
+    every_offset = tuple(
+        offset
+        for offset in range(len(reported))
+        if reported != token and (reported.startswith(token, offset) or token.startswith(reported[offset:]))
     )
-    assert _can_hide(reported, token) == every_offset
+    assert _hiding_offsets(reported, token) == every_offset
