@@ -82,12 +82,16 @@ class TrlModelIdAutoDefault(Rule):
             called = last_segment(file.imports.qualify(call.func)) or ""
             if called not in _KNOWN and not called[:1].isupper():
                 continue  # not a class: no trainer
-            candidates.append((call, arguments, called))
+            # What the class is (read from the modules its bases come from) is asked only of a call
+            # where a launch keeps many processes on the GPUs, and what its arguments hold only of a
+            # trainer's: transformers' trainer.py calls forty classes with a first argument.
+            contexts = [context for context in file.contexts.contexts_at(call) if _many_processes_on_gpus(context)]
+            if contexts:
+                candidates.append((call, arguments, called, contexts))
         if not candidates:
             return
-        # Reading the repository's modules for class bases, and resolving values, only for such calls.
-        bases = _trainer_bases(file, {called for _, _, called in candidates})
-        for call, arguments, called in candidates:
+        bases = _trainer_bases(file, {called for _, _, called, _ in candidates})
+        for call, arguments, called, contexts in candidates:
             trainer = bases.get(called) or _imported_trainer(file, call.func)
             if trainer is None:
                 continue
@@ -97,7 +101,7 @@ class TrlModelIdAutoDefault(Rule):
                 if trainer in _UNGUARDED_TEACHER and name != "teacher_model":
                     continue  # the student goes through SFT/GRPO's guarded path
                 for id_node in ids:
-                    for context in file.contexts.contexts_at(call):
+                    for context in contexts:
                         why = self._auto_stays(trainer, name, context)
                         if why is None:
                             continue
@@ -113,7 +117,7 @@ class TrlModelIdAutoDefault(Rule):
     def _auto_stays(trainer: str, argument_name: str, context: Context) -> str | None:
         """Why TRL keeps "auto" for this load in this setup, or None when it does not."""
         setup = context.setup
-        if not setup.distributed or setup.single_process or context.one_gpu_per_process:
+        if not _many_processes_on_gpus(context):
             return None
         if trainer in TRL_GUARDED_TRAINERS:
             before_auto = context.pinned_below("trl", "0.26")
@@ -172,6 +176,12 @@ class TrlModelIdAutoDefault(Rule):
         edit = _add_none_device_map(file, kwargs, field)
         made = fix(Applicability.SAFE, f'Add "device_map": None to {field}', edit) if edit else None
         return self.violation(file, id_node, message, made, context)
+
+
+def _many_processes_on_gpus(context: Context) -> bool:
+    """Where "auto" spreads each process's copy over every GPU, if the trainer keeps it."""
+    setup = context.setup
+    return setup.distributed and not setup.single_process and not context.one_gpu_per_process
 
 
 def _imported_trainer(file: CheckedFile, name: ast.expr) -> str | None:
