@@ -184,3 +184,26 @@ def test_bad_sources_are_source_errors(raw: bytes, message: str) -> None:
 def test_walrus_binding_is_followed() -> None:
     source = "if (dm := 'auto'):\n    pass\nload(device_map=dm)"
     assert values_of(source, DDP) == ["'auto'"]
+
+
+def test_the_index_holds_every_node_but_the_shared_context_and_operator_ones() -> None:
+    """The index does not look into fields that hold names and flags: it must still meet every node
+    (a type alias's name, a global's names, f-string parts, patterns, comprehensions included)."""
+    import sys
+
+    from placement_lint.analysis.index import ModuleIndex
+
+    source = (
+        "import a.b as c\nfrom . import d as e\nglobal g\n"
+        "async def f(x: int, *a, k=1, **kw) -> None:\n    nonlocal_ = [y async for y in x if y]\n"
+        "    match x:\n        case {'k': [1, *rest]} | Point(x=0) as p if p: pass\n"
+        "    try: pass\n    except ValueError as err: raise\n"
+        "    return f'{x!r:>{k}}' + x.attr[1:2]\n"
+        "class C(B, metaclass=M):\n    v: int = lambda q: (yield q)\n"
+    )
+    if sys.version_info >= (3, 12):
+        source += "type Alias[T] = list[T]\n"
+    tree = ast.parse(source)
+    shared = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+    expected = [node for node in ast.walk(tree) if not isinstance(node, shared)]
+    assert sorted(map(id, ModuleIndex(tree).nodes)) == sorted(map(id, expected))

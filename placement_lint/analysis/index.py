@@ -15,6 +15,12 @@ _ATTRIBUTE = "_placement_lint_index"
 # Fields left out of the index: the context and operator nodes (a Load, an Add) are singletons CPython
 # shares between every node that has one, so they have no one parent; they were a third of the nodes.
 _UNINDEXED = frozenset({"ctx", "op", "ops"})
+# Fields that hold names, numbers or flags, never a node (`Name.id`, `Attribute.attr`, `keyword.arg`):
+# not looked at, as a third of the nodes are names (`names` holds strings only in global/nonlocal;
+# `name` a node only in a type alias).
+_TEXT_FIELDS = frozenset(
+    {"id", "attr", "arg", "name", "asname", "module", "level", "type_comment", "conversion", "is_async", "kind"}
+)
 _INDEXED_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}  # per node class, filled as classes are met
 
 
@@ -23,7 +29,12 @@ def child_fields(kind: type) -> tuple[str, ...]:
     operator singletons): every walk of a tree here reads this one table."""
     fields = _INDEXED_FIELDS.get(kind)
     if fields is None:
-        fields = _INDEXED_FIELDS[kind] = tuple(f for f in kind._fields if f not in _UNINDEXED)
+        text = _TEXT_FIELDS
+        if kind in (ast.Global, ast.Nonlocal):
+            text = text | {"names"}
+        elif kind.__name__ == "TypeAlias":  # Python 3.12's `type X = ...` names its alias with a Name node
+            text = text - {"name"}
+        fields = _INDEXED_FIELDS[kind] = tuple(f for f in kind._fields if f not in _UNINDEXED and f not in text)
     return fields
 
 
