@@ -186,12 +186,12 @@ def test_walrus_binding_is_followed() -> None:
     assert values_of(source, DDP) == ["'auto'"]
 
 
-def test_the_index_holds_every_node_but_the_shared_context_and_operator_ones() -> None:
+def test_the_index_and_the_walk_meet_every_node_but_the_shared_context_and_operator_ones() -> None:
     """The index does not look into fields that hold names and flags: it must still meet every node
     (a type alias's name, a global's names, f-string parts, patterns, comprehensions included)."""
     import sys
 
-    from placement_lint.analysis.index import ModuleIndex
+    from placement_lint.analysis.index import ModuleIndex, walk
 
     source = (
         "import a.b as c\nfrom . import d as e\nglobal g\n"
@@ -207,3 +207,6 @@ def test_the_index_holds_every_node_but_the_shared_context_and_operator_ones() -
     shared = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
     expected = [node for node in ast.walk(tree) if not isinstance(node, shared)]
     assert sorted(map(id, ModuleIndex(tree).nodes)) == sorted(map(id, expected))
+    assert walk(tree) == expected, "the walk meets them in ast.walk's order"
+    function = tree.body[3]
+    assert walk(function) == [node for node in ast.walk(function) if not isinstance(node, shared)]

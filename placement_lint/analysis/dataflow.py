@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
 from placement_lint.analysis.guards import evaluate_truth
-from placement_lint.analysis.index import index_of
+from placement_lint.analysis.index import index_of, walk
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 from placement_lint.distributed import Mode, Setup
 
@@ -271,7 +271,7 @@ class Resolver:
         """The truth of a condition in `function` for one call of it, whose literal arguments (and the
         defaults it leaves) are `bound` to the parameters: `if model_type == "moss":` under
         `get_device_map(model_type="moss")`. Other conditions are decided as everywhere."""
-        reads = {n.id for n in ast.walk(test) if isinstance(n, ast.Name) and n.id in bound}
+        reads = {n.id for n in walk(test) if isinstance(n, ast.Name) and n.id in bound}
         if not reads:
             return self.truth(test)
 
@@ -287,7 +287,7 @@ class Resolver:
         literal defaults (`ds_config=None`, then `if ds_config is not None:`). None when the test reads
         none of them. Conditions on the distributed setup stay unknown: only the defaults decide."""
         bound = call_literals(ast.Call(func=ast.Name(function.name), args=[], keywords=[]), function)
-        if not any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(test)):
+        if not any(isinstance(n, ast.Name) and n.id in bound for n in walk(test)):
             return None
 
         def lookup(expr: ast.expr) -> list[ast.expr | None]:
@@ -385,12 +385,12 @@ class Resolver:
         """`value` changes along the loops (their targets and iterables): it is a counter over
         `range`/`enumerate` (`for gpu in range(n)`), or computed from a loop variable by division or
         remainder (`i // per_gpu`, `i % n_gpus`, `int(i / k)`, `f"cuda:{i * n // layers}"`)."""
-        names = {n.id for target, _ in loops for n in ast.walk(target) if isinstance(n, ast.Name)}
+        names = {n.id for target, _ in loops for n in walk(target) if isinstance(n, ast.Name)}
         counters = {
             n.id
             for target, iterable in loops
             if isinstance(iterable, ast.Call) and last_segment(dotted(iterable.func)) in ("range", "enumerate")
-            for n in ast.walk(target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target)
+            for n in walk(target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target)
             if isinstance(n, ast.Name)
         }
         if not names:
@@ -405,7 +405,7 @@ class Resolver:
             elif isinstance(expr, ast.JoinedStr):
                 pending += [part.value for part in expr.values if isinstance(part, ast.FormattedValue)]
             elif isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.FloorDiv, ast.Div, ast.Mod)):
-                if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(expr.left)):
+                if any(isinstance(n, ast.Name) and n.id in names for n in walk(expr.left)):
                     return True
             elif isinstance(expr, ast.Name) and expr.id not in names:
                 # `gpu_id = i % n_gpus` a line above the store
@@ -999,7 +999,7 @@ def _walrus_bindings(stmt: ast.stmt) -> list[tuple[ast.Name, ast.expr]]:
     ]
     found = []
     for head in heads:
-        for node in ast.walk(head):
+        for node in walk(head):
             if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
                 found.append((node.target, node.value))
     return found

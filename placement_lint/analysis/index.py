@@ -38,6 +38,24 @@ def child_fields(kind: type) -> tuple[str, ...]:
     return fields
 
 
+def walk(node: ast.AST) -> list[ast.AST]:
+    """`node` and every node under it, breadth first as `ast.walk` gives them, but for the shared
+    context and operator nodes: a list built by one loop, where `ast.walk`'s generators cost about
+    three times as much (the value flow walks the head of every statement it passes)."""
+    nodes = [node]
+    append, AST = nodes.append, ast.AST
+    for current in nodes:  # the list grows as the walk goes
+        for name in child_fields(type(current)):
+            value = getattr(current, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, AST):
+                        append(item)
+            elif isinstance(value, AST):
+                append(value)
+    return nodes
+
+
 class ModuleIndex:
     def __init__(self, module: ast.Module) -> None:
         self.module = module

@@ -9,6 +9,7 @@ import tokenize
 
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.guards import ENV_READERS, RANK_ENV, WORLD_ENV, is_env_read
+from placement_lint.analysis.index import walk
 from placement_lint.analysis.names import ImportTable, dotted, keyword, last_segment
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import Evidence, Kind, Override
@@ -213,7 +214,7 @@ class InFileEvidence:
         for test, outcome in self.resolver.enclosing_guards(node):
             if self.resolver.truth_at_defaults(test, function) is not (not outcome):
                 continue
-            read = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+            read = {n.id for n in walk(test) if isinstance(n, ast.Name)}
             parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)]
             read_parameters = [p for p in parameters if p in read]
             if not any(self._passed_in_file(function, parameters, p) for p in read_parameters):

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from placement_lint.analysis.index import child_fields
+from placement_lint.analysis.index import child_fields, walk
 from placement_lint.context.launches import IMPORT_LINE
 from placement_lint.context.setup_py import literal, setup_py_tree
 from placement_lint.discover import real_name
@@ -634,7 +634,7 @@ _LOOKUPS = frozenset({"get", "values", "items", "pop", "setdefault"})
 def _looked_up(node: ast.AST) -> set[str]:
     """The names a value is taken out of inside `node`: `NAME[...]`, `NAME.get(...)`, `NAME.values()`."""
     found: set[str] = set()
-    for inner in ast.walk(node):
+    for inner in walk(node):
         if isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name):
             found.add(inner.value.id)
         elif isinstance(inner, ast.Attribute) and inner.attr in _LOOKUPS and isinstance(inner.value, ast.Name):
@@ -864,7 +864,7 @@ class ModuleSummary:
             summary._walk(top, names)
             if isinstance(top, (ast.Assign, ast.AnnAssign)) and top.value is not None:
                 targets = top.targets if isinstance(top, ast.Assign) else [top.target]
-                read = {node.id for node in ast.walk(top.value) if isinstance(node, ast.Name)}
+                read = {node.id for node in walk(top.value) if isinstance(node, ast.Name)}
                 for target in targets:
                     if isinstance(target, ast.Name):
                         summary.defined.add(target.id)

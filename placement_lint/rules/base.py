@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 from placement_lint.analysis.arguments import parser_fields, shown
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import ForeignFunction
+from placement_lint.analysis.index import walk
 from placement_lint.analysis.placements import DeviceMap, ModelLoad
 from placement_lint.context.evidence import Context
 from placement_lint.edits import Applicability, Edit, Fix
@@ -309,7 +310,7 @@ def branch_arguments(device_map: DeviceMap) -> tuple[list[tuple[str, str, str]],
     found: list[tuple[str, str, str]] = []
     defaults: list[tuple[str, str]] = []
     for test in tests:
-        for node in ast.walk(test):
+        for node in walk(test):
             read = (
                 node.attr
                 if isinstance(node, ast.Attribute)
