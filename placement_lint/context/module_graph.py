@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from placement_lint.analysis.index import child_fields, walk
+from placement_lint.analysis.index import walk
 from placement_lint.context.launches import IMPORT_LINE
 from placement_lint.context.setup_py import literal, setup_py_tree
 from placement_lint.discover import real_name
@@ -878,21 +878,8 @@ class ModuleSummary:
         return summary
 
     def _walk(self, top: ast.stmt, names: set[str]) -> None:
-        # ast.walk's order (breadth first, fields in order), without its two generators per node and
-        # without the context and operator nodes (a third of them): this walk is most of what a
-        # summary costs.
-        AST, Name, Attribute, imports = ast.AST, ast.Name, ast.Attribute, (ast.Import, ast.ImportFrom)
-        pending: list[ast.AST] = [top]
-        append = pending.append
-        for node in pending:  # the list grows as the walk goes: a list iterator reads to its current end
-            for field in child_fields(type(node)):
-                value = getattr(node, field, None)
-                if type(value) is list:
-                    for item in value:
-                        if isinstance(item, AST):
-                            append(item)
-                elif isinstance(value, AST):
-                    append(value)
+        Name, Attribute, imports = ast.Name, ast.Attribute, (ast.Import, ast.ImportFrom)
+        for node in walk(top):  # most of what a summary costs
             if isinstance(node, Name):
                 names.add(node.id)
             elif isinstance(node, imports):
