@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -228,6 +227,8 @@ _LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 
 
 def fix_in_cell(source: NotebookSource, applied: AppliedFix) -> AppliedFix:
+    from dataclasses import replace  # only a notebook's findings: every run imports this module (0.65 ms)
+
     cell, row, _ = source.location(applied.offset)
     return replace(applied, cell=cell, row=row)
 
@@ -265,5 +266,7 @@ def in_cells(source: NotebookSource, context: Context, display: str) -> Context:
             return evidence
         cell = source.notebook.cell_at(evidence.line)
         return evidence._replace(cell=cell.number, line=evidence.line - cell.first_row + 1)
+
+    from dataclasses import replace
 
     return replace(context, evidence=tuple(located(e) for e in context.evidence))
