@@ -51,6 +51,15 @@ STRONG_EVIDENCE = [
     "from deepspeed import zero as z\nwith z.Init():\n    pass",
     "from deepspeed.zero import Init\nwith Init():\n    pass",
     "import deepspeed.zero as z\nwith z.Init():\n    pass",
+    "from deepspeed.runtime.zero import Init\nwith Init():\n    pass",
+    "import deepspeed.runtime.zero as z\nwith z.Init():\n    pass",
+    # Between the name and its call or alias: a line continuation, a comment.
+    "from torch.distributed.fsdp import FullyShardedDataParallel \\\n    as Shard\nShard(m)",
+    "from torch.distributed.fsdp import (\n    FullyShardedDataParallel  # the wrapper\n    as Shard,\n)\nShard(m)",
+    "import torch.distributed.fsdp as F\nF.FullyShardedDataParallel \\\n    (m)",
+    "import deepspeed\nwith deepspeed.zero.Init \\\n        ():\n    pass",
+    "from deepspeed import (  # noqa\n    initialize,\n)\ninitialize(model=model)",
+    "from deepspeed import \\\n    initialize\ninitialize(model=model)",
 ]
 
 
@@ -139,6 +148,10 @@ def test_the_context_free_bitsandbytes_check_needs_a_quantized_load_as_written(s
         ('m = AutoModel.from_pretrained("m", device_map="auto", \\\n    tp_size=2)\n', True),
         ('m = AutoModel.from_pretrained("m", device_map="auto", **{"a": 1}, tp_size=2)\n', True),
         ('tp_size=2\nm = AutoModel.from_pretrained("m", device_map="auto")\n', True),  # at the very start: asked
+        (
+            'm = AutoModel.from_pretrained(\n    "m",\n    # Shard the weights.\n    #\n    tp_plan="auto",\n    device_map="auto",\n)\n',
+            True,
+        ),
     ],
 )
 def test_the_tensor_parallel_check_needs_a_keyword_argument(source: str, parsed: bool) -> None:

@@ -59,13 +59,14 @@ def _one_of(literal: bytes, patterns: list[bytes]) -> bytes:
 # A callee the detectors qualify through the imports may be written under another name: the text
 # then holds its import (`DistributedDataParallel as Wrap`, `import deepspeed as ds`, `from deepspeed
 # import initialize`), not its call. A mere mention (a docstring's `FullyShardedDataParallel`) is none.
-_CALLED = rb"(?:\s*\(|\s+as\s)"
+_GAP = rb"(?:\s|\\\r?\n|#[^\n]*)*"  # spaces, line breaks, a line continuation, comments
+_CALLED = _GAP + rb"(?:\(|as\s)"
 IN_FILE_EVIDENCE = _AnyOf(
     (b"deepspeed", rb"deepspeed\s*=[^=]"),
     (b"deepspeed", rb"deepspeed[\"']\s*:"),
     (b"deepspeed", rb"deepspeed\.initialize"),
-    (b"deepspeed", rb"deepspeed(?:\.zero)?\s+as\s"),
-    (b"deepspeed", rb"deepspeed(?:\.zero)?\s+import\s*\(?[\w\s,]*?\b(?:initialize|init_distributed|zero|Init)\b"),
+    (b"deepspeed", rb"deepspeed[\w.]*" + _GAP + rb"as\s"),
+    (b"deepspeed", rb"deepspeed[\w.]*" + _GAP + rb"import(?:[\w\s,(\\]|#[^\n]*)*?\b(?:initialize|init_distributed|zero|Init)\b"),
     (b"fsdp", rb"fsdp\s*=[^=]"),
     (b"fsdp", rb"fsdp_config\s*=[^=]"),
     (b"fsdp", rb"fsdp[\"']\s*:"),
@@ -82,7 +83,7 @@ IN_FILE_EVIDENCE = _AnyOf(
     (b"DDP", rb"DDP" + _CALLED),
     (b"spawn", rb"spawn" + _CALLED),
     (b"notebook_launcher", rb"notebook_launcher" + _CALLED),
-    (b"zero.Init", rb"zero\.Init\s*\("),
+    (b"zero.Init", rb"zero\.Init" + _GAP + rb"\("),
     (b"placement-lint:", rb"placement-lint:"),
 )
 

@@ -144,6 +144,6 @@ def _passed(pattern: re.Pattern[bytes], raw: bytes) -> bool:
             at -= 1
         if at < 0 or raw[at] in _OPENS_ARGUMENT or raw[at] == _BACKSLASH:
             return True
-        if raw.find(b"#", raw.rfind(b"\n", 0, at) + 1, at) != -1:
+        if raw.find(b"#", raw.rfind(b"\n", 0, at) + 1, at + 1) != -1:  # the `#` may be the last byte: an empty comment
             return True
     return False
