@@ -433,8 +433,9 @@ def _start_worker(checker: FileChecker, pending: list[_Pending], hashing: bool) 
 
 
 def _screen_batch(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
-    """Each file's index and what screening it gave: for a file with nothing to report, only its
-    digest (sending each result back whole cost a tenth of transformers' pooled time)."""
+    """Each file's index and what screening it gave: for a file with nothing to report and nothing
+    read for it, only its digest (sending each result back whole cost a tenth of transformers' pooled
+    time)."""
     checker = _WORKER_CHECKER
     assert checker is not None, "_start_worker runs first in every worker"
     done: list[tuple[int, Screened | str | None]] = []

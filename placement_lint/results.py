@@ -163,7 +163,9 @@ class Screened(NamedTuple):
     """What reading and pre-checking a file (and checking it, if that was due) gave."""
 
     digest: str | None  # its content hash, for the cache
-    result: FileResult | None = None  # findings, an error or a warning; None: nothing to report
+    # Findings, an error or a warning; or only the configs and modules a check read (for the cache);
+    # None: nothing to report and nothing read.
+    result: FileResult | None = None
     raw: bytes | None = None  # a rule could fire in it: the bytes still to check
     cacheable: bool = True
 
@@ -267,6 +269,6 @@ def in_cells(source: NotebookSource, context: Context, display: str) -> Context:
         cell = source.notebook.cell_at(evidence.line)
         return evidence._replace(cell=cell.number, line=evidence.line - cell.first_row + 1)
 
-    from dataclasses import replace
+    from dataclasses import replace  # as in fix_in_cell
 
     return replace(context, evidence=tuple(located(e) for e in context.evidence))

@@ -63,7 +63,7 @@ class DeviceMap:
     quantized: bool
     after_distributed_state: bool  # the process's device is set before the load
     after_zero3_config: bool  # a ZeRO-3 config, if the run has one, is live when the model loads
-    analysis: PlacementAnalysis = field(repr=False, compare=False)
+    analysis: PlacementAnalysis = field(repr=False, compare=False)  # a weak proxy: asked only while it lives
 
     @property
     def consumers(self) -> tuple[Consumer, ...]:
@@ -89,7 +89,7 @@ class ModelLoad:
 
     def __init__(self, loader: Loader, analysis: PlacementAnalysis) -> None:
         self.loader = loader
-        self.analysis = analysis
+        self.analysis = analysis  # a weak proxy (PlacementAnalysis._weak): a load is asked only while its analysis lives
 
     @property
     def call(self) -> ast.Call:
