@@ -86,7 +86,7 @@ class TokenScanner:
         cannot rule out some token: one it does not look for)."""
         if not all(token in self._scanned for token in tokens):
             return frozenset()
-        return frozenset(tokens).union(*(self._hiders(token) for token in tokens))
+        return frozenset(tokens).union(*(self._hiders(token).keys() for token in tokens))
 
     def _hiders(self, token: bytes) -> dict[bytes, tuple[int, ...]]:
         """The tokens whose reported matches may hide an occurrence of `token`, with the offsets in
