@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from placement_lint.analysis.arguments import LIBRARY_FIELDS, parser_fields
 from placement_lint.analysis.dataflow import Resolver
@@ -20,7 +21,6 @@ from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.decode import read_source
 from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
-from placement_lint.notebook import MAX_NOTEBOOK_BYTES, NotebookSource, python_bytes, without_broken_cells
 from placement_lint.process import collect_after_check
 from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at, violations_in_cells
 from placement_lint.rules import all_rules, noqa
@@ -28,6 +28,7 @@ from placement_lint.rules.base import CheckedFile, Rule, Violation
 from placement_lint.scan import Present, TokenScanner
 from placement_lint.settings import Settings
 from placement_lint.source import (
+    MAX_NOTEBOOK_BYTES,
     ParseError,
     SourceError,
     SourceFile,
@@ -35,6 +36,9 @@ from placement_lint.source import (
     is_notebook,
     parse_python,
 )
+
+if TYPE_CHECKING:
+    from placement_lint.notebook import NotebookSource
 
 _POSSIBLE = Setup(Mode.POSSIBLE)
 _IN_FILE_LITERALS = IN_FILE_EVIDENCE.literals()
@@ -108,6 +112,8 @@ class FileChecker:
         without the launch context, so a spare process can ask while it is built). `launched` None:
         for what the launches say of this file, asked only of a file that holds an anchor."""
         if is_notebook(path):
+            from placement_lint.notebook import python_bytes
+
             try:
                 raw = python_bytes(path, raw)  # the code cells, not the JSON (which escapes quotes)
             except SourceError:
@@ -198,7 +204,12 @@ class FileChecker:
             except ParseError:
                 # A notebook with a broken cell is checked without it (never when fixing: the emptied
                 # cell would be written back); the cell is still named as an error.
-                partial = None if self.options.fixing or not isinstance(source, NotebookSource) else without_broken_cells(source)
+                notebook = None if self.options.fixing else _as_notebook(source)
+                if notebook is None:
+                    raise
+                from placement_lint.notebook import without_broken_cells
+
+                partial = without_broken_cells(notebook)
                 if partial is None:
                     raise
                 source, module, broken = partial
@@ -230,9 +241,10 @@ class FileChecker:
 
             violations = fix_file(path, source, violations, result, write, self.options, lint)
         result.source = result.source or source
-        if isinstance(result.source, NotebookSource):
+        notebook = _as_notebook(result.source)
+        if notebook is not None:
             # Once, on the source the violations belong to: after --fix, the cells of the fixed notebook.
-            violations = violations_in_cells(result.source, violations, result.display)
+            violations = violations_in_cells(notebook, violations, result.display)
         result.findings = [finding_at(result.source, result.display, v) for v in violations]
         return result
 
@@ -275,7 +287,7 @@ class FileChecker:
     def _parsed_by_context(self, source: SourceFile) -> ast.Module | None:
         """The tree the launch context parsed of this file already (a launched script that imports
         the repository), from the same bytes: one parse a run."""
-        if not self.launches or source.encoding != "utf-8" or isinstance(source, NotebookSource):
+        if not self.launches or source.encoding != "utf-8" or is_notebook(source.path):
             return None
         tree: ast.Module | None = self.launches.parsed_tree(real_path(source.path), source.raw)
         return tree
@@ -353,3 +365,13 @@ class FileChecker:
             if spec.match_file(relative):
                 ignored |= {rule.code for rule in self.rules if any(rule.code.startswith(s) or s == "ALL" for s in selectors)}
         return ignored
+
+
+def _as_notebook(source: SourceFile) -> NotebookSource | None:
+    """The source as a notebook's, if it is one: notebook.py is imported only by a run that reads one
+    (2 ms of every other run)."""
+    if not is_notebook(source.path):
+        return None
+    from placement_lint.notebook import NotebookSource
+
+    return source if isinstance(source, NotebookSource) else None

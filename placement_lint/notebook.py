@@ -19,8 +19,6 @@ from typing import NamedTuple
 
 from placement_lint.source import UTF8_BOM, ParseError, SourceError, SourceFile, is_notebook, line_starts_of, parse_python
 
-# Outputs (plots, tables) make notebooks far bigger than their code; the code is what is parsed.
-MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 PLACEHOLDER = "pass"
 SHELL_VALUE = "__ipython_shell__"  # what `x = !ls` binds: a name nothing defines, so never resolved
 # Cell magics whose body is Python (ruff keeps the same ones); any other cell magic masks its cell.

@@ -134,6 +134,8 @@ class SourceFile:
 
 
 NOTEBOOK_SUFFIX = ".ipynb"
+# Outputs (plots, tables) make notebooks far bigger than their code; the code is what is parsed.
+MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 
 
 def is_notebook(path: Path | str) -> bool:

@@ -28,7 +28,7 @@ class Placement(enum.Enum):
 
 
 SPREADING_STRINGS = ("auto", "balanced", "balanced_low_0", "sequential")
-_INDEXED_DEVICE = re.compile(r"^(cuda|xpu|npu|mlu|musa|hpu):(\d+)$")
+_INDEXED_DEVICE = r"^(cuda|xpu|npu|mlu|musa|hpu):(\d+)$"  # compiled by `re` when first asked
 _RANK_WORDS = re.compile(r"(local_?rank|process_index|local_process_index|current_device|rank)", re.I)
 _PER_PROCESS_ATTRS = {"local_process_index", "process_index", "local_rank", "device"}
 
@@ -90,7 +90,7 @@ def _constant(value: object) -> Classified:
     if isinstance(value, str):
         if value in SPREADING_STRINGS:
             return Classified(Placement.SPREAD, value)
-        if _INDEXED_DEVICE.match(value):
+        if re.match(_INDEXED_DEVICE, value):
             return Classified(Placement.FIXED, value)
         if value == "cuda":
             return Classified(Placement.PER_PROCESS, CurrentDevice('"cuda"', local_rank_from_transformers_5=True))
@@ -124,7 +124,7 @@ def _device_of(value: ast.expr, expand: Expand, depth: int) -> tuple[set[object]
 
 def _normalise_device(device: object) -> object:
     if isinstance(device, str):
-        match = _INDEXED_DEVICE.match(device)
+        match = re.match(_INDEXED_DEVICE, device)
         if match and match.group(1) == "cuda":
             return int(match.group(2))
     return device

@@ -40,9 +40,8 @@ from placement_lint.context.module_graph import ModuleGraph, ModuleSummary
 from placement_lint.context.projects import ConsoleScript, Projects, ScriptNames
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.discover import real_path
-from placement_lint.notebook import MAX_NOTEBOOK_BYTES
 from placement_lint.settings import Settings
-from placement_lint.source import is_notebook
+from placement_lint.source import MAX_NOTEBOOK_BYTES, is_notebook
 
 if TYPE_CHECKING:
     from placement_lint.analysis.consumers import Consumer

@@ -159,7 +159,8 @@ def zero3_live_at_load(device_map: DeviceMap | ModelLoad, context: Context) -> b
 
 # `accelerator.is_main_process`, `rank == 0`, `local_rank in (-1, 0)`, `mpi_rank() == 0`, `int(os.environ["RANK"]) == 0`:
 # only one process (one per node, for a local rank) passes, and that process's first GPU is its own.
-_MAIN_PROCESS = re.compile(
+# Patterns that most runs never use are left to `re`, which compiles each on first use and keeps it.
+_MAIN_PROCESS = (
     r"(is_main_process|is_local_main_process|is_world_process_zero|is_rank_zero"
     r"|(\b(get_|\w+_)?rank(\(\))?|[\"'](LOCAL_)?RANK[\"'][])]*)\s*(==\s*0|in\s*[\[(]\s*(-1\s*,\s*)?0\b|<\s*1\b|<=\s*0\b))"
 )
@@ -192,7 +193,7 @@ def _lets_main_process_only(file: CheckedFile, test: ast.expr, depth: int) -> bo
         return bool(values) and all(
             isinstance(v, ast.expr) and v is not test and _lets_main_process_only(file, v, depth + 1) for v in values
         )
-    return bool(_MAIN_PROCESS.search(ast.unparse(test)))
+    return bool(re.search(_MAIN_PROCESS, ast.unparse(test)))
 
 
 def wrapped_by_ddp(device_map: DeviceMap) -> bool:

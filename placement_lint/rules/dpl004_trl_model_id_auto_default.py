@@ -36,7 +36,7 @@ _KNOWN = _ALWAYS_AUTO | _AUTO_WHEN_KWARGS_SET | _UNGUARDED_TEACHER | TRL_GUARDED
 # Which config field each model argument's id string is loaded with.
 # String `reward_funcs` are loaded with a plain from_pretrained (no "auto" default), so they are not here.
 _KWARGS_FIELD = {"model": "model_init_kwargs", "ref_model": "model_init_kwargs", "teacher_model": "teacher_model_init_kwargs"}
-_ID_LIKE = re.compile(r"(name_or_path|model_id|model_name|_path|_repo|checkpoint)$", re.I)
+_ID_LIKE = r"(?i)(name_or_path|model_id|model_name|_path|_repo|checkpoint)$"  # compiled by `re` when first asked
 
 
 @dataclass(frozen=True)
@@ -238,7 +238,7 @@ def _is_id(value: object) -> bool:
     if isinstance(value, ast.Constant):
         return isinstance(value.value, str) and bool(value.value)
     if isinstance(value, ast.Attribute):  # `model_args.model_name_or_path`, unresolved: a command-line argument
-        return bool(_ID_LIKE.search(value.attr))
+        return bool(re.search(_ID_LIKE, value.attr))
     return False
 
 
