@@ -13,10 +13,10 @@ from __future__ import annotations
 import ast
 import bisect
 import json
-import re
 from pathlib import Path
 from typing import NamedTuple
 
+from placement_lint.patterns import LazyPattern
 from placement_lint.source import UTF8_BOM, ParseError, SourceError, SourceFile, is_notebook, line_starts_of, parse_python
 
 PLACEHOLDER = "pass"
@@ -24,13 +24,13 @@ SHELL_VALUE = "__ipython_shell__"  # what `x = !ls` binds: a name nothing define
 # Cell magics whose body is Python (ruff keeps the same ones); any other cell magic masks its cell.
 PYTHON_CELL_MAGICS = frozenset({"capture", "debug", "prun", "pypy", "python", "python3", "time", "timeit"})
 SHELL_CELL_MAGICS = frozenset({"bash", "sh", "script"})
-_BREAK = re.compile(r"(\r\n|\r|\n)")
-_ASSIGN_ESCAPE = re.compile(r"^([ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*)([!%])")
-_SHELL_MAGIC = re.compile(r"^%(?:sx|system)\b\s*")
-_CD_MAGIC = re.compile(r"^%?cd\b(?:\s+-[qb])*\s*")  # `%cd data`, or `cd data` with automagic
+_BREAK = LazyPattern(r"(\r\n|\r|\n)")
+_ASSIGN_ESCAPE = LazyPattern(r"^([ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*)([!%])")
+_SHELL_MAGIC = LazyPattern(r"^%(?:sx|system)\b\s*")
+_CD_MAGIC = LazyPattern(r"^%?cd\b(?:\s+-[qb])*\s*")  # `%cd data`, or `cd data` with automagic
 # Line magics and shell aliases IPython runs without their `%` (automagic): `cd data`, `pip install x`,
 # `load_ext autoreload`. Such a line is masked only when it is not Python (`ls -la` and `cd /x` parse).
-_AUTOMAGIC = re.compile(
+_AUTOMAGIC = LazyPattern(
     r"^(?:cd|ls|ll|pwd|pip|conda|mamba|micromamba|uv|run|time|timeit|prun|load_ext|reload_ext|unload_ext|autoreload"
     r"|aimport|matplotlib|pylab|env|set_env|mkdir|rmdir|rm|cp|mv|cat|less|more|man|clear|alias|unalias|who|whos|reset"
     r"|history|pushd|popd|dirs|dhist|bookmark|pdb|debug|xmode|precision|config|tensorboard|store|sx|system|load|pycat"

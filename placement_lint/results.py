@@ -4,10 +4,10 @@ every layer above the checker shares; light, so a run the cache answers imports 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from placement_lint.patterns import LazyPattern
 from placement_lint.source import TOP_OF_FILE, FileRegion
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ def display_path(path: Path, cwd: Path) -> str:
 # -- a notebook's findings told by cell ----------------------------------------------------------
 
 # "TrainingArguments(...), line 9" in a message or note: a row of the text the rules read.
-_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
+_LINE_REFERENCE = LazyPattern(r"\bline (\d+)\b")
 
 
 def fix_in_cell(source: NotebookSource, applied: AppliedFix) -> AppliedFix:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import io
-import re
 import tokenize
 import warnings
 from bisect import bisect_right
@@ -17,8 +16,10 @@ from itertools import accumulate
 from pathlib import Path
 from typing import NamedTuple
 
+from placement_lint.patterns import LazyPattern
+
 UTF8_BOM = b"\xef\xbb\xbf"
-_NEWLINE = re.compile(r"\r\n|\r|\n")
+_NEWLINE = LazyPattern(r"\r\n|\r|\n")
 
 
 class FileRegion(NamedTuple):

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import dotted, last_segment
+from placement_lint.patterns import LazyPattern
 
 UNDECIDED = "?"  # the field's value depends on something the tool cannot follow
 _CACHE = "_placement_lint_parser_fields"
@@ -40,8 +41,7 @@ Fields = Mapping[str, Field]
 _TRUE = frozenset({"yes", "true", "t", "y", "1", "on"})
 _FALSE = frozenset({"no", "false", "f", "n", "0", "off"})
 # Names of helpers that read "true"/"false" text as a bool (`str2bool`, `strtobool`, `string_to_bool`, `boolean_string`).
-# Compiled by `re` when first used (and kept): most runs meet no such helper.
-_STR_TO_BOOL = r"(?i)(str|string)_?(2|to)_?bool|^(to_|as_|parse_)?bool(ean)?(_string|_arg|_flag)?$|^bool_?type$"
+_STR_TO_BOOL = LazyPattern(r"(str|string)_?(2|to)_?bool|^(to_|as_|parse_)?bool(ean)?(_string|_arg|_flag)?$|^bool_?type$", re.I)
 _BOOL_TYPES = {"bool", "Optional[bool]", "bool | None", "None | bool", "Union[bool, None]"}
 _SCALAR_TYPES = {"int": "int", "float": "float", "str": "str"}
 # Fields of library dataclasses (TrainingArguments, TRL configs) a launch sets: their defaults depend
@@ -325,7 +325,7 @@ def _argparse_type(kind: ast.expr | None) -> str:
         return "pybool"
     if name in _SCALAR_TYPES:
         return _SCALAR_TYPES[name]
-    if re.search(_STR_TO_BOOL, name):
+    if _STR_TO_BOOL.search(name):
         return "bool"
     return "?"
 
@@ -339,7 +339,7 @@ def _lambda_type(function: ast.Lambda) -> str:
     parameter = function.args.args[0].arg
     if isinstance(body, ast.Call) and last_segment(dotted(body.func) or "") == "bool" and len(body.args) == 1:
         body = body.args[0]  # `bool(strtobool(x))`
-    if isinstance(body, ast.Call) and re.search(_STR_TO_BOOL, last_segment(dotted(body.func) or "")):
+    if isinstance(body, ast.Call) and _STR_TO_BOOL.search(last_segment(dotted(body.func) or "")):
         return "bool" if len(body.args) == 1 and _is_parameter(body.args[0], parameter) else "?"
     if not (isinstance(body, ast.Compare) and len(body.ops) == 1):
         return "?"

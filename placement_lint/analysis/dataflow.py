@@ -20,6 +20,7 @@ from placement_lint.analysis.guards import evaluate_truth
 from placement_lint.analysis.index import index_of, walk
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 from placement_lint.distributed import Mode, Setup
+from placement_lint.patterns import LazyPattern
 
 Guard = tuple[ast.expr, bool]  # a condition and the outcome the path took
 
@@ -134,7 +135,7 @@ def _plain_value(text: str) -> object:
 
 
 # Fields whose value names what the user runs (`model_name_or_path`, `model_type`, `base_model`), not a switch.
-_USER_CHOICE = re.compile(r"model|name|path|type|arch|family|checkpoint|size", re.I)
+_USER_CHOICE = LazyPattern(r"model|name|path|type|arch|family|checkpoint|size", re.I)
 State = dict[str, list[Binding]]
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _KNOWN_DICT = "[?]"  # marker key: the name is bound to a dict display whose keys we know

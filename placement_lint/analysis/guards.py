@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import ast
 import operator
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from placement_lint.analysis.names import dotted, last_segment
 from placement_lint.distributed import Mode, Setup
+from placement_lint.patterns import LazyPattern
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ RANK_ENV = {"LOCAL_RANK", "RANK", "SLURM_PROCID", "SLURM_LOCALID", "OMPI_COMM_WO
 # The callees, as written, that read an environment variable: `os.environ.get("X")`, `os.getenv("X")`.
 ENV_READERS = ("environ.get", "getenv")
 # Flags whose name says "this run is distributed" (`ddp`, `is_distributed`, `args.use_ddp`).
-_DISTRIBUTED_FLAG = re.compile(r"^(is_|use_|using_)?(ddp|distributed|multi_gpu|multigpu)(_enabled|_training|_run)?$")
+_DISTRIBUTED_FLAG = LazyPattern(r"^(is_|use_|using_)?(ddp|distributed|multi_gpu|multigpu)(_enabled|_training|_run)?$")
 
 Lookup = Callable[[ast.expr], list[ast.expr | None]]
 

@@ -23,9 +23,10 @@ from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver
 from placement_lint.analysis.flow import ModelFlow, no_ancestors
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
 from placement_lint.analysis.values import Classified, classify
+from placement_lint.patterns import LazyPattern
 
 # Loaders whose device_map is ignored; also `config_class.from_pretrained`, `self.tokenizer.from_pretrained`.
-_NOT_A_MODEL = re.compile(r"(tokenizer|processor|config|extractor|scheduler)(_?class|_?cls)?$", re.I)
+_NOT_A_MODEL = LazyPattern(r"(tokenizer|processor|config|extractor|scheduler)(_?class|_?cls)?$", re.I)
 TRL_INIT_KWARGS = ("model_init_kwargs", "ref_model_init_kwargs", "teacher_model_init_kwargs")
 # What makes transformers see a ZeRO-3 config (`is_deepspeed_zero3_enabled()`, domain.md §5.1.3): the
 # arguments objects, an explicit HfDeepSpeedConfig, an Accelerator with a DeepSpeed plugin.

@@ -15,6 +15,7 @@ from typing import NamedTuple
 from placement_lint.analysis.dataflow import ABSENT, Candidate, MapEntries, Value
 from placement_lint.analysis.guards import RANK_ENV, is_env_read
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
+from placement_lint.patterns import LazyPattern
 
 
 class Placement(enum.Enum):
@@ -28,8 +29,8 @@ class Placement(enum.Enum):
 
 
 SPREADING_STRINGS = ("auto", "balanced", "balanced_low_0", "sequential")
-_INDEXED_DEVICE = r"^(cuda|xpu|npu|mlu|musa|hpu):(\d+)$"  # compiled by `re` when first asked
-_RANK_WORDS = re.compile(r"(local_?rank|process_index|local_process_index|current_device|rank)", re.I)
+_INDEXED_DEVICE = LazyPattern(r"^(cuda|xpu|npu|mlu|musa|hpu):(\d+)$")
+_RANK_WORDS = LazyPattern(r"(local_?rank|process_index|local_process_index|current_device|rank)", re.I)
 _PER_PROCESS_ATTRS = {"local_process_index", "process_index", "local_rank", "device"}
 
 
@@ -90,7 +91,7 @@ def _constant(value: object) -> Classified:
     if isinstance(value, str):
         if value in SPREADING_STRINGS:
             return Classified(Placement.SPREAD, value)
-        if re.match(_INDEXED_DEVICE, value):
+        if _INDEXED_DEVICE.match(value):
             return Classified(Placement.FIXED, value)
         if value == "cuda":
             return Classified(Placement.PER_PROCESS, CurrentDevice('"cuda"', local_rank_from_transformers_5=True))
@@ -124,7 +125,7 @@ def _device_of(value: ast.expr, expand: Expand, depth: int) -> tuple[set[object]
 
 def _normalise_device(device: object) -> object:
     if isinstance(device, str):
-        match = re.match(_INDEXED_DEVICE, device)
+        match = _INDEXED_DEVICE.match(device)
         if match and match.group(1) == "cuda":
             return int(match.group(2))
     return device

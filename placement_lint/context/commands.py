@@ -13,15 +13,17 @@ import shlex
 from collections.abc import Container
 from dataclasses import dataclass, field
 
-_ENV_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+from placement_lint.patterns import LazyPattern
+
+_ENV_PREFIX = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # A whole word that is a variable nobody set (`torchrun $DISTRIBUTED_ARGS train.py`): launcher options
 # we cannot see, not the script. The script's own arguments too (`$1`, `$@`, `${1}`): LMFlow's
 # `deepspeed_args="$1"` ... `deepspeed ${deepspeed_args} examples/finetune.py`.
-_UNKNOWN_WORD = re.compile(r"^\$(?:[A-Za-z_]\w*|[0-9@*#]|\{(?:[A-Za-z_]\w*(?:\[[@*]\])?|[0-9]+|[@*])\})$")
-_PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
+_UNKNOWN_WORD = LazyPattern(r"^\$(?:[A-Za-z_]\w*|[0-9@*#]|\{(?:[A-Za-z_]\w*(?:\[[@*]\])?|[0-9]+|[@*])\})$")
+_PYTHON = LazyPattern(r"^(.*/)?python(\d(\.\d+)?)?$")
 # `$(which NAME)`, `` `which NAME` ``, `$(command -v NAME)`: the path of an installed program, a console
 # script when the repository declares NAME; python runs that file.
-_WHICH = re.compile(r"\$\(\s*(?:which|command\s+-v)\s+([\w.+-]+)\s*\)|`\s*(?:which|command\s+-v)\s+([\w.+-]+)\s*`")
+_WHICH = LazyPattern(r"\$\(\s*(?:which|command\s+-v)\s+([\w.+-]+)\s*\)|`\s*(?:which|command\s+-v)\s+([\w.+-]+)\s*`")
 _PASSTHROUGH = {"nohup", "time", "exec", "sudo", "stdbuf", "nice", "ionice", "command", "builtin"}
 _RUNNERS = {("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("conda", "run"), ("pixi", "run")}
 # Options that take no value, per launcher (everything else starting with - takes one, unless written --x=y).
@@ -95,13 +97,13 @@ def expand(text: str, variables: dict[str, str]) -> str:
 
 
 # `"$@"`, `$@`, `${@}` and `$*`: every argument of a shell function's call.
-_ALL_ARGUMENTS = re.compile(r'"\$(?:@|\{@\})"|\$(?:[@*]|\{[@*]\})')
+_ALL_ARGUMENTS = LazyPattern(r'"\$(?:@|\{@\})"|\$(?:[@*]|\{[@*]\})')
 
 
 # Without quotes or backslashes, shlex's posix split is a split on its four whitespace characters
 # (shlex's tokenizer costs a Python call per character: most commands need none of it).
-_NEEDS_SHLEX = re.compile(r"['\"\\]")
-_PLAIN_WORD = re.compile(r"[^ \t\r\n]+")
+_NEEDS_SHLEX = LazyPattern(r"['\"\\]")
+_PLAIN_WORD = LazyPattern(r"[^ \t\r\n]+")
 
 
 def split(text: str) -> list[str]:

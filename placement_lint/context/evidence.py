@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import enum
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from placement_lint.analysis.consumers import Consumer
 from placement_lint.distributed import SINGLE, Mode, Setup
+from placement_lint.patterns import LazyPattern
 
 if TYPE_CHECKING:  # a context read back from the cache needs no call graph, nor any parser
     from placement_lint.analysis.arguments import Fields
@@ -123,7 +123,7 @@ def _group_launches(
 
 
 # In-file evidence that starts processes of its own, whatever launched the file.
-_SPAWNS = re.compile(r"\b(spawn|start_processes|notebook_launcher|Process)\(")
+_SPAWNS = LazyPattern(r"\b(spawn|start_processes|notebook_launcher|Process)\(")
 
 
 @dataclass(frozen=True)

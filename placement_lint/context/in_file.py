@@ -14,6 +14,7 @@ from placement_lint.analysis.names import ImportTable, dotted, keyword, last_seg
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import Evidence, Kind, Override
 from placement_lint.distributed import NAMED_SETUPS
+from placement_lint.patterns import LazyPattern
 from placement_lint.source import SourceFile
 
 
@@ -26,25 +27,20 @@ class _AnyOf:
     and most files hold none of them (8x faster on transformers than searching every pattern).
     The patterns of one literal are searched as one (`fsdp(?:\\s*=[^=]|_config\\s*=[^=]|...)`): a file
     that holds the literal is scanned once for it, not once a pattern (143 of transformers' files
-    mention fsdp: 11.5 ms for four scans each). Each pattern is compiled when its literal is first
-    found: compiling them all cost every run that checks a file 1.7 ms, most of them never needed."""
+    mention fsdp: 11.5 ms for four scans each). Each is compiled when its literal is first found."""
 
     def __init__(self, *patterns: tuple[bytes, bytes]) -> None:
         grouped: dict[bytes, list[bytes]] = {}
         for literal, pattern in patterns:
             grouped.setdefault(literal, []).append(pattern)
-        self._sources = {literal: _one_of(literal, group) for literal, group in grouped.items()}
-        self._compiled: dict[bytes, re.Pattern[bytes]] = {}
+        self.patterns = [(literal, LazyPattern(_one_of(literal, group))) for literal, group in grouped.items()]
 
     def literals(self) -> list[bytes]:
-        return list(self._sources)
+        return [literal for literal, _ in self.patterns]
 
     def search(self, data: bytes) -> re.Match[bytes] | None:
-        for literal, source in self._sources.items():
+        for literal, pattern in self.patterns:
             if literal in data:
-                pattern = self._compiled.get(literal)
-                if pattern is None:
-                    pattern = self._compiled[literal] = re.compile(source)
                 match = pattern.search(data)
                 if match:
                     return match
@@ -101,7 +97,7 @@ _EVIDENCE_CALLEES = frozenset(
         "DDP", "spawn", "notebook_launcher", "PartialState",
     }
 )  # fmt: skip
-_PRAGMA = r"#\s*placement-lint:\s*context\s*=\s*([A-Za-z0-9_-]+)"  # compiled by `re` for the few files with one
+_PRAGMA = LazyPattern(r"#\s*placement-lint:\s*context\s*=\s*([A-Za-z0-9_-]+)")
 _ARGUMENT_CLASSES = {"TrainingArguments", "Seq2SeqTrainingArguments"}
 _NOT_TRL_CONFIGS = {"AutoConfig", "PretrainedConfig", "GenerationConfig", "BitsAndBytesConfig", "LoraConfig", "PeftConfig"}
 
@@ -134,7 +130,7 @@ def pragma_override(text: str, path: str) -> Override | None:
     if "placement-lint" not in text:
         return None
     for number, comment in _comments(text):
-        match = re.search(_PRAGMA, comment)
+        match = _PRAGMA.search(comment)
         if match:
             name = match.group(1).lower()
             if name not in NAMED_SETUPS:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from placement_lint.context.commands import expand, parse_command, split
 from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, RST_SUFFIXES, SHELL_SUFFIXES
+from placement_lint.patterns import LazyPattern
 from placement_lint.source import SourceError, is_notebook
 
 MAX_LAUNCHER_BYTES = 1024 * 1024
@@ -39,9 +40,9 @@ _LAUNCH_WORDS = tuple(token.decode() for token in LAUNCH_TOKENS)
 DOC_KINDS = ("markdown", "rst")
 # A doc can hold a command only in a code block: a fence, or an rst directive or literal block.
 DOC_CODE_MARKERS = (b"```", b"~~~", b"::")
-_FENCE_OPEN = re.compile(r"^(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)")
-_QUOTE_OR_INDENT = re.compile(r"^[ \t>]*")
-_HEREDOC = re.compile(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
+_FENCE_OPEN = LazyPattern(r"^(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)")
+_QUOTE_OR_INDENT = LazyPattern(r"^[ \t>]*")
+_HEREDOC = LazyPattern(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
 _SHELL_LANGUAGES = {
     "", "bash", "sh", "shell", "console", "zsh", "shell-session", "shellsession", "sh-session", "terminal",
     "text", "txt", "plaintext", "plain", "none", "sbatch", "slurm",
@@ -53,18 +54,18 @@ _SHELL_ONLY_WORDS = {
     "cd", "pip", "pip3", "export", "git", "conda", "source", "bash", "sh", "sbatch", "mkdir", "wget", "uv",
     "huggingface-cli", "nvidia-smi",
 }  # fmt: skip
-_PROMPT = re.compile(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^\s$]*)?)?[$%]\s+")  # `$ `, `(venv) $ `, `me@box:~$ `
-_REPL = re.compile(r"^\s*(?:>>>|\.\.\.)(?:\s|$)")  # a Python prompt in a console session
-_BARE_ASSIGNMENT = re.compile(r"^(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*=\S*$")  # `NPROC=8`, never `n = 8`
-_SHELL_CELL = re.compile(r"^\s*%%(?:bash|sh)\b")
-_ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.DOTALL)
-_OPEN_ASSIGNMENT = re.compile(r"^\s*(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?[A-Za-z_][A-Za-z0-9_]*\+?=([\"'(])")
-_ARRAY_USE = re.compile(r"\"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}\"?")
-_SHELL_C = re.compile(r"(?:^|\s)(?:\S*/)?(?:ba|z|da)?sh\s+-[a-z]*c[a-z]*\s+(['\"])(.*)\1$", re.DOTALL)
-_EVAL = re.compile(r"^eval\s+(.*)$", re.DOTALL)
+_PROMPT = LazyPattern(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^\s$]*)?)?[$%]\s+")  # `$ `, `(venv) $ `, `me@box:~$ `
+_REPL = LazyPattern(r"^\s*(?:>>>|\.\.\.)(?:\s|$)")  # a Python prompt in a console session
+_BARE_ASSIGNMENT = LazyPattern(r"^(?:export\s+)?[A-Za-z_][A-Za-z0-9_]*=\S*$")  # `NPROC=8`, never `n = 8`
+_SHELL_CELL = LazyPattern(r"^\s*%%(?:bash|sh)\b")
+_ASSIGNMENT = LazyPattern(r"^(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.DOTALL)
+_OPEN_ASSIGNMENT = LazyPattern(r"^\s*(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?[A-Za-z_][A-Za-z0-9_]*\+?=([\"'(])")
+_ARRAY_USE = LazyPattern(r"\"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}\"?")
+_SHELL_C = LazyPattern(r"(?:^|\s)(?:\S*/)?(?:ba|z|da)?sh\s+-[a-z]*c[a-z]*\s+(['\"])(.*)\1$", re.DOTALL)
+_EVAL = LazyPattern(r"^eval\s+(.*)$", re.DOTALL)
 _WRAPPERS = ("srun", "mpirun", "mpiexec", "horovodrun", "env", "nohup", "time", "exec")
 _MAX_JOINED_LINES = 100  # an unclosed quote in an assignment takes at most this many lines with it
-_MAKE_ASSIGNMENT = re.compile(r"^(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*(?::=|::=|\?=|\+=|=)\s*(.*)$")
+_MAKE_ASSIGNMENT = LazyPattern(r"^(?:export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*(?::=|::=|\?=|\+=|=)\s*(.*)$")
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def _join(parts: list[str]) -> str:
     return " ".join([parts[0].rstrip(), *(part.strip() for part in parts[1:])])
 
 
-_SEGMENT_MARKS = re.compile(r"[;&|#'\"]")
+_SEGMENT_MARKS = LazyPattern(r"[;&|#'\"]")
 
 
 def _segments(line: str) -> list[str]:
@@ -262,7 +263,7 @@ class _Functions:
         self.budget = _MAX_CALLED_STATEMENTS
 
 
-_FUNCTION = re.compile(r"^(?:function\s+([A-Za-z_][\w:.-]*)\s*(?:\(\s*\))?|([A-Za-z_][\w:.-]*)\s*\(\s*\))\s*(\{.*)?$", re.DOTALL)
+_FUNCTION = LazyPattern(r"^(?:function\s+([A-Za-z_][\w:.-]*)\s*(?:\(\s*\))?|([A-Za-z_][\w:.-]*)\s*\(\s*\))\s*(\{.*)?$", re.DOTALL)
 _MAX_CALL_DEPTH = 8
 _MAX_CALLED_STATEMENTS = 2000
 _MAX_FUNCTION_BODY = 200
@@ -429,8 +430,8 @@ def _statements(text: str, first_line: int) -> Iterator[tuple[int, str]]:
     yield from held
 
 
-_FOR = re.compile(r"^for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\s+([^;]*?)\s*(?:;\s*do\b\s*(.*))?$", re.DOTALL)
-_LITERAL_WORD = re.compile(r"^[\w./:=+,@%-]+$")
+_FOR = LazyPattern(r"^for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\s+([^;]*?)\s*(?:;\s*do\b\s*(.*))?$", re.DOTALL)
+_LITERAL_WORD = LazyPattern(r"^[\w./:=+,@%-]+$")
 _MAX_LOOP_VALUES = 16
 _MAX_LOOP_BODY = 200
 _MAX_UNROLLED = 2000
@@ -516,11 +517,13 @@ def _change_directory(path: Path, cwd: Path, target: str) -> Path:
     return Path(target) if target.startswith("/") else Path(os.path.normpath(cwd / target))
 
 
-_FOLDER_ASSIGNMENT = re.compile(r"^(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.+)$")
+_FOLDER_ASSIGNMENT = LazyPattern(r"^(?:export\s+|local\s+|readonly\s+|declare\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.+)$")
 # `$(dirname "$0")` written inside a command: the script's folder.
-_SCRIPT_DIRNAME = re.compile(r"(\"?)\$\(dirname\s+[\"']?(?:\$0|\$\{0\}|\$\{?BASH_SOURCE(?:\[0\])?\}?)[\"']?\)\1")
-_WHOLE_SUBSTITUTION = re.compile(r"(?:[)`]|\$PWD|\$\{PWD\})[\"']?(?:/\.\.)*[\"']?$")  # the value ends where the substitution does
-_SCRIPT_FOLDER_UP = re.compile(r"dirname[^)]*\)[\"']?((?:/\.\.)*)")
+_SCRIPT_DIRNAME = LazyPattern(r"(\"?)\$\(dirname\s+[\"']?(?:\$0|\$\{0\}|\$\{?BASH_SOURCE(?:\[0\])?\}?)[\"']?\)\1")
+_WHOLE_SUBSTITUTION = LazyPattern(
+    r"(?:[)`]|\$PWD|\$\{PWD\})[\"']?(?:/\.\.)*[\"']?$"
+)  # the value ends where the substitution does
+_SCRIPT_FOLDER_UP = LazyPattern(r"dirname[^)]*\)[\"']?((?:/\.\.)*)")
 
 
 def _folder_assignment(line: str, path: Path, cwd: Path) -> tuple[str, str] | None:
@@ -574,7 +577,7 @@ def _dockerfile(path: Path, text: str) -> Iterator[CommandLine]:
             yield from _shell(path, rest, number, path.parent, dict(variables))
 
 
-_YAML_COMMAND_KEY = re.compile(rf"^\s*-?\s*({'|'.join(sorted(_YAML_KEYS))})\s*:", re.MULTILINE)
+_YAML_COMMAND_KEY = LazyPattern(rf"^\s*-?\s*({'|'.join(sorted(_YAML_KEYS))})\s*:", re.MULTILINE)
 
 
 def _yaml(path: Path, text: str, problems: list[str]) -> Iterator[CommandLine]:
@@ -601,8 +604,8 @@ def _yaml(path: Path, text: str, problems: list[str]) -> Iterator[CommandLine]:
 
 # `${{ matrix.gpus }}` (GitHub Actions), `{{ gpus }}` (Jinja, Helm): filled in by another tool, so one
 # unknown word; `{% for ... %}` lines are that tool's, not commands.
-_TEMPLATE_VALUE = re.compile(r"\$?\{\{.*?\}\}")
-_TEMPLATE_TAG = re.compile(r"\{%.*?%\}")
+_TEMPLATE_VALUE = LazyPattern(r"\$?\{\{.*?\}\}")
+_TEMPLATE_TAG = LazyPattern(r"\{%.*?%\}")
 
 
 def _untemplated(command: str) -> str:
@@ -674,7 +677,7 @@ def _shell_script(argv: list[str]) -> str | None:
     return None
 
 
-_YAML_LINE = re.compile(rf"^(\s*)(?:-\s+)?({'|'.join(sorted(_YAML_KEYS))})\s*:\s*(.*?)\s*$")
+_YAML_LINE = LazyPattern(rf"^(\s*)(?:-\s+)?({'|'.join(sorted(_YAML_KEYS))})\s*:\s*(.*?)\s*$")
 
 
 def _yaml_lines(lines: list[str]) -> Iterator[tuple[int, str]]:
@@ -742,8 +745,8 @@ def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
         cwd = yield from _doc_block(path, body, first, language, cwd, clones)
 
 
-_RST_CODE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::[ \t]*([A-Za-z0-9_+-]*)")
-_RST_DIRECTIVE = re.compile(r"^\s*\.\.\s")  # any other directive (`.. note::`) or a comment
+_RST_CODE = LazyPattern(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::[ \t]*([A-Za-z0-9_+-]*)")
+_RST_DIRECTIVE = LazyPattern(r"^\s*\.\.\s")  # any other directive (`.. note::`) or a comment
 
 
 def _rst(path: Path, text: str) -> Iterator[CommandLine]:
@@ -834,9 +837,9 @@ def _carried(doc: Path, moved: Path, cwd: Path, clones: frozenset[str]) -> Path:
     return cwd
 
 
-_CD = re.compile(r"(?:^|[;&|(]|\$\s)\s*cd(?:\s|$)")
+_CD = LazyPattern(r"(?:^|[;&|(]|\$\s)\s*cd(?:\s|$)")
 # `git clone [options] URL [folder]`: the folder it makes, named or the URL's last part less `.git`.
-_CLONE = re.compile(
+_CLONE = LazyPattern(
     r"git\s+clone\s+(?:-\S+\s+(?:\d+\s+)?)*(\S+?)(?:\.git)?/?(?:[ \t]+([^\s;&|]+))?(?:\s*(?:$|[;&|]))", re.MULTILINE
 )
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, MutableMap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from placement_lint.patterns import LazyPattern
 from placement_lint.source import content_hash
 
 # orjson decodes the cache's JSON faster than json, as data only (2 MB, the warm 11,440-file monorepo:
@@ -225,7 +226,7 @@ class Launches:
         return context.digest(name)
 
 
-IMPORT_LINE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
+IMPORT_LINE = LazyPattern(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
 
 
 def import_lines_digest(raw: bytes) -> str:

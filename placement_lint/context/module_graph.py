@@ -26,6 +26,7 @@ from placement_lint.analysis.index import walk
 from placement_lint.context.launches import IMPORT_LINE
 from placement_lint.context.setup_py import literal, setup_py_tree
 from placement_lint.discover import real_name
+from placement_lint.patterns import LazyPattern
 
 # What a local name is bound to by an import: (module, relative level, name imported from it; None
 # when the name is the module itself, `import trainers` / `import a.b as ab`).
@@ -510,7 +511,7 @@ class ModuleGraph:
         """Every repository module an import line may load (more than the imports a parse would
         follow, never fewer: in functions and strings too, every name of `from x import a, b`)."""
         seen: set[Path] = set()
-        for match in re.finditer(_IMPORT_STATEMENT, raw):
+        for match in _IMPORT_STATEMENT.finditer(raw):
             level, base, names, plain = match.groups()
             if plain is not None:
                 modules = [(n, 0) for n in _names(plain)]
@@ -643,14 +644,15 @@ def _looked_up(node: ast.AST) -> set[str]:
 
 
 # An import statement: `from .x import (a, b as c)` (names across lines in parentheses), or `import a.b as c, d`.
-# Both are compiled by `re` when a module's imports are first read from its text (most runs never do).
-_IMPORT_STATEMENT = rb"(?m)^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)|import[ \t]+([^\n;#]*))"
-_NAME = rb"([\w.]+)(?:[ \t]+as[ \t]+\w+)?"
+_IMPORT_STATEMENT = LazyPattern(
+    rb"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)|import[ \t]+([^\n;#]*))", re.MULTILINE
+)
+_NAME = LazyPattern(rb"([\w.]+)(?:[ \t]+as[ \t]+\w+)?")
 
 
 def _names(written: bytes) -> list[str]:
     """`(a, b as c)` -> ["a", "b"]; `a.b as c, d` -> ["a.b", "d"]."""
-    return [m.group(1).decode("ascii", "replace") for m in re.finditer(_NAME, written.strip(b"()")) if m.group(1) != b"*"]
+    return [m.group(1).decode("ascii", "replace") for m in _NAME.finditer(written.strip(b"()")) if m.group(1) != b"*"]
 
 
 def _source(path: Path, read: bytes | None = None) -> tuple[ast.Module, str] | None:

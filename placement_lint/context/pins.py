@@ -18,10 +18,12 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+from placement_lint.patterns import LazyPattern
+
 WATCHED = ("transformers", "accelerate", "trl", "peft", "deepspeed")
 _MAX_BYTES = 256 * 1024
 _USUAL = ("requirements.txt", "pyproject.toml", "setup.py", "environment.yml")
-_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_NAME = LazyPattern(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 class Pin(NamedTuple):

@@ -14,12 +14,12 @@ from __future__ import annotations
 import ast
 import configparser
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from placement_lint.context.setup_py import literal, module_literals, setup_py_tree
+from placement_lint.patterns import LazyPattern
 from placement_lint.settings import parsed_toml, toml_module
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 MAX_PACKAGING_BYTES = 1024 * 1024
 # `pkg.mod:func`, `pkg.mod:obj.attr`, with optional extras `[gpu]`.
-_REFERENCE = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_][\w.]*)\s*(?:\[[^\]]*\])?\s*$")
+_REFERENCE = LazyPattern(r"^\s*([A-Za-z_][\w.]*)\s*:\s*([A-Za-z_][\w.]*)\s*(?:\[[^\]]*\])?\s*$")
 
 
 class ConsoleScript(NamedTuple):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -40,6 +39,7 @@ from placement_lint.context.module_graph import ModuleGraph, ModuleSummary
 from placement_lint.context.projects import ConsoleScript, Projects, ScriptNames
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.discover import real_path
+from placement_lint.patterns import LazyPattern
 from placement_lint.settings import Settings
 from placement_lint.source import MAX_NOTEBOOK_BYTES, is_notebook
 
@@ -56,7 +56,7 @@ _NAMED_ACCELERATE_CONFIGS = {  # `trl ... --accelerate_config NAME` (trl/acceler
     "fsdp1": (Kind.FSDP, None),
     "fsdp2": (Kind.FSDP, None),
 }
-_MULTI = re.compile(r"^MULTI_")
+_MULTI = LazyPattern(r"^MULTI_")
 
 
 @dataclass(frozen=True)
@@ -370,7 +370,7 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     return None
 
 
-_ARGUMENTS_FILE_OPTION = re.compile(r"^--?\w*(args|arguments|config)\w*$")
+_ARGUMENTS_FILE_OPTION = LazyPattern(r"^--?\w*(args|arguments|config)\w*$")
 _SETUP_OPTIONS = frozenset({"--deepspeed", "--deepspeed_config", "--fsdp_config", "--accelerate_config"})
 
 
@@ -759,7 +759,7 @@ def _attach_parsers(
     return read
 
 
-_ATTRIBUTE = re.compile(rb"\.([A-Za-z_][A-Za-z0-9_]*)")
+_ATTRIBUTE = LazyPattern(rb"\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def _attribute_names(path: Path, raw: bytes | None = None) -> frozenset[str]:

@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from placement_lint.context.configs import ConfigReader
+from placement_lint.patterns import LazyPattern
 
 _YAML = (".yaml", ".yml")
-_CONFIG_FOLDER = re.compile(r"config|accelerate|deepspeed|zero|fsdp", re.IGNORECASE)
+_CONFIG_FOLDER = LazyPattern(r"config|accelerate|deepspeed|zero|fsdp", re.IGNORECASE)
 _MARKER = b"distributed_type"
 _MAX_BYTES = 64 * 1024  # accelerate configs are a few dozen lines
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import enum
-import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, ClassVar
 
@@ -15,6 +14,7 @@ from placement_lint.analysis.index import walk
 from placement_lint.analysis.placements import DeviceMap, ModelLoad
 from placement_lint.context.evidence import Context
 from placement_lint.edits import Applicability, Edit, Fix
+from placement_lint.patterns import LazyPattern
 from placement_lint.rules.checked_file import CheckedFile, enclosing_conditions, shortened, written
 from placement_lint.rules.checked_file import reachable_under as reachable_under
 from placement_lint.rules.messages import DDP_WRAP_ERROR as DDP_WRAP_ERROR
@@ -159,8 +159,7 @@ def zero3_live_at_load(device_map: DeviceMap | ModelLoad, context: Context) -> b
 
 # `accelerator.is_main_process`, `rank == 0`, `local_rank in (-1, 0)`, `mpi_rank() == 0`, `int(os.environ["RANK"]) == 0`:
 # only one process (one per node, for a local rank) passes, and that process's first GPU is its own.
-# Patterns that most runs never use are left to `re`, which compiles each on first use and keeps it.
-_MAIN_PROCESS = (
+_MAIN_PROCESS = LazyPattern(
     r"(is_main_process|is_local_main_process|is_world_process_zero|is_rank_zero"
     r"|(\b(get_|\w+_)?rank(\(\))?|[\"'](LOCAL_)?RANK[\"'][])]*)\s*(==\s*0|in\s*[\[(]\s*(-1\s*,\s*)?0\b|<\s*1\b|<=\s*0\b))"
 )
@@ -193,7 +192,7 @@ def _lets_main_process_only(file: CheckedFile, test: ast.expr, depth: int) -> bo
         return bool(values) and all(
             isinstance(v, ast.expr) and v is not test and _lets_main_process_only(file, v, depth + 1) for v in values
         )
-    return bool(re.search(_MAIN_PROCESS, ast.unparse(test)))
+    return bool(_MAIN_PROCESS.search(ast.unparse(test)))
 
 
 def wrapped_by_ddp(device_map: DeviceMap) -> bool:

@@ -13,6 +13,7 @@ from placement_lint.analysis.names import argument, dotted, keyword, last_segmen
 from placement_lint.context.evidence import EFFICIENT_LOADING, Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Edit
+from placement_lint.patterns import LazyPattern
 from placement_lint.rules.base import (
     SPREAD_PREPARE_ERROR,
     CheckedFile,
@@ -36,7 +37,7 @@ _KNOWN = _ALWAYS_AUTO | _AUTO_WHEN_KWARGS_SET | _UNGUARDED_TEACHER | TRL_GUARDED
 # Which config field each model argument's id string is loaded with.
 # String `reward_funcs` are loaded with a plain from_pretrained (no "auto" default), so they are not here.
 _KWARGS_FIELD = {"model": "model_init_kwargs", "ref_model": "model_init_kwargs", "teacher_model": "teacher_model_init_kwargs"}
-_ID_LIKE = r"(?i)(name_or_path|model_id|model_name|_path|_repo|checkpoint)$"  # compiled by `re` when first asked
+_ID_LIKE = LazyPattern(r"(name_or_path|model_id|model_name|_path|_repo|checkpoint)$", re.I)
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,7 @@ def _is_id(value: object) -> bool:
     if isinstance(value, ast.Constant):
         return isinstance(value.value, str) and bool(value.value)
     if isinstance(value, ast.Attribute):  # `model_args.model_name_or_path`, unresolved: a command-line argument
-        return bool(re.search(_ID_LIKE, value.attr))
+        return bool(_ID_LIKE.search(value.attr))
     return False
 
 

@@ -6,12 +6,13 @@ import re
 from collections.abc import Iterator
 
 from placement_lint.edits import Applicability, Edit
+from placement_lint.patterns import LazyPattern
 from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix
 from placement_lint.rules.noqa import Code, Directive, noqa_row
 
 # The text pre-check: a directive naming one of our codes. Without one there is nothing to report,
 # so a file that no other rule would parse stays unparsed.
-_OUR_DIRECTIVE = re.compile(rb"noqa[^\r\n]*DPL", re.IGNORECASE)
+_OUR_DIRECTIVE = LazyPattern(rb"noqa[^\r\n]*DPL", re.IGNORECASE)
 
 
 class UnusedNoqa(Rule):

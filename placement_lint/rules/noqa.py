@@ -14,14 +14,15 @@ import tokenize
 from typing import NamedTuple
 
 from placement_lint.analysis.index import index_of
+from placement_lint.patterns import LazyPattern
 from placement_lint.source import SourceError, SourceFile
 
 # `[^\S\r\n]` rather than `\s`: a directive never runs on into the next line's text.
-NOQA = re.compile(
+NOQA = LazyPattern(
     r"#[^\S\r\n]*noqa(?::[^\S\r\n]?(?P<codes>[A-Z]+[0-9]+(?:(?:[^\S\r\n]*,[^\S\r\n]*|[^\S\r\n]+)[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
 )
-_CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
+_CODE = LazyPattern(r"[A-Z]+[0-9]+", re.IGNORECASE)
 
 
 class Code(NamedTuple):
