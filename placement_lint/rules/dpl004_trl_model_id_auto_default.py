@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from placement_lint.analysis.dataflow import ABSENT
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS
@@ -40,8 +40,7 @@ _KWARGS_FIELD = {"model": "model_init_kwargs", "ref_model": "model_init_kwargs",
 _ID_LIKE = LazyPattern(r"(name_or_path|model_id|model_name|_path|_repo|checkpoint)$", re.I)
 
 
-@dataclass(frozen=True)
-class _Kwargs:
+class _Kwargs(NamedTuple):
     """Where a trainer's init kwargs come from: a dict we can edit, a config call to add it to, or unknown."""
 
     value: ast.expr | None  # the kwargs expression, when one is set
