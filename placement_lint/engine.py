@@ -181,7 +181,7 @@ def run(
             raw = digest = None
             if cached is None and cache is not None and cache.knows(name):
                 # Touched but maybe unchanged (a checkout, a formatter): its bytes decide.
-                with open(name, "rb") as handle:
+                with open(name, "rb", buffering=0) as handle:
                     raw = handle.read()
                 digest = content_hash(raw)
                 cached = cache.lookup(name, status, launch_key, digest)

@@ -77,7 +77,7 @@ class ScreeningAhead:
 def _screen(names: list[str], checker: FileChecker, hashing: bool, memory: mmap.mmap) -> None:
     for index, name in enumerate(names):
         try:
-            with open(name, "rb") as handle:
+            with open(name, "rb", buffering=0) as handle:
                 raw = handle.read()
         except OSError:
             continue  # the run reports it
