@@ -358,7 +358,7 @@ def _screen_all(
         return
     worth: list[_Pending] = []
     for item in pending:
-        screened = checker.pre_check(item.path, item.raw, hashing, item.digest, item.worth)
+        screened = checker.pre_check(item.name, item.raw, hashing, item.digest, item.worth)
         if screened.raw is None:
             yield item, screened
         else:
@@ -441,9 +441,9 @@ def _screen_batch(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
     done: list[tuple[int, Screened | str | None]] = []
     for index in batch:
         item = _WORKER_PENDING[index]
-        path = item.path
-        screened = item.screened or checker.pre_check(path, item.raw, _WORKER_HASHING, item.digest, item.worth)
-        screened = checker.finish(path, screened)
+        screened = item.screened or checker.pre_check(item.name, item.raw, _WORKER_HASHING, item.digest, item.worth)
+        if screened.raw is not None:
+            screened = checker.finish(item.path, screened)
         trivial = screened.result is None and screened.raw is None and screened.cacheable
         done.append((index, screened.digest if trivial else screened))
     return done

@@ -15,7 +15,6 @@ import mmap
 import os
 import signal
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement_lint.process import leave_alone_what_lives, thaw
@@ -81,7 +80,7 @@ def _screen(names: list[str], checker: FileChecker, hashing: bool, memory: mmap.
                 raw = handle.read()
         except OSError:
             continue  # the run reports it
-        verdict = checker.worth_parsing_when(raw, Path(name))
+        verdict = checker.worth_parsing_when(raw, name)
         start = index * _SLOT
         if hashing:
             memory[start + 1 : start + _SLOT] = content_digest(raw)
