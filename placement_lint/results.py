@@ -269,6 +269,4 @@ def in_cells(source: NotebookSource, context: Context, display: str) -> Context:
         cell = source.notebook.cell_at(evidence.line)
         return evidence._replace(cell=cell.number, line=evidence.line - cell.first_row + 1)
 
-    from dataclasses import replace  # as in fix_in_cell
-
-    return replace(context, evidence=tuple(located(e) for e in context.evidence))
+    return context.replace(evidence=tuple(located(e) for e in context.evidence))
