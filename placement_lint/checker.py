@@ -1,5 +1,5 @@
-"""Checking one file: the text pre-check, then parse, context, rules and fixes. Imported only by a
-run with a file the cache cannot answer for: it brings in the analyses and the rules."""
+"""Checking one file the pre-check let through (precheck.py): parse, context, rules and fixes.
+Imported only by a run with such a file: it brings in the analyses."""
 
 from __future__ import annotations
 
@@ -15,58 +15,35 @@ from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import FileContext, Override
 from placement_lint.context.helpers import ImportedFunctions
-from placement_lint.context.in_file import IN_FILE_EVIDENCE, InFileEvidence, PragmaError, pragma_override
-from placement_lint.context.launches import NOT_LAUNCHED, Launched, Launches
+from placement_lint.context.in_file import InFileEvidence, PragmaError, pragma_override
+from placement_lint.context.launches import Launches
 from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.decode import read_source
 from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
+from placement_lint.precheck import MAX_PYTHON_BYTES as MAX_PYTHON_BYTES
+from placement_lint.precheck import WORTH_ALONE as WORTH_ALONE
+from placement_lint.precheck import WORTH_LAUNCHED as WORTH_LAUNCHED
+from placement_lint.precheck import PreCheck
 from placement_lint.process import collect_after_check
-from placement_lint.results import FileResult, RunOptions, Screened, display_path, finding_at, violations_in_cells
+from placement_lint.results import FileResult, RunOptions, Screened, finding_at, violations_in_cells
 from placement_lint.rules import all_rules, noqa
-from placement_lint.rules.base import CheckedFile, Rule, Violation
-from placement_lint.scan import Present, TokenScanner
+from placement_lint.rules.base import CheckedFile, Violation
 from placement_lint.settings import Settings
-from placement_lint.source import (
-    MAX_NOTEBOOK_BYTES,
-    ParseError,
-    SourceError,
-    SourceFile,
-    content_hash,
-    is_notebook,
-    parse_python,
-)
+from placement_lint.source import ParseError, SourceError, SourceFile, is_notebook, parse_python
 
 if TYPE_CHECKING:
     from placement_lint.notebook import NotebookSource
 
 _POSSIBLE = Setup(Mode.POSSIBLE)
-_IN_FILE_LITERALS = IN_FILE_EVIDENCE.literals()
-# A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
-# one-line list takes CPython's parser seconds and millions of nodes).
-MAX_PYTHON_BYTES = 4 * 1024 * 1024
-# What FileChecker.worth_parsing_when answers: a rule could fire in the file if no launch reaches it, if one does.
-WORTH_ALONE, WORTH_LAUNCHED = 1, 2
 
 
-class FileChecker:
-    """Everything needed to check one file; picklable, so worker processes can use it."""
+class FileChecker(PreCheck):
+    """The pre-check, then parse, context, rules and fixes for one file; picklable, so worker
+    processes can use it."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        options: RunOptions,
-        cwd: Path,
-        launches: Launches | None = None,
-    ) -> None:
-        self.settings = settings
-        self._root = settings.root.resolve()  # per-file patterns match paths relative to it
-        self.options = options
-        self.cwd = cwd
-        # Evidence from the repository's launch scripts, per resolved file path, what of the file runs
-        # under it ("__main__": its module-level code; other names: what importers use of it), and
-        # what importers do with what its functions return.
-        self.launches = launches or Launches()
+    def __init__(self, settings: Settings, options: RunOptions, cwd: Path, launches: Launches | None = None) -> None:
+        super().__init__(settings, options, cwd, launches)
         self._configs_read: list[Path] = []  # the configs the last file's in-file evidence looked at
         self._classes: ImportedClasses | None = None  # the last file's: the modules it read are dependencies
         self._helpers: ImportedFunctions | None = None  # likewise, for the helper functions it follows
@@ -74,113 +51,8 @@ class FileChecker:
         # (the launch context's, when it built one, with the modules it read).
         self._graphs: dict[Path, ModuleGraph] = {}  # by resolved root
         self._roots: dict[str, Path] = {}
-        enabled = set(settings.enabled_codes())
-        self.rules: list[Rule] = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())
-        self.anchors = tuple({token for rule in self.rules for token in rule.anchor_tokens()})
-        self._scanner: TokenScanner | None = None  # built on first use, in the process that uses it
-        # The rules the pre-check asks: with --ignore-noqa, DPL100 has no comments to judge.
-        self._prechecked = [rule for rule in self.rules if not (rule.checks_suppressions and options.ignore_noqa)]
         self._per_file_ignores = [(gitignore_spec([pattern]), codes) for pattern, codes in settings.per_file_ignores]
-        self._per_file_context = [(gitignore_spec([pattern]), name) for pattern, name in settings.per_file_context]
-
-    # -- per file --------------------------------------------------------------------------
-
-    def display(self, path: Path) -> str:
-        return display_path(path, self.cwd)
-
-    def __getstate__(self) -> dict[str, object]:
-        return {**self.__dict__, "_scanner": None}  # the compiled automaton does not pickle; each worker builds its own
-
-    @property
-    def scanner(self) -> TokenScanner:
-        """One pass over a file answers every token question the pre-check asks (placement_lint/scan.py)."""
-        if self._scanner is None:
-            tokens = [*self.anchors, *_IN_FILE_LITERALS]
-            for rule in self._prechecked:
-                tokens += [*rule.triggers, *rule.pre_check_tokens]
-            self._scanner = TokenScanner(sorted(set(tokens)))
-        return self._scanner
-
-    def worth_parsing(self, raw: bytes, path: Path | str) -> bool:
-        """The text pre-check: could any enabled rule fire in this file?"""
-        return bool(self.worth_parsing_when(raw, path, None))
-
-    def worth_parsing_when(self, raw: bytes, path: Path | str, launched: tuple[bool, ...] | None = (False, True)) -> int:
-        """The text pre-check, for whether launches reach the file or not: WORTH_ALONE is set if a rule
-        could fire with no launch reaching it, WORTH_LAUNCHED if one could with one (both answer
-        without the launch context, so a spare process can ask while it is built). `launched` None:
-        for what the launches say of this file, asked only of a file that holds an anchor."""
-        if is_notebook(path):
-            from placement_lint.notebook import python_bytes
-
-            try:
-                raw = python_bytes(Path(path), raw)  # the code cells, not the JSON (which escapes quotes)
-            except SourceError:
-                return WORTH_ALONE | WORTH_LAUNCHED  # check() names the problem
-        scanner = self.scanner
-        found = scanner.found(raw)
-        if not scanner.holds_any(raw, found, self.anchors):
-            return 0
-        raw = Present(raw, found, scanner)  # the checks below ask the scan, not the bytes again
-        if launched is None:
-            launched = (bool(self._launch_evidence(path).evidence),)
-        # Which rules could fire depends on the context, so the context is decided first: it is
-        # rare, and the rules' token checks are then run only in the form that can matter.
-        rules = self._prechecked
-        verdict = 0
-        for reached in launched:
-            if reached or self._context_without_launch(raw, path):
-                worth = any(rule.could_fire(raw) for rule in rules) or (
-                    reached and any(rule.could_fire_when_launched(raw) for rule in rules if not rule.checks_suppressions)
-                )
-            else:
-                worth = any(rule.could_fire_without_context(raw) for rule in rules)
-            verdict |= (WORTH_LAUNCHED if reached else WORTH_ALONE) if worth else 0
-        return verdict
-
-    def has_context_tokens(self, raw: bytes, path: Path | str) -> bool:
-        """Could this file be distributed: an override, launch evidence, or a token of in-file evidence."""
-        return bool(self._launch_evidence(path).evidence) or self._context_without_launch(raw, path)
-
-    def _context_without_launch(self, raw: bytes, path: Path | str) -> bool:
-        if self.options.context or self.settings.context or self._configured_context(path):
-            return True
-        return IN_FILE_EVIDENCE.search(raw) is not None
-
-    def _launch_evidence(self, path: Path | str) -> Launched:
-        if not self.launches:
-            return NOT_LAUNCHED
-        return self.launches.get(real_path(path))
-
-    def pre_check(
-        self, name: Path | str, raw: bytes | None, hashing: bool, digest: str | None = None, worth: bool = False
-    ) -> Screened:
-        """Read a file (unless `raw` holds it) and run the text pre-check; `hashing`: the cache needs
-        its digest (`digest`, when the caller already hashed `raw`); `worth`: the caller knows the
-        text pre-check lets it through. `name` may be the path as text: a Path is made only for a file
-        with something to say (making one for each of transformers' 2,860 files cost 8 ms)."""
-        try:
-            if raw is None:
-                # Unbuffered: one read of the whole file, sized by its fstat, and no buffer object made
-                # for it (the pre-check of transformers' 2,860 files: 99-106 to 92 ms of CPU)
-                with open(name, "rb", buffering=0) as handle:
-                    raw = handle.read()
-        except OSError as exc:
-            path = Path(name)
-            return Screened(
-                None, FileResult(self.display(path), error=f"cannot read: {exc.strerror or exc}", path=path), cacheable=False
-            )
-        if hashing and digest is None:
-            digest = content_hash(raw)
-        if not worth and not self.worth_parsing(raw, name):
-            return Screened(digest)
-        limit = MAX_NOTEBOOK_BYTES if is_notebook(name) else MAX_PYTHON_BYTES
-        if len(raw) > limit:
-            path = Path(name)
-            warning = f"{self.display(path)}: skipped, larger than {limit // 1024 // 1024} MiB"
-            return Screened(digest, FileResult(self.display(path), path=path, warnings=[warning]), cacheable=False)
-        return Screened(digest, raw=raw)
 
     def finish(self, path: Path, screened: Screened) -> Screened:
         """Check a file the pre-check let through."""
@@ -346,21 +218,6 @@ class FileChecker:
             return Override(NAMED_SETUPS[configured], f"per-file-context in {self.settings.config_file}")
         if self.settings.context:
             return Override(NAMED_SETUPS[self.settings.context], f"context in {self.settings.config_file}")
-        return None
-
-    def _relative(self, path: Path | str) -> str:
-        try:
-            return real_path(path).relative_to(self._root).as_posix()
-        except ValueError:
-            return Path(path).name
-
-    def _configured_context(self, path: Path | str) -> str | None:
-        if not self._per_file_context:
-            return None
-        relative = self._relative(path)
-        for spec, name in self._per_file_context:
-            if spec.match_file(relative):
-                return name
         return None
 
     def _ignored_codes(self, path: Path) -> set[str]:

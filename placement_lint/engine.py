@@ -26,6 +26,7 @@ from placement_lint.source import SourceError, content_hash
 
 if TYPE_CHECKING:
     from placement_lint.checker import FileChecker
+    from placement_lint.precheck import PreCheck
     from placement_lint.rules.violation import Violation
     from placement_lint.screen_ahead import ScreeningAhead
 
@@ -337,9 +338,8 @@ def _screen_all(
     launch context was built (screen_ahead.py); a file no rule could fire in under its launches is done."""
     if not pending:
         return
-    from placement_lint.checker import WORTH_ALONE, WORTH_LAUNCHED
+    from placement_lint.precheck import WORTH_ALONE, WORTH_LAUNCHED
 
-    checker = _checker(settings, options, cwd, launches)
     if screened_ahead:
         left = []
         for item in pending:
@@ -354,15 +354,19 @@ def _screen_all(
                 left.append(item._replace(worth=True))
         pending = left
     if _pooling(options, len(pending)) and sum(item.status.st_size for item in pending) >= SCREEN_POOL_BYTES:
-        yield from _pooled(checker, pending, _jobs(options), hashing)
+        yield from _pooled(_checker(settings, options, cwd, launches), pending, _jobs(options), hashing)
         return
+    precheck = _precheck(settings, options, cwd, launches)
     worth: list[_Pending] = []
     for item in pending:
-        screened = checker.pre_check(item.name, item.raw, hashing, item.digest, item.worth)
+        screened = precheck.pre_check(item.name, item.raw, hashing, item.digest, item.worth)
         if screened.raw is None:
             yield item, screened
         else:
             worth.append(item._replace(raw=None, screened=screened))
+    if not worth:
+        return  # nothing to parse: the checker, and the analyses it imports, are not needed
+    checker = _checker(settings, options, cwd, launches)
     if (
         _pooling(options, len(worth))
         and sum(len(item.screened.raw or b"") for item in worth if item.screened) >= POOL_THRESHOLD_BYTES
@@ -391,15 +395,21 @@ class _ScreenAhead:
             return
         from placement_lint.screen_ahead import ScreeningAhead
 
-        make_checker = functools.partial(_checker, self.settings, self.options, self.cwd)
+        make_precheck = functools.partial(_precheck, self.settings, self.options, self.cwd)
         try:
-            self.child = ScreeningAhead(names, make_checker, cache is not None)
+            self.child = ScreeningAhead(names, make_precheck, cache is not None)
         except OSError:
             pass  # no process to spare: every file is pre-checked after the context, as without a child
 
     def stop(self) -> dict[str, tuple[int, str | None]]:
         """What the child worked out, by file name (nothing, if none was started)."""
         return self.child.stop() if self.child is not None else {}
+
+
+def _precheck(settings: Settings, options: RunOptions, cwd: Path, launches: Launches | None = None) -> PreCheck:
+    from placement_lint.precheck import PreCheck
+
+    return PreCheck(settings, options, cwd, launches)
 
 
 def _checker(settings: Settings, options: RunOptions, cwd: Path, launches: Launches | None = None) -> FileChecker:

@@ -21,7 +21,7 @@ from placement_lint.process import leave_alone_what_lives, thaw
 from placement_lint.source import DIGEST_BYTES, content_digest
 
 if TYPE_CHECKING:
-    from placement_lint.checker import FileChecker
+    from placement_lint.precheck import PreCheck
 
 # One slot a file: a byte that says it is done and what the pre-check answered, then its digest.
 _DONE = 0x80
@@ -31,7 +31,7 @@ _SLOT = 1 + DIGEST_BYTES
 class ScreeningAhead:
     """A child pre-checking `names` (in order) into memory it shares with this process."""
 
-    def __init__(self, names: list[str], make_checker: Callable[[], FileChecker], hashing: bool) -> None:
+    def __init__(self, names: list[str], make_precheck: Callable[[], PreCheck], hashing: bool) -> None:
         self.names = names
         self.hashing = hashing
         self._memory = mmap.mmap(-1, max(1, len(names)) * _SLOT)  # anonymous and shared: a forked child writes, we read
@@ -46,7 +46,7 @@ class ScreeningAhead:
         if self._pid == 0:
             status = 1
             try:
-                _screen(names, make_checker(), hashing, self._memory)
+                _screen(names, make_precheck(), hashing, self._memory)
                 status = 0
             finally:
                 os._exit(status)
@@ -73,14 +73,14 @@ class ScreeningAhead:
         return answers
 
 
-def _screen(names: list[str], checker: FileChecker, hashing: bool, memory: mmap.mmap) -> None:
+def _screen(names: list[str], precheck: PreCheck, hashing: bool, memory: mmap.mmap) -> None:
     for index, name in enumerate(names):
         try:
             with open(name, "rb", buffering=0) as handle:
                 raw = handle.read()
         except OSError:
             continue  # the run reports it
-        verdict = checker.worth_parsing_when(raw, name)
+        verdict = precheck.worth_parsing_when(raw, name)
         start = index * _SLOT
         if hashing:
             memory[start + 1 : start + _SLOT] = content_digest(raw)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -58,3 +59,16 @@ def codes(result: FileResult) -> list[str]:
 def notes_of(finding) -> str:  # type: ignore[no-untyped-def]
     """A finding's notes as a golden shows them, one indented line each under its headline."""
     return "".join(f"    = {note.label}: {note.text}\n" for note in finding.violation.notes)
+
+
+def imported_by_a_check(repo: Path, files: list[str], prefixes: tuple[str, ...], exit_code: int) -> list[str]:
+    """The modules a `placement-lint check` of `files` imports whose names start with one of `prefixes`."""
+    probe = (
+        "import atexit, json, sys\n"
+        f"atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))), file=sys.stderr))\n"
+        "from placement_lint.cli import main\n"
+        f"main(['check', *{files!r}])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=False)
+    assert done.returncode == exit_code, done.stderr
+    return json.loads(done.stderr.strip().splitlines()[-1])

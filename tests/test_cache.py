@@ -16,7 +16,7 @@ from placement_lint.engine import run
 from placement_lint.results import RunOptions
 from placement_lint.settings import Settings
 
-from helpers import CODES
+from helpers import CODES, imported_by_a_check
 
 ZERO3 = 'from transformers import AutoModelForCausalLM\nimport deepspeed\nengine = deepspeed.initialize(model=AutoModelForCausalLM.from_pretrained("m", device_map="cuda"))\n'
 LAUNCHED = 'from transformers import AutoModelForCausalLM, Trainer\nTrainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto")).train()\n'
@@ -325,23 +325,6 @@ def test_a_changed_base_class_refreshes_what_an_importer_tells_the_helper(tmp_pa
     assert check(tmp_path) == []
 
 
-def _imported_by_a_check(repo: Path, files: list[str], prefixes: tuple[str, ...], exit_code: int) -> list[str]:
-    """The modules a `placement-lint check` of `files` imports whose names start with one of `prefixes`."""
-    import json
-    import subprocess
-    import sys
-
-    probe = (
-        "import atexit, json, sys\n"
-        f"atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))), file=sys.stderr))\n"
-        "from placement_lint.cli import main\n"
-        f"main(['check', *{files!r}])\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=False)
-    assert done.returncode == exit_code, done.stderr
-    return json.loads(done.stderr.strip().splitlines()[-1])
-
-
 def test_a_run_the_cache_answers_imports_no_rule_analysis_or_renderer(repo: Path) -> None:
     """Light start-up: a pre-commit run over unchanged files pays for none of the checking layers."""
     heavy = (
@@ -349,11 +332,11 @@ def test_a_run_the_cache_answers_imports_no_rule_analysis_or_renderer(repo: Path
         "libcst", "rich", "yaml",
     )  # fmt: skip
     files = ["a.py", "b.py", "clean.py"]
-    cold = _imported_by_a_check(repo, files, heavy, exit_code=1)  # a.py's finding, from the checker or from the cache
+    cold = imported_by_a_check(repo, files, heavy, exit_code=1)  # a.py's finding, from the checker or from the cache
     assert "placement_lint.checker" in cold  # the probe sees what a run that checks imports
     # The cached findings' data: what a violation is, and the spans and notes of its path.
     allowed = {"placement_lint.analysis.consumers", "placement_lint.rules.violation", "placement_lint.rules.spans"}
-    assert [m for m in _imported_by_a_check(repo, files, heavy, exit_code=1) if m not in allowed] == []
+    assert [m for m in imported_by_a_check(repo, files, heavy, exit_code=1) if m not in allowed] == []
 
 
 def test_a_repository_with_no_launcher_never_imports_the_launch_readers(tmp_path: Path) -> None:
@@ -361,9 +344,9 @@ def test_a_repository_with_no_launcher_never_imports_the_launch_readers(tmp_path
     (tmp_path / ".git").mkdir()
     (tmp_path / "train.py").write_text(ZERO3.replace('"cuda"', '"auto"'))
     readers = ("placement_lint.context.repo", "placement_lint.context.launch_files", "placement_lint.context.commands", "yaml")
-    assert _imported_by_a_check(tmp_path, ["--no-cache", "."], readers, exit_code=1) == []
+    assert imported_by_a_check(tmp_path, ["--no-cache", "."], readers, exit_code=1) == []
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
-    assert "placement_lint.context.repo" in _imported_by_a_check(tmp_path, ["--no-cache", "."], readers, exit_code=1)
+    assert "placement_lint.context.repo" in imported_by_a_check(tmp_path, ["--no-cache", "."], readers, exit_code=1)
 
 
 def test_a_run_the_cache_answers_for_clean_files_decodes_no_finding_or_evidence(repo: Path) -> None:
@@ -377,8 +360,8 @@ def test_a_run_the_cache_answers_for_clean_files_decodes_no_finding_or_evidence(
     )  # fmt: skip
     (repo / "a.py").unlink()
     (repo / "pyproject.toml").write_text("[tool.ruff]\nline-length = 100\n")  # another tool's settings: not parsed
-    assert "placement_lint.context.evidence" in _imported_by_a_check(repo, ["."], data, exit_code=0)
-    assert _imported_by_a_check(repo, ["."], data, exit_code=0) == []
+    assert "placement_lint.context.evidence" in imported_by_a_check(repo, ["."], data, exit_code=0)
+    assert imported_by_a_check(repo, ["."], data, exit_code=0) == []
 
 
 @pytest.mark.parametrize("fast", [True, False])

@@ -20,6 +20,7 @@ LAYERS = [
     {"cache", "cache_json"},
     {"results"},
     {"fixing"},  # fixing one checked file: imported by the checker only when a run fixes or diffs
+    {"precheck"},  # could a rule fire in a file: its text, scanned once
     {"checker"},
     {"screen_ahead"},  # the pre-check, in a child, while the engine builds the launch context
     {"engine"},

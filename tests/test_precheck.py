@@ -14,7 +14,7 @@ from placement_lint.context.evidence import Kind
 from placement_lint.distributed import Mode, Setup
 from placement_lint.source import decode_source, parse_python
 
-from helpers import lint_file
+from helpers import imported_by_a_check, lint_file
 
 STRONG_EVIDENCE = [
     'TrainingArguments("o", deepspeed="ds.json")',
@@ -100,7 +100,7 @@ CORPUS = sorted(
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_precheck_changes_no_result(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with_precheck = [(f.row, f.column, f.code) for f in lint_file(path).findings]
-    monkeypatch.setattr("placement_lint.checker.IN_FILE_EVIDENCE", re.compile(b""))  # everything passes
+    monkeypatch.setattr("placement_lint.precheck.IN_FILE_EVIDENCE", re.compile(b""))  # everything passes
     without = [(f.row, f.column, f.code) for f in lint_file(path).findings]
     assert with_precheck == without
 
@@ -109,7 +109,7 @@ def test_precheck_changes_no_result(path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_no_pre_check_skips_a_file_with_a_finding(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole pre-check (anchors, each rule's tokens, its context-free tokens) against parsing every file."""
     with_precheck = [(f.row, f.column, f.code) for f in lint_file(path).findings]
-    monkeypatch.setattr("placement_lint.checker.FileChecker.worth_parsing", lambda *_: True)
+    monkeypatch.setattr("placement_lint.precheck.PreCheck.worth_parsing", lambda *_: True)
     assert with_precheck == [(f.row, f.column, f.code) for f in lint_file(path).findings]
 
 
@@ -167,7 +167,7 @@ NOQA_CORPUS = [p for p in CORPUS if b"noqa" in p.read_bytes().lower()]
 def test_precheck_changes_no_result_with_dpl100(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """DPL100 speaks about files no placement rule would parse: the pre-check must let them through."""
     with_precheck = [(f.row, f.column, f.code) for f in lint_file(path, ("DPL100",)).findings]
-    monkeypatch.setattr("placement_lint.checker.FileChecker.worth_parsing", lambda self, raw, path: True)
+    monkeypatch.setattr("placement_lint.precheck.PreCheck.worth_parsing", lambda self, raw, path: True)
     without = [(f.row, f.column, f.code) for f in lint_file(path, ("DPL100",)).findings]
     assert with_precheck == without
 
@@ -223,3 +223,17 @@ def test_the_callee_filter_loses_no_evidence(source: str, monkeypatch: pytest.Mo
         return  # a fixture that does not parse on purpose
     monkeypatch.setattr(in_file, "_may_start_evidence", lambda *_: True)
     assert filtered == [evidence for evidence, _ in _evidence(source)]
+
+
+def test_a_run_where_no_file_passes_never_imports_the_checker(tmp_path: Path) -> None:
+    """The pre-check (precheck.py) answers for every file first: the checker, and the parts of the
+    analysis only it needs, are imported by a run with a file to parse."""
+    (tmp_path / "clean.py").write_text("import torch\n\nx = torch.ones(3).to('cuda')\n")
+    (tmp_path / "tokenizer.py").write_text("from transformers import AutoTokenizer\n\nAutoTokenizer.from_pretrained('m')\n")
+    probed = ("placement_lint.checker", "placement_lint.context.in_file", "placement_lint.context.module_graph")
+    assert imported_by_a_check(tmp_path, ["--no-cache", "clean.py", "tokenizer.py"], probed, exit_code=0) == []
+    (tmp_path / "train.py").write_text(
+        "import deepspeed\nfrom transformers import AutoModelForCausalLM\n\n"
+        "model = AutoModelForCausalLM.from_pretrained('m', device_map='auto')\ndeepspeed.initialize(model=model)\n"
+    )
+    assert imported_by_a_check(tmp_path, ["--no-cache", "."], probed, exit_code=1) == list(probed), "the probe sees them"

@@ -27,7 +27,7 @@ from placement_lint.results import RunOptions
 from placement_lint.rules.base import HEADLINE_LIMIT
 from placement_lint.settings import Settings
 
-from helpers import CODES, run_script
+from helpers import CODES, imported_by_a_check, run_script
 
 HERE = Path(__file__).parent
 GOLDENS = HERE / "fixtures" / "report" / "launch"
@@ -169,13 +169,11 @@ def test_colour_on_a_terminal_links_each_location_to_its_file(launched: Path) ->
 
 
 def test_a_piped_report_is_byte_stable_and_never_imports_rich(launched: Path) -> None:
-    from test_cache import _imported_by_a_check
-
     first = run_script("check", "--no-cache", ".", cwd=launched).stdout
     assert first == run_script("check", "--no-cache", ".", cwd=launched).stdout and "\x1b" not in first
-    assert _imported_by_a_check(launched, ["--no-cache", "."], ("rich",), exit_code=1) == []
+    assert imported_by_a_check(launched, ["--no-cache", "."], ("rich",), exit_code=1) == []
     (launched / "model_utils.py").write_text("def load_model(name):\n    return name\n")
-    assert _imported_by_a_check(launched, ["--no-cache", "--color", "."], ("rich",), exit_code=0) == []
+    assert imported_by_a_check(launched, ["--no-cache", "--color", "."], ("rich",), exit_code=0) == []
 
 
 def test_a_message_written_as_one_long_string_keeps_every_word_in_a_note() -> None:

@@ -120,7 +120,7 @@ def _checker(tmp_path: Path, compiled: bool = True) -> FileChecker:
 def test_the_scan_knows_every_token_the_pre_check_asks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A token the pre-check asks that the scan does not know costs a pass of its own: list it in the
     rule's `pre_check_tokens` (or the in-file evidence literals)."""
-    monkeypatch.setattr("placement_lint.checker.Present", _Recording)
+    monkeypatch.setattr("placement_lint.precheck.Present", _Recording)
     checker = _checker(tmp_path)
     checker.options = RunOptions(context="ddp")  # every rule's context check runs too
     for path in FILES:

@@ -6,18 +6,20 @@ import ast
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from placement_lint.analysis.dataflow import HelperLocator, Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
 from placement_lint.analysis.names import ImportTable, dotted, keyword
 from placement_lint.analysis.placements import DeviceMap, LoaderKind, PlacementAnalysis
 from placement_lint.analysis.values import Placement
-from placement_lint.context.classes import ImportedClasses
 from placement_lint.context.evidence import Context, FileContext, Kind
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Edit
 from placement_lint.source import SourceFile
+
+if TYPE_CHECKING:  # made by the checker: a run whose files all fail the pre-check never imports it
+    from placement_lint.context.classes import ImportedClasses
 
 _PROBES = (SINGLE, Setup(Mode.DDP), Setup(Mode.DEEPSPEED, 3), Setup(Mode.FSDP))
 
