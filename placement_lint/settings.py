@@ -156,9 +156,10 @@ def _from_table(table: dict[str, object], config_file: Path, codes: tuple[str, .
             )
     for key in ("exclude", "extend-exclude"):
         if key in table:
-            values[key.replace("-", "_")] = tuple(_strings(table[key], f"{where} {key}"))
+            values[key.replace("-", "_")] = tuple(_patterns(_strings(table[key], f"{where} {key}"), f"{where} {key}"))
     if "per-file-ignores" in table:
         mapping = _mapping(table["per-file-ignores"], f"{where} per-file-ignores")
+        _patterns(list(mapping), f"{where} per-file-ignores")
         values["per_file_ignores"] = tuple(
             (pattern, tuple(check_selectors(_strings(selectors, f"{where} per-file-ignores.{pattern}"), codes, where)))
             for pattern, selectors in mapping.items()
@@ -167,6 +168,7 @@ def _from_table(table: dict[str, object], config_file: Path, codes: tuple[str, .
         values["context"] = check_context(table["context"], f"{where} context")
     if "per-file-context" in table:
         mapping = _mapping(table["per-file-context"], f"{where} per-file-context")
+        _patterns(list(mapping), f"{where} per-file-context")
         values["per_file_context"] = tuple(
             (pattern, check_context(name, f"{where} per-file-context.{pattern}"))
             for pattern, name in mapping.items()  # type: ignore[misc]
@@ -237,6 +239,26 @@ def _strings(value: object, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{where}: expected a list of strings")
     return value
+
+
+# What makes a pattern a glob (discover.py matches a plain name without pathspec).
+_GLOB_CHARACTERS = frozenset("*?[]/!\\")
+
+
+def _patterns(patterns: list[str], where: str) -> list[str]:
+    """Patterns with .gitignore's rules, each checked as the settings are read: one pathspec cannot
+    read (`!`, a lone backslash) is a configuration error here, not a crash of whichever process
+    first needs it, which a run whose files hold nothing to check never was."""
+    globs = [pattern for pattern in patterns if _GLOB_CHARACTERS.intersection(pattern.rstrip("/"))]
+    if globs:
+        import pathspec  # only for a configuration with glob patterns
+
+        for pattern in globs:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([pattern])
+            except ValueError as exc:
+                raise ConfigError(f"{where}: invalid pattern {pattern!r} ({exc})") from None
+    return patterns
 
 
 def _url(value: object, where: str) -> str:

@@ -208,6 +208,9 @@ def test_a_pyproject_is_read_only_when_it_may_hold_our_table(repo: Path) -> None
         ("[tool.placement-lint]\nignore = ['DPL999']\n", "unknown rule selector 'DPL999'"),
         ("[tool.placement-lint\n", "invalid TOML"),
         ("[tool.placement-lint]\nrule-url-base = 'docs/rules'\n", "rule-url-base: expected a URL"),
+        ("[tool.placement-lint]\nper-file-ignores = { '!' = ['DPL001'] }\n", "per-file-ignores: invalid pattern '!'"),
+        ("[tool.placement-lint]\nper-file-context = { '!' = 'ddp' }\n", "per-file-context: invalid pattern '!'"),
+        ('[tool.placement-lint]\nextend-exclude = ["\\\\"]\n', "extend-exclude: invalid pattern"),
     ],
 )
 def test_invalid_config_is_one_line_exit_2(repo: Path, config: str, message: str) -> None:
@@ -217,6 +220,16 @@ def test_invalid_config_is_one_line_exit_2(repo: Path, config: str, message: str
     assert result.returncode == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+def test_an_invalid_pattern_is_an_error_whatever_the_files_hold(tmp_path: Path) -> None:
+    """The patterns are checked as the settings are read, not when some file first needs them: a
+    tree whose files hold nothing to check reports it too."""
+    (tmp_path / "pyproject.toml").write_text("[tool.placement-lint]\nper-file-ignores = { '!' = ['DPL001'] }\n")
+    (tmp_path / "a.py").write_text("print('hello')\n")
+    for args in (["--no-cache"], []):
+        result = run_script("check", *args, ".", cwd=tmp_path)
+        assert result.returncode == 2 and "invalid pattern '!'" in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize(
