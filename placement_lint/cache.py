@@ -134,6 +134,29 @@ class Cache:
         """An entry that could answer once the file's bytes are hashed (a damaged or stale one cannot)."""
         return _fresh(self.entries.get(str(path)), self.now)
 
+    def unanswered(self, names: list[str], statuses: Mapping[str, os.stat_result]) -> list[str]:
+        """Of `names` (files no launch reaches), those a clean entry does not answer for as they are,
+        in order. The rest are what `lookup` would find clean, with nothing to update: a warm run's
+        common case, asked in one loop (a lookup per file cost the 11,440-file monorepo 27 ms)."""
+        entries, now = self.entries, self.now
+        left = []
+        for name in names:
+            entry = entries.get(name)
+            status = statuses.get(name)
+            if (
+                status is not None
+                and entry.__class__ is list
+                and len(entry) == _CLEAN  # type: ignore[arg-type]
+                and entry[_LAUNCH] == ""  # type: ignore[index]
+                and entry[_MTIME] == status.st_mtime_ns  # type: ignore[index]
+                and entry[_SIZE] == status.st_size  # type: ignore[index]
+                and entry[_SEEN].__class__ is int  # type: ignore[index]
+                and now - entry[_SEEN] <= _SEEN_RESOLUTION  # type: ignore[index]
+            ):
+                continue
+            left.append(name)
+        return left
+
     def lookup(
         self, path: str | Path, status: os.stat_result, launch_key: str, digest: str | None = None
     ) -> list[Violation] | None:

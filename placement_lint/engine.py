@@ -172,7 +172,9 @@ def run(
     pending: list[_Pending] = []
     launched = cache is not None and bool(launches)  # asked once: a warm run looks up thousands of files
     statuses = found.statuses
-    for name in files:
+    # A warm run: the clean, unchanged files no launch reaches are answered in one pass first.
+    looked_up = cache.unanswered(files, statuses) if cache is not None and not launched else files
+    for name in looked_up:
         try:
             status = statuses.get(name) or os.stat(name)  # a Discovered built by hand has no statuses
             # What the cache must see unchanged besides the file: the evidence its launchers give it,

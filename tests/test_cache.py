@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from placement_lint.cache import load_repo_context, save_repo_context
+from placement_lint.cache import Cache, load_repo_context, save_repo_context
 from placement_lint.context.launches import DecodedOnRead, Launches
 from placement_lint.context.repo import build_repo_context
 from placement_lint.engine import run
@@ -479,3 +479,29 @@ def test_a_touched_file_with_findings_is_read_once(repo: Path, monkeypatch: pyte
     monkeypatch.setattr(Path, "read_bytes", once)
     forbid_parsing(monkeypatch)
     assert check(repo) == first
+
+
+def test_the_warm_pass_answers_only_what_a_lookup_finds_clean_with_nothing_to_update(tmp_path: Path) -> None:
+    """`Cache.unanswered` skips a file only where `lookup` would give [] and change no entry."""
+    cache = Cache(tmp_path / "cache", "key")
+    names, statuses = [], {}
+    for index in range(9):
+        path = tmp_path / f"f{index}.py"
+        path.write_text("x = 1\n")
+        names.append(str(path))
+        statuses[str(path)] = path.stat()
+    entry = lambda name: [statuses[name].st_mtime_ns, statuses[name].st_size, "digest", "", cache.now]  # noqa: E731
+    cache.entries = {name: entry(name) for name in names[:8]}  # names[8]: never seen
+    cache.entries[names[1]][0] += 1  # touched
+    cache.entries[names[2]][3] = "a launch"  # launched since
+    cache.entries[names[3]][4] = cache.now - 2 * 24 * 3600  # seen two days ago: the lookup renews it
+    cache.entries[names[4]] += [[{"code": "DPL001"}], {}]  # has findings
+    cache.entries[names[5]][4] = "yesterday"  # damaged
+    cache.entries[names[6]] = {"not": "a list"}  # damaged
+    cache.entries[names[7]][1] += 1  # another size
+    left = cache.unanswered(names, statuses)
+    assert left == names[1:], "only the clean, unchanged, recently seen entry is answered"
+    before = {name: list(value) if isinstance(value, list) else value for name, value in cache.entries.items()}
+    assert cache.lookup(names[0], statuses[names[0]], "") == [] and not cache.changed
+    assert cache.entries == before
+    assert [name for name in names if cache.lookup(name, statuses[name], "") == [] and name not in cache.changed] == names[:1]
