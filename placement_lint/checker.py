@@ -21,9 +21,6 @@ from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.decode import read_source
 from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
-from placement_lint.precheck import MAX_PYTHON_BYTES as MAX_PYTHON_BYTES
-from placement_lint.precheck import WORTH_ALONE as WORTH_ALONE
-from placement_lint.precheck import WORTH_LAUNCHED as WORTH_LAUNCHED
 from placement_lint.precheck import PreCheck
 from placement_lint.process import collect_after_check
 from placement_lint.results import FileResult, RunOptions, Screened, finding_at, violations_in_cells
@@ -54,10 +51,11 @@ class FileChecker(PreCheck):
         self.known_codes = frozenset(rule.code for rule in all_rules())
         self._per_file_ignores = [(gitignore_spec([pattern]), codes) for pattern, codes in settings.per_file_ignores]
 
-    def finish(self, path: Path, screened: Screened) -> Screened:
-        """Check a file the pre-check let through."""
+    def finish(self, name: Path | str, screened: Screened) -> Screened:
+        """Check a file the pre-check let through (`name` may be its path as text, as the pre-check's)."""
         if screened.raw is None:
             return screened
+        path = Path(name)
         result = self.check(path, screened.raw, prechecked=True)
         self._classes = self._helpers = None  # the file's own: its tree goes with them
         collect_after_check()

@@ -319,10 +319,6 @@ class _Pending(NamedTuple):
     worth: bool = False  # screen_ahead.py found a rule could fire in it: the pre-check need not ask again
     screened: Screened | None = None  # already pre-checked, waiting to be parsed
 
-    @property
-    def path(self) -> Path:
-        return Path(self.name)
-
 
 def _screen_all(
     pending: list[_Pending],
@@ -376,7 +372,7 @@ def _screen_all(
         yield from _pooled(checker, worth, _jobs(options), hashing)
         return
     for item in worth:
-        yield item, checker.finish(item.path, item.screened)  # type: ignore[arg-type]
+        yield item, checker.finish(item.name, item.screened)  # type: ignore[arg-type]
 
 
 class _ScreenAhead:
@@ -454,8 +450,7 @@ def _screen_batch(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
     for index in batch:
         item = _WORKER_PENDING[index]
         screened = item.screened or checker.pre_check(item.name, item.raw, _WORKER_HASHING, item.digest, item.worth)
-        if screened.raw is not None:
-            screened = checker.finish(item.path, screened)
+        screened = checker.finish(item.name, screened)
         trivial = screened.result is None and screened.raw is None and screened.cacheable
         done.append((index, screened.digest if trivial else screened))
     return done
