@@ -31,7 +31,7 @@ class Span:
         return isinstance(other, Span) and (self.low, self.high) == (other.low, other.high)
 
     def __hash__(self) -> int:
-        return hash((Span, self.low, self.high))
+        return hash((self.low, self.high))
 
     def __repr__(self) -> str:
         return f"Span(low={self.low!r}, high={self.high!r})"
