@@ -12,7 +12,6 @@ A file that cannot be read or parsed declares nothing; nothing is guessed.
 from __future__ import annotations
 
 import ast
-import configparser
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -211,6 +210,8 @@ def _pyproject(text: str) -> dict[str, str]:
 
 
 def _setup_cfg(text: str) -> dict[str, str]:
+    import configparser  # only for a setup.cfg: importing it cost every run that reads launches 1 ms
+
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(text)
@@ -254,6 +255,8 @@ def _entry_points(value: object) -> dict[str, str]:
     """setup(entry_points=...) as data: a dict whose console_scripts is a list or a string of lines,
     or the INI text setuptools also takes."""
     if isinstance(value, str):
+        import configparser  # as in _setup_cfg
+
         parser = configparser.ConfigParser(interpolation=None, strict=False)
         try:
             parser.read_string(value)
