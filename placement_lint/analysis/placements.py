@@ -23,6 +23,7 @@ from placement_lint.analysis.flow import ModelFlow, no_ancestors
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
 from placement_lint.analysis.values import Classified, classify
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import Record
 
 # Loaders whose device_map is ignored; also `config_class.from_pretrained`, `self.tokenizer.from_pretrained`.
 _NOT_A_MODEL = LazyPattern(r"(tokenizer|processor|config|extractor|scheduler)(_?class|_?cls)?$", re.I)
@@ -55,12 +56,11 @@ class Loader(NamedTuple):
         return self.node.lineno  # type: ignore[attr-defined]
 
 
-class DeviceMap:
-    """One value a load's device_map may take. Equal and hashed by what it says (not by its analysis),
-    and not changed once made, as a frozen dataclass would be: making that class cost every checking
-    run 0.7 ms."""
+class DeviceMap(Record):
+    """One value a load's device_map may take: equal and hashed by what it says, not by its analysis."""
 
     __slots__ = ("loader", "candidate", "classified", "quantized", "after_distributed_state", "after_zero3_config", "analysis")
+    compared = __slots__[:-1]
 
     def __init__(
         self,
@@ -79,25 +79,6 @@ class DeviceMap:
         self.after_distributed_state = after_distributed_state
         self.after_zero3_config = after_zero3_config
         self.analysis = analysis
-
-    def _fields(self) -> tuple[object, ...]:
-        return (
-            self.loader,
-            self.candidate,
-            self.classified,
-            self.quantized,
-            self.after_distributed_state,
-            self.after_zero3_config,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return other.__class__ is DeviceMap and self._fields() == other._fields()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return f"DeviceMap{self._fields()!r}"
 
     @property
     def consumers(self) -> tuple[Consumer, ...]:

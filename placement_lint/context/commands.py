@@ -13,6 +13,7 @@ import shlex
 from collections.abc import Container
 
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import Record
 
 _ENV_PREFIX = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # A whole word that is a variable nobody set (`torchrun $DISTRIBUTED_ARGS train.py`): launcher options
@@ -45,9 +46,8 @@ _FLAGS = {
 }  # fmt: skip
 
 
-class Launch:
-    """A launch command as parsed: the launcher, what it runs and with what (a plain class: making a
-    dataclass's class, and importing dataclasses, cost every run that reads launch files 1.3 ms)."""
+class Launch(Record):
+    """A launch command as parsed: the launcher, what it runs and with what."""
 
     __slots__ = (
         "launcher", "target", "module", "options", "script_args", "env", "wrapped_by", "wrapper_options", "text", "program",
@@ -79,16 +79,7 @@ class Launch:
         self.text = text
         self.program = program
 
-    def _fields(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        return other.__class__ is Launch and self._fields() == other._fields()  # type: ignore[attr-defined]
-
-    __hash__ = None  # type: ignore[assignment]  # changed as it is parsed, like the dataclass it was
-
-    def __repr__(self) -> str:
-        return "Launch(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
+    __hash__ = None  # type: ignore[assignment]  # changed as it is parsed: no hash, as a mutable dataclass has none
 
     def option(self, *names: str) -> str | None:
         """A launcher option, in either spelling (`--num_processes` / `--num-processes`)."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from placement_lint.analysis.consumers import Consumer
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import Record
 
 if TYPE_CHECKING:  # a context read back from the cache needs no call graph, nor any parser
     from placement_lint.analysis.arguments import Fields
@@ -125,9 +126,8 @@ def _group_launches(
 _SPAWNS = LazyPattern(r"\b(spawn|start_processes|notebook_launcher|Process)\(")
 
 
-class Context:
-    """What makes a file distributed, and the setup it makes. Equal and hashed by its fields, and not
-    changed once made, as a frozen dataclass would be: making that class cost every checking run 0.7 ms."""
+class Context(Record):
+    """What makes a file distributed, and the setup it makes; not changed once made."""
 
     __slots__ = ("evidence", "override", "arguments", "setup")
 
@@ -146,20 +146,6 @@ class Context:
 
     def replace(self, evidence: tuple[Evidence, ...]) -> Context:
         return Context(evidence, self.override, self.arguments)
-
-    def _fields(self) -> tuple[object, ...]:
-        return (self.evidence, self.override, self.arguments, self.setup)
-
-    def __eq__(self, other: object) -> bool:
-        return other.__class__ is Context and self._fields() == other._fields()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return (
-            f"Context(evidence={self.evidence!r}, override={self.override!r}, arguments={self.arguments!r}, setup={self.setup!r})"
-        )
 
     def _derive(self) -> Setup:
         if self.override is not None:
