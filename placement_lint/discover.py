@@ -12,21 +12,19 @@ from __future__ import annotations
 import functools
 import operator
 import os
-import re
 import stat
 from collections.abc import Callable, Collection, Iterator
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.settings import Settings
+from placement_lint.settings import Settings, is_glob
 from placement_lint.source import NOTEBOOK_SUFFIX
 
 if TYPE_CHECKING:
     import pathspec
 
 _Chain = tuple[tuple[str, "pathspec.GitIgnoreSpec"], ...]  # the .gitignore files that apply, nearest first
-_GLOB = re.compile(r"[*?\[\]/!\\]")
 CHECKED_SUFFIXES = (".py", NOTEBOOK_SUFFIX)
 
 
@@ -189,8 +187,8 @@ class _Ignores:
         self._root = str(self.root)
         patterns = [*settings.exclude, *settings.extend_exclude]
         # Plain names (".venv", "build") are the common case: a set lookup, not a pattern match.
-        self.excluded_names = {p.rstrip("/") for p in patterns if not _GLOB.search(p.rstrip("/"))}
-        globs = [p for p in patterns if _GLOB.search(p.rstrip("/"))]
+        self.excluded_names = {p.rstrip("/") for p in patterns if not is_glob(p)}
+        globs = [p for p in patterns if is_glob(p)]
         self.exclude = gitignore_spec(globs) if globs else None
         self.respect_gitignore = settings.respect_gitignore
         self._gitignores: dict[Path, pathspec.GitIgnoreSpec | None] = {}

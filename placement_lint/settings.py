@@ -241,15 +241,19 @@ def _strings(value: object, where: str) -> list[str]:
     return value
 
 
-# What makes a pattern a glob (discover.py matches a plain name without pathspec).
 _GLOB_CHARACTERS = frozenset("*?[]/!\\")
+
+
+def is_glob(pattern: str) -> bool:
+    """A pattern pathspec must read; any other (".venv", "build/") is a plain name, matched as one."""
+    return not _GLOB_CHARACTERS.isdisjoint(pattern.rstrip("/"))
 
 
 def _patterns(patterns: list[str], where: str) -> list[str]:
     """Patterns with .gitignore's rules, each checked as the settings are read: one pathspec cannot
     read (`!`, a lone backslash) is a configuration error here, not a crash of whichever process
     first needs it, which a run whose files hold nothing to check never was."""
-    globs = [pattern for pattern in patterns if _GLOB_CHARACTERS.intersection(pattern.rstrip("/"))]
+    globs = [pattern for pattern in patterns if is_glob(pattern)]
     if globs:
         import pathspec  # only for a configuration with glob patterns
 
