@@ -55,8 +55,7 @@ class TokenScanner:
         self._hidden_by: dict[bytes, dict[bytes, tuple[int, ...]]] = {}
         self._scanned = frozenset(self.tokens)
         self._ruled_out_by: dict[tuple[bytes, ...], frozenset[bytes]] = {}
-        # Per token asked: the scan's tokens one of which a file's scan must report for the file to hold
-        # it (itself, or one that may hide it). Most questions end there, asked by `Present` inline.
+        # Per token of the scan asked about (`_witnesses`): read by `Present` inline.
         self.witnesses: dict[bytes, frozenset[bytes]] = {}
 
     @property
@@ -89,7 +88,15 @@ class TokenScanner:
         cannot rule out some token: one it does not look for)."""
         if not all(token in self._scanned for token in tokens):
             return frozenset()
-        return frozenset(tokens).union(*(self._hiders(token).keys() for token in tokens))
+        return frozenset().union(*(self._witnesses(token) for token in tokens))
+
+    def _witnesses(self, token: bytes) -> frozenset[bytes]:
+        """The scan's tokens one of which a file's scan must report for the file to hold `token`
+        (itself, or one whose match may hide it): most questions end when none was reported."""
+        witnesses = self.witnesses.get(token)
+        if witnesses is None:
+            witnesses = self.witnesses[token] = frozenset({token, *self._hiders(token)})
+        return witnesses
 
     def _hiders(self, token: bytes) -> dict[bytes, tuple[int, ...]]:
         """The tokens whose reported matches may hide an occurrence of `token`, with the offsets in
@@ -109,10 +116,9 @@ class TokenScanner:
             return True
         if token not in self._scanned:  # not a token of the scan: ask the bytes
             return bytes.__contains__(raw, token)
-        hidden_by = self._hiders(token)
-        if hidden_by.keys().isdisjoint(found):
-            self.witnesses[token] = frozenset({token, *hidden_by})
+        if self._witnesses(token).isdisjoint(found):
             return False
+        hidden_by = self._hiders(token)
         # Asked only where a match that may hide it was reported: "from_pretrained" may hide "deepspeed"
         # ("from_pretrainedeepspeed"), and searching every such file for it again cost 40 ms of
         # transformers' pre-check.
