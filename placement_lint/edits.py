@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+
+from placement_lint.records import NamedTuple
 
 
 class Applicability(enum.Enum):

@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from placement_lint.cache import Cache, load_repo_context, save_repo_context
 from placement_lint.context.launcher_names import launcher_candidates, launcher_name, tracked_launchers
@@ -20,6 +20,7 @@ from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
 from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
 from placement_lint.process import collect_garbage_rarely, leave_alone_what_lives, thaw
+from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
 from placement_lint.settings import Settings
 from placement_lint.source import SourceError, content_hash

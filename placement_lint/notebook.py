@@ -14,9 +14,9 @@ import ast
 import bisect
 import json
 from pathlib import Path
-from typing import NamedTuple
 
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 from placement_lint.source import UTF8_BOM, ParseError, SourceError, SourceFile, is_notebook, line_starts_of, parse_python
 
 PLACEHOLDER = "pass"

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 from placement_lint.source import TOP_OF_FILE, FileRegion
 
 if TYPE_CHECKING:

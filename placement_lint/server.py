@@ -20,7 +20,6 @@ import warnings
 from bisect import bisect_right
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -31,6 +30,7 @@ from placement_lint.catalogue import page_url
 from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, SHELL_SUFFIXES
 from placement_lint.edits import Edit
 from placement_lint.fixes.noqa import noqa_edits
+from placement_lint.records import NamedTuple
 from placement_lint.results import Finding
 from placement_lint.rules import rule_codes
 from placement_lint.settings import ConfigError, settings_for

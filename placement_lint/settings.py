@@ -11,9 +11,10 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 from placement_lint.distributed import NAMED_SETUPS
+from placement_lint.records import NamedTuple
 
 
 def toml_module() -> ModuleType:

@@ -14,9 +14,9 @@ import warnings
 from bisect import bisect_right
 from itertools import accumulate
 from pathlib import Path
-from typing import NamedTuple
 
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 
 UTF8_BOM = b"\xef\xbb\xbf"
 _NEWLINE = LazyPattern(r"\r\n|\r|\n")

@@ -14,11 +14,11 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
 
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import dotted, last_segment
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 
 UNDECIDED = "?"  # the field's value depends on something the tool cannot follow
 _CACHE = "_placement_lint_parser_fields"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 import enum
-from typing import NamedTuple
+
+from placement_lint.records import NamedTuple
 
 
 class ConsumerKind(enum.Enum):

@@ -13,7 +13,6 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property
-from typing import NamedTuple
 
 from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
 from placement_lint.analysis.guards import evaluate_truth
@@ -21,6 +20,7 @@ from placement_lint.analysis.index import index_of, walk
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 from placement_lint.distributed import Mode, Setup
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 
 Guard = tuple[ast.expr, bool]  # a condition and the outcome the path took
 

@@ -15,7 +15,6 @@ import re
 import weakref
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import NamedTuple
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver
@@ -23,7 +22,7 @@ from placement_lint.analysis.flow import ModelFlow, no_ancestors
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
 from placement_lint.analysis.values import Classified, classify
 from placement_lint.patterns import LazyPattern
-from placement_lint.records import Record
+from placement_lint.records import NamedTuple, Record
 
 # Loaders whose device_map is ignored; also `config_class.from_pretrained`, `self.tokenizer.from_pretrained`.
 _NOT_A_MODEL = LazyPattern(r"(tokenizer|processor|config|extractor|scheduler)(_?class|_?cls)?$", re.I)

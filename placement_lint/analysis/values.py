@@ -10,12 +10,12 @@ import ast
 import enum
 import re
 from collections.abc import Callable
-from typing import NamedTuple
 
 from placement_lint.analysis.dataflow import ABSENT, Candidate, MapEntries, Value
 from placement_lint.analysis.guards import RANK_ENV, is_env_read
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 
 
 class Placement(enum.Enum):

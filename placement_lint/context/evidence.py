@@ -10,12 +10,12 @@ import ast
 import enum
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from placement_lint.analysis.consumers import Consumer
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.patterns import LazyPattern
-from placement_lint.records import Record
+from placement_lint.records import NamedTuple, Record
 
 if TYPE_CHECKING:  # a context read back from the cache needs no call graph, nor any parser
     from placement_lint.analysis.arguments import Fields

@@ -14,11 +14,11 @@ import re
 import shlex
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from placement_lint.context.commands import expand, parse_command, split
 from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, RST_SUFFIXES, SHELL_SUFFIXES
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 from placement_lint.source import SourceError, is_notebook
 
 MAX_LAUNCHER_BYTES = 1024 * 1024

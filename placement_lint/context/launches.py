@@ -8,9 +8,10 @@ import json
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 from placement_lint.source import content_hash
 
 # orjson decodes the cache's JSON faster than json, as data only (2 MB, the warm 11,440-file monorepo:

@@ -20,13 +20,13 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from placement_lint.analysis.index import walk
 from placement_lint.context.launches import IMPORT_LINE
 from placement_lint.context.setup_py import literal, setup_py_tree
 from placement_lint.discover import real_name
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 
 # What a local name is bound to by an import: (module, relative level, name imported from it; None
 # when the name is the module itself, `import trainers` / `import a.b as ab`).

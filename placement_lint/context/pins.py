@@ -16,9 +16,9 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
-from typing import NamedTuple
 
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 
 WATCHED = ("transformers", "accelerate", "trl", "peft", "deepspeed")
 _MAX_BYTES = 256 * 1024

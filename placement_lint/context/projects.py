@@ -15,10 +15,11 @@ import ast
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from placement_lint.context.setup_py import literal, module_literals, setup_py_tree
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 from placement_lint.settings import parsed_toml, toml_module
 
 if TYPE_CHECKING:

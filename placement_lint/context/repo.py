@@ -14,7 +14,7 @@ import os
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.flow import ModelFlow, returned_item, unpacked_positions
@@ -39,6 +39,7 @@ from placement_lint.context.projects import ConsoleScript, Projects, ScriptNames
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.discover import real_path
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 from placement_lint.settings import Settings
 from placement_lint.source import MAX_NOTEBOOK_BYTES, is_notebook
 

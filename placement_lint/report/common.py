@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from collections import Counter
 from pathlib import Path
-from typing import NamedTuple
 from urllib.parse import quote
 
 from placement_lint.discover import repository_root
+from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, Finding, RunResult
 
 

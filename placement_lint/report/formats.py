@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
+
+from placement_lint.records import NamedTuple
 
 if TYPE_CHECKING:  # the command line reads FORMATS for its choices before any run is imported
     from placement_lint.results import RunOptions, RunResult

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from placement_lint.analysis.dataflow import HelperLocator, Resolver
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
@@ -16,6 +16,7 @@ from placement_lint.analysis.values import Placement
 from placement_lint.context.evidence import Context, FileContext, Kind
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Edit
+from placement_lint.records import NamedTuple
 from placement_lint.source import SourceFile
 
 if TYPE_CHECKING:  # made by the checker: a run whose files all fail the pre-check never imports it

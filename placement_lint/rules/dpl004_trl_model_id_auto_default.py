@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from typing import NamedTuple
 
 from placement_lint.analysis.dataflow import ABSENT
 from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS
@@ -14,6 +13,7 @@ from placement_lint.context.evidence import EFFICIENT_LOADING, Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Edit
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 from placement_lint.rules.base import (
     SPREAD_PREPARE_ERROR,
     CheckedFile,

@@ -11,10 +11,10 @@ import functools
 import io
 import re
 import tokenize
-from typing import NamedTuple
 
 from placement_lint.analysis.index import index_of
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 from placement_lint.source import SourceError, SourceFile
 
 # `[^\S\r\n]` rather than `\s`: a directive never runs on into the next line's text.

@@ -3,8 +3,7 @@ notes. Apart from `violation`, so a clean run, which makes no finding, never cre
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from placement_lint.records import NamedTuple
 from placement_lint.source import FileRegion
 
 # The roles of the spans on a finding's path, in the order the data flows: the command that runs the

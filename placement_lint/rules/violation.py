@@ -3,7 +3,9 @@ so the cache can read findings back without importing them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
+
+from placement_lint.records import NamedTuple
 
 if TYPE_CHECKING:
     from placement_lint.context.evidence import Context
