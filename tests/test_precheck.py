@@ -226,11 +226,20 @@ def test_the_callee_filter_loses_no_evidence(source: str, monkeypatch: pytest.Mo
 
 
 def test_a_run_where_no_file_passes_never_imports_the_checker(tmp_path: Path) -> None:
-    """The pre-check (precheck.py) answers for every file first: the checker, and the parts of the
-    analysis only it needs, are imported by a run with a file to parse."""
+    """The pre-check (precheck.py) answers for every file first: the checker and the analyses (which
+    the rules import only to check a file) are imported by a run with a file to parse."""
     (tmp_path / "clean.py").write_text("import torch\n\nx = torch.ones(3).to('cuda')\n")
     (tmp_path / "tokenizer.py").write_text("from transformers import AutoTokenizer\n\nAutoTokenizer.from_pretrained('m')\n")
-    probed = ("placement_lint.checker", "placement_lint.context.in_file", "placement_lint.context.module_graph")
+    probed = (
+        "placement_lint.analysis.dataflow",
+        "placement_lint.analysis.flow",
+        "placement_lint.analysis.guards",
+        "placement_lint.analysis.placements",
+        "placement_lint.analysis.values",
+        "placement_lint.checker",
+        "placement_lint.context.in_file",
+        "placement_lint.context.module_graph",
+    )
     assert imported_by_a_check(tmp_path, ["--no-cache", "clean.py", "tokenizer.py"], probed, exit_code=0) == []
     (tmp_path / "train.py").write_text(
         "import deepspeed\nfrom transformers import AutoModelForCausalLM\n\n"

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
-from placement_lint.analysis.names import ImportTable, dotted, last_segment
+from placement_lint.analysis.names import WRAPPERS, ImportTable, dotted, last_segment
 
 MODEL_ARGUMENTS = (
     "model",
@@ -27,23 +27,6 @@ MODEL_ARGUMENTS = (
     "ref_policy",
     "model_init",
 )
-WRAPPERS = {
-    "get_peft_model",
-    "prepare_model_for_kbit_training",
-    "prepare_model_for_int8_training",
-    "PeftModel.from_pretrained",
-    "PeftModelForCausalLM.from_pretrained",
-    "AutoModelForCausalLMWithValueHead.from_pretrained",
-    "AutoModelForSeq2SeqLMWithValueHead.from_pretrained",
-}
-# Trainers that load a model id string themselves and reset its device_map to None under MULTI_GPU
-# and DEEPSPEED (trl >= 0.27; domain.md §1.4). Not under FSDP, and not the experimental
-# OnlineDPO/XPO/NashMD/CPO/ORPO/BCO/GKD/MiniLLM trainers.
-TRL_GUARDED_TRAINERS = {
-    "SFTTrainer", "DPOTrainer", "GRPOTrainer", "RLOOTrainer", "KTOTrainer", "RewardTrainer",
-    "DistillationTrainer", "ServerDistillationTrainer", "GOLDTrainer", "IWOPDTrainer", "SDFTTrainer",
-    "SDPOTrainer", "SSDTrainer", "TPOTrainer", "AsyncGRPOTrainer",
-}  # fmt: skip
 # Uses that run the model without training it; merging an adapter and saving the result count too
 # (trl's stack_llama_2 sft_llama2.py reloads with device_map="auto" only to merge and save).
 _INFERENCE_METHODS = {"generate", "eval", "forward", "score", "encode", "sample", "merge_and_unload"}

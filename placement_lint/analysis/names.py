@@ -89,3 +89,22 @@ def argument(call: ast.Call, name: str, position: int | None = None) -> ast.expr
 # definition of one in the repository is not followed: its name is what the library promises.
 PER_PROCESS_CALLS = frozenset({"get_kbit_device_map", "current_device", "get_current_device", "get_local_device"})
 SPREADING_CALLS = frozenset({"infer_auto_device_map"})
+# Calls that take a loaded model and give back one that wraps it (or the same model prepared);
+# `analysis.flow` follows the model through them. The rules read these tables without the analyses.
+WRAPPERS = {
+    "get_peft_model",
+    "prepare_model_for_kbit_training",
+    "prepare_model_for_int8_training",
+    "PeftModel.from_pretrained",
+    "PeftModelForCausalLM.from_pretrained",
+    "AutoModelForCausalLMWithValueHead.from_pretrained",
+    "AutoModelForSeq2SeqLMWithValueHead.from_pretrained",
+}
+# Trainers that load a model id string themselves and reset its device_map to None under MULTI_GPU
+# and DEEPSPEED (trl >= 0.27; domain.md §1.4). Not under FSDP, and not the experimental
+# OnlineDPO/XPO/NashMD/CPO/ORPO/BCO/GKD/MiniLLM trainers.
+TRL_GUARDED_TRAINERS = {
+    "SFTTrainer", "DPOTrainer", "GRPOTrainer", "RLOOTrainer", "KTOTrainer", "RewardTrainer",
+    "DistillationTrainer", "ServerDistillationTrainer", "GOLDTrainer", "IWOPDTrainer", "SDFTTrainer",
+    "SDPOTrainer", "SSDTrainer", "TPOTrainer", "AsyncGRPOTrainer",
+}  # fmt: skip

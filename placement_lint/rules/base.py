@@ -9,9 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from placement_lint.analysis.arguments import parser_fields, shown
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
-from placement_lint.analysis.dataflow import ForeignFunction
 from placement_lint.analysis.index import walk
-from placement_lint.analysis.placements import DeviceMap, ModelLoad
 from placement_lint.context.evidence import Context
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.patterns import LazyPattern
@@ -28,8 +26,12 @@ from placement_lint.rules.messages import zero3_load_consequence as zero3_load_c
 from placement_lint.rules.noqa import Directive
 from placement_lint.rules.violation import Violation
 
-if TYPE_CHECKING:  # made only for findings: a clean run never creates their classes
-    from placement_lint.rules.spans import Related
+if TYPE_CHECKING:
+    # A rule module imports no analysis: the pre-check reads the rules' tokens, and only a file it
+    # lets through is analysed (rules/checked_file.py imports the analyses then).
+    from placement_lint.analysis.dataflow import ForeignFunction
+    from placement_lint.analysis.placements import DeviceMap, ModelLoad
+    from placement_lint.rules.spans import Related  # made only for findings: a clean run never creates their classes
 
 
 class FixAvailability(enum.Enum):

@@ -8,18 +8,20 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.analysis.dataflow import HelperLocator, Resolver
-from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS, no_ancestors
-from placement_lint.analysis.names import ImportTable, dotted, keyword
-from placement_lint.analysis.placements import DeviceMap, LoaderKind, PlacementAnalysis
-from placement_lint.analysis.values import Placement
+from placement_lint.analysis.names import TRL_GUARDED_TRAINERS, ImportTable, dotted, keyword
 from placement_lint.context.evidence import Context, FileContext, Kind
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Edit
 from placement_lint.records import NamedTuple
 from placement_lint.source import SourceFile
 
-if TYPE_CHECKING:  # made by the checker: a run whose files all fail the pre-check never imports it
+if TYPE_CHECKING:
+    # The analyses are imported when a file is checked, not with the rules: the pre-check asks the
+    # rules for their tokens, and a run whose files all fail it never needs them (nor the class
+    # lookups, which the checker makes).
+    from placement_lint.analysis.dataflow import HelperLocator, Resolver
+    from placement_lint.analysis.placements import DeviceMap, PlacementAnalysis
+    from placement_lint.analysis.values import Placement
     from placement_lint.context.classes import ImportedClasses
 
 _PROBES = (SINGLE, Setup(Mode.DDP), Setup(Mode.DEEPSPEED, 3), Setup(Mode.FSDP))
@@ -82,12 +84,17 @@ class CheckedFile:
     def resolver_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> Resolver:
         key = (setup, arguments)
         if key not in self._resolvers:
+            from placement_lint.analysis.dataflow import Resolver
+
             self._resolvers[key] = Resolver(self.module, setup, arguments, self.helpers)
         return self._resolvers[key]
 
     def analysis_for(self, setup: Setup, arguments: tuple[tuple[str, str, str], ...] = ()) -> PlacementAnalysis:
         key = (setup, arguments)
         if key not in self._analyses:
+            from placement_lint.analysis.flow import no_ancestors
+            from placement_lint.analysis.placements import PlacementAnalysis
+
             # Not the bound `self.ancestors`: an analysis kept here must not refer back to the file, or the
             # file and its tree are freed only by the cycle collector, which then walks every tree left.
             ancestors = self.classes if self.classes is not None else no_ancestors
@@ -98,7 +105,7 @@ class CheckedFile:
 
     def ancestors(self, written: str) -> tuple[str, ...]:
         """The base class names, nearest first, of a class imported from the repository (`CustomSFT`)."""
-        return self.classes(written) if self.classes is not None else no_ancestors(written)
+        return self.classes(written) if self.classes is not None else ()
 
     @cached_property
     def resolver(self) -> Resolver:
@@ -385,6 +392,8 @@ TRL_RESETS_SINCE = {Mode.DEEPSPEED: "0.26", Mode.DDP: "0.27"}
 def trl_overrides(context: Context, device_map: DeviceMap) -> bool:
     """TRL's stable trainers reset `model_init_kwargs["device_map"]` to None under MULTI_GPU and
     DEEPSPEED (TRL >= 0.27, domain.md §1.4), but not under FSDP."""
+    from placement_lint.analysis.placements import LoaderKind
+
     if device_map.loader.kind is not LoaderKind.TRL_INIT_KWARGS or context.setup.mode not in (Mode.DDP, Mode.DEEPSPEED):
         return False
     # The reset came in TRL 0.26 for DEEPSPEED and 0.27 for MULTI_GPU (sft_trainer.py at those tags):

@@ -5,11 +5,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from functools import partial
+from typing import TYPE_CHECKING
 
 from placement_lint.analysis.consumers import ConsumerKind
 from placement_lint.analysis.names import dotted, last_segment
-from placement_lint.analysis.placements import DeviceMap, LoaderKind
-from placement_lint.analysis.values import Placement
 from placement_lint.context.evidence import Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Fix
@@ -32,6 +31,9 @@ from placement_lint.rules.base import (
     zero3_live_at_load,
     zero3_load_consequence,
 )
+
+if TYPE_CHECKING:
+    from placement_lint.analysis.placements import DeviceMap
 
 # deepspeed.initialize, with no accelerate prepare() or Trainer around it, never meets accelerate's
 # check: its engine moves the module to the rank's GPU (`self.module.to(self.device)` in
@@ -67,6 +69,9 @@ class SpreadDeviceMapInDistributed(Rule):
     )
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
+        from placement_lint.analysis.placements import LoaderKind
+        from placement_lint.analysis.values import Placement
+
         for device_map, context in file.placed(Placement.SPREAD):
             loads_under_zero3 = _raises_at_load(device_map, context)
             # Outside ZeRO-3 the crash comes when a trainer or prepare() sees the spread model; a model
@@ -152,12 +157,16 @@ class SpreadDeviceMapInDistributed(Rule):
 def _raises_at_load(device_map: DeviceMap, context: Context) -> bool:
     """transformers refuses the map when the model loads under a live ZeRO-3 config; its check is in
     from_pretrained, and accelerate's dispatch_model has none."""
+    from placement_lint.analysis.placements import LoaderKind
+
     if device_map.loader.kind is LoaderKind.DISPATCH:
         return False
     return bool(context.setup.zero3) and zero3_live_at_load(device_map, context)
 
 
 def _computed(device_map: DeviceMap) -> bool:
+    from placement_lint.analysis.placements import LoaderKind
+
     node = device_map.node
     computed = isinstance(node, ast.Call) and last_segment(dotted(node.func)) == "infer_auto_device_map"
     return computed or device_map.loader.kind is LoaderKind.DISPATCH

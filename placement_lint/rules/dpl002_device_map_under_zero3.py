@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
+from typing import TYPE_CHECKING
 
-from placement_lint.analysis.placements import DeviceMap
-from placement_lint.analysis.values import Placement
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Fix
 from placement_lint.rules.base import (
@@ -21,6 +20,9 @@ from placement_lint.rules.base import (
     zero3_live_at_load,
     zero3_load_consequence,
 )
+
+if TYPE_CHECKING:
+    from placement_lint.analysis.placements import DeviceMap
 
 _DDP = Setup(Mode.DDP)
 
@@ -42,6 +44,8 @@ class DeviceMapUnderZero3(Rule):
     )
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
+        from placement_lint.analysis.values import Placement
+
         for device_map, context in file.placed(Placement.FIXED, Placement.PER_PROCESS, Placement.CPU, Placement.OTHER):
             # Only a load while the ZeRO-3 config is live raises; a load before it is DPL008's concern.
             if not context.setup.zero3 or not zero3_live_at_load(device_map, context):

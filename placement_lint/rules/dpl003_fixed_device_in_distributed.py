@@ -5,10 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from functools import partial
+from typing import TYPE_CHECKING
 
 from placement_lint.analysis.names import dotted, keyword, last_segment
-from placement_lint.analysis.placements import DeviceMap
-from placement_lint.analysis.values import CurrentDevice, Placement, classify
 from placement_lint.context.evidence import Context
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Applicability, Fix
@@ -28,6 +27,9 @@ from placement_lint.rules.base import (
     written,
     zero3_live_at_load,
 )
+
+if TYPE_CHECKING:
+    from placement_lint.analysis.placements import DeviceMap
 
 # Calls that may bind this process to its GPU without it being certain that they make it the
 # current device: `init_process_group(device_id=...)` (torch >= 2.3) and DeepSpeed's
@@ -80,6 +82,8 @@ class FixedDeviceInDistributed(Rule):
         yield from self._moves_to_current_device(file)
 
     def _fixed(self, file: CheckedFile) -> Iterator[Violation]:
+        from placement_lint.analysis.values import Placement
+
         for device_map, context in file.placed(Placement.FIXED):
             setup = context.setup
             if setup.zero3 and zero3_live_at_load(device_map, context):
@@ -99,6 +103,8 @@ class FixedDeviceInDistributed(Rule):
     def _current_device(self, file: CheckedFile) -> Iterator[Violation]:
         """`"cuda"`, `torch.device("cuda")`, `torch.cuda.current_device()`: the current device, which is
         GPU 0 in every process until something sets it (domain.md §1.3 M1)."""
+        from placement_lint.analysis.values import CurrentDevice, Placement
+
         for device_map, context in file.placed(Placement.PER_PROCESS):
             current = device_map.classified.device
             if not isinstance(current, CurrentDevice) or not _several_processes(context):
@@ -197,6 +203,8 @@ def _move_text(file: CheckedFile, call: ast.Call) -> str:
 
 def _to_current_device(file: CheckedFile, call: ast.Call) -> bool:
     """`.cuda()`, `.to("cuda")`, `.to(torch.device("cuda"))`, `.to(device=...)`, or a name bound only to those."""
+    from placement_lint.analysis.values import CurrentDevice, classify
+
     assert isinstance(call.func, ast.Attribute)
     if call.func.attr == "cuda":
         return not call.args and not call.keywords

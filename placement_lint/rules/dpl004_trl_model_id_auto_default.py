@@ -6,9 +6,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from placement_lint.analysis.dataflow import ABSENT
-from placement_lint.analysis.flow import TRL_GUARDED_TRAINERS
-from placement_lint.analysis.names import argument, dotted, keyword, last_segment
+from placement_lint.analysis.names import TRL_GUARDED_TRAINERS, argument, dotted, keyword, last_segment
 from placement_lint.context.evidence import EFFICIENT_LOADING, Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Edit
@@ -148,6 +146,8 @@ class TrlModelIdAutoDefault(Rule):
     @staticmethod
     def _names_device_map(file: CheckedFile, kwargs: _Kwargs) -> bool:
         """The kwargs name a device_map (or might): then TRL uses it and DPL001 judges its value."""
+        from placement_lint.analysis.dataflow import ABSENT
+
         if kwargs.value is None:
             return False
         values = file.resolver.key_candidates(kwargs.value, "device_map")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from placement_lint.analysis.names import dotted, keyword
-from placement_lint.analysis.placements import ModelLoad
 from placement_lint.context.evidence import Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Fix
@@ -22,6 +22,9 @@ from placement_lint.rules.base import (
     state_exists_at_load,
     under,
 )
+
+if TYPE_CHECKING:
+    from placement_lint.analysis.placements import ModelLoad
 
 # unsloth's loaders default to device_map="sequential": one process fills GPU 0 first (unsloth#2457).
 _UNSLOTH = {"FastLanguageModel", "FastModel", "FastVisionModel"}

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from placement_lint.analysis.consumers import ConsumerKind
-from placement_lint.analysis.flow import WRAPPERS
-from placement_lint.analysis.names import dotted, keyword, last_segment
-from placement_lint.analysis.placements import ModelLoad
+from placement_lint.analysis.names import WRAPPERS, dotted, keyword, last_segment
 from placement_lint.distributed import SINGLE, Mode
 from placement_lint.edits import Applicability, Fix
+from placement_lint.patterns import LazyPattern
 from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rule, Violation, fix, under, written
 
+if TYPE_CHECKING:
+    from placement_lint.analysis.placements import ModelLoad
+
 _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
-# The PEFT wrappers that take the model as their first argument (the rest of flow.WRAPPERS load one).
+# The PEFT wrappers that take the model as their first argument (the rest of WRAPPERS load one).
 _WRAPPERS = {name for name in WRAPPERS if "." not in name}
 # These hand back the transformers model itself; the others wrap it in a new module, whose own `.to()` and
 # `.cuda()` are torch's and never reach transformers' bitsandbytes checks.
 _SAME_MODEL = {"prepare_model_for_kbit_training", "prepare_model_for_int8_training"}
 # How a bitsandbytes load is written (PlacementAnalysis._quantized): one of these passed as a keyword
 # or a kwargs key. A mention in a docstring, an import or an annotation is none of these.
-_QUANTIZED_LOAD = re.compile(rb"""(?:load_in_[48]bit|quantization_config)(?:\s*=[^=]|["']\s*[:\]])""")
+_QUANTIZED_LOAD = LazyPattern(rb"""(?:load_in_[48]bit|quantization_config)(?:\s*=[^=]|["']\s*[:\]])""")
 _PLACERS = (
     b"Trainer(",
     b".prepare(",

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from placement_lint.analysis.placements import LoaderKind
-from placement_lint.analysis.values import Placement
 from placement_lint.rules.base import (
     PER_PROCESS_MAP,
     CheckedFile,
@@ -40,6 +38,9 @@ class SpreadDeviceMapInDistributedInference(Rule):
     )
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
+        from placement_lint.analysis.placements import LoaderKind
+        from placement_lint.analysis.values import Placement
+
         for device_map, context in file.placed(Placement.SPREAD):
             setup = context.setup
             if setup.zero3 and zero3_live_at_load(device_map, context):

@@ -7,15 +7,15 @@ import re
 from collections.abc import Iterator
 
 from placement_lint.analysis.names import keyword, last_segment
-from placement_lint.analysis.values import Placement, classify
 from placement_lint.distributed import Mode, Setup
 from placement_lint.edits import Applicability
+from placement_lint.patterns import LazyPattern
 from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rule, Violation, fix, written
 
 _TENSOR_PARALLEL = ("tp_plan", "tp_size", "distributed_config")
 # A keyword argument: the name after `(` or `,` (see _passed). One pattern per name, each starting with
 # its literal: `re` finds a literal fast, where a leading `[(,\s]` tried a match at every space.
-_ARGUMENTS = tuple((name.encode(), re.compile(re.escape(name.encode()) + rb"\s*=[^=]")) for name in _TENSOR_PARALLEL)
+_ARGUMENTS = tuple((name.encode(), LazyPattern(re.escape(name.encode()) + rb"\s*=[^=]")) for name in _TENSOR_PARALLEL)
 _SPACE = frozenset(b" \t\n\r\f\v")
 _OPENS_ARGUMENT = frozenset(b"(,")
 _BACKSLASH = ord("\\")
@@ -75,6 +75,8 @@ class DeviceMapWithTensorParallel(Rule):
     def _together(file: CheckedFile, call: ast.Call, device_map: ast.keyword) -> tuple[ast.keyword, bool] | None:
         """A tensor-parallel argument that some run passes together with a non-None map: under one
         setup (a world-size condition picks one or the other), on paths whose conditions agree."""
+        from placement_lint.analysis.values import Placement, classify
+
         for setup in _SETUPS:
             resolver = file.resolver_for(setup)
             maps = [
@@ -131,7 +133,7 @@ def _tp_size(config: ast.expr) -> int | None:
     return None
 
 
-def _passed(pattern: re.Pattern[bytes], raw: bytes) -> bool:
+def _passed(pattern: LazyPattern, raw: bytes) -> bool:
     """Could the name `pattern` finds stand as a keyword argument somewhere? An argument follows `(` or
     `,`, past any spaces and line breaks; a statement (`tp_size = getattr(...)`, 2,000 lines into
     generation/utils.py) follows the end of another. A line with a `#` or a closing backslash may hide
