@@ -6,7 +6,6 @@ findings remain, 2 on an error (bad arguments or config, a file that cannot be r
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -153,8 +152,6 @@ def check(
         _error(str(exc))
         sys.exit(EXIT_ERROR)
 
-    from placement_lint.cache import cache_dir as find_cache_dir
-
     if no_cache and cache_dir is not None:
         _error("--no-cache and --cache-dir contradict each other")
         sys.exit(EXIT_ERROR)
@@ -182,11 +179,14 @@ def check(
         from placement_lint.report.progress import ProgressBar, progress_wanted
 
         bar = ProgressBar() if progress_wanted(True, os.environ, output_format or "full", quiet) else None
+    cache_folder = None
+    if not no_cache:
+        from placement_lint.cache import cache_dir as find_cache_dir  # json and zlib: not for a run without a cache
+
+        cache_folder = find_cache_dir(settings.root, cache_dir)
     _interrupt_on_sigterm()
     try:
-        result = run(
-            targets, settings, options, cwd, None if no_cache else find_cache_dir(settings.root, cache_dir), restrict, bar
-        )
+        result = run(targets, settings, options, cwd, cache_folder, restrict, bar)
     except KeyboardInterrupt:
         _error("interrupted before any file was checked; nothing was changed")
         sys.exit(130)
@@ -447,6 +447,8 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
     notes: list[str] = []
     reports = explain_contexts(targets, settings, cwd, show_all, notes)
     if output_format == "json":
+        import json
+
         click.echo(
             json.dumps(
                 [
@@ -509,6 +511,8 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
     if show_all or code is None:
         rules = all_rules()
         if output_format == "json":
+            import json
+
             base = _rule_url_base()
             click.echo(json.dumps([_rule_json(r, base) for r in rules], indent=2))
         else:
@@ -520,6 +524,8 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         _error(f"unknown rule code {code!r} (rules are {', '.join(_codes())})")
         sys.exit(EXIT_ERROR)
     if output_format == "json":
+        import json
+
         click.echo(json.dumps({**_rule_json(found, _rule_url_base()), "explanation": page(found.code)}, indent=2))
         return
     click.echo(page(found.code) or f"{found.code} ({found.name}): {found.summary}")

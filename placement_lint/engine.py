@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.cache import Cache, load_repo_context, save_repo_context
 from placement_lint.context.launcher_names import launcher_candidates, launcher_name, tracked_launchers
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
@@ -26,6 +25,7 @@ from placement_lint.settings import Settings
 from placement_lint.source import SourceError, content_hash
 
 if TYPE_CHECKING:
+    from placement_lint.cache import Cache
     from placement_lint.checker import FileChecker
     from placement_lint.precheck import PreCheck
     from placement_lint.rules.violation import Violation
@@ -103,7 +103,11 @@ def repo_contexts(
             # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
             # speak for it, or a file in a home folder would make us read the whole home folder.
             launchers = _launchers_beside(root)
-        cached = load_repo_context(cache_folder, root, launchers, base, found.statuses) if cache_folder is not None else None
+        cached = None
+        if cache_folder is not None:
+            from placement_lint.cache import load_repo_context
+
+            cached = load_repo_context(cache_folder, root, launchers, base, found.statuses)
         if cached is None:
             found_launchers = None if launchers is None else [Path(name) for name in launchers]
             real_root = root.resolve()
@@ -118,6 +122,8 @@ def repo_contexts(
             else:
                 cached = RepoContext(root.resolve())  # nothing to read: no launch reaches any file
             if cache_folder is not None:
+                from placement_lint.cache import save_repo_context
+
                 save_repo_context(cache_folder, cached, base)
         contexts.append(cached)
     return contexts
@@ -155,7 +161,11 @@ def run(
     cwd = cwd or Path.cwd()
     paths = list(paths)
     found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
-    cache = None if cache_folder is None or options.fixing else Cache(cache_folder, _settings_key(settings, options))
+    cache = None
+    if cache_folder is not None and not options.fixing:
+        from placement_lint.cache import Cache  # with json and zlib: a run with --no-cache reads no cache
+
+        cache = Cache(cache_folder, _settings_key(settings, options))
     ahead = _ScreenAhead(found, cache, settings, options, cwd)
     try:
         repos = repo_contexts(found, settings, cwd, paths, cache_folder, ahead.start if _CAN_FORK and restrict is None else None)
@@ -298,6 +308,8 @@ def _from_cache(path: Path, display: str, violations: list[Violation], raw: byte
 
 
 def _settings_key(settings: Settings, options: RunOptions) -> str:
+    from placement_lint.cache import Cache
+
     return Cache.settings_key(
         settings.enabled_codes(),
         settings.per_file_ignores,

@@ -4,7 +4,6 @@ the checker reads. Kept apart from the builder, so a run answered by the cache i
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
 from pathlib import Path
@@ -47,6 +46,8 @@ def decode_json(data: bytes) -> Any:
             return fast(data)
         except ValueError:
             pass
+    import json  # here: a run with no cache to read (pre-commit with --no-cache) need not import it
+
     return json.loads(data)
 
 
