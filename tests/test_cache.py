@@ -339,6 +339,13 @@ def test_a_run_the_cache_answers_imports_no_rule_analysis_or_renderer(repo: Path
     assert [m for m in imported_by_a_check(repo, files, heavy, exit_code=1) if m not in allowed] == []
 
 
+def test_a_run_without_a_cache_never_imports_it(repo: Path) -> None:
+    """--no-cache (the pre-commit benchmark's run) reads and writes no cache: nor does it import the
+    module, with its JSON and checksum readers."""
+    assert imported_by_a_check(repo, ["--no-cache", "a.py", "clean.py"], ("placement_lint.cache",), exit_code=1) == []
+    assert "placement_lint.cache" in imported_by_a_check(repo, ["a.py", "clean.py"], ("placement_lint.cache",), exit_code=1)
+
+
 def test_a_repository_with_no_launcher_never_imports_the_launch_readers(tmp_path: Path) -> None:
     """Without a file that may launch training, the launch context is empty: nothing to read or parse."""
     (tmp_path / ".git").mkdir()
