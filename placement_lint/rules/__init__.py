@@ -1,5 +1,9 @@
 """The rules. Each `dplNNN_*.py` module here holds one rule class; they are found by their file name,
-so adding a rule is adding its module (plus its catalogue page and fixtures)."""
+so adding a rule is adding its module (plus its catalogue page and fixtures).
+
+The pre-check imports every rule for its tokens, also in runs that parse nothing: a rule module
+imports the analyses inside the checks that use them (their types for annotations only), not at
+its top (tests/test_precheck.py holds this)."""
 
 from __future__ import annotations
 
