@@ -150,7 +150,7 @@ _OVERLAPPING = st.text(alphabet="ab.", min_size=1, max_size=6).map(str.encode)  
 
 @given(_OVERLAPPING, _OVERLAPPING)
 def test_the_first_byte_filter_keeps_every_overlap(reported: bytes, token: bytes) -> None:
-    """`_hiding_offsets` skips pairs whose token's first byte is not in the match: the same answer as trying every offset."""
+    """`_hiding_offsets` looks only where the match holds the token's first byte: the same answer as trying every offset."""
     every_offset = tuple(
         offset
         for offset in range(len(reported))
