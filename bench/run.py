@@ -311,6 +311,19 @@ def compare(label: str, corpus: Path, ours: list[str], runs: int, prepare=None, 
     }
 
 
+_STAT_WALK = """
+import os, click
+stack = ["."]
+while stack:
+    with os.scandir(stack.pop()) as listing:
+        for entry in listing:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif entry.name.endswith(".py"):
+                entry.stat()
+"""
+
+
 def compile_bytecode() -> None:
     """Measure placement-lint as installed: `pip install` compiles its bytecode, an editable install
     under PYTHONDONTWRITEBYTECODE never does, and then every run compiles it again (about 0.08 s)."""
@@ -384,6 +397,14 @@ def main() -> None:
     for command in (ours_warm, ruff_warm):
         subprocess.run([*command, "."], cwd=copies, stdout=subprocess.DEVNULL, check=False)
     rows.append(compare("monorepo of 4 copies of transformers, both warm", copies, ours_warm, args.runs, ruff=ruff_warm))
+    # The least a warm run can do in Python: start, import click, and stat every Python file of the
+    # tree in one walk (no .gitignore, no cache lookup), against the same warm ruff.
+    walk = [sys.executable, "-c", _STAT_WALK]
+    rows.append(
+        compare(
+            "floor: Python start, `import click` and a bare stat walk of the 4 copies", copies, walk, args.runs, ruff=ruff_warm
+        )
+    )
     five = tuple(str(p.relative_to(corpora["transformers"])) for p in sorted(corpora["transformers"].rglob("*.py"))[:5])
     tree = corpora["transformers"]
     rows.append(compare("pre-commit: 5 clean files, no cache", tree, [*placement, "--no-cache"], args.runs, targets=five))
