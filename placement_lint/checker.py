@@ -7,6 +7,9 @@ import ast
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# Every check makes a placement analysis, which the rules import only as they check (the pre-check
+# imports every rule): imported with the checker, so forked workers share it, not import it each.
+import placement_lint.analysis.placements  # noqa: F401
 from placement_lint.analysis.arguments import LIBRARY_FIELDS, parser_fields
 from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.index import index_of, release_index

@@ -67,6 +67,8 @@ class _NamedTupleMeta(type):
                 raise AttributeError(f"{name}: cannot overwrite the named tuple's {key}")
             if key not in _MADE_BY_NAMEDTUPLE and key not in fields:
                 setattr(made, key, value)
+                if hasattr(type(value), "__set_name__"):  # as a class statement (and typing, from 3.12) does
+                    value.__set_name__(made, key)
         return made
 
 

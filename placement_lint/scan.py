@@ -28,7 +28,7 @@ def _hiding_offsets(reported: bytes, token: bytes) -> tuple[int, ...]:
     resumes after it; an occurrence it does not report starts inside a reported match (one starting
     after it would have been reported at its own start instead). So `token` starts at some offset of
     `reported`: it lies within, or it begins with the rest of it."""
-    if reported == token:
+    if reported == token or not token:
         return ()
     # Only where `reported` holds the token's first byte (a pre-check asks some thirty tokens about
     # forty others: looking at every offset of each made ten thousand `startswith` calls a run).

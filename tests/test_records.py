@@ -124,3 +124,20 @@ def test_a_named_tuple_of_the_package_pickles() -> None:
 
     fix = Fix(Applicability.SAFE, "set device_map=None", (Edit(3, 9, "None"),))
     assert pickle.loads(pickle.dumps(fix)) == fix and type(pickle.loads(pickle.dumps(fix))) is Fix
+
+
+def test_a_named_tuple_tells_its_descriptors_their_names() -> None:
+    """As a class statement does (and typing's NamedTuple from Python 3.12): `__set_name__` is called."""
+    from placement_lint.records import NamedTuple
+
+    told: list[tuple[type, str]] = []
+
+    class Named:
+        def __set_name__(self, owner: type, name: str) -> None:
+            told.append((owner, name))
+
+    class Row(NamedTuple):
+        start: int
+        label = Named()
+
+    assert told == [(Row, "label")]
