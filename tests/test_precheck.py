@@ -11,6 +11,7 @@ from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.names import ImportTable
 from placement_lint.context import in_file
 from placement_lint.context.evidence import Kind
+from placement_lint.context.evidence_text import IN_FILE_EVIDENCE
 from placement_lint.distributed import Mode, Setup
 from placement_lint.source import decode_source, parse_python
 
@@ -71,7 +72,7 @@ def test_every_detector_is_seen_by_the_precheck(source: str) -> None:
         module, parsed, ImportTable.of(module), Resolver(module, Setup(Mode.POSSIBLE)), "x.py", None
     ).collect()
     assert any(evidence.kind is not Kind.POSSIBLE for evidence, _ in found), "the snippet is strong evidence"
-    assert in_file.IN_FILE_EVIDENCE.search(source.encode()), "the pre-check would skip it"
+    assert IN_FILE_EVIDENCE.search(source.encode()), "the pre-check would skip it"
 
 
 @pytest.mark.parametrize(
@@ -86,7 +87,7 @@ def test_every_detector_is_seen_by_the_precheck(source: str) -> None:
     ],
 )
 def test_mentions_are_not_evidence(source: str) -> None:
-    assert not in_file.IN_FILE_EVIDENCE.search(source.encode())
+    assert not IN_FILE_EVIDENCE.search(source.encode())
 
 
 ROOT = Path(__file__).parent.parent

@@ -12,7 +12,6 @@ from placement_lint.analysis.index import walk
 from placement_lint.analysis.names import ImportTable, dotted, keyword, last_segment
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import Evidence, Kind, Override
-from placement_lint.context.evidence_text import IN_FILE_EVIDENCE as IN_FILE_EVIDENCE
 from placement_lint.distributed import NAMED_SETUPS
 from placement_lint.patterns import LazyPattern
 from placement_lint.source import SourceFile
