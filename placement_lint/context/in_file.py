@@ -1,4 +1,7 @@
-"""Evidence inside the Python file itself (domain.md §5.1): what the file sets up, and its pragma."""
+"""Evidence inside the Python file itself (domain.md §5.1): what the file sets up, and its pragma.
+
+The text the pre-check looks for before a file is parsed is in evidence_text.py: a detector added
+here needs its text there (tests/test_precheck.py checks the two agree)."""
 
 from __future__ import annotations
 
