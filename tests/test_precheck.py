@@ -234,6 +234,7 @@ def test_a_run_where_no_file_passes_never_imports_the_checker(tmp_path: Path) ->
     probed = (
         "placement_lint.analysis.dataflow",
         "placement_lint.analysis.flow",
+        "placement_lint.analysis.flowstate",
         "placement_lint.analysis.guards",
         "placement_lint.analysis.placements",
         "placement_lint.analysis.values",

@@ -1,9 +1,35 @@
-"""Which values can reach a use: a small reaching-definitions walk over one scope.
+"""Which values can reach a use: reaching definitions over one scope, walked once.
 
 A `device_map` is rarely a literal in the call. It is a name bound earlier, a key of a kwargs
 dict that is splatted in, a dataclass field default read as `args.device_map`, or a branch of an
-`if ddp:`. The walk follows a scope's statements in order up to the use, keeps every binding
-that can still be live, and prunes the branches of conditions that the detected setup decides.
+`if ddp:`. The flow keeps, for every point of a scope, each binding that can still be live there,
+and prunes the branches of conditions that the detected setup decides.
+
+The algorithm. The first question about a scope walks it once, forward, and keeps the state
+before every statement (`_record_scope`); every later question about the scope is a lookup
+(`_state_before`). A state maps a name, an attribute chain or a dict key to the bindings that may
+reach it; it is persistent (analysis/flowstate.py), so keeping one per statement costs only what
+each statement changes. Each block's walk also gives the keys it changed, and two paths are joined
+by looking at those keys alone. At each compound statement:
+- `if`: each branch is walked once from the state before it, with its condition as a guard. The
+  condition is decided (once: `truth` keeps every condition's answer) only when the branches hand
+  on different states; a branch the setup rules out is still walked for the questions inside it,
+  but not joined.
+- a loop: one earlier pass of the body, with conditions left undecided (a condition there could
+  ask about a later point of this very body), gives what the body binds on a previous iteration;
+  the body is recorded from the state before the loop joined with that; one more pass from the
+  state before the loop gives what the loop hands on. Three passes a loop, so a statement nested in
+  d loops is walked at most 1 + 2d times.
+- `with`, `try`, `match`, a class body: each block once, from the state before the statement, and
+  again for what is handed on only where that starts from another state (a `with ... as`, the
+  `else`/handlers/`finally` of a `try`).
+Statements after a `return`, `raise`, `break` or `continue` get the state where control left.
+
+Cost: for a scope of n statements nested at most d deep, O(n * d) statement visits, each O(log k)
+for the k keys it changes; a join costs the keys its paths changed plus the bindings they hold.
+Questions cost their answer: a lookup, then the bindings followed. A question asked while its own
+scope is being walked, about a point the walk has not reached (a condition reading a value bound
+further down a loop), sees nothing bound there yet.
 """
 
 from __future__ import annotations
@@ -15,6 +41,7 @@ from contextlib import contextmanager
 from functools import cached_property
 
 from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
+from placement_lint.analysis.flowstate import EMPTY, FlowState, Scratch, merge
 from placement_lint.analysis.guards import evaluate_truth
 from placement_lint.analysis.index import index_of, walk
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
@@ -136,7 +163,6 @@ def _plain_value(text: str) -> object:
 
 # Fields whose value names what the user runs (`model_name_or_path`, `model_type`, `base_model`), not a switch.
 _USER_CHOICE = LazyPattern(r"model|name|path|type|arch|family|checkpoint|size", re.I)
-State = dict[str, list[Binding]]
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _KNOWN_DICT = "[?]"  # marker key: the name is bound to a dict display whose keys we know
 _COMPUTED_KEYS = "[*]"  # entries stored under keys computed at run time (`device_map[f"layers.{i}"] = ...`)
@@ -174,13 +200,17 @@ class Resolver:
         # Values a launch passes on the command line for parser fields: (field, value, where); with
         # where "", the default of a field the launched script's parser defines outside this file.
         self.arguments = arguments
-        self._states: dict[tuple[int, int], State] = {}
+        # id(statement) -> the running conditions of its block and how many hold before it (see _passing_before)
+        self._block_passing: dict[int, tuple[list[Guard], int | None]] = {}
+        self._flows: dict[int, _ScopeFlow] = {}  # by id(scope): each scope is walked once, see _record_scope
+        self._recording: dict[int, FlowState] = {}  # the states of the scope being walked, by id(statement)
         self._field_defaults: dict[str, list[ast.expr | None]] | None = None
         self.index = index_of(self.module)
         # The launch's script arguments set to a true value, and each condition's truth once asked:
         # rules ask the same test again (guards on values, reachability, setup probes).
         self._passed = frozenset(n for n, value, _ in self.arguments if _truthy(value))
         self._truths: dict[int, bool | None] = {}
+        self._deciding: set[int] = set()  # the conditions whose truth is being worked out (see truth)
         self._defaults: set[int] = set()  # the field defaults candidates were read from
         self._default_fields: dict[int, str] = {}  # ... and the field each is the default of
         # Conditions undecided only by a value the user chooses (see chosen_by_user), and whether the
@@ -243,30 +273,61 @@ class Resolver:
         found = self.enclosing_guards(node)
         child: ast.AST = node
         for ancestor in self.ancestors(node):
-            block = next((b for b in _bodies_of(ancestor) if any(s is child for s in b)), [])
-            for earlier in block[: next((i for i, s in enumerate(block) if s is child), 0)]:
-                if isinstance(earlier, (ast.Return, ast.Raise)):
-                    return None
-                if isinstance(earlier, ast.If):
-                    passing = _passing(earlier)
-                    if passing is None:
-                        return None
-                    found += passing
+            passed = self._passing_before(ancestor, child)
+            if passed is None:
+                return None
+            found += passed
             if ancestor is function or isinstance(ancestor, _SCOPES):
                 break
             child = ancestor
         return found
 
+    def _passing_before(self, parent: ast.AST, child: ast.AST) -> list[Guard] | None:
+        """What must hold to get from the start of `child`'s block (in `parent`) to `child`: the
+        conditions of the earlier `if`s that leave in one branch; None when an earlier statement always
+        leaves. Worked out once per block, as running totals, so each question costs its answer."""
+        found = self._block_passing.get(id(child))
+        if found is None:
+            for block in _bodies_of(parent):
+                conditions: list[Guard] = []
+                leaves = False
+                for stmt in block:
+                    self._block_passing[id(stmt)] = (conditions, None if leaves else len(conditions))
+                    if leaves:
+                        continue
+                    if isinstance(stmt, (ast.Return, ast.Raise)):
+                        leaves = True
+                    elif isinstance(stmt, ast.If):
+                        passing = _passing(stmt)
+                        if passing is None:
+                            leaves = True
+                        else:
+                            conditions += passing
+            found = self._block_passing.setdefault(id(child), ([], 0))  # not in a block: an expression's parent
+        conditions, count = found
+        return None if count is None else conditions[:count]
+
     # -- conditions ------------------------------------------------------------------------
 
     def truth(self, test: ast.expr) -> bool | None:
-        if id(test) not in self._truths:
-            outer, self._chose = self._chose, False
+        """The condition's outcome in this setup (None: either), worked out once. A condition asked
+        again while its own answer is being worked out (`mode = a if mode2 else b` and `mode2 = c if
+        mode else d`, through a loop or a helper) is undecided there: a cycle decides nothing."""
+        known = self._truths.get(id(test), _PENDING)
+        if known is not _PENDING:
+            return known  # type: ignore[return-value]
+        if id(test) in self._deciding:
+            return None
+        self._deciding.add(id(test))
+        outer, self._chose = self._chose, False
+        try:
             truth = self._truths[id(test)] = evaluate_truth(test, self.setup, self._lookup, self._passed)
-            if truth is None and self._chose:
-                self._choices.add(id(test))
-            self._chose = outer or self._chose
-        return self._truths[id(test)]
+        finally:
+            self._deciding.discard(id(test))
+        if truth is None and self._chose:
+            self._choices.add(id(test))
+        self._chose = outer or self._chose
+        return truth
 
     def truth_for_call(self, test: ast.expr, function: ast.FunctionDef, bound: Mapping[str, ast.expr]) -> bool | None:
         """The truth of a condition in `function` for one call of it, whose literal arguments (and the
@@ -368,8 +429,7 @@ class Resolver:
         state = self._state_before(scope, name)
         if key_of(base, _KNOWN_DICT) not in state:
             return None
-        prefix = base + "["
-        stored = [b for k, bindings in state.items() if k.startswith(prefix) and k != key_of(base, _KNOWN_DICT) for b in bindings]
+        stored = [b for k in state.keys_under(base) if k != key_of(base, _KNOWN_DICT) for b in state[k]]
         if not any(b.statement is not d.statement for b in stored for d in state.get(base, [])):
             return None
         values = tuple(b.value for b in stored if isinstance(b.value, ast.expr))
@@ -668,18 +728,26 @@ class Resolver:
                             self._field_defaults.setdefault(stmt.target.id, []).append(_field_default(stmt.value))
         return self._field_defaults
 
-    # -- the walk --------------------------------------------------------------------------
+    # -- the flow --------------------------------------------------------------------------
 
-    def _state_before(self, scope: ast.AST, at: ast.AST | None) -> State:
-        stop = self._statement_in(scope, at) if at is not None else None
-        cache_key = (id(scope), id(stop))
-        if cache_key not in self._states:
-            body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
-            stop_path = {id(a) for a in self.ancestors(stop)} | {id(stop)} if stop is not None else set()
-            self._states[cache_key] = {}  # asked again while it is worked out (a condition on the way): nothing known
-            state, _, _ = self._walk(body, {}, (), stop, stop_path)  # type: ignore[arg-type]
-            self._states[cache_key] = state
-        return self._states[cache_key]
+    def _state_before(self, scope: ast.AST, at: ast.AST | None) -> FlowState:
+        """The state before the innermost statement holding `at` (the scope's end with no `at`), from
+        the scope's one recorded walk."""
+        flow = self._flows.get(id(scope))
+        if flow is None:
+            flow = self._record_scope(scope)
+        if at is None:
+            return flow.end if flow.end is not None else EMPTY
+        stop = self._statement_in(scope, at)
+        if stop is None:
+            return flow.end if flow.end is not None else EMPTY
+        state = flow.before.get(id(stop))
+        if state is not None:
+            return state
+        # Asked while the walk has not reached it yet (a condition on the way reads a value bound
+        # further down a loop's body): nothing is known there yet. Once walked, a statement the walk
+        # never met is past the scope's end.
+        return EMPTY if flow.end is None else flow.end
 
     def _statement_in(self, scope: ast.AST, node: ast.AST) -> ast.AST | None:
         """The innermost statement holding `node`: where the walk stops."""
@@ -690,131 +758,212 @@ class Resolver:
             current = self.parent(current)
         return None
 
-    def _walk(
-        self, stmts: list[ast.stmt], state: State, guards: tuple[Guard, ...], stop: ast.AST | None, path: set[int]
-    ) -> tuple[State, bool, bool]:
-        """Returns (state, terminated, stopped)."""
-        for stmt in stmts:
-            if stop is not None and id(stmt) in path:
-                if stmt is stop:
-                    return state, False, True
-                return self._descend(stmt, state, guards, stop, path)
-            state, terminated = self._apply(stmt, state, guards)
-            if terminated:
-                return state, True, False
-        return state, False, False
+    def _record_scope(self, scope: ast.AST) -> _ScopeFlow:
+        """Walk the scope once, keeping the state before each statement. See the module docstring
+        for what each kind of statement records and what it hands on."""
+        flow = self._flows[id(scope)] = _ScopeFlow()
+        body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
+        previous, self._recording = self._recording, flow.before
+        try:
+            flow.end = self._record(body, EMPTY, ())[0]  # type: ignore[arg-type]
+        finally:
+            self._recording = previous
+        return flow
 
-    def _descend(
-        self, stmt: ast.stmt, state: State, guards: tuple[Guard, ...], stop: ast.AST, path: set[int]
-    ) -> tuple[State, bool, bool]:
+    def _record(self, stmts: list[ast.stmt], state: FlowState, guards: tuple[Guard, ...]) -> _Outcome:
+        """Record the state before each statement of the block, and give what the block hands on
+        (the state after it, whether it always leaves early, and the keys it changed)."""
+        written: set[str] = set()
+        before = self._recording
+        for position, stmt in enumerate(stmts):
+            before[id(stmt)] = state
+            state, terminated, changed = self._record_statement(stmt, state, guards)
+            written |= changed
+            if terminated:
+                # What follows never runs; a question there sees the state where control left.
+                for later in stmts[position + 1 :]:
+                    for inner in _statements_within(later):
+                        before[id(inner)] = state
+                return state, True, written
+        return state, False, written
+
+    def _record_statement(self, stmt: ast.stmt, state: FlowState, guards: tuple[Guard, ...]) -> _Outcome:
+        """The statement's own blocks are recorded as a question inside them is answered: a branch
+        from the state before the statement, with its condition as a guard; a loop's body from that
+        state joined with one earlier pass of the body; the other blocks (`else`, handlers, `finally`,
+        a `with` or class body) from the state before the statement. What it hands on is what the
+        walk past it computes (`_apply`), which for most blocks is the same walk, kept once."""
+        if not isinstance(stmt, _COMPOUND):
+            return self._apply(stmt, state, guards)
         if isinstance(stmt, ast.If):
-            in_body = any(id(s) in path for s in stmt.body)
-            return self._walk(stmt.body if in_body else stmt.orelse, dict(state), (*guards, (stmt.test, in_body)), stop, path)
-        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)) and any(id(s) in path for s in stmt.body):
-            # A use in a loop's body also sees what the body bound on an earlier pass, and a `for`
-            # rebinds its target before each pass.
-            entry = dict(state)
+            body = self._record(stmt.body, state, (*guards, (stmt.test, True)))
+            orelse = self._record(stmt.orelse, state, (*guards, (stmt.test, False)))
+            head, bound = self._head(stmt, state, guards)
+            if head is not state:  # the blocks are asked about without the head's `:=`, and walked past with it
+                return self._apply(stmt, state, guards)
+            return self._join_if(stmt, head, body, orelse, bound)
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            entry = state.edit()
             if isinstance(stmt, (ast.For, ast.AsyncFor)):
                 self._bind(stmt.target, None, entry, guards, stmt)
-            # Every branch of that earlier pass counts: deciding its conditions would ask for states
-            # further down this same body, which ask for this one.
+            start = entry.freeze()
             self._blind += 1
             try:
-                earlier, _, _ = self._walk(stmt.body, dict(entry), guards, None, set())
+                earlier = self._apply_block(stmt.body, start, guards)
             finally:
                 self._blind -= 1
-            return self._walk(stmt.body, _merge([entry, earlier]), guards, stop, path)
-        for block in _blocks(stmt):
-            if any(id(s) in path for s in block):
-                return self._walk(block, dict(state), guards, stop, path)
-        return state, False, True
-
-    def _apply(self, stmt: ast.stmt, state: State, guards: tuple[Guard, ...]) -> tuple[State, bool]:
-        walrus = _walrus_bindings(stmt) if self._has_walrus else ()
-        if walrus:  # `if (device_map := "auto"):` binds before the statement's body runs
-            state = dict(state)
-            for target, value in walrus:
-                self._bind(target, value, state, guards, stmt)
-        if isinstance(stmt, ast.Assign):
-            state = dict(state)
-            for target in stmt.targets:
-                self._bind(target, stmt.value, state, guards, stmt)
-            return state, False
-        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            state = dict(state)
-            self._bind(stmt.target, stmt.value, state, guards, stmt)
-            return state, False
-        if isinstance(stmt, ast.AugAssign):
-            state = dict(state)
-            base = _state_key(stmt.target) if isinstance(stmt.op, ast.BitOr) else None
-            if base is not None and "[" not in base:  # `kw |= {...}`: a dict updated in place
-                _merge_into(base, stmt.value, state, guards, stmt)
-            else:
-                self._bind(stmt.target, None, state, guards, stmt)
-            return state, False
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            return self._mutation(stmt.value, state, guards, stmt), False
-        if isinstance(stmt, ast.Delete):
-            state = dict(state)
-            for target in stmt.targets:
-                key = _state_key(target)
-                if key is not None:
-                    state[key] = [Binding(ABSENT, stmt, guards)]
-            return state, False
-        if isinstance(stmt, ast.If):
-            truth = None if self._blind else self.truth(stmt.test)
-            branches = []
-            if truth is not False:
-                branches.append(self._walk(stmt.body, dict(state), (*guards, (stmt.test, True)), None, set()))
-            if truth is not True:
-                branches.append(self._walk(stmt.orelse, dict(state), (*guards, (stmt.test, False)), None, set()))
-            live = [s for s, terminated, _ in branches if not terminated]
-            if not live:
-                return state, True
-            return _merge(live), False
-        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
-            state = dict(state)
-            if isinstance(stmt, (ast.For, ast.AsyncFor)):
-                self._bind(stmt.target, None, state, guards, stmt)
-            body, _, _ = self._walk(stmt.body, dict(state), guards, None, set())
-            merged = _merge([state, body])
-            after, terminated, _ = self._walk(stmt.orelse, merged, guards, None, set())
-            return after, terminated
+            self._record(stmt.body, self._merge([start, earlier[0]], earlier[2]), guards)
+            self._record(stmt.orelse, state, guards)
+            return self._apply(stmt, state, guards)
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
-            state = dict(state)
+            body = self._record(stmt.body, state, guards)
+            if any(item.optional_vars is not None for item in stmt.items):
+                return self._apply(stmt, state, guards)
+            return body
+        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            body = self._record(stmt.body, state, guards)  # type: ignore[attr-defined]
+            for block in (stmt.orelse, *(handler.body for handler in stmt.handlers), stmt.finalbody):  # type: ignore[attr-defined]
+                self._record(block, state, guards)
+            return self._join_try(stmt, state, body, guards, _UNCHANGED)  # type: ignore[arg-type]
+        if isinstance(stmt, ast.Match):
+            cases = [self._record(case.body, state, guards) for case in stmt.cases]
+            head, bound = self._head(stmt, state, guards)
+            if head is not state:
+                return self._apply(stmt, state, guards)
+            return self._join_match(head, cases, bound)
+        if isinstance(stmt, ast.ClassDef):
+            self._record(stmt.body, state, guards)
+        return self._apply(stmt, state, guards)
+
+    def _head(self, stmt: ast.stmt, state: FlowState, guards: tuple[Guard, ...]) -> tuple[FlowState, set[str]]:
+        """The state once the statement's own expressions ran: `:=` there binds before its blocks run."""
+        walrus = _walrus_bindings(stmt) if self._has_walrus else ()
+        if not walrus:
+            return state, _UNCHANGED  # type: ignore[return-value]
+        scratch = state.edit()
+        for target, value in walrus:
+            self._bind(target, value, scratch, guards, stmt)
+        return scratch.freeze(), scratch.written
+
+    def _apply_block(self, stmts: list[ast.stmt], state: FlowState, guards: tuple[Guard, ...]) -> _Outcome:
+        """Walk the block past its end, recording nothing: (state after, always leaves early, keys changed)."""
+        written: set[str] = set()
+        for stmt in stmts:
+            state, terminated, changed = self._apply(stmt, state, guards)
+            written |= changed
+            if terminated:
+                return state, True, written
+        return state, False, written
+
+    def _apply(self, stmt: ast.stmt, state: FlowState, guards: tuple[Guard, ...]) -> _Outcome:
+        """What the statement hands on to the next one."""
+        if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+            head, bound = self._head(stmt, state, guards)
+            return head, True, bound
+        if isinstance(stmt, ast.Expr) and not self._has_walrus:
+            if not isinstance(stmt.value, ast.Call):
+                return state, False, _UNCHANGED
+            return self._mutation(stmt.value, state, guards, stmt)
+        kind = type(stmt)
+        if kind in _SIMPLE_BINDERS or kind is ast.Expr:
+            scratch = state.edit()
+            for target, value in _walrus_bindings(stmt) if self._has_walrus else ():
+                self._bind(target, value, scratch, guards, stmt)
+            if kind is ast.Assign:
+                for target in stmt.targets:  # type: ignore[attr-defined]
+                    self._bind(target, stmt.value, scratch, guards, stmt)  # type: ignore[attr-defined]
+            elif kind is ast.AnnAssign:
+                if stmt.value is not None:  # type: ignore[attr-defined]
+                    self._bind(stmt.target, stmt.value, scratch, guards, stmt)  # type: ignore[attr-defined]
+            elif kind is ast.AugAssign:
+                base = _state_key(stmt.target) if isinstance(stmt.op, ast.BitOr) else None  # type: ignore[attr-defined]
+                if base is not None and "[" not in base:  # `kw |= {...}`: a dict updated in place
+                    _merge_into(base, stmt.value, scratch, guards, stmt)  # type: ignore[attr-defined]
+                else:
+                    self._bind(stmt.target, None, scratch, guards, stmt)  # type: ignore[attr-defined]
+            elif kind is ast.Expr:
+                if isinstance(stmt.value, ast.Call):  # type: ignore[attr-defined]
+                    self._mutate(stmt.value, scratch, guards, stmt)  # type: ignore[attr-defined]
+            elif kind is ast.Delete:
+                for target in stmt.targets:  # type: ignore[attr-defined]
+                    key = _state_key(target)
+                    if key is not None:
+                        scratch[key] = [Binding(ABSENT, stmt, guards)]
+            elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                scratch[stmt.name] = [Binding(None, stmt, guards)]  # type: ignore[attr-defined]
+            else:  # an import
+                for alias in stmt.names:  # type: ignore[attr-defined]
+                    scratch[(alias.asname or alias.name).split(".")[0]] = [Binding(None, stmt, guards)]
+            return scratch.freeze(), False, scratch.written
+        head, bound = self._head(stmt, state, guards)
+        if not isinstance(stmt, _COMPOUND):
+            return head, False, bound
+        if isinstance(stmt, ast.If):
+            body = self._apply_block(stmt.body, head, (*guards, (stmt.test, True)))
+            orelse = self._apply_block(stmt.orelse, head, (*guards, (stmt.test, False)))
+            return self._join_if(stmt, head, body, orelse, bound)
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            scratch = head.edit()
+            if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                self._bind(stmt.target, None, scratch, guards, stmt)
+            entry = scratch.freeze()
+            body, _, body_written = self._apply_block(stmt.body, entry, guards)
+            merged = self._merge([entry, body], body_written)
+            after, terminated, after_written = self._apply_block(stmt.orelse, merged, guards)
+            return after, terminated, bound | scratch.written | body_written | after_written
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            scratch = head.edit()
             for item in stmt.items:
                 if item.optional_vars is not None:
-                    self._bind(item.optional_vars, None, state, guards, stmt)
-            after, terminated, _ = self._walk(stmt.body, state, guards, None, set())
-            return after, terminated
+                    self._bind(item.optional_vars, None, scratch, guards, stmt)
+            after, terminated, written = self._apply_block(stmt.body, scratch.freeze(), guards)
+            return after, terminated, bound | scratch.written | written
         if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            body, body_terminated, _ = self._walk(stmt.body, dict(state), guards, None, set())  # type: ignore[attr-defined]
-            outcomes = [] if body_terminated else [self._walk(stmt.orelse, body, guards, None, set())]  # type: ignore[attr-defined]
-            entry = _merge([state, body])
-            for handler in stmt.handlers:  # type: ignore[attr-defined]
-                outcomes.append(self._walk(handler.body, dict(entry), guards, None, set()))
-            live = [s for s, terminated, _ in outcomes if not terminated]
-            merged = _merge(live) if live else entry
-            after, terminated, _ = self._walk(stmt.finalbody, merged, guards, None, set())  # type: ignore[attr-defined]
-            return after, terminated or not live
+            body = self._apply_block(stmt.body, head, guards)  # type: ignore[attr-defined]
+            return self._join_try(stmt, head, body, guards, bound)
         if isinstance(stmt, ast.Match):
-            outcomes = [self._walk(case.body, dict(state), guards, None, set()) for case in stmt.cases]
-            live = [state] + [s for s, terminated, _ in outcomes if not terminated]
-            return _merge(live), False
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            state = dict(state)
-            state[stmt.name] = [Binding(None, stmt, guards)]
-            return state, False
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            state = dict(state)
-            for alias in stmt.names:
-                state[(alias.asname or alias.name).split(".")[0]] = [Binding(None, stmt, guards)]
-            return state, False
-        if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
-            return state, True
-        return state, False
+            return self._join_match(head, [self._apply_block(case.body, head, guards) for case in stmt.cases], bound)
+        return head, False, bound  # a class body's bindings are its own; a function's name is bound above
 
-    def _bind(self, target: ast.expr, value: ast.expr | None, state: State, guards: tuple[Guard, ...], stmt: ast.stmt) -> None:
+    def _join_if(self, stmt: ast.If, head: FlowState, body: _Outcome, orelse: _Outcome, bound: set[str]) -> _Outcome:
+        """After an `if`: the branches the setup leaves live, joined. The condition is decided only
+        when the branches hand on different states: when neither changes a key nor leaves early, the
+        state after the `if` is the state before it, whatever the condition."""
+        truth = None
+        if not self._blind and (body[1] or orelse[1] or body[2] or orelse[2]):
+            truth = self.truth(stmt.test)
+        branches = [b for b, taken in ((body, truth is not False), (orelse, truth is not True)) if taken]
+        live = [b for b in branches if not b[1]]
+        written = bound.union(*(b[2] for b in branches))
+        if not live:
+            return head, True, written
+        return self._merge([b[0] for b in live], written), False, written
+
+    def _join_try(
+        self, stmt: ast.stmt, state: FlowState, body: _Outcome, guards: tuple[Guard, ...], written: set[str]
+    ) -> _Outcome:
+        after_body, body_terminated, body_written = body
+        written = written | body_written
+        outcomes = [] if body_terminated else [self._apply_block(stmt.orelse, after_body, guards)]  # type: ignore[attr-defined]
+        entry = self._merge([state, after_body], body_written)
+        for handler in stmt.handlers:  # type: ignore[attr-defined]
+            outcomes.append(self._apply_block(handler.body, entry, guards))
+        for outcome in outcomes:
+            written |= outcome[2]
+        live = [s for s, terminated, _ in outcomes if not terminated]
+        merged = self._merge(live, written) if live else entry
+        after, terminated, final_written = self._apply_block(stmt.finalbody, merged, guards)  # type: ignore[attr-defined]
+        return after, terminated or not live, written | final_written
+
+    def _join_match(self, state: FlowState, cases: list[_Outcome], written: set[str]) -> _Outcome:
+        written = written.union(*(case[2] for case in cases))
+        live = [state] + [s for s, terminated, _ in cases if not terminated]
+        return self._merge(live, written), False, written
+
+    def _merge(self, states: list[FlowState], written: set[str]) -> FlowState:
+        return merge(states, written, ABSENT, Binding, _known_absent)
+
+    def _bind(self, target: ast.expr, value: ast.expr | None, state: Scratch, guards: tuple[Guard, ...], stmt: ast.stmt) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
             values = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
             for i, element in enumerate(target.elts):
@@ -832,22 +981,27 @@ class Resolver:
         state[key] = [Binding(value, stmt, guards)]
         if "[" in key:
             return
-        prefix = key + "["
-        for stale in [k for k in state if k.startswith(prefix)]:
-            del state[stale]
+        state.drop_entries(key)
         if value is not None and (isinstance(value, ast.Dict) or _is_dict_call(value)) and not _has_splat(value):
             state[key_of(key, _KNOWN_DICT)] = []
             for name, entry in dict_entries(value):
                 state[key_of(key, name)] = [Binding(entry, stmt, guards)]
 
-    def _mutation(self, call: ast.Call, state: State, guards: tuple[Guard, ...], stmt: ast.stmt) -> State:
-        if not isinstance(call.func, ast.Attribute):
-            return state
+    def _mutation(self, call: ast.Call, state: FlowState, guards: tuple[Guard, ...], stmt: ast.stmt) -> _Outcome:
+        if not _mutates(call):
+            return state, False, _UNCHANGED
+        scratch = state.edit()
+        self._mutate(call, scratch, guards, stmt)
+        return scratch.freeze(), False, scratch.written
+
+    def _mutate(self, call: ast.Call, state: Scratch, guards: tuple[Guard, ...], stmt: ast.stmt) -> None:
+        """`kw.update(...)`, `kw.pop("k")`, `kw.setdefault("k", v)`, `kw.__setitem__("k", v)`."""
+        if not _mutates(call):
+            return
+        assert isinstance(call.func, ast.Attribute)
         base = _state_key(call.func.value)
+        assert base is not None
         method = call.func.attr
-        if base is None or method not in ("update", "pop", "setdefault", "__setitem__"):
-            return state
-        state = dict(state)
         if method == "update":
             for arg in call.args:
                 _merge_into(base, arg, state, guards, stmt)
@@ -869,7 +1023,49 @@ class Resolver:
                     known_absent = before is None and key_of(base, _KNOWN_DICT) in state
                     if known_absent or (before and all(b.value is ABSENT for b in before)):
                         state[key] = [Binding(value, stmt, guards)]
-        return state
+
+
+class _ScopeFlow:
+    """One scope's recorded walk: the state before each statement (by id), and at the end (None
+    while the walk is under way)."""
+
+    __slots__ = ("before", "end")
+
+    def __init__(self) -> None:
+        self.before: dict[int, FlowState] = {}
+        self.end: FlowState | None = None
+
+
+_PENDING = object()  # a condition not decided yet (None is an answer: undecided)
+_Outcome = tuple[FlowState, bool, set[str]]  # the state handed on, whether the block always leaves early, the keys changed
+_UNCHANGED: frozenset[str] = frozenset()
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match, ast.ClassDef)
+if hasattr(ast, "TryStar"):
+    _COMPOUND = (*_COMPOUND, ast.TryStar)  # type: ignore[assignment]
+_SIMPLE_BINDERS = frozenset(
+    {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom}
+)
+
+
+def _mutates(call: ast.Call) -> bool:
+    return (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in ("update", "pop", "setdefault", "__setitem__")
+        and _state_key(call.func.value) is not None
+    )
+
+
+def _statements_within(stmt: ast.stmt) -> Iterator[ast.stmt]:
+    """The statement and every statement in its blocks, but not in the functions it defines (those
+    are scopes of their own)."""
+    stack = [stmt]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for block in _blocks(current):
+            stack.extend(block)
 
 
 def _bodies_of(node: ast.AST) -> list[list[ast.stmt]]:
@@ -907,7 +1103,7 @@ def _passing(statement: ast.If) -> list[Guard] | None:
     return [(statement.test, False)]
 
 
-def _merge_into(base: str, mapping: ast.expr, state: State, guards: tuple[Guard, ...], stmt: ast.stmt) -> None:
+def _merge_into(base: str, mapping: ast.expr, state: Scratch, guards: tuple[Guard, ...], stmt: ast.stmt) -> None:
     """`base.update(mapping)`: a display's entries, or those of a dict whose keys the walk knows
     (`kw.update(extra)` after `extra = {"device_map": "auto"}`), are stored into `base`; from any other
     mapping, keys unknown here may arrive, so no key of `base` is known to be absent any more."""
@@ -922,12 +1118,12 @@ def _merge_into(base: str, mapping: ast.expr, state: State, guards: tuple[Guard,
         return
     prefix = source + "["
     markers = (key_of(source, _KNOWN_DICT), key_of(source, _COMPUTED_KEYS))
-    for key, bindings in list(state.items()):
+    for key in state.keys_under(source):
         if key.startswith(prefix) and key not in markers:
-            state[key_of(base, key[len(prefix) : -1])] = bindings
+            state[key_of(base, key[len(prefix) : -1])] = state[key]
 
 
-def _known_absent(state: State, base: str) -> bool:
+def _known_absent(state: FlowState | Scratch, base: str) -> bool:
     """The dict bound to `base` is a display whose keys we know, and nothing stored a computed key since."""
     return key_of(base, _KNOWN_DICT) in state and key_of(base, _COMPUTED_KEYS) not in state
 
@@ -1017,27 +1213,6 @@ def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     for case in getattr(stmt, "cases", []) or []:
         blocks.append(case.body)
     return blocks
-
-
-def _merge(states: list[State]) -> State:
-    if len(states) == 1:
-        return states[0]
-    merged: State = {}
-    for state in states:
-        for key, bindings in state.items():
-            existing = merged.setdefault(key, [])
-            for binding in bindings:
-                if binding not in existing:
-                    existing.append(binding)
-    # A key that a dict display lacks on one path is absent on that path, not unknown.
-    for key in [k for k in merged if "[" in k and not k.endswith((_KNOWN_DICT, _COMPUTED_KEYS))]:
-        base = key.split("[", 1)[0]
-        for state in states:
-            if key not in state and _known_absent(state, base) and state.get(base):
-                absent = Binding(ABSENT, state[base][0].statement, state[base][0].guards)
-                if absent not in merged[key]:
-                    merged[key].append(absent)
-    return merged
 
 
 def _state_key(expr: ast.expr) -> str | None:

@@ -1,0 +1,160 @@
+"""The value flow's state at one point of a scope: what each name, attribute chain and dict key may hold.
+
+The flow (analysis/dataflow.py) keeps the state before every statement of a scope, so that every
+question about the scope is answered without walking it again. Copying a dict of every live key at
+each statement would make that quadratic in the scope's length (a 2,000-line `main()` binds hundreds
+of names), so the state is persistent: a hash array mapped trie (`immutables.Map`) that shares every
+entry a statement does not change with the state before it. A change costs O(log n), keeping a state
+costs nothing.
+
+Keys are the dataflow's: `name`, `a.b`, and `base[key]` for a dict entry (with the markers
+`base[[?]]`, the keys of a display are known, and `base[[*]]`, entries under computed keys). The
+entries of one dict are also listed under their base, in the order a dict would keep them, because
+rebinding `base` drops them and a spread or a `.update(base)` copies them: both would otherwise scan
+every key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import chain
+from typing import Any
+
+from immutables import Map
+
+Bindings = list  # list[dataflow.Binding]: shared between states, never changed once stored
+
+
+def base_of(key: str) -> str:
+    """`kw[device_map]` -> `kw`; the dict a key belongs to."""
+    return key.split("[", 1)[0]
+
+
+class FlowState:
+    """An immutable state: key -> the bindings that may reach, and dict base -> its entries' keys."""
+
+    __slots__ = ("values", "entries")
+
+    def __init__(self, values: Map, entries: Map) -> None:
+        self.values = values
+        self.entries = entries
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.values
+
+    def __getitem__(self, key: str) -> Bindings:
+        return self.values[key]
+
+    def keys_under(self, base: str) -> tuple[str, ...]:
+        """The keys of the dict bound to `base` (`base[...]`), in the order they were stored."""
+        return self.entries.get(base, ())
+
+    def edit(self) -> Scratch:
+        return Scratch(self)
+
+
+EMPTY = FlowState(Map(), Map())
+
+
+class Scratch:
+    """A state being changed by one statement: reads see the changes made so far, and the keys it
+    changed are kept (`written`), which is all a merge of two branches has to look at."""
+
+    __slots__ = ("values", "entries", "written")
+
+    def __init__(self, base: FlowState) -> None:
+        self.values = base.values.mutate()
+        self.entries = base.entries.mutate()
+        self.written: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.values
+
+    def __getitem__(self, key: str) -> Bindings:
+        return self.values[key]
+
+    def keys_under(self, base: str) -> tuple[str, ...]:
+        return self.entries.get(base, ())
+
+    def __setitem__(self, key: str, bindings: Bindings) -> None:
+        self.values[key] = bindings
+        self.written.add(key)
+        if "[" in key:
+            base = base_of(key)
+            known = self.entries.get(base, ())
+            if key not in known:
+                self.entries[base] = (*known, key)
+
+    def __delitem__(self, key: str) -> None:
+        del self.values[key]
+        self.written.add(key)
+        if "[" in key:
+            base = base_of(key)
+            left = tuple(k for k in self.entries.get(base, ()) if k != key)
+            if left:
+                self.entries[base] = left
+            else:
+                del self.entries[base]
+
+    def drop_entries(self, base: str) -> None:
+        """Forget every entry of the dict bound to `base`: `base` is bound to something new."""
+        known = self.entries.get(base)
+        if not known:
+            return
+        for key in known:
+            del self.values[key]
+        self.written.update(known)
+        del self.entries[base]
+
+    def freeze(self) -> FlowState:
+        return FlowState(self.values.finish(), self.entries.finish())
+
+
+def merge(states: list[FlowState], written: Iterable[str], absent: Any, binding: Any, known_absent: Any) -> FlowState:
+    """The state where the paths that ended in `states` join: each key holds what it holds on any
+    path. `written` holds every key that differs between the states (the keys their paths changed
+    since they parted); the others are shared, so only those are looked at.
+
+    A dict entry that one path's display lacks is absent on that path, not unknown: it gets an
+    `absent` binding at that display (`binding(absent, statement, guards)`, with `known_absent(state,
+    base)` telling which paths know their dict's keys)."""
+    if len(states) == 1 or not written:
+        return states[0]
+    scratch = states[0].edit()
+    for key in written:
+        found = [bindings for state in states if (bindings := state.values.get(key)) is not None]
+        present = bool(found)
+        # In order of first appearance, each once: one pass in C. A name bound before each of many
+        # loops holds a binding per loop (the loop may not run), and this join happens at every loop.
+        merged = dict.fromkeys(chain.from_iterable(found))
+        if "[" in key and not key.endswith(("[[?]]", "[[*]]")):
+            base = base_of(key)
+            for state in states:
+                if key not in state.values and known_absent(state, base) and state.values.get(base):
+                    first = state.values[base][0]
+                    marker = binding(absent, first.statement, first.guards)
+                    if present:
+                        merged.setdefault(marker)
+        if present:
+            scratch.values[key] = list(merged)
+        elif key in scratch.values:
+            del scratch.values[key]
+    for base in {base_of(key) for key in written if "[" in key}:
+        order: list[str] = []
+        seen: set[str] = set()
+        for state in states:
+            for key in state.entries.get(base, ()):
+                if key not in seen:
+                    seen.add(key)
+                    order.append(key)
+        if order:
+            scratch.entries[base] = tuple(order)
+        elif base in scratch.entries:
+            del scratch.entries[base]
+    return scratch.freeze()
