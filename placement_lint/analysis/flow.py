@@ -78,6 +78,7 @@ class ModelFlow:
         self.ancestors = ancestors
         self.trainer_classes = _TrainerClasses(self.index.classes, ancestors)
         self._uses: dict[tuple[str, int], list[Consumer]] = {}
+        self._scoped_loads: dict[str, dict[int, list[ast.Name | ast.Attribute]]] = {}
 
     def is_trainer(self, call: ast.Call) -> bool:
         name = last_segment(self.imports.qualify(call.func))
@@ -147,9 +148,20 @@ class ModelFlow:
         loads = self.index.loads_by_name.get(key, [])
         if scope is self.module:
             return loads
-        # Filtered from the module's index rather than walking the scope again: the same nodes, in
-        # the same (breadth-first) order, without a walk per question.
-        return [node for node in loads if any(a is scope for a in self.resolver.ancestors(node))]
+        return self._loads_by_scope(key).get(id(scope), [])
+
+    def _loads_by_scope(self, key: str) -> dict[int, list[ast.Name | ast.Attribute]]:
+        """The reads of `key` under each function or lambda that holds them (by id), once per key:
+        from the module's index rather than walking each scope again, in the same (breadth-first)
+        order, and without going up from every read for every assignment asked about."""
+        grouped = self._scoped_loads.get(key)
+        if grouped is None:
+            grouped = self._scoped_loads[key] = {}
+            for node in self.index.loads_by_name.get(key, []):
+                for ancestor in self.resolver.ancestors(node):
+                    if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                        grouped.setdefault(id(ancestor), []).append(node)
+        return grouped
 
     def _find_uses(self, key: str, assignment: ast.AST, depth: int) -> list[Consumer]:
         scope = self.resolver.scope_of(assignment)

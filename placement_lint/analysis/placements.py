@@ -10,6 +10,7 @@ and the TRL config fields that a trainer loads a model id string with (`model_in
 from __future__ import annotations
 
 import ast
+import bisect
 import enum
 import re
 import weakref
@@ -214,13 +215,19 @@ class PlacementAnalysis:
     def first_zero3_config_after(self, node: ast.AST) -> ast.Call | None:
         """The first call that creates what makes ZeRO-3 visible to transformers, after `node`."""
         position = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        later = [
-            call
-            for call in self.resolver.index.calls
-            if (call.lineno, call.col_offset) > position
-            and _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)
-        ]
-        return min(later, key=lambda c: (c.lineno, c.col_offset), default=None)
+        positions, calls = self._zero3_configs
+        found = bisect.bisect_right(positions, position)
+        return calls[found] if found < len(calls) else None
+
+    @cached_property
+    def _zero3_configs(self) -> tuple[list[tuple[int, int]], list[ast.Call]]:
+        """The calls that create what makes ZeRO-3 visible to transformers, in source order (with
+        their positions, to find the first after a point by bisection: a file asks once per load)."""
+        calls = sorted(
+            (call for call in self.resolver.index.calls if _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)),
+            key=lambda c: (c.lineno, c.col_offset),
+        )
+        return [(c.lineno, c.col_offset) for c in calls], calls
 
     def _order_known(self, call: ast.Call) -> bool:
         function = self.resolver.scope_of(call)
@@ -401,8 +408,11 @@ class PlacementAnalysis:
         names = [dotted(c) for c in classes]
         if not names or any(name is None for name in names):
             return False
-        local = {node.name: node for node in self.resolver.index.nodes if isinstance(node, ast.ClassDef)}
-        return not any(_config_class(last_segment(name), local) for name in names)  # type: ignore[arg-type]
+        return not any(_config_class(last_segment(name), self._local_classes) for name in names)  # type: ignore[arg-type]
+
+    @cached_property
+    def _local_classes(self) -> dict[str, ast.ClassDef]:
+        return {node.name: node for node in self.resolver.index.classes}
 
     def state_before(self, node: ast.AST) -> bool:
         """This process's device is set (see `_DISTRIBUTED_STATE`) before `node` runs."""

@@ -291,7 +291,18 @@ class CheckedFile:
 
     def _splat_count(self, name: str) -> int:
         """How many calls in the file unpack this kwargs dict (`**model_kwargs`)."""
-        return sum(1 for call in self.resolver.index.calls for kw in call.keywords if kw.arg is None and dotted(kw.value) == name)
+        return self._splats.get(name, 0)
+
+    @cached_property
+    def _splats(self) -> dict[str | None, int]:
+        """For each kwargs dict as written, how many calls unpack it: counted once, asked per load."""
+        counts: dict[str | None, int] = {}
+        for call in self.resolver.index.calls:
+            for kw in call.keywords:
+                if kw.arg is None:
+                    name = dotted(kw.value)
+                    counts[name] = counts.get(name, 0) + 1
+        return counts
 
     def _setup_guard(self, test: ast.expr) -> bool:
         """The condition depends on the distributed setup (`ddp`, `is_deepspeed_zero3_enabled()`)."""
