@@ -54,12 +54,18 @@ def _one_of(literal: bytes, patterns: list[bytes]) -> bytes:
 # import initialize`), not its call. A mere mention (a docstring's `FullyShardedDataParallel`) is none.
 _GAP = rb"(?:\s|\\\r?\n|#[^\n]*)*"  # spaces, line breaks, a line continuation, comments
 _CALLED = _GAP + rb"(?:\(|as\s)"
+# What may stand between `import` and an imported name: names, spaces, commas, a parenthesis, a line
+# continuation, and comments. A comment is taken whole, up to its line's end, or as the last thing
+# before the name: written as `(?:[\w\s,(\\]|#[^\n]*)*?` a comment could end at any of its characters,
+# and a file whose `import deepspeed` is followed by lines of names and comments (DeepSpeedExamples'
+# test-stable-diffusion.py) backtracked for longer than any run (the same strings match either way).
+_IMPORTED = rb"(?:[\w\s,(\\]|#[^\n]*\n)*?(?:#[^\n]*?)?"
 IN_FILE_EVIDENCE = _AnyOf(
     (b"deepspeed", rb"deepspeed\s*=[^=]"),
     (b"deepspeed", rb"deepspeed[\"']\s*:"),
     (b"deepspeed", rb"deepspeed\.initialize"),
     (b"deepspeed", rb"deepspeed[\w.]*" + _GAP + rb"as\s"),
-    (b"deepspeed", rb"deepspeed[\w.]*" + _GAP + rb"import(?:[\w\s,(\\]|#[^\n]*)*?\b(?:initialize|init_distributed|zero|Init)\b"),
+    (b"deepspeed", rb"deepspeed[\w.]*" + _GAP + rb"import" + _IMPORTED + rb"\b(?:initialize|init_distributed|zero|Init)\b"),
     (b"fsdp", rb"fsdp\s*=[^=]"),
     (b"fsdp", rb"fsdp_config\s*=[^=]"),
     (b"fsdp", rb"fsdp[\"']\s*:"),
