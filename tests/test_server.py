@@ -61,6 +61,63 @@ async def client(lsp_client: LanguageClient, tmp_path: Path):  # type: ignore[no
     await lsp_client.shutdown_session()
 
 
+class Editor:
+    """A client as a given editor sets it up: its capabilities (pytest-lsp's recordings), the position
+    encodings it offers, the initialization options its configuration sends."""
+
+    def __init__(self, name: str, encodings: list[str] | None = None, options: dict[str, object] | None = None) -> None:
+        self.name, self.encodings, self.options = name, encodings, options
+        self.encoding = "utf-16"  # negotiated at initialize
+
+    def __repr__(self) -> str:
+        return f"{self.name}{self.encodings or ''}{self.options or ''}"
+
+    def capabilities(self) -> types.ClientCapabilities:
+        capabilities = client_capabilities(self.name)
+        if self.encodings is not None:
+            capabilities.general = types.GeneralClientCapabilities(position_encodings=self.encodings)
+        return capabilities
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def editor(lsp_client: LanguageClient, tmp_path: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    REGISTERED.clear()
+    """A client set up as `request.param` (an Editor) says: parametrize with `indirect=True`; the
+    Editor learns the encoding the server chose."""
+    setup: Editor = request.param
+
+    @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register(params: types.RegistrationParams) -> None:
+        REGISTERED.extend(params.registrations)
+
+    result = await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=setup.capabilities(),
+            root_uri=tmp_path.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=tmp_path.as_uri(), name="repos")],
+            initialization_options=setup.options,
+        )
+    )
+    setup.encoding = result.capabilities.position_encoding or "utf-16"
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _setup(request: pytest.FixtureRequest) -> Editor:
+    """The Editor a test's `editor` client was set up as."""
+    return request.node.callspec.params["editor"]
+
+
+def _units(text: str, encoding: str) -> int:
+    """How long `text` is in the code units of a position encoding."""
+    return {"utf-8": len(text.encode("utf-8")), "utf-16": len(text.encode("utf-16-le")) // 2, "utf-32": len(text)}[encoding]
+
+
+def _position(text: str, row: int, column: int, encoding: str) -> types.Position:
+    """The position of 1-based `row` and `column` (in characters) of `text`, as the client counts it."""
+    return types.Position(row - 1, _units(text.splitlines()[row - 1][: column - 1], encoding))
+
+
 async def _open(client: LanguageClient, path: Path) -> list[types.Diagnostic]:
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
@@ -82,15 +139,21 @@ async def _change(client: LanguageClient, path: Path, text: str, version: int) -
     return list(client.diagnostics[path.as_uri()])
 
 
-def _apply(text: str, edits: list[types.TextEdit]) -> str:
-    """What an editor does with a code action's edits (UTF-16 columns; these texts are ASCII)."""
+def _apply(text: str, edits: list[types.TextEdit], encoding: str = "utf-16") -> str:
+    """What an editor does with a code action's edits, their columns counted in `encoding`."""
     lines = text.splitlines(keepends=True)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
 
     def offset(position: types.Position) -> int:
-        return starts[position.line] + position.character
+        if position.line == len(lines):
+            return len(text)
+        line, column = lines[position.line], 0
+        while column < len(line) and _units(line[:column], encoding) < position.character:
+            column += 1
+        assert _units(line[:column], encoding) == position.character, "a position inside a character"
+        return starts[position.line] + column
 
     for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
         text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
@@ -207,14 +270,24 @@ async def test_while_the_user_types_only_the_text_they_pause_on_is_checked(clien
 
 
 @pytest.mark.asyncio
-async def test_text_that_does_not_parse_gets_no_diagnostics_and_the_server_carries_on(
+async def test_text_that_does_not_parse_gets_an_error_where_the_parser_stopped_and_the_server_carries_on(
     client: LanguageClient, launched: Path
 ) -> None:
     train = launched / "train.py"
     text = train.read_text(encoding="utf-8")
     train.write_text(text.replace("def main():", "def main(:"), encoding="utf-8")  # half-typed
-    assert await _open(client, train) == []
+    [error] = await _open(client, train)
+    # As the command line says it (`error: train.py: cannot parse: line 11: invalid syntax`), at the ":".
+    assert error.severity == types.DiagnosticSeverity.Error and error.source == "placement-lint" and error.code is None
+    assert error.message == "cannot parse: line 11: invalid syntax"
+    assert error.range == types.Range(types.Position(10, 9), types.Position(10, 10))
     assert [d.code for d in await _change(client, train, text, 2)] == ["DPL001"]
+    # While the user types: the error replaces the findings, and goes once the text parses again.
+    unclosed = text.replace('device_map="auto")', 'device_map="auto"')
+    [error] = await _change(client, train, unclosed, 3)
+    assert error.message == "cannot parse: line 14: '(' was never closed"
+    assert error.range == types.Range(types.Position(13, 48), types.Position(13, 49))  # the "(" left open
+    assert [d.code for d in await _change(client, train, text, 4)] == ["DPL001"]
 
 
 def test_related_locations_name_in_file_evidence_as_the_config(tmp_path: Path) -> None:
@@ -233,3 +306,127 @@ def test_related_locations_name_in_file_evidence_as_the_config(tmp_path: Path) -
     [config] = [location for location in related_locations(finding, tmp_path) if location.role == "config"]
     assert (config.path, config.row) == (script, 3)
     assert "TrainingArguments(deepspeed=" in config.message
+
+
+# Editors as they offer position encodings: VS Code none (LSP's default, UTF-16), Neovim UTF-8 first,
+# Emacs UTF-32 first (and it cannot resolve a code action's edit later: it gets them at once).
+ENCODINGS = [
+    Editor("visual-studio-code"),
+    Editor("neovim"),
+    Editor("emacs"),
+    Editor("visual-studio-code", ["utf-16", "utf-8"]),
+]
+
+
+async def _fix_all(
+    client: LanguageClient, uri: str, only: list[str] | None = None, resolve: bool = True
+) -> list[types.CodeAction]:
+    """The fixAll actions the server offers for a document, each with its edit (resolved, if the
+    server left it for later as a client that can resolve allows, unless not `resolve`)."""
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+            context=types.CodeActionContext(diagnostics=[], only=only),
+        )
+    )
+    found = []
+    for action in actions or []:
+        if action.kind.startswith("source.fixAll") or action.kind.startswith("notebook.source.fixAll"):
+            found.append(action if action.edit or not resolve else await client.code_action_resolve_async(action))
+    return found
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("editor", ENCODINGS, indirect=True, ids=repr)
+async def test_every_range_counts_columns_in_the_encoding_negotiated_at_initialize(
+    editor: LanguageClient, request: pytest.FixtureRequest, launched: Path
+) -> None:
+    client, setup = editor, _setup(request)
+    encoding = setup.encoding
+    assert encoding == {"visual-studio-code": "utf-16", "neovim": "utf-8", "emacs": "utf-32"}[setup.name]
+    # Astral characters (two UTF-16 units, four UTF-8 bytes) before every span the server sends.
+    train, launcher = launched / "train.py", launched / "scripts" / "run_z3.sh"
+    launcher.write_text(
+        launcher.read_text(encoding="utf-8").replace("--output_dir out", '--output_dir "🚀🚀/out"'), encoding="utf-8"
+    )
+    text = (
+        train.read_text(encoding="utf-8")
+        .replace('device_map="auto"', 'revision="🤗🤗", device_map="auto"')
+        .replace("    Trainer(", '    note = "🤗🤗"; Trainer(')
+    )
+    train.write_text(text, encoding="utf-8")
+    launch_text = launcher.read_text(encoding="utf-8")
+    row14, row15 = text.splitlines()[13], text.splitlines()[14]
+    auto = row14.index('"auto"') + 1
+
+    [diagnostic] = await _open(client, train)
+    assert diagnostic.range == types.Range(
+        _position(text, 14, auto, encoding), _position(text, 14, auto + len('"auto"'), encoding)
+    )
+    launch, *_, consumer = diagnostic.related_information
+    assert launch.location.uri == launcher.as_uri()
+    assert launch.location.range.end == _position(launch_text, 6, len(launch_text.splitlines()[5]) + 1, encoding)
+    assert consumer.location.uri == train.as_uri() and consumer.message == "consumer: trained by Trainer"
+    assert consumer.location.range.start == _position(text, 15, row15.index("Trainer") + 1, encoding)
+
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=train.as_uri()),
+            range=diagnostic.range,
+            context=types.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    fix, noqa, fix_all = actions
+    fixed = _apply(text, fix.edit.changes[train.as_uri()], encoding)
+    assert fixed == text.replace('device_map="auto"', "device_map=None")
+    suppressed = _apply(text, noqa.edit.changes[train.as_uri()], encoding)
+    assert suppressed == text.replace('device_map="auto")\n', 'device_map="auto")  # noqa: DPL001\n')
+    [fix_all] = await _fix_all(client, train.as_uri(), ["source.fixAll"])
+    assert _apply(text, fix_all.edit.changes[train.as_uri()], encoding) == fixed
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("editor", [Editor("visual-studio-code"), Editor("emacs")], indirect=True, ids=repr)
+async def test_fix_all_applies_what_check_fix_applies(
+    editor: LanguageClient, request: pytest.FixtureRequest, launched: Path
+) -> None:
+    from placement_lint.api import fix_source
+
+    client, encoding = editor, _setup(request).encoding
+    train = launched / "train.py"
+    text = train.read_text(encoding="utf-8")
+    await _open(client, train)
+    # Offered to a request for any kind (the lightbulb), for `source`, `source.fixAll` (an editor's
+    # fix-on-save) and its own kind; not to a request for quick fixes only.
+    for only in (None, ["source"], ["source.fixAll"], ["source.fixAll.placement-lint"]):
+        [action] = await _fix_all(client, train.as_uri(), only)
+        assert action.kind == "source.fixAll.placement-lint" and action.title == "placement-lint: Fix all auto-fixable problems"
+        assert _apply(text, action.edit.changes[train.as_uri()], encoding) == fix_source(text, train)[0]
+    assert await _fix_all(client, train.as_uri(), ["quickfix"]) == []
+    # A client that can resolve an action's edit gets it when the user picks the action (fixing
+    # reads the launch context again); one that cannot gets it at once.
+    [offered] = await _fix_all(client, train.as_uri(), ["source.fixAll"], resolve=False)
+    assert (offered.edit is None) == (_setup(request).name == "visual-studio-code")
+    fixed = _apply(text, action.edit.changes[train.as_uri()], encoding)
+    assert await _change(client, train, fixed, 2) == []
+    assert await _fix_all(client, train.as_uri(), ["source.fixAll"]) == []  # nothing left to fix
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "editor", [Editor("visual-studio-code"), Editor("visual-studio-code", options={"unsafeFixes": True})], indirect=True, ids=repr
+)
+async def test_fix_all_applies_unsafe_fixes_only_when_the_editor_asks_for_them(
+    editor: LanguageClient, request: pytest.FixtureRequest, imported: Path
+) -> None:
+    module = imported / "model_utils.py"  # DPL006: only an unsafe fix (it removes the placement)
+    text = module.read_text(encoding="utf-8")
+    await _open(editor, module)
+    actions = await _fix_all(editor, module.as_uri(), ["source.fixAll"])
+    if _setup(request).options is None:  # as `check --fix`
+        assert actions == []
+    else:  # as `check --fix --unsafe-fixes`
+        [action] = actions
+        fixed = _apply(text, action.edit.changes[module.as_uri()])
+        assert 'model.to("cuda")' not in fixed and await _change(editor, module, fixed, 2) == []
