@@ -45,7 +45,7 @@ from placement_lint.context.launcher_names import (
 )
 from placement_lint.edits import Applicability, Edit
 from placement_lint.fixes.noqa import noqa_edits
-from placement_lint.notebook import mask
+from placement_lint.notebook import mask, notebook_source, read_notebook
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
 from placement_lint.results import Finding, display_path
@@ -412,6 +412,16 @@ class PlacementLintServer(LanguageServer):
                 logging.getLogger(__name__).exception("fixing %s failed", path)
                 return None
 
+    def edit_target(self, uri: str, notebook: types.NotebookDocument | None) -> DocumentEdits | NotebookEdits | None:
+        if notebook is not None:
+            cells = self._notebook_cells(notebook.uri)
+            try:
+                return NotebookEdits(cells, self.count_units) if cells is not None else None
+            except SourceError:  # a cell the command line cannot read either (a lone surrogate)
+                return None
+        document = self.workspace.get_text_document(uri)
+        return DocumentEdits(uri, Path(document.path or "untitled.py"), document.source, self.count_units)
+
     def notebook_findings(self, notebook: types.NotebookDocument) -> list[Finding]:
         return [
             finding
@@ -537,33 +547,68 @@ def wanted_kind(kind: str, only: Sequence[str] | None) -> bool:
     return not only or any(kind == asked or kind.startswith(f"{asked}.") for asked in only)
 
 
-def code_actions(
-    uri: str, checked: Checked, document: TextDocument, wanted: types.Range, count_units: CountUnits
-) -> list[types.CodeAction]:
+class DocumentEdits:
+    """Where the edits of a document's actions go: its offsets are those of the checked text."""
+
+    def __init__(self, uri: str, path: Path, text: str, count_units: CountUnits) -> None:
+        self.uri = uri
+        self.source = SourceFile(path, text.encode("utf-8", "surrogatepass"), text, "utf-8", False, line_starts_of(text))
+        self.positions = Positions(text, count_units)
+
+    def changes(self, edits: Iterable[Edit]) -> dict[str, list[types.TextEdit]] | None:
+        return {self.uri: [self.positions.edit(edit) for edit in edits]}
+
+
+class NotebookEdits:
+    """Where the edits of a notebook's actions go: the rules' offsets are in its code cells joined
+    (IPython lines masked, columns kept), each edit lands in its cell's document."""
+
+    def __init__(self, cells: NotebookCells, count_units: CountUnits) -> None:
+        self.notebook = read_notebook(cells.json.encode("utf-8"))
+        self.uris = cells.uris
+        self.source = notebook_source(cells.path, self.notebook)
+        self.count_units = count_units
+
+    def changes(self, edits: Iterable[Edit]) -> dict[str, list[types.TextEdit]] | None:
+        """None when an edit spans cells (a cell's document cannot take it)."""
+        changes: dict[str, list[types.TextEdit]] = {}
+        for edit in edits:
+            cell = next((c for c in self.notebook.cells if c.start <= edit.start < c.start + len(c.python)), None)
+            if cell is None or edit.end > cell.start + len(cell.python) or cell.number > len(self.uris):
+                return None
+            local = Edit(edit.start - cell.start, edit.end - cell.start, edit.content)
+            changes.setdefault(self.uris[cell.number - 1], []).append(Positions(cell.python, self.count_units).edit(local))
+        return changes
+
+
+def code_actions(checked: Checked, wanted: types.Range, target: DocumentEdits | NotebookEdits) -> list[types.CodeAction]:
     """For each finding on the lines of `wanted`: its fix (the safe one preferred; an unsafe one says
     so) and a noqa comment for its line."""
-    positions = Positions(checked.text, count_units)
     actions: list[types.CodeAction] = []
     for finding, diagnostic in zip(checked.findings, checked.diagnostics, strict=True):
         if not _overlaps(diagnostic.range, wanted):
             continue
         fix = finding.violation.fix
-        if fix is not None:
+        changes = target.changes(fix.edits) if fix is not None else None
+        if fix is not None and changes:
             title = f"{finding.code}: {fix.message}" + ("" if fix.safe else " (unsafe)")
-            actions.append(_action(title, uri, [positions.edit(edit) for edit in fix.edits], diagnostic, preferred=fix.safe))
-        noqa = _noqa_edits(document, checked.text, [(finding.code, finding.violation.start)])
-        if noqa:
+            actions.append(_action(title, changes, diagnostic, preferred=fix.safe))
+        noqa = _noqa_edits(target.source, [(finding.code, finding.violation.start)])
+        changes = target.changes(noqa) if noqa else None
+        if changes:
             title = f"{finding.code}: add `# noqa: {finding.code}` to this line"
-            actions.append(_action(title, uri, [positions.edit(edit) for edit in noqa], diagnostic, preferred=False))
+            actions.append(_action(title, changes, diagnostic, preferred=False))
     return actions
 
 
-def _action(title: str, uri: str, edits: list[types.TextEdit], diagnostic: types.Diagnostic, preferred: bool) -> types.CodeAction:
+def _action(
+    title: str, changes: dict[str, list[types.TextEdit]], diagnostic: types.Diagnostic, preferred: bool
+) -> types.CodeAction:
     return types.CodeAction(
         title=title,
         kind=types.CodeActionKind.QuickFix,
         diagnostics=[diagnostic],
-        edit=types.WorkspaceEdit(changes={uri: edits}),
+        edit=types.WorkspaceEdit(changes=changes),
         is_preferred=preferred or None,
     )
 
@@ -574,9 +619,7 @@ def fixable(findings: Iterable[Finding], unsafe_fixes: bool) -> bool:
     return any(finding.violation.fix is not None and finding.violation.fix.applicability in allowed for finding in findings)
 
 
-def _noqa_edits(document: TextDocument, text: str, findings: Iterable[tuple[str, int]]) -> list[Edit]:
-    path = Path(document.path or "untitled.py")
-    source = SourceFile(path, text.encode("utf-8", "surrogatepass"), text, "utf-8", False, line_starts_of(text))
+def _noqa_edits(source: SourceFile, findings: Iterable[tuple[str, int]]) -> list[Edit]:
     try:
         return noqa_edits(source, findings)
     except (SourceError, SyntaxError, ValueError):  # text that no longer parses gets no comment, not an error
@@ -706,8 +749,9 @@ def create_server() -> PlacementLintServer:
                 ls.check_document(uri)
             checked = ls.checked[uri]
         actions = []
-        if wanted_kind(types.CodeActionKind.QuickFix, only) and notebook is None:
-            actions += code_actions(uri, checked, document, params.range, ls.count_units)
+        target = ls.edit_target(uri, notebook) if wanted_kind(types.CodeActionKind.QuickFix, only) else None
+        if target is not None:
+            actions += code_actions(checked, params.range, target)
         findings = ls.notebook_findings(notebook) if notebook is not None else checked.findings
         kinds = [kind for kind in (FIX_ALL, NOTEBOOK_FIX_ALL) if wanted_kind(kind, only)] if only else [FIX_ALL]
         for kind in kinds if fixable(findings, ls.unsafe_fixes) else []:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -430,3 +432,109 @@ async def test_fix_all_applies_unsafe_fixes_only_when_the_editor_asks_for_them(
         [action] = actions
         fixed = _apply(text, action.edit.changes[module.as_uri()])
         assert 'model.to("cuda")' not in fixed and await _change(editor, module, fixed, 2) == []
+
+
+ZERO3_CELL = (
+    "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n\n"
+    'args = TrainingArguments("out", deepspeed={"zero_optimization": {"stage": 3}})\n'
+    'model = AutoModelForCausalLM.from_pretrained("🤗🤗", device_map="auto")\n'
+    "Trainer(model=model, args=args).train()"
+)
+
+
+async def _published(client: LanguageClient, uris: list[str]) -> list[list[types.Diagnostic]]:
+    """The diagnostics of every one of `uris`, once each has been published (after they were cleared)."""
+
+    async def arrived() -> None:
+        while not all(uri in client.diagnostics for uri in uris):
+            await asyncio.sleep(0.01)  # polled: several cells' diagnostics may come in one read
+
+    await asyncio.wait_for(arrived(), 60)
+    return [list(client.diagnostics[uri]) for uri in uris]
+
+
+@pytest.mark.asyncio
+async def test_a_notebook_is_checked_as_its_file_each_cell_with_its_own_diagnostics_and_actions(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    from placement_lint.api import check_source
+
+    repo = tmp_path / "notebooks"
+    (repo / ".git").mkdir(parents=True)
+    notebook = repo / "finetune.ipynb"
+    sources = ["# Fine-tune on ZeRO-3", "!pip install transformers\nimport os", ZERO3_CELL]
+    kinds = [types.NotebookCellKind.Markup, types.NotebookCellKind.Code, types.NotebookCellKind.Code]
+    uris = [f"vscode-notebook-cell:{notebook}#cell{index}" for index in range(len(sources))]
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=notebook.as_uri(),
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[types.NotebookCell(kind=kind, document=uri) for kind, uri in zip(kinds, uris, strict=True)],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(uri=uri, language_id="markdown" if index == 0 else "python", version=1, text=text)
+                for index, (uri, text) in enumerate(zip(uris, sources, strict=True))
+            ],
+        )
+    )
+    markdown, shell, model = await _published(client, uris)
+    assert markdown == [] and shell == []
+    [finding] = model
+    # Where the command line puts it (the cell's own rows), in UTF-16 units: the emoji count twice.
+    nbformat = {
+        "cells": [{"cell_type": "markdown", "source": sources[0]}] + [{"cell_type": "code", "source": s} for s in sources[1:]]
+    }
+    [expected] = check_source(json.dumps(nbformat), notebook)
+    assert (finding.code, expected.cell) == ("DPL001", 3)
+    line = ZERO3_CELL.splitlines()[3]
+    assert finding.range.start == types.Position(expected.row - 1, _units(line[: expected.column - 1], "utf-16"))
+
+    # Its quick fix and its noqa comment edit the cell's document.
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uris[2]),
+            range=finding.range,
+            context=types.CodeActionContext(diagnostics=[finding]),
+        )
+    )
+    fix, noqa, fix_all = actions
+    assert list(fix.edit.changes) == [uris[2]] and list(noqa.edit.changes) == [uris[2]]
+    assert _apply(ZERO3_CELL, fix.edit.changes[uris[2]]) == ZERO3_CELL.replace('device_map="auto"', "device_map=None")
+    assert _apply(ZERO3_CELL, noqa.edit.changes[uris[2]]).splitlines()[3].endswith('device_map="auto")  # noqa: DPL001')
+    [fix_all] = await _fix_all(client, uris[2], ["notebook.source.fixAll"])
+    assert fix_all.kind == "notebook.source.fixAll.placement-lint"
+    assert _apply(ZERO3_CELL, fix_all.edit.changes[uris[2]]) == ZERO3_CELL.replace('device_map="auto"', "device_map=None")
+
+    # A cell that does not parse is an error in that cell; the other cells are still checked.
+    client.diagnostics.clear()
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=2, uri=notebook.as_uri()),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(uri=uris[1], version=2),
+                            changes=[types.TextDocumentContentChangeWholeDocument(text="!pip install transformers\ndef f(:")],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
+    _, [error], [still] = await _published(client, uris)
+    assert error.severity == types.DiagnosticSeverity.Error
+    assert error.message == "cannot parse: cell 2, line 2: invalid syntax"
+    assert error.range == types.Range(types.Position(1, 6), types.Position(1, 7))
+    assert still.code == "DPL001"
+
+    client.notebook_document_did_close(
+        types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=notebook.as_uri()),
+            cell_text_documents=[types.TextDocumentIdentifier(uri=uri) for uri in uris],
+        )
+    )
+    client.diagnostics.clear()
+    assert await _published(client, uris) == [[], [], []]
