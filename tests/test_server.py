@@ -239,7 +239,7 @@ async def test_a_changed_launch_script_rechecks_the_open_files(client: LanguageC
     [registration] = REGISTERED
     assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
     globs = {watcher["globPattern"] for watcher in registration.register_options["watchers"]}
-    assert {"**/*.sh", "**/*.yaml", "**/*.json", "**/Makefile", "**/*.py"} <= globs
+    assert {"**/*.sh", "**/*.yaml", "**/*.json", "**/Makefile", "**/*.py", "**/*.md", "**/*.rst", "**/*.slurm"} <= globs
 
     launcher.write_text(command, encoding="utf-8")
     client.workspace_did_change_watched_files(
@@ -538,3 +538,89 @@ async def test_a_notebook_is_checked_as_its_file_each_cell_with_its_own_diagnost
     )
     client.diagnostics.clear()
     assert await _published(client, uris) == [[], [], []]
+
+
+DOCS = Path(__file__).parent.parent / "docs" / "editor.md"
+README = Path(__file__).parent.parent / "README.md"
+# The Neovim file type of each kind of file a launch context reads.
+LAUNCH_FILETYPES = {"run.sh": "sh", "zero3.yaml": "yaml", "ds_config.json": "json", "Makefile": "make"}
+LAUNCH_FILETYPES |= {"Dockerfile": "dockerfile", "README.md": "markdown", "pyproject.toml": "toml"}
+
+
+def _neovim_filetypes(guide: Path) -> list[set[str]]:
+    """The `filetypes` of each Neovim setup in a guide."""
+    import re
+
+    return [set(re.findall(r'"([\w-]+)"', found)) for found in re.findall(r"filetypes = \{([^}]*)\}", guide.read_text("utf-8"))]
+
+
+@pytest.mark.parametrize("guide", [DOCS, README], ids=lambda path: path.name)
+def test_the_neovim_setups_attach_the_server_to_launch_scripts_and_configs(guide: Path) -> None:
+    setups = _neovim_filetypes(guide)
+    assert len(setups) == 2 or guide == README  # Neovim 0.11+ and nvim-lspconfig's `configs`; the README may only link the guide
+    for filetypes in setups:
+        assert {"python", *LAUNCH_FILETYPES.values()} <= filetypes
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("editor", [Editor("neovim")], indirect=True, ids=repr)
+async def test_an_editor_that_watches_no_files_hears_of_a_launch_script_when_it_is_saved(
+    editor: LanguageClient, launched: Path
+) -> None:
+    # Neovim on Linux (pytest-lsp's recording) lets no server register file watchers: as its setup
+    # in the guide attaches the server to shell scripts, it tells of their saves.
+    assert REGISTERED == []
+    filetype = "sh"
+    assert filetype in _neovim_filetypes(DOCS)[0]
+    train, launcher = launched / "train.py", launched / "scripts" / "run_z3.sh"
+    assert [d.code for d in await _open(editor, train)] == ["DPL001"]
+    editor.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(
+                uri=launcher.as_uri(), language_id=filetype, version=1, text=launcher.read_text(encoding="utf-8")
+            )
+        )
+    )
+    single_process = "#!/bin/bash\npython train.py --output_dir out\n"
+    editor.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=launcher.as_uri(), version=2),
+            [types.TextDocumentContentChangeWholeDocument(text=single_process)],
+        )
+    )
+    launcher.write_text(single_process, encoding="utf-8")  # what `:w` does
+    editor.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=launcher.as_uri())))
+    await editor.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(editor.diagnostics[train.as_uri()]) == []
+    assert launcher.as_uri() not in editor.diagnostics  # a launch script is heard of, not checked
+
+
+def test_a_warning_about_the_document_is_a_warning_diagnostic_on_the_line_it_names(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """As the command line prints a warning about a file (`warning: train.py: line 2: ...`), the
+    editor shows it on that line; a warning about another file (a config) goes to the log."""
+    import warnings
+
+    from placement_lint import server
+
+    script = tmp_path / "train.py"
+    text = "import torch\nx = 1  # noqa: DPL999\n"
+
+    def check_source(text: str, path: Path) -> list[object]:
+        warnings.warn(f"{path}: line 2: unknown rule code DPL999 in noqa", RuntimeWarning, stacklevel=1)
+        warnings.warn("configs/ds.json: cannot parse config: expected ',' (line 3)", RuntimeWarning, stacklevel=1)
+        return []
+
+    monkeypatch.setattr(server, "check_source", check_source)
+    ls = server.PlacementLintServer()
+    logged: list[types.LogMessageParams] = []
+    monkeypatch.setattr(ls, "window_log_message", logged.append)
+    outcome = ls._check(text, script)
+    assert outcome.problems == [(types.DiagnosticSeverity.Warning, "line 2: unknown rule code DPL999 in noqa")]
+    assert [params.message for params in logged] == ["configs/ds.json: cannot parse config: expected ',' (line 3)"]
+    [(severity, message)] = outcome.problems
+    problem = server.document_problem(severity, message, text)
+    diagnostic = server._problem_diagnostic(problem, server.Positions(text, len))
+    assert diagnostic.severity == types.DiagnosticSeverity.Warning and diagnostic.message == message
+    assert diagnostic.range == types.Range(types.Position(1, 0), types.Position(2, 0))  # the whole line
