@@ -164,6 +164,8 @@ class Positions:
         # Never split a \r\n: a position between them is not one the client can name.
         if 0 < start < len(old) and old[start - 1] == "\r" and old[start] == "\n":
             start -= 1
+        if 0 < end < len(old) - start and old[-end - 1] == "\r" and old[-end] == "\n":
+            end -= 1
         return self.edit(Edit(start, len(old) - end, new_text[start : len(new_text) - end]))
 
 

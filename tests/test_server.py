@@ -624,3 +624,27 @@ def test_a_warning_about_the_document_is_a_warning_diagnostic_on_the_line_it_nam
     diagnostic = server._problem_diagnostic(problem, server.Positions(text, len))
     assert diagnostic.severity == types.DiagnosticSeverity.Warning and diagnostic.message == message
     assert diagnostic.range == types.Range(types.Position(1, 0), types.Position(2, 0))  # the whole line
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('m = load("🤗", device_map="auto")\r\nx = 1\r\n', 'm = load("🤗", device_map=None)\r\nx = 1\r\n'),
+        ("a = 1\r\nb = 2\r\n", "a = 1\r\nimport os\r\nb = 2\r\n"),  # an insertion between \r and \n would split them
+        ("a = 1\r\n", "a = 1\r\n\r\n"),
+        ("a = 1\r\nb\r\n", "a = 1\nb\r\n"),  # a removed \r: the edit would end between \r and \n
+        ("a\r\nb\r\n", "a\r\r\nb\r\n"),  # an added \r: it would start there
+        ("x = 1\n", "import os\nx = 1\n"),
+        ("", "x = 1\n"),
+    ],
+)
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_fix_all_replaces_only_what_changed_and_never_splits_a_line_break(old: str, new: str, encoding: str) -> None:
+    from placement_lint.server import Positions
+
+    edit = Positions(old, lambda text: _units(text, encoding)).replacing(new)
+    assert _apply(old, [edit], encoding) == new
+    for position in (edit.range.start, edit.range.end):  # never inside a \r\n
+        lines = old.splitlines(keepends=True)
+        assert position.line >= len(lines) or _units(lines[position.line].rstrip("\r\n"), encoding) >= position.character
+    assert len(edit.new_text) <= abs(len(new) - len(old)) + len("None")  # not the whole text
