@@ -200,6 +200,14 @@ class RelatedPositions:
 # What a check says of a document besides its findings: that it does not parse, or a warning about it.
 
 
+class Reported(NamedTuple):
+    """An error or a warning the check reported, as the command line prints it."""
+
+    severity: types.DiagnosticSeverity
+    message: str  # about the document: its path left out
+    about_document: bool  # else about the run (the configuration does not load): nothing was checked
+
+
 class DocumentProblem(NamedTuple):
     severity: types.DiagnosticSeverity
     message: str  # as the command line prints it after "error: <path>: " or "warning: <path>: "
@@ -212,14 +220,15 @@ class DocumentProblem(NamedTuple):
 _NAMED_LINE = LazyPattern(r"\bline (\d+)\b")
 
 
-def document_problem(severity: types.DiagnosticSeverity, message: str, text: str) -> DocumentProblem:
+def document_problem(reported: Reported, text: str) -> DocumentProblem:
     """Where the user can act on the problem: a syntax error at the token the parser stopped at (as
     ruff's server shows it), another problem on the line it names, else on the first line."""
-    if message.startswith("cannot parse"):
+    severity, message, about_document = reported
+    if about_document and message.startswith("cannot parse"):
         span = syntax_error_span(text)
         if span is not None:
             return DocumentProblem(severity, message, *span)
-    named = _NAMED_LINE.search(message)
+    named = _NAMED_LINE.search(message) if about_document else None
     row = int(named.group(1)) if named else 1
     return DocumentProblem(severity, message, row, 1, row + 1, 1)
 
@@ -269,7 +278,7 @@ class Checked(NamedTuple):
 
 class Outcome(NamedTuple):
     findings: list[Finding]
-    problems: list[tuple[types.DiagnosticSeverity, str]]  # about the checked file, its path left out
+    problems: list[Reported]
 
 
 class NotebookCells(NamedTuple):
@@ -313,9 +322,7 @@ class PlacementLintServer(LanguageServer):
         url_base = _rule_url_base(path)
         related = RelatedPositions(path, positions)
         diagnostics = [_diagnostic(finding, positions, related, url_base) for finding in outcome.findings]
-        problems = [
-            _problem_diagnostic(document_problem(severity, message, text), positions) for severity, message in outcome.problems
-        ]
+        problems = [_problem_diagnostic(document_problem(reported, text), positions) for reported in outcome.problems]
         self.checked[uri] = Checked(text, outcome.findings, diagnostics, problems)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics + problems)
@@ -338,8 +345,8 @@ class PlacementLintServer(LanguageServer):
                 related = RelatedPositions(cells.path, positions[index])
                 by_cell[index].append((finding, _diagnostic(finding, positions[index], related, url_base)))
         problems: list[list[types.Diagnostic]] = [[] for _ in cells.uris]
-        for severity, message in outcome.problems:
-            for index, problem in _cell_problems(severity, message, texts, cells.code):
+        for reported in outcome.problems:
+            for index, problem in _cell_problems(reported, texts, cells.code):
                 problems[index].append(_problem_diagnostic(problem, positions[index]))
         for index, uri in enumerate(cells.uris):
             findings = [finding for finding, _ in by_cell[index]]
@@ -376,8 +383,9 @@ class PlacementLintServer(LanguageServer):
 
     def _check(self, text: str, path: Path) -> Outcome:
         """What the command line reports of the file, never an exception: an editor must not lose its
-        server over one file. Errors and warnings about other files (a config that does not load)
-        go to the log."""
+        server over one file. An error of the run (the configuration does not load: nothing was
+        checked) is the document's too; a warning about another file (a launch config that does not
+        parse) goes to the log."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -395,7 +403,9 @@ class PlacementLintServer(LanguageServer):
         for severity, message in reported:
             prefix = next((prefix for prefix in own if message.startswith(prefix)), None)
             if prefix is not None:
-                problems.append((severity, message.removeprefix(prefix)))
+                problems.append(Reported(severity, message.removeprefix(prefix), True))
+            elif severity == types.DiagnosticSeverity.Error:
+                problems.append(Reported(severity, message, False))
             else:
                 kind = types.MessageType.Error if severity == types.DiagnosticSeverity.Error else types.MessageType.Warning
                 self.window_log_message(types.LogMessageParams(kind, message))
@@ -476,20 +486,21 @@ _BROKEN_CELL = LazyPattern(r"cell (\d+), line (\d+): ")
 _OTHER_CELLS_CHECKED = " (its other cells were checked)"
 
 
-def _cell_problems(
-    severity: types.DiagnosticSeverity, message: str, texts: list[str], code: list[bool]
-) -> list[tuple[int, DocumentProblem]]:
+def _cell_problems(reported: Reported, texts: list[str], code: list[bool]) -> list[tuple[int, DocumentProblem]]:
     """A problem of a notebook in the cells it names ("cannot parse: cell 2, line 1: invalid syntax;
-    cell 4, ..."): each where its cell's parser stops; a problem naming no cell, on the first code cell."""
+    cell 4, ..."): a syntax error where its cell's parser stops, another problem on the line it
+    names; a problem naming no cell, on the first line of the first code cell."""
+    severity, message, about_document = reported
     found = []
-    if message.startswith("cannot parse: "):
-        for part in _BROKEN_CELLS.split(message.removeprefix("cannot parse: ").removesuffix(_OTHER_CELLS_CHECKED)):
-            named = _BROKEN_CELL.match(part)
-            index = int(named.group(1)) - 1 if named else -1
-            if named and 0 <= index < len(texts):
-                row = int(named.group(2))
-                span = syntax_error_span(mask(texts[index])[0]) or (row, 1, row + 1, 1)
-                found.append((index, DocumentProblem(severity, f"cannot parse: {part}", *span)))
+    parse = message.startswith("cannot parse: ")
+    body = message.removeprefix("cannot parse: ").removesuffix(_OTHER_CELLS_CHECKED)
+    for part in (_BROKEN_CELLS.split(body) if parse else [message]) if about_document else []:
+        named = _BROKEN_CELL.search(part)
+        index = int(named.group(1)) - 1 if named else -1
+        if named and 0 <= index < len(texts):
+            row = int(named.group(2))
+            span = (syntax_error_span(mask(texts[index])[0]) if parse else None) or (row, 1, row + 1, 1)
+            found.append((index, DocumentProblem(severity, f"cannot parse: {part}" if parse else part, *span)))
     if found or not texts:
         return found
     first = code.index(True) if True in code else 0

@@ -292,6 +292,22 @@ async def test_text_that_does_not_parse_gets_an_error_where_the_parser_stopped_a
     assert [d.code for d in await _change(client, train, text, 4)] == ["DPL001"]
 
 
+@pytest.mark.asyncio
+async def test_a_configuration_that_does_not_load_is_an_error_in_the_open_file(client: LanguageClient, launched: Path) -> None:
+    # The command line checks nothing and exits 2: the editor must not look clean.
+    settings = launched / "pyproject.toml"
+    settings.write_text("[tool.placement-lint]\nselect = 5\n", encoding="utf-8")
+    train = launched / "train.py"
+    [error] = await _open(client, train)
+    assert error.severity == types.DiagnosticSeverity.Error
+    assert error.message == f"{settings}: [tool.placement-lint] select: expected a list of strings"
+    assert error.range == types.Range(types.Position(0, 0), types.Position(1, 0))
+    settings.write_text("[tool.placement-lint]\nselect = ['DPL']\n", encoding="utf-8")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=settings.as_uri())))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [d.code for d in client.diagnostics[train.as_uri()]] == ["DPL001"]
+
+
 def test_related_locations_name_in_file_evidence_as_the_config(tmp_path: Path) -> None:
     from placement_lint.api import check_source
     from placement_lint.server import related_locations
@@ -617,10 +633,13 @@ def test_a_warning_about_the_document_is_a_warning_diagnostic_on_the_line_it_nam
     logged: list[types.LogMessageParams] = []
     monkeypatch.setattr(ls, "window_log_message", logged.append)
     outcome = ls._check(text, script)
-    assert outcome.problems == [(types.DiagnosticSeverity.Warning, "line 2: unknown rule code DPL999 in noqa")]
+    assert outcome.problems == [
+        server.Reported(types.DiagnosticSeverity.Warning, "line 2: unknown rule code DPL999 in noqa", True)
+    ]
     assert [params.message for params in logged] == ["configs/ds.json: cannot parse config: expected ',' (line 3)"]
-    [(severity, message)] = outcome.problems
-    problem = server.document_problem(severity, message, text)
+    [reported] = outcome.problems
+    message = reported.message
+    problem = server.document_problem(reported, text)
     diagnostic = server._problem_diagnostic(problem, server.Positions(text, len))
     assert diagnostic.severity == types.DiagnosticSeverity.Warning and diagnostic.message == message
     assert diagnostic.range == types.Range(types.Position(1, 0), types.Position(2, 0))  # the whole line
