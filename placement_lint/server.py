@@ -3,8 +3,9 @@
 It checks each open Python document as `placement_lint.check_source` does, as the file at its path:
 that path's settings and its repository's launch context apply, so a finding that only a launch
 script shows appears in the editor, with the chain (launch line, config, importers) as the
-diagnostic's related information. What the command line reports as an error about the file (text
-that does not parse, while the user types) is an Error diagnostic where the parser stopped. Code
+diagnostic's related information. What the command line reports as an error is an Error
+diagnostic: text that does not parse (while the user types) where the parser stopped, a
+configuration that does not load on the first line; a warning about the file is a Warning. Code
 actions offer the rule's fix (an unsafe one says so in its title), a `# noqa: CODE` comment for the
 line, and `source.fixAll.placement-lint`: every safe fix of the document, as `--fix` (with the
 `unsafeFixes` initialization option, the unsafe ones too, as `--unsafe-fixes`). Every range is in
