@@ -123,9 +123,9 @@ def test_the_diff_example_is_the_fix_of_an_example() -> None:
 
 def test_the_action_example_uses_the_actions_inputs() -> None:
     inputs = set(yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"])
-    steps = yaml.safe_load(readme_example("action"))["steps"]
-    [ours] = [step for step in steps if "placement-lint@" in step.get("uses", "")]
-    assert set(ours["with"]) <= inputs
+    [job] = yaml.safe_load(readme_example("action"))["jobs"].values()
+    [ours] = [step for step in job["steps"] if "placement-lint@" in step.get("uses", "")]
+    assert set(ours.get("with", {})) <= inputs
 
 
 def test_the_pre_commit_example_names_the_hooks() -> None:
@@ -173,6 +173,53 @@ def test_the_ruff_example_keeps_ruff_from_deleting_our_noqa(tmp_path: Path) -> N
     (tmp_path / "pyproject.toml").write_text(readme_example("ruff external"), encoding="utf-8")
     with_external = ruff()
     assert with_external.returncode == 0, with_external.stdout + with_external.stderr
+
+
+def test_the_documentation_examples_parse_and_configure_what_exists(tmp_path: Path) -> None:
+    """The site's YAML, TOML and JSON blocks parse; its Action steps use the Action's inputs and its
+    [tool.placement-lint] tables are valid settings (the README's are run above)."""
+    inputs = set(yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"])
+    schema = json.loads((ROOT / SCHEMA_FILE).read_text(encoding="utf-8"))
+    seen = 0
+    for path in sorted(DOCS.rglob("*.md")):
+        for info, text in code_blocks(path):
+            if info == "yaml":
+                loaded = yaml.safe_load(text)
+                steps = [step for job in (loaded.get("jobs") or {}).values() for step in job.get("steps", [])]
+                for step in steps:
+                    if "placement-lint@" in step.get("uses", ""):
+                        assert set(step.get("with", {})) <= inputs, path
+            elif info == "toml":
+                table = toml_module().loads(text).get("tool", {}).get("placement-lint")
+                if table is not None:
+                    jsonschema.validate(table, schema)
+                    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
+                    load_settings(tmp_path / "pyproject.toml", tmp_path, rule_codes())
+            elif info == "json":
+                json.loads(text)
+            else:
+                continue
+            seen += 1
+    assert seen >= 7, "the CI, pre-commit, editor, configuration and suppression pages hold examples"
+
+
+# `pip install placement-lint` (or `'placement-lint[lsp]'`) asks the package index for a name it
+# does not hold yet; a git URL (`placement-lint @ git+https://...`) or a path works.
+_INDEX_INSTALL = re.compile(r"""pip install +["']?placement-lint(\[[^\]]*\])?(?![\w\[-]| *@)""")
+
+
+def test_no_page_installs_from_the_package_index_before_it_is_published() -> None:
+    pages = [README, *(path for path in DOCS.rglob("*.md") if "hooks" not in path.parts)]
+    found = [
+        f"{path.relative_to(ROOT)}: {match.group(0)}"
+        for path in pages
+        for match in _INDEX_INSTALL.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+    assert _INDEX_INSTALL.search("run: pip install placement-lint\n") and _INDEX_INSTALL.search(
+        "pip install 'placement-lint[lsp]'"
+    )
+    assert not _INDEX_INSTALL.search('pip install "placement-lint[lsp] @ git+https://github.com/o/placement-lint"')
 
 
 def markdown_files() -> list[Path]:
