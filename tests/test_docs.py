@@ -236,25 +236,26 @@ def _relative(target: str) -> str | None:
 
 def test_every_relative_link_resolves_to_a_file() -> None:
     hooks = site_hooks()
-    pages = hooks.site_pages(DOCS)
     broken = []
     for path in markdown_files():
+        # A page of the site links among the site's pages: a rule page sits at rules/ there, the
+        # changelog at changelog.md; each is made from a file of the repository (hooks.source_of).
+        if path.is_relative_to(DOCS):
+            where = path.relative_to(DOCS).parent.as_posix()
+        elif path.parent.name == "rules":
+            where = "rules"
+        else:
+            where = None
         for target in links(path):
             name = _relative(target)
             if not name:
                 continue
-            if path.is_relative_to(DOCS) or path.parent.name == "rules":
-                # A page of the site: its links resolve among the site's pages (rules/ and the
-                # changelog are made by the hooks from their sources) or the files docs/ holds.
-                where = path.relative_to(DOCS).parent if path.is_relative_to(DOCS) else Path("rules")
-                resolved = os.path.normpath(where / name).replace(os.sep, "/")
-                if resolved in pages or (DOCS / resolved).exists():
-                    continue
-                if path.parent.name == "rules" and (path.parent / name).exists():
-                    continue
-            elif (path.parent / name).exists():
-                continue
-            broken.append(f"{path.relative_to(ROOT)}: {target}")
+            if where is None:
+                target_file = path.parent / name
+            else:
+                target_file = hooks.source_of(DOCS, os.path.normpath(os.path.join(where, name)).replace(os.sep, "/"))
+            if not target_file.is_file() and not target_file.is_dir():
+                broken.append(f"{path.relative_to(ROOT)}: {target}")
     assert broken == []
 
 
@@ -267,7 +268,7 @@ def test_the_link_check_sees_a_broken_link(tmp_path: Path) -> None:
 def test_the_navigation_takes_the_pages_docs_holds() -> None:
     """A page another change adds (cache.md, an unplanned one) is in the navigation; a planned page
     docs/ does not hold is left out rather than breaking the build."""
-    navigation = site_hooks().navigation({"index.md", "cache.md", "extra.md", "rules/index.md"})
+    navigation = site_hooks().navigation({"index.md", "cache.md", "extra.md", "rules.md"})
     flat = json.dumps(navigation)
     assert '"The result cache": "cache.md"' in flat and '"More": ["extra.md"]' in flat
     assert "speed.md" not in flat and '"Home": "index.md"' in flat

@@ -2,10 +2,12 @@
 their own elsewhere are made from it at build time, never copied into docs/.
 
 - `rules/DPLnnn.md`: the rule pages, read from the project's `rules/` folder (the pages
-  `placement-lint rule` prints and the package ships); `rules/index.md`, the table of them.
+  `placement-lint rule` prints and the package ships).
 - `changelog.md`: CHANGELOG.md.
+- the table of the rules, from the rules' own code, names and summaries, into the page that holds
+  the marker `<!-- rule-index -->` (docs/rules.md).
 - the configuration reference, generated from the settings' own table into the page that holds
-  the marker `<!-- configuration-reference -->` (placement_lint/config_schema.py).
+  the marker `<!-- configuration-reference -->` (docs/configuration.md; placement_lint/config_schema.py).
 
 The navigation is every page docs/ holds, in the order of `NAV` below; a page docs/ holds that
 `NAV` does not name is added under "More", so a new page is never left out of the site.
@@ -18,7 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "rules"
-MARKER = "<!-- configuration-reference -->"
+CONFIGURATION_MARKER = "<!-- configuration-reference -->"
+RULE_INDEX_MARKER = "<!-- rule-index -->"
 
 # (title, page) in the order a reader wants them; a page docs/ does not hold is left out.
 NAV: list[tuple[str, list[tuple[str, str]]]] = [
@@ -57,18 +60,27 @@ def rule_pages() -> list[Path]:
 
 
 def site_pages(docs: Path) -> set[str]:
-    """The pages of the site: docs/'s Markdown files (not the hooks') and the generated ones."""
+    """The pages of the site: docs/'s Markdown files (not the hooks') and the ones made from a file elsewhere."""
     found = {path.relative_to(docs).as_posix() for path in docs.rglob("*.md") if "hooks" not in path.relative_to(docs).parts}
-    return found | set(GENERATED) | {f"rules/{path.name}" for path in rule_pages()} | {"rules/index.md"}
+    return found | set(GENERATED) | {f"rules/{path.name}" for path in rule_pages()}
+
+
+def source_of(docs: Path, page: str) -> Path:
+    """The file a page of the site (or a file it links, such as an image) is made from."""
+    if page in GENERATED:
+        return GENERATED[page]
+    if page.startswith("rules/"):
+        return RULES / page.removeprefix("rules/")
+    return docs / page
 
 
 def navigation(pages: set[str]) -> list[object]:
-    named = {page for _, section in NAV for _, page in section}
+    named = {page for _, section in NAV for _, page in section} | {"rules.md"}
     nav: list[object] = []
     for title, section in NAV:
         entries = [{name: page} for name, page in section if page in pages]
         if title == "Reference":
-            rules = [{"Rules": "rules/index.md"}] + [{path.stem: f"rules/{path.name}"} for path in rule_pages()]
+            rules = [{"Rules": "rules.md"}] + [{path.stem: f"rules/{path.name}"} for path in rule_pages()]
             entries = [{"Rules": rules}, *entries]
         if entries:
             nav.append({title: entries})
@@ -84,16 +96,9 @@ def _rule_index() -> str:
         from placement_lint.rules import all_rules
     finally:
         sys.path.remove(str(ROOT))
-    lines = [
-        "# Rules",
-        "",
-        "Each page is the one `placement-lint rule CODE` prints. `DPL100` is off by default (`extend-select`).",
-        "",
-        "| code | name | what it finds |",
-        "|---|---|---|",
-    ]
+    lines = ["| code | name | what it finds |", "|---|---|---|"]
     for rule in all_rules():
-        lines.append(f"| [{rule.code}]({rule.code}.md) | {rule.name} | {rule.summary} |")
+        lines.append(f"| [{rule.code}](rules/{rule.code}.md) | {rule.name} | {rule.summary} |")
     return "\n".join(lines) + "\n"
 
 
@@ -120,13 +125,14 @@ def on_files(files, config):  # type: ignore[no-untyped-def]
 
     for path in rule_pages():
         files.append(File.generated(config, f"rules/{path.name}", abs_src_path=str(path)))
-    files.append(File.generated(config, "rules/index.md", content=_rule_index()))
     for name, source in GENERATED.items():
         files.append(File.generated(config, name, abs_src_path=str(source)))
     return files
 
 
 def on_page_markdown(markdown, page, config, files):  # type: ignore[no-untyped-def]
-    if MARKER in markdown:
-        return markdown.replace(MARKER, _configuration_reference())
+    if CONFIGURATION_MARKER in markdown:
+        markdown = markdown.replace(CONFIGURATION_MARKER, _configuration_reference())
+    if RULE_INDEX_MARKER in markdown:
+        markdown = markdown.replace(RULE_INDEX_MARKER, _rule_index())
     return markdown
