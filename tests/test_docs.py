@@ -73,6 +73,7 @@ README_EXAMPLES: dict[str, Callable[[str, str], bool]] = {
     "action": lambda info, text: info == "yaml" and "placement-lint@" in text,
     "pre-commit": lambda info, text: info == "yaml" and text.startswith("repos:"),
     "vscode": lambda info, text: info == "json" and "glspc.server.command" in text,
+    "neovim": lambda info, text: info == "lua",
     "python": lambda info, text: info == "python",
     "configuration": lambda info, text: info == "toml" and text.startswith("[tool.placement-lint]"),
     "ruff external": lambda info, text: info == "toml" and text.startswith("[tool.ruff.lint]"),
@@ -138,6 +139,8 @@ def test_the_editor_example_starts_the_server_command() -> None:
     settings = json.loads(readme_example("vscode"))
     assert settings["glspc.server.command"] == "placement-lint" and settings["glspc.server.commandArguments"] == ["server"]
     assert CliRunner().invoke(main, ["server", "--help"]).exit_code == 0
+    neovim = readme_example("neovim")
+    assert re.search(r'cmd = \{ "placement-lint", "server" \}', neovim) and 'vim.lsp.enable("placement_lint")' in neovim
 
 
 def test_the_python_example_runs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
