@@ -23,16 +23,18 @@ def page(code: str) -> str | None:
     return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
-# The project's home, as pyproject.toml declares it ([project.urls]): the findings link the rule
-# pages there, a page a browser or GitHub's code scanning can open on any machine, not a file in
-# someone's site-packages.
-REPOSITORY_URL = "https://github.com/placement-lint/placement-lint"
-DEFAULT_RULE_URL_BASE = f"{REPOSITORY_URL}/blob/main/rules/"
+# Where the project's documentation site is published (mkdocs.yml `site_url`; pyproject.toml's
+# [project.urls] Documentation): the one place the findings' rule links start from, the JSON `url`,
+# SARIF's `helpUri` and the editor's code link, so that moving the site is a change of this line
+# (and `rule-url-base` points them elsewhere for one project). They are only written into reports:
+# a run never fetches them, and `placement-lint rule CODE` reads the page shipped with the package.
+DOCUMENTATION_URL = "https://placement-lint.github.io/placement-lint/"
+DEFAULT_RULE_URL_BASE = f"{DOCUMENTATION_URL}rules/{{code}}/"
 
 
 def page_url(code: str, base: str | None = None) -> str:
-    """The web page of a rule: `base` (the `rule-url-base` setting; default: the page in the
-    repository) followed by `CODE.md`, or `base` with `{code}` replaced when it holds that."""
+    """The web page of a rule: `base` (the `rule-url-base` setting; default: the rule's page on the
+    documentation site) with `{code}` replaced when it holds that, else followed by `CODE.md`."""
     base = base or DEFAULT_RULE_URL_BASE
     code = code.upper()
     if "{code}" in base:

@@ -54,18 +54,91 @@ DEFAULT_EXCLUDE = (
     ".placement_lint_cache",
     ".ipynb_checkpoints",
 )
-_KEYS = {
-    "select",
-    "ignore",
-    "extend-select",
-    "exclude",
-    "extend-exclude",
-    "per-file-ignores",
-    "context",
-    "per-file-context",
-    "respect-gitignore",
-    "rule-url-base",
-}
+
+
+class Option(NamedTuple):
+    """One key of `[tool.placement-lint]`, as the documentation and the JSON schema show it: both are
+    generated from this table (placement_lint/config_schema.py), so a key added here is documented,
+    and a key not here is refused as the settings are read."""
+
+    key: str
+    kind: str  # what the value is: a key of config_schema.VALUE_SCHEMAS
+    help: str  # Markdown, for the configuration reference and the schema's description
+    example: object  # a value a user might write
+
+
+OPTIONS = (
+    Option(
+        "select",
+        "selectors",
+        "The rules to run: codes or code prefixes (`DPL`, `DPL00`, `DPL001`), or `ALL`. The default, "
+        "`DPL0`, is every placement rule; `DPL` or `ALL` also turns on the opt-in `DPL100` (unused noqa). "
+        "`--select` on the command line replaces it.",
+        ["DPL001", "DPL002"],
+    ),
+    Option(
+        "ignore",
+        "selectors",
+        "Rules not to run, as codes or prefixes; wins over `select` and `extend-select`. `--ignore` adds to it.",
+        ["DPL010"],
+    ),
+    Option(
+        "extend-select",
+        "selectors",
+        'Rules to run on top of `select`, for the opt-in ones: `["DPL100"]`. `--extend-select` adds to it.',
+        ["DPL100"],
+    ),
+    Option(
+        "exclude",
+        "patterns",
+        "Files and folders never walked into, as `.gitignore` patterns relative to the configuration's "
+        "folder (a plain name such as `build` matches at any depth). Replaces the default list; "
+        "`extend-exclude` adds to it instead. A file named on the command line is still checked, "
+        "unless `--force-exclude` is given.",
+        ["legacy/", "*_old.py"],
+    ),
+    Option(
+        "extend-exclude",
+        "patterns",
+        "More patterns to exclude, on top of `exclude`.",
+        ["tests/fixtures", "notebooks/scratch/"],
+    ),
+    Option(
+        "per-file-ignores",
+        "pattern-selectors",
+        "Rules not to run in the files a pattern matches: a table from pattern to a list of codes or prefixes.",
+        {"scripts/infer_*.py": ["DPL001"]},
+    ),
+    Option(
+        "context",
+        "setup",
+        "The distributed setup to assume for every file without stronger evidence (a launch, the file's "
+        "own setup code, a `# placement-lint: context=...` comment, `per-file-context`); `--context` wins over it.",
+        "ddp",
+    ),
+    Option(
+        "per-file-context",
+        "pattern-setup",
+        "The setup to assume for the files a pattern matches, as `context` does for every file.",
+        {"train_z3.py": "zero3"},
+    ),
+    Option(
+        "respect-gitignore",
+        "bool",
+        "Leave out what `.gitignore` files leave out, in the walk for Python files and for launch files.",
+        False,
+    ),
+    Option(
+        "rule-url-base",
+        "url",
+        "Where a finding's rule link points (the JSON `url`, SARIF's `helpUri`, the editor's code link): "
+        "`{code}` in it is replaced by the rule's code (`https://docs.example.org/rules/{code}.html`), "
+        "otherwise the code and `.md` are appended. Unset: the rule's page on the documentation site. "
+        "Nothing is fetched from it: the links are only written into the reports.",
+        "https://docs.example.org/placement-lint/rules/{code}/",
+    ),
+)
+_KEYS = frozenset(option.key for option in OPTIONS)
 
 
 class ConfigError(Exception):

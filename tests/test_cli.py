@@ -101,7 +101,7 @@ def test_json_is_ruff_shaped(repo: Path) -> None:
     assert item["fix"]["edits"] == [
         {"content": "None", "location": {"row": 4, "column": 65}, "end_location": {"row": 4, "column": 71}}
     ]
-    assert item["noqa_row"] == 4 and item["url"] == "https://github.com/placement-lint/placement-lint/blob/main/rules/DPL001.md"
+    assert item["noqa_row"] == 4 and item["url"] == "https://placement-lint.github.io/placement-lint/rules/DPL001/"
     assert item["context"][0]["kind"] == "ZERO3" and item["context"][0]["where"] == "train_z3.py:3"
 
 

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 import pytest
 from test_cli import ZERO3
 
-from placement_lint.catalogue import DEFAULT_RULE_URL_BASE
+from placement_lint.catalogue import DOCUMENTATION_URL
 from placement_lint.context.evidence import Context
 from placement_lint.report.formats import FORMATS, Report
 from placement_lint.report.github import escape_data, escape_property
@@ -81,9 +81,9 @@ def test_sarif_rules_results_and_locations(repo: Path) -> None:
     rules = {rule["id"]: rule for rule in driver["rules"]}
     assert set(rules) == {rule.code for rule in all_rules()}
     for code, rule in rules.items():
-        # The rule's page on the web (the repository's rules/ folder), never a file of this installation.
-        assert rule["helpUri"] == f"{DEFAULT_RULE_URL_BASE}{code}.md" and rule["helpUri"].startswith("https://")
-        page = Path(__file__).parent.parent / "rules" / Path(urlparse(rule["helpUri"]).path).name
+        # The rule's page on the documentation site (built from rules/CODE.md), never a file of this installation.
+        assert rule["helpUri"] == f"{DOCUMENTATION_URL}rules/{code}/" and rule["helpUri"].startswith("https://")
+        page = Path(__file__).parent.parent / "rules" / f"{Path(urlparse(rule['helpUri']).path).name}.md"
         assert page.read_text(encoding="utf-8").startswith(f"# {code}")
         assert rule["name"] and rule["shortDescription"]["text"] and rule["fullDescription"]["text"]
         assert rule["help"]["markdown"].startswith(f"# {code}")

@@ -25,7 +25,7 @@ LAYERS = [
     {"screen_ahead"},  # the pre-check, in a child, while the engine builds the launch context
     {"engine"},
     {"explain"},
-    {"report", "catalogue"},
+    {"report", "catalogue", "config_schema"},  # config_schema: the settings described, for the docs and editors
     # The package's `__init__` re-exports the Python API, imported on first use (`placement_lint.check`):
     # it stands with the API, so no lower module may import it (the version is in version.py).
     {"cli", "__main__", "api", "__init__"},

@@ -170,7 +170,7 @@ async def test_a_finding_seen_through_a_launch_and_an_import_has_the_chain_and_a
     [diagnostic] = await _open(client, module)
     assert diagnostic.code == "DPL006" and diagnostic.source == "placement-lint"
     assert diagnostic.range == types.Range(types.Position(6, 4), types.Position(6, 20))  # model.to("cuda")
-    assert diagnostic.code_description.href.endswith("/rules/DPL006.md")
+    assert diagnostic.code_description.href.endswith("/rules/DPL006/")
     assert "FSDP" in diagnostic.message
     related = diagnostic.related_information
     assert [(Path(r.location.uri.removeprefix("file://")).name, r.location.range.start.line) for r in related] == [

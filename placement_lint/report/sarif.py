@@ -12,7 +12,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from placement_lint.catalogue import REPOSITORY_URL, page, page_url
+from placement_lint.catalogue import DOCUMENTATION_URL, page, page_url
 from placement_lint.report.common import Located, SourceRoot, located, problems, relative_uri
 from placement_lint.rules import all_rules
 from placement_lint.rules.base import Rule
@@ -41,7 +41,7 @@ def render(report: Report) -> str:
                 "name": "placement-lint",
                 "version": __version__,
                 "semanticVersion": __version__,
-                "informationUri": REPOSITORY_URL,
+                "informationUri": DOCUMENTATION_URL,
                 "rules": [_rule(rule, report.result.rule_url_base) for rule in rules],
             }
         },
