@@ -160,15 +160,18 @@ class FixedDeviceInDistributed(Rule):
             return
         analysis = file.analysis_for(SINGLE)
         loads = {id(load.call) for load in analysis.model_loads}
+        if not loads:
+            return  # no move here can be of a model this file loads
         for call in calls:
-            if not isinstance(call.func, ast.Attribute) or not _to_current_device(file, call):
+            if not isinstance(call.func, ast.Attribute):
                 continue
-            if not _holds_a_model(file, call.func.value, loads):
+            # DeepSpeed and FSDP place the model themselves: DPL006 judges a move before them. Asked
+            # first: the move's values need the flow of its function, which nothing else may ask for.
+            ddp = [c for c in file.contexts.contexts_at(call) if _several_processes(c) and c.setup.mode is Mode.DDP]
+            if not ddp or not _to_current_device(file, call) or not _holds_a_model(file, call.func.value, loads):
                 continue
-            for context in file.contexts.contexts_at(call):
+            for context in ddp:
                 setup = context.setup
-                if not _several_processes(context) or setup.mode is not Mode.DDP:
-                    continue  # DeepSpeed and FSDP place the model themselves: DPL006 judges a move before them
                 if any(e.origin == "import" for e in context.deciding) or analysis.state_before(call):
                     break  # an importer, or this file, has set the device by then
                 if _in_device_block(file, call) or main_process_only(file, call):
