@@ -167,3 +167,26 @@ def test_a_cached_run_names_the_same_loads(tmp_path: Path, source: str, rows: li
     cold = related()
     assert [span[2] for span in cold[0] if span[0] == "load"] == rows
     assert related() == cold == [tuple(tuple(span) for span in f.violation.related) for f in lint_repo(root).findings]
+
+
+def test_a_load_in_another_notebook_cell_is_located_by_cell(tmp_path: Path) -> None:
+    cells = [
+        "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments",
+        'args = TrainingArguments(output_dir="out", deepspeed="ds_z2.json")',
+        'device_map = "auto"',
+        'model = AutoModelForCausalLM.from_pretrained("gpt2", device_map=device_map)\nTrainer(model=model, args=args).train()',
+    ]
+    notebook = {
+        "cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None} for c in cells],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    root = _repo(tmp_path, "")
+    (root / "train.ipynb").write_text(json.dumps(notebook))
+    done = run_script("check", "--no-cache", "--output-format", "json", "train.ipynb", cwd=root)
+    [finding] = json.loads(done.stdout)
+    assert (finding["cell"], finding["location"]) == (3, {"row": 1, "column": 14})
+    [load] = [span for span in finding["related"] if span["role"] == "load"]
+    assert (load["cell"], load["location"]) == (4, {"row": 1, "column": 9})
+    assert {"label": "loaded by", "text": "AutoModelForCausalLM.from_pretrained at cell 4, line 1"} in finding["notes"]
