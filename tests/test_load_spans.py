@@ -190,3 +190,24 @@ def test_a_load_in_another_notebook_cell_is_located_by_cell(tmp_path: Path) -> N
     [load] = [span for span in finding["related"] if span["role"] == "load"]
     assert (load["cell"], load["location"]) == (4, {"row": 1, "column": 9})
     assert {"label": "loaded by", "text": "AutoModelForCausalLM.from_pretrained at cell 4, line 1"} in finding["notes"]
+
+
+def test_a_value_a_local_helper_returns_to_two_loads_names_both(tmp_path: Path) -> None:
+    source = (
+        "from transformers import AutoModelForCausalLM\n"
+        "from trl import DPOConfig, DPOTrainer\n"
+        "def placement():\n"
+        '    return "auto"\n'
+        'args = DPOConfig(output_dir="out", deepspeed="ds_z2.json")\n'
+        "model = AutoModelForCausalLM.from_pretrained(\n"
+        '    "gpt2", device_map=placement()\n'
+        ")\n"
+        'ref_model = AutoModelForCausalLM.from_pretrained("gpt2", device_map=placement())\n'
+        "DPOTrainer(model=model, ref_model=ref_model, args=args).train()\n"
+    )
+    root = _repo(tmp_path, source)
+    [finding] = lint_repo(root).findings
+    assert (finding.row, finding.column) == (4, 12)
+    spans = [(span.role, span.row, span.column, span.end_row) for span in finding.violation.related]
+    # The helper's call, the value it returns, then each load by its callee (one line, not the whole call).
+    assert spans[1:5] == [("helper", 7, 24, 7), ("origin", 4, 12, 4), ("load", 6, 9, 6), ("load", 9, 13, 9)]

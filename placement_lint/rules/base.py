@@ -166,16 +166,14 @@ class Rule:
         apart from the load (`device_map = "auto"`, then `from_pretrained(..., device_map=device_map)`)
         is reported where it is written, which is what its fix edits and where a `# noqa` for it goes;
         it is the `origin` (or, returned by another module's helper, the `helper` call), and each load it
-        reaches is a `load` span of its own."""
-        candidate = device_map.candidate
+        reaches is a `load` span of its own (a value in a helper of this module, returned to several
+        loads, is one finding: it is changed in one place)."""
         site = file.site(device_map).node
         loads: Sequence[Loader] = ()
-        if candidate.helper is not None and candidate.helper.foreign is None:
-            role = "finding"  # the value in a helper of this module: `value_origins` adds its call and load
-        elif _within(file, site, device_map.loader.node):
+        if _within(file, site, device_map.loader.node):
             role = "load"
         else:
-            role = "helper" if candidate.foreign is not None else "origin"
+            role = "helper" if device_map.candidate.foreign is not None else "origin"
             loads = file.loads_reached(device_map)
         violation = self.violation(file, site, message, fix, context, device_map.consumers, role, loads)
         origins = value_origins(file, device_map)
@@ -305,8 +303,8 @@ def value_facts(file: CheckedFile, device_map: DeviceMap) -> tuple[tuple[str, st
 
 def value_origins(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ...]:
     """The spans a value not written in the load comes through: for a helper's return, the helper's
-    call (`helper`) and the value where the helper writes it (`origin`), and the load it reaches when
-    the finding is at the value; for a map filled in a loop, that loop's store."""
+    call (`helper`) and, in another module, the value where the helper writes it (`origin`); for a
+    map filled in a loop, that loop's store."""
     helper = device_map.candidate.helper
     entries = device_map.candidate.entries
     loop = entries.spread_by if entries is not None else None
@@ -329,9 +327,8 @@ def value_origins(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ..
     found: list[Related] = []
     if foreign is not None:  # the finding is the call; the value is written in the helper's module
         found.append(origin_of(device_map.node, f"returns {_foreign_text(foreign, device_map.node)}"))
-    elif helper is not None:  # the finding is the value in the helper; the call and the load are here
+    elif helper is not None:  # the finding is the value in the helper; its call is here
         found.append(here(helper.call, "helper", f"{written(file, helper.call)} returns it"))
-        found.append(here(device_map.loader.node, "load", "loaded here"))
     if loop is not None:
         found.append(origin_of(loop, "its layers spread over devices here"))
     return tuple(found)
