@@ -31,8 +31,9 @@ CACHE_DIR_NAME = ".placement_lint_cache"
 _STALE_SECONDS = 30 * 24 * 3600
 _SEEN_RESOLUTION = 24 * 3600
 # 2: per-file launch digests in the repository context; 3: its details on a second line; 4: files named
-# by a CRC of the key they hold, which they are checked against
-_FORMAT = 5
+# by a CRC of the key they hold, which they are checked against; 6: a value written apart from its loads
+# names each load (findings the same shape, but an older entry lacks those spans)
+_FORMAT = 6
 
 
 # A file's entry is a list, not an object, as it is stored: 30% less JSON to parse on every warm run.

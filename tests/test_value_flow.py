@@ -96,10 +96,10 @@ def test_a_finding_on_a_helpers_value_names_the_load_and_the_call(tmp_path: Path
     [finding] = lint_source(tmp_path, source).findings
     assert (finding.code, finding.row, finding.column) == ("DPL001", 3, 12)
     assert finding.violation.fix is None  # other callers may rely on the helper: a person decides
-    assert _spans(finding, "helper", "load", "finding") == [
+    assert _spans(finding, "helper", "origin", "load", "finding") == [
         ("helper", "train.py", 4, 62),  # the call that returns the value
+        ("origin", "train.py", 3, 12),  # the value, in the helper
         ("load", "train.py", 4, 9),
-        ("finding", "train.py", 3, 12),  # the value, in the helper
     ]
     assert "get_device_map(), line 4" in _notes(finding)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from placement_lint.analysis.arguments import parser_fields, shown
@@ -30,8 +30,32 @@ if TYPE_CHECKING:
     # A rule module imports no analysis: the pre-check reads the rules' tokens, and only a file it
     # lets through is analysed (rules/checked_file.py imports the analyses then).
     from placement_lint.analysis.dataflow import ForeignFunction
-    from placement_lint.analysis.placements import DeviceMap, ModelLoad
+    from placement_lint.analysis.placements import DeviceMap, Loader, ModelLoad
     from placement_lint.rules.spans import Related  # made only for findings: a clean run never creates their classes
+
+
+# What a flagged span says of itself when it is one step of the path (text frames label it with the code).
+_PRIMARY_LABELS = {"load": "loaded here", "origin": "the device_map value", "helper": "returns the device_map value"}
+
+
+def _load_span(file: CheckedFile, load: Loader) -> tuple[Related, str]:
+    """A load a value reaches, spanned as the loads other rules flag are: its callee as written
+    (`AutoModelForCausalLM.from_pretrained`), or the target a TRL config's kwargs are assigned to."""
+    from placement_lint.rules.spans import Related
+
+    node = load.node
+    named = node.func if isinstance(node, ast.Call) else node.targets[0] if isinstance(node, ast.Assign) else node
+    start, end = file.source.node_span(named)
+    span = Related("load", file.display, *file.source.position(start), *file.source.position(end), "loaded here")
+    return span, written(file, named, 80)
+
+
+def _within(file: CheckedFile, node: ast.AST, container: ast.AST) -> bool:
+    """`node` is written inside `container`'s text: by position, since a value a launch passes is a
+    node of its own, placed where the load reads the argument."""
+    start, end = file.source.node_span(node)
+    outer_start, outer_end = file.source.node_span(container)
+    return outer_start <= start and end <= outer_end
 
 
 class FixAvailability(enum.Enum):
@@ -100,8 +124,10 @@ class Rule:
         context: Context | None,
         consumers: Iterable[Consumer] = (),
         role: str = "finding",
+        loads: Sequence[Loader] = (),
     ) -> Violation:
-        """The finding, with its path (launch, config, imports, this span as `role`, consumer) as data and notes."""
+        """The finding, with its path (launch, config, imports, this span as `role`, the `loads` it
+        reaches when it is not one, consumer) as data and notes."""
         start, end = file.source.node_span(node)
         said = message if isinstance(message, Message) else Message.of(message)
         if not said.error and not said.help and not said.facts and context is None:
@@ -111,9 +137,9 @@ class Rule:
 
         row, column = file.source.position(start)
         end_row, end_column = file.source.position(end)
-        label = "loaded here" if role == "load" else self.code
+        label = _PRIMARY_LABELS.get(role, self.code)
         primary = Related(role, file.display, row, column, end_row, end_column, label)
-        related, chain_notes = path_of(file, context, primary, consumers)
+        related, chain_notes = path_of(file, context, primary, consumers, [_load_span(file, load) for load in loads])
         notes = (*chain_notes, *said.notes(fix))
         return Violation(self.code, headline(said.headline), start, end, fix, context, notes, related)
 
@@ -131,9 +157,25 @@ class Rule:
             and file.site(device_map).node is device_map.node
         )
         fix = None if candidate.from_launch or candidate.helper or filled else make_fix()
-        # Flagged inside a helper of this module, the span is the value: the load is another span.
-        role = "finding" if candidate.helper is not None and candidate.helper.foreign is None else "load"
-        violation = self.violation(file, file.site(device_map).node, message, fix, context, device_map.consumers, role)
+        return self.value_violation(file, device_map, context, message, fix)
+
+    def value_violation(
+        self, file: CheckedFile, device_map: DeviceMap, context: Context, message: str | Message, fix: Fix | None
+    ) -> Violation:
+        """A finding on a device_map, at its site, with the spans its value comes through. A value written
+        apart from the load (`device_map = "auto"`, then `from_pretrained(..., device_map=device_map)`)
+        is reported where it is written, which is what its fix edits and where a `# noqa` for it goes;
+        it is the `origin` (or, returned by another module's helper, the `helper` call), and each load it
+        reaches is a `load` span of its own (a value in a helper of this module, returned to several
+        loads, is one finding: it is changed in one place)."""
+        site = file.site(device_map).node
+        loads: Sequence[Loader] = ()
+        if _within(file, site, device_map.loader.node):
+            role = "load"
+        else:
+            role = "helper" if device_map.candidate.foreign is not None else "origin"
+            loads = file.loads_reached(device_map)
+        violation = self.violation(file, site, message, fix, context, device_map.consumers, role, loads)
         origins = value_origins(file, device_map)
         if not origins:
             return violation
@@ -261,8 +303,8 @@ def value_facts(file: CheckedFile, device_map: DeviceMap) -> tuple[tuple[str, st
 
 def value_origins(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ...]:
     """The spans a value not written in the load comes through: for a helper's return, the helper's
-    call (`helper`) and the value where the helper writes it (`origin`), and the load it reaches when
-    the finding is at the value; for a map filled in a loop, that loop's store."""
+    call (`helper`) and, in another module, the value where the helper writes it (`origin`); for a
+    map filled in a loop, that loop's store."""
     helper = device_map.candidate.helper
     entries = device_map.candidate.entries
     loop = entries.spread_by if entries is not None else None
@@ -285,9 +327,8 @@ def value_origins(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ..
     found: list[Related] = []
     if foreign is not None:  # the finding is the call; the value is written in the helper's module
         found.append(origin_of(device_map.node, f"returns {_foreign_text(foreign, device_map.node)}"))
-    elif helper is not None:  # the finding is the value in the helper; the call and the load are here
+    elif helper is not None:  # the finding is the value in the helper; its call is here
         found.append(here(helper.call, "helper", f"{written(file, helper.call)} returns it"))
-        found.append(here(device_map.loader.node, "load", "loaded here"))
     if loop is not None:
         found.append(origin_of(loop, "its layers spread over devices here"))
     return tuple(found)

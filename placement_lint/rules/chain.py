@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
@@ -71,8 +71,10 @@ def path_of(
     context: Context | None,
     primary: Related,
     consumers: Iterable[Consumer] = (),
+    loads: Sequence[tuple[Related, str]] = (),
 ) -> tuple[tuple[Related, ...], tuple[Note, ...]]:
-    """The spans in data-flow order (the flagged one included) and the notes that tell them."""
+    """The spans in data-flow order (the flagged one included) and the notes that tell them. `loads`:
+    the loads the flagged value reaches when it is written apart from them, each with its callee as written."""
     lines = _Lines(file)
     spans: list[Related] = []
     notes: list[Note] = []
@@ -92,8 +94,23 @@ def path_of(
             more = f" and {len(deciding) - 4} more" if len(deciding) > 4 else ""
             notes.append(Note("also", f"{', '.join(others)}{more}"))
     spans.append(primary)
+    if loads:
+        spans += (span for span, _ in loads)
+        notes.append(Note("loaded by", _loads_text(loads)))
     _consumer(file, lines, list(consumers), spans, notes)
     return tuple(spans), tuple(notes)
+
+
+def _loads_text(loads: Sequence[tuple[Related, str]]) -> str:
+    """`AutoModel.from_pretrained at line 7 and line 9, pipeline at line 12`: each row spelt `line N`,
+    which a notebook's findings rewrite as its cell and row."""
+    rows: dict[str, list[str]] = {}
+    for span, callee in loads:
+        rows.setdefault(callee, []).append(f"line {span.row}")
+    return ", ".join(
+        f"{callee} at {found[0]}" if len(found) == 1 else f"{callee} at {', '.join(found[:-1])} and {found[-1]}"
+        for callee, found in rows.items()
+    )
 
 
 def _row(evidence: Evidence) -> str:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     # rules for their tokens, and a run whose files all fail it never needs them (nor the class
     # lookups, which the checker makes).
     from placement_lint.analysis.dataflow import HelperLocator, Resolver
-    from placement_lint.analysis.placements import DeviceMap, PlacementAnalysis
+    from placement_lint.analysis.placements import DeviceMap, Loader, PlacementAnalysis
     from placement_lint.analysis.values import Placement
     from placement_lint.context.classes import ImportedClasses
 
@@ -112,12 +112,17 @@ class CheckedFile:
         """For questions about structure (parents, scopes), which do not depend on the setup."""
         return self.resolver_for(SINGLE)
 
-    @cached_property
+    @property
     def device_maps(self) -> list[tuple[DeviceMap, Context]]:
         """Every device_map in a distributed part of the file, resolved under each setup (and launch
         arguments) that part runs under; a value found under several is kept once, strongest first."""
+        return self._values[0]
+
+    @cached_property
+    def _values(self) -> tuple[list[tuple[DeviceMap, Context]], dict[tuple[int, object], list[Loader]]]:
+        """The device_maps, and for each value they keep the loads it reaches."""
         found: list[tuple[DeviceMap, Context]] = []
-        seen: set[tuple[int, object]] = set()
+        reached: dict[tuple[int, object], list[Loader]] = {}
         for variant in self.contexts.variants():
             if not variant.setup.distributed:
                 continue
@@ -132,14 +137,27 @@ class CheckedFile:
                 context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
                 if context is not None and self._importers_rule_out(device_map, context, resolver):
                     continue  # the launched script's calls never take the branch that holds it
-                key = (
-                    id(self.site(device_map).node) if device_map.candidate.from_launch is None else id(device_map.loader.node),
-                    device_map.classified.placement,
-                )
-                if context is not None and key not in seen:
-                    seen.add(key)
+                if context is None:
+                    continue
+                key = self._value_key(device_map)
+                if key not in reached:
+                    reached[key] = []
                     found.append((device_map, context))
-        return found
+                if not any(load.node is device_map.loader.node for load in reached[key]):
+                    reached[key].append(device_map.loader)
+        return found, reached
+
+    def _value_key(self, device_map: DeviceMap) -> tuple[int, object]:
+        """What makes one finding of a value however many loads it reaches: where it is reported (a
+        value a launch passes: its load, where the argument is read) and what it says."""
+        site = self.site(device_map).node if device_map.candidate.from_launch is None else device_map.loader.node
+        return id(site), device_map.classified.placement
+
+    def loads_reached(self, device_map: DeviceMap) -> list[Loader]:
+        """Every load, in the order they are written, that the value of `device_map` reaches in a
+        distributed run (`device_map = "auto"` passed to a model's and a reference model's load)."""
+        loads = self._values[1].get(self._value_key(device_map)) or [device_map.loader]
+        return sorted(loads, key=lambda load: (load.node.lineno, load.node.col_offset))  # type: ignore[attr-defined]
 
     def _importers_rule_out(self, device_map: DeviceMap, context: Context, resolver: Resolver) -> bool:
         """The setup reaches this module only through a launched script that imports it, the value is

@@ -61,4 +61,4 @@ class SpreadDeviceMapInDistributedInference(Rule):
                     ),
                 ),
             )
-            yield self.violation(file, file.site(device_map).node, message, None, context, device_map.consumers, "load")
+            yield self.value_violation(file, device_map, context, message, None)
