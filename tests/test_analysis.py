@@ -58,6 +58,35 @@ def test_zero3_condition_depends_on_stage() -> None:
     assert truth("is_deepspeed_zero3_enabled()", DDP) is False
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "args.zero_stage == 3",
+        "accelerator.state.deepspeed_plugin.zero_stage == 3",
+        "plugin = accelerator.state.deepspeed_plugin\nplugin is not None and plugin.zero_stage == 3",
+        'ds_config["zero_optimization"]["stage"] == 3',
+        'stage = config.get("zero_optimization", {}).get("stage", 0)\nstage == 3',
+    ],
+)
+def test_a_zero_stage_read_is_the_launch_configs_stage(source: str) -> None:
+    assert truth(source, ZERO3) is True
+    assert truth(source, ZERO2) is False
+    assert truth(source, DS) is None  # a DeepSpeed run whose config shows no stage decides nothing
+    assert truth(source, DDP) is None  # nor does a run without DeepSpeed: no config to read
+
+
+def test_accelerates_deepspeed_check_with_its_plugin_stage() -> None:
+    source = "state.distributed_type == 'DEEPSPEED' and state.deepspeed_plugin.zero_stage > 2"
+    assert truth(source, ZERO3) is True
+    assert truth(source, ZERO2) is False
+    assert truth(source, DDP) is False
+
+
+def test_a_zero_stage_the_file_or_launch_gives_wins_over_the_config() -> None:
+    assert truth("zero_stage = 2\nzero_stage == 3", ZERO3) is False
+    assert truth('ds_config["zero_optimization"]["offload_param"] == 3', ZERO3) is None
+
+
 def values_of(source: str, setup: Setup) -> list[str]:
     module = ast.parse(source)
     resolver = Resolver(module, setup)

@@ -52,6 +52,8 @@ RANK_ENV = {"LOCAL_RANK", "RANK", "SLURM_PROCID", "SLURM_LOCALID", "OMPI_COMM_WO
 ENV_READERS = ("environ.get", "getenv")
 # Flags whose name says "this run is distributed" (`ddp`, `is_distributed`, `args.use_ddp`).
 _DISTRIBUTED_FLAG = LazyPattern(r"^(is_|use_|using_)?(ddp|distributed|multi_gpu|multigpu)(_enabled|_training|_run)?$")
+# An attribute holding the run's ZeRO stage (`args.zero_stage`, accelerate's `deepspeed_plugin.zero_stage`).
+_ZERO_STAGE_FIELD = LazyPattern(r"^(ds_|deepspeed_)?zero_stage$")
 
 Lookup = Callable[[ast.expr], list[ast.expr | None]]
 
@@ -108,6 +110,8 @@ class _Evaluator:
             env = _env_read(expr)
             if env is not None:
                 return self._env(env, UNKNOWN)
+            if _stage_read(expr):
+                return self._stage()
             return UNKNOWN
         if isinstance(expr, (ast.Name, ast.Attribute)):
             return self._name(expr, depth)
@@ -139,6 +143,8 @@ class _Evaluator:
             return values.pop()
         if _DISTRIBUTED_FLAG.match(attr) and values <= {UNKNOWN}:
             return self._pick(True, False)
+        if isinstance(expr, ast.Attribute) and _ZERO_STAGE_FIELD.match(attr) and values <= {UNKNOWN}:
+            return self._stage()  # no value in the file or the launch: the stage the launch's config sets
         return UNKNOWN
 
     def _known_attribute(self, expr: ast.AST, attr: str) -> object:
@@ -162,6 +168,8 @@ class _Evaluator:
                 return self._deepspeed()
             if attr in ("is_fsdp_enabled",):
                 return self._fsdp()
+            if attr == "deepspeed_plugin" and self.setup.mode is Mode.DEEPSPEED:
+                return OBJECT  # accelerate's plugin: set in every DeepSpeed run (None otherwise, but only accelerate sets it)
         return UNKNOWN
 
     def _deepspeed(self) -> object:
@@ -178,6 +186,13 @@ class _Evaluator:
         if self.setup.zero_stage is None:
             return UNKNOWN
         return self.setup.zero_stage == 3
+
+    def _stage(self) -> object:
+        """The ZeRO stage of a DeepSpeed run whose config shows it; unknown otherwise (a config read in
+        another run may name any stage)."""
+        if self.setup.mode is Mode.DEEPSPEED and self.setup.zero_stage is not None:
+            return self.setup.zero_stage
+        return UNKNOWN
 
     def _env(self, name: str, default: object) -> object:
         if name in WORLD_ENV:
@@ -203,6 +218,8 @@ class _Evaluator:
                 return UNKNOWN
         if func == "is_deepspeed_zero3_enabled":
             return self._zero3()
+        if _stage_read(call):
+            return self._stage()
         if func in ("is_deepspeed_enabled",):
             return self._deepspeed()
         if func == "is_fsdp_enabled":
@@ -328,6 +345,20 @@ def _env_read(expr: ast.expr) -> str | None:
         if name.endswith(ENV_READERS) and isinstance(key, ast.Constant):
             return key.value if isinstance(key.value, str) else None
     return None
+
+
+def _stage_read(expr: ast.expr) -> bool:
+    """A read of the stage from a DeepSpeed config dict: `ds_config["zero_optimization"]["stage"]`,
+    `config.get("zero_optimization", {}).get("stage", 0)`."""
+    if isinstance(expr, ast.Subscript):
+        key, owner = expr.slice, expr.value
+    elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "get" and expr.args:
+        key, owner = expr.args[0], expr.func.value
+    else:
+        return False
+    if not (isinstance(key, ast.Constant) and key.value == "stage"):
+        return False
+    return any(isinstance(n, ast.Constant) and n.value == "zero_optimization" for n in ast.walk(owner))
 
 
 def is_env_read(expr: ast.expr, names: set[str]) -> bool:
