@@ -239,3 +239,62 @@ def test_the_index_and_the_walk_meet_every_node_but_the_shared_context_and_opera
     assert walk(tree) == expected, "the walk meets them in ast.walk's order"
     function = tree.body[3]
     assert walk(function) == [node for node in ast.walk(function) if not isinstance(node, shared)]
+
+
+def _excluded(source: str) -> bool:
+    module = ast.parse(source)
+    resolver = Resolver(module, SINGLE)
+    tests = [node.test for node in ast.walk(module) if isinstance(node, ast.If)]
+    tests.sort(key=lambda test: test.lineno)
+    return resolver.excludes([(tests[0], True)], [(tests[-1], True)])
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "excluded"),
+    [
+        ("args.bits in [4, 8]", "args.bits == 16", True),
+        ("args.bits in [4, 8]", "args.bits == 8", False),
+        ("args.bits in (4, 8)", "args.bits not in (4, 8)", True),
+        ("args.bits != 16", "16 == args.bits", True),
+        ("cfg is None", "cfg", True),
+        ("cfg is not None", "cfg", False),
+        ("args.quantization", "args.pure_bf16 and not args.quantization", True),
+        ("args.quantization or args.qlora", "not args.quantization", False),
+        ("not (args.quantization or args.qlora)", "args.qlora", True),
+        ("mode == 'train'", "mode == 'eval'", True),
+        ("mode == 'train'", "other == 'eval'", False),
+        ("args.bits > 8", "args.bits == 4", False),  # an order is no literal set: undecided
+    ],
+)
+def test_conditions_on_one_value_that_contradict(first: str, second: str, excluded: bool) -> None:
+    assert _excluded(f"if {first}:\n    pass\nif {second}:\n    pass\n") is excluded
+
+
+def test_a_value_bound_again_between_the_tests_is_another_value() -> None:
+    assert not _excluded("bits = a\nif bits in [4, 8]:\n    pass\nbits = 16\nif bits == 16:\n    pass\n")
+    assert not _excluded("if args.bits in [4, 8]:\n    pass\nargs = other()\nif args.bits == 16:\n    pass\n")
+
+
+def test_a_binding_on_an_excluded_path_does_not_reach_the_read() -> None:
+    source = "q = None\nif args.bits in [4, 8]:\n    q = cfg()\nif args.bits == 16:\n    load(device_map=q)"
+    module = ast.parse(source)
+    call = module.body[-1].body[0].value  # type: ignore[attr-defined]
+    assert [ast.unparse(c.value) for c in Resolver(module, SINGLE).candidates(call.keywords[0].value)] == ["None"]
+
+
+def test_a_loop_binds_anew_so_its_earlier_pass_reaches_the_other_branch() -> None:
+    source = "q = None\nfor bits in (4, 16):\n    if bits in [4, 8]:\n        q = cfg()\n    if bits == 16:\n        load(device_map=q)"
+    module = ast.parse(source)
+    call = module.body[-1].body[-1].body[0].value  # type: ignore[attr-defined]
+    assert sorted(ast.unparse(c.value) for c in Resolver(module, SINGLE).candidates(call.keywords[0].value)) == ["None", "cfg()"]
+
+
+def test_a_binding_carried_past_an_if_holds_where_the_branch_did_not_rebind() -> None:
+    source = "q = None\nif args.bits in [4, 8]:\n    q = cfg()\nload(device_map=q)"
+    module = ast.parse(source)
+    call = module.body[-1].value  # type: ignore[attr-defined]
+    found = {
+        ast.unparse(c.value): [(ast.unparse(t), o) for t, o in c.conditions]
+        for c in Resolver(module, SINGLE).candidates(call.keywords[0].value)
+    }
+    assert found == {"None": [("args.bits in [4, 8]", False)], "cfg()": [("args.bits in [4, 8]", True)]}

@@ -42,7 +42,7 @@ from functools import cached_property
 
 from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
 from placement_lint.analysis.flowstate import EMPTY, FlowState, Scratch, merge
-from placement_lint.analysis.guards import evaluate_truth
+from placement_lint.analysis.guards import Fact, evaluate_truth, exclude, facts_of
 from placement_lint.analysis.index import index_of, walk
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 from placement_lint.distributed import Mode, Setup
@@ -67,6 +67,10 @@ class Binding(NamedTuple):
     value: Value
     statement: ast.AST
     guards: tuple[Guard, ...] = ()
+    # The conditions of the branches it was carried through unchanged to get here: `x = None` before
+    # `if q: x = cfg()` reaches past the `if` only where q is false. Kept apart from `guards` (where
+    # it was bound), and asked only whether two paths exclude each other.
+    path: tuple[Guard, ...] = ()
 
 
 class Candidate(NamedTuple):
@@ -78,6 +82,12 @@ class Candidate(NamedTuple):
     # For a dict display bound to a name: every value the dict holds where it is used, including the
     # entries stored into it afterwards (`device_map["lm_head"] = 1`); None: the display's own.
     entries: MapEntries | None = None
+    path: tuple[Guard, ...] = ()  # the branches its bindings were carried through (Binding.path)
+
+    @property
+    def conditions(self) -> tuple[Guard, ...]:
+        """Every condition known to hold where this value reaches: where it was bound, and the way here."""
+        return (*self.guards, *self.path) if self.path else self.guards
 
     @property
     def from_launch(self) -> LaunchArgument | None:
@@ -210,6 +220,7 @@ class Resolver:
         # rules ask the same test again (guards on values, reachability, setup probes).
         self._passed = frozenset(n for n, value, _ in self.arguments if _truthy(value))
         self._truths: dict[int, bool | None] = {}
+        self._facts: dict[tuple[int, bool], list[Fact]] = {}  # what each condition's outcome says, once asked
         self._deciding: set[int] = set()  # the conditions whose truth is being worked out (see truth)
         self._defaults: set[int] = set()  # the field defaults candidates were read from
         self._default_fields: dict[int, str] = {}  # ... and the field each is the default of
@@ -364,6 +375,62 @@ class Resolver:
         decides (a model name, a model type): the repository ships both branches, so both are live."""
         self.truth(test)
         return id(test) in self._choices
+
+    def excludes(self, first: Iterable[Guard], second: Iterable[Guard]) -> bool:
+        """No run takes both paths: a condition on one says of a value what a condition on the other
+        contradicts (`args.bits in [4, 8]` and `args.bits == 16`; `q` and `not q`; `cfg is None` and
+        `cfg`), and nothing binds the value again between the two tests."""
+        return exclude(self._facts_of(first), self._facts_of(second), self._same_value)
+
+    def _facts_of(self, guards: Iterable[Guard]) -> list[Fact]:
+        found: list[Fact] = []
+        for test, outcome in guards:
+            facts = self._facts.get((id(test), outcome))
+            if facts is None:
+                facts = self._facts[(id(test), outcome)] = facts_of(test, outcome)
+            found += facts
+        return found
+
+    def _same_value(self, first: ast.expr, second: ast.expr) -> bool:
+        """Two reads of one name see the same binding: both in this module and one scope, the same
+        bindings of the name and each name it is read through (`args` of `args.bits`) reach both, and
+        none of them is made in a loop around either read (a loop binds anew on each pass)."""
+        if first is second:
+            return True
+        parents = self.index.parents
+        if id(first) not in parents or id(second) not in parents:
+            return False  # a condition of another module's helper
+        scope = self.scope_of(first)
+        key = _state_key(first)
+        if key is None or self.scope_of(second) is not scope:
+            return False
+        loops = [a for node in (first, second) for a in self._ancestors_in(node, scope) if isinstance(a, _LOOPS)]
+        for prefix in _prefixes(key):
+            before, after = self.bindings(prefix, first), self.bindings(prefix, second)
+            if [id(b.statement) for b in before or ()] != [id(b.statement) for b in after or ()]:
+                return False
+            if loops and any(b.statement is loop or self._inside(b.statement, loop) for b in before or () for loop in loops):
+                return False
+        return True
+
+    def _ancestors_in(self, node: ast.AST, scope: ast.AST) -> Iterator[ast.AST]:
+        for ancestor in self.ancestors(node):
+            if ancestor is scope:
+                return
+            yield ancestor
+
+    def _inside(self, node: ast.AST, container: ast.AST) -> bool:
+        return any(ancestor is container for ancestor in self.ancestors(node))
+
+    def _reachable(self, found: list[Binding], at: ast.AST, guards: tuple[Guard, ...]) -> list[Binding]:
+        """The bindings whose path a run reaching `at` (along `guards`) can have taken: one bound under
+        `if args.bits in [4, 8]:` never reaches a read under `if args.bits == 16:`."""
+        if not any(binding.guards or binding.path for binding in found):
+            return found
+        here = (*guards, *self.enclosing_guards(at))
+        if not here:
+            return found
+        return [b for b in found if not (b.guards or b.path) or not self.excludes((*b.guards, *b.path), here)]
 
     def _lookup(self, expr: ast.expr) -> list[ast.expr | None]:
         """What a name in a condition can hold; an expression that resolves to nothing but itself
@@ -529,14 +596,17 @@ class Resolver:
             given = self._fire_argument(expr, guards, via, depth)
             if given is not None:
                 return given
+        if found:
+            found = self._reachable(found, expr, guards)
         if found is None or not found:
             return [Candidate(expr if not isinstance(expr, ast.Name) else None, guards, via)]
         out = []
         for binding in found:
             if isinstance(binding.value, ast.expr):
-                out += self.candidates(binding.value, (*guards, *binding.guards), (*via, binding.statement), depth + 1)
+                followed = self.candidates(binding.value, (*guards, *binding.guards), (*via, binding.statement), depth + 1)
+                out += [c._replace(path=(*binding.path, *c.path)) for c in followed] if binding.path else followed
             else:
-                out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement)))
+                out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement), path=binding.path))
         entries = self.map_entries(expr) if any(isinstance(c.value, ast.Dict) for c in out) else None
         if entries is not None:
             out = [c._replace(entries=entries) if isinstance(c.value, ast.Dict) else c for c in out]
@@ -676,13 +746,16 @@ class Resolver:
         if base is None:
             return None
         found = self.bindings(key_of(base, key), mapping)
+        if found:
+            found = self._reachable(found, mapping, ()) or None  # none reachable: the key is not known here
         if found is not None:
             out: list[Candidate] = []
             for binding in found:
                 if isinstance(binding.value, ast.expr):
-                    out += self.candidates(binding.value, binding.guards, (binding.statement,))
+                    followed = self.candidates(binding.value, binding.guards, (binding.statement,))
+                    out += [c._replace(path=(*binding.path, *c.path)) for c in followed] if binding.path else followed
                 else:
-                    out.append(Candidate(binding.value, binding.guards, (binding.statement,)))
+                    out.append(Candidate(binding.value, binding.guards, (binding.statement,), path=binding.path))
             return out
         # `training_args.model_init_kwargs = model_kwargs`, `kw = {**extra}`: follow one alias.
         aliases = self.bindings(base, mapping)
@@ -937,6 +1010,11 @@ class Resolver:
         written = bound.union(*(b[2] for b in branches))
         if not live:
             return head, True, written
+        if len(live) == 2 and not self._blind:
+            changed = body[2] | orelse[2]
+            body_state = _carried_through(head, body[0], changed, (stmt.test, True))
+            orelse_state = _carried_through(head, orelse[0], changed, (stmt.test, False))
+            return _joined_paths(self._merge([body_state, orelse_state], written), written), False, written
         return self._merge([b[0] for b in live], written), False, written
 
     def _join_try(
@@ -1039,12 +1117,51 @@ class _ScopeFlow:
 _PENDING = object()  # a condition not decided yet (None is an answer: undecided)
 _Outcome = tuple[FlowState, bool, set[str]]  # the state handed on, whether the block always leaves early, the keys changed
 _UNCHANGED: frozenset[str] = frozenset()
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match, ast.ClassDef)
 if hasattr(ast, "TryStar"):
     _COMPOUND = (*_COMPOUND, ast.TryStar)  # type: ignore[assignment]
 _SIMPLE_BINDERS = frozenset(
     {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom}
 )
+
+
+def _carried_through(head: FlowState, branch: FlowState, changed: set[str], guard: Guard) -> FlowState:
+    """A branch's state, where each key a branch changed still holds its bindings from before the
+    `if`: on this path they came through the branch whose condition is `guard`."""
+    scratch: Scratch | None = None
+    for key in changed:
+        before = head.get(key)
+        bindings = branch.get(key)
+        if not before or not bindings:
+            continue
+        kept = {id(b) for b in before}
+        if not any(id(b) in kept for b in bindings):
+            continue
+        if scratch is None:
+            scratch = branch.edit()
+        scratch[key] = [b._replace(path=(*b.path, guard)) if id(b) in kept else b for b in bindings]
+    return branch if scratch is None else scratch.freeze()
+
+
+def _joined_paths(state: FlowState, written: set[str]) -> FlowState:
+    """One binding reaching the join along both branches is one binding: only the conditions both of its
+    ways share still hold for it."""
+    scratch: Scratch | None = None
+    for key in written:
+        bindings = state.get(key)
+        if not bindings or len(bindings) < 2 or not any(b.path for b in bindings):
+            continue
+        combined: dict[tuple[int, int, tuple[Guard, ...]], Binding] = {}
+        for b in bindings:
+            same = (id(b.value), id(b.statement), b.guards)
+            earlier = combined.get(same)
+            combined[same] = b if earlier is None else earlier._replace(path=tuple(g for g in earlier.path if g in b.path))
+        if len(combined) < len(bindings):
+            if scratch is None:
+                scratch = state.edit()
+            scratch[key] = list(combined.values())
+    return state if scratch is None else scratch.freeze()
 
 
 def _mutates(call: ast.Call) -> bool:
@@ -1227,6 +1344,12 @@ def _state_key(expr: ast.expr) -> str | None:
         if base is not None and isinstance(key, ast.Constant) and isinstance(key.value, str):
             return key_of(base, key.value)
     return None
+
+
+def _prefixes(key: str) -> list[str]:
+    """`args.model.bits` -> `args`, `args.model`, `args.model.bits`: the names a read goes through."""
+    cuts = [i for i, char in enumerate(key) if char in ".["]
+    return [key[:i] for i in cuts] + [key]
 
 
 def _parameters(scope: ast.AST) -> set[str]:

@@ -363,3 +363,102 @@ def _stage_read(expr: ast.expr) -> bool:
 
 def is_env_read(expr: ast.expr, names: set[str]) -> bool:
     return _env_read(expr) in names
+
+
+# -- paths that exclude each other -------------------------------------------------------------
+
+# What a condition's outcome says of one value: it is one of `values` ("in"), none of them ("not in"),
+# true ("truthy") or false ("falsy"). Only literals are compared, so two facts on one value either
+# contradict or may both hold.
+Fact = tuple[ast.expr, str, tuple[object, ...]]
+SameValue = Callable[[ast.expr, ast.expr], bool]
+_FLIPPED = {"in": "not in", "not in": "in", "truthy": "falsy", "falsy": "truthy"}
+_NO_LITERAL = object()
+
+
+def facts_of(test: ast.expr, outcome: bool) -> list[Fact]:
+    """`args.bits in [4, 8]` true -> args.bits is 4 or 8; `a and not b` true -> a true, b false;
+    `a or b` false -> both false. A condition that says nothing certain of one value gives no fact."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return facts_of(test.operand, not outcome)
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) is outcome:  # `a and b` true, or `a or b` false: each part is
+            return [fact for value in test.values for fact in facts_of(value, outcome)]
+        return []
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        return _comparison_fact(test.left, test.ops[0], test.comparators[0], outcome)
+    if _is_subject(test):
+        return [(test, "truthy" if outcome else "falsy", ())]
+    return []
+
+
+def _comparison_fact(left: ast.expr, op: ast.cmpop, right: ast.expr, outcome: bool) -> list[Fact]:
+    if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+        if not _is_subject(left):
+            left, right = right, left
+        value = _literal(right)
+        if not _is_subject(left) or value is _NO_LITERAL:
+            return []
+        kind = "in" if isinstance(op, (ast.Eq, ast.Is)) else "not in"
+        return [(left, kind if outcome else _FLIPPED[kind], (value,))]
+    if isinstance(op, (ast.In, ast.NotIn)) and _is_subject(left) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+        values = tuple(_literal(element) for element in right.elts)
+        if _NO_LITERAL in values:
+            return []
+        kind = "in" if isinstance(op, ast.In) else "not in"
+        return [(left, kind if outcome else _FLIPPED[kind], values)]
+    return []
+
+
+def _is_subject(expr: ast.expr) -> bool:
+    """A value read by name (`bits`, `args.bits`, `cfg["bits"]`): the same at two tests unless re-bound."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Subscript) and not (isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str)):
+            return False
+        expr = expr.value
+    return isinstance(expr, ast.Name)
+
+
+def _literal(expr: ast.expr) -> object:
+    if isinstance(expr, ast.Constant):
+        return expr.value
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub) and isinstance(expr.operand, ast.Constant):
+        if isinstance(expr.operand.value, (int, float)) and not isinstance(expr.operand.value, bool):
+            return -expr.operand.value
+    return _NO_LITERAL
+
+
+def contradict(first: Fact, second: Fact) -> bool:
+    """No value satisfies both facts (taken to be of the same value)."""
+    (_, kind, values), (_, other_kind, other_values) = sorted((first, second), key=lambda fact: _ORDER_OF_KINDS[fact[1]])
+    if kind == "in":
+        if other_kind == "in":
+            return not any(_equal(a, b) for a in values for b in other_values)
+        if other_kind == "not in":
+            return all(any(_equal(a, b) for b in other_values) for a in values)
+        return all(bool(a) is (other_kind == "falsy") for a in values)
+    return {kind, other_kind} == {"truthy", "falsy"}
+
+
+_ORDER_OF_KINDS = {"in": 0, "not in": 1, "truthy": 2, "falsy": 3}
+
+
+def _equal(a: object, b: object) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # a literal's __eq__ cannot fail, but a bytes/str comparison may warn
+        return True
+
+
+def exclude(first: list[Fact], second: list[Fact], same_value: SameValue) -> bool:
+    """Some fact of one path contradicts a fact of the other on the same value: no run takes both."""
+    if not first or not second:
+        return False
+    by_subject: dict[str, list[Fact]] = {}
+    for fact in first:
+        by_subject.setdefault(ast.dump(fact[0]), []).append(fact)
+    for fact in second:
+        for other in by_subject.get(ast.dump(fact[0]), ()):
+            if contradict(fact, other) and same_value(other[0], fact[0]):
+                return True
+    return False

@@ -7,10 +7,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from placement_lint.analysis.consumers import ConsumerKind
+from placement_lint.analysis.dataflow import ABSENT, Candidate
 from placement_lint.analysis.names import WRAPPERS, dotted, keyword, last_segment
 from placement_lint.distributed import SINGLE, Mode
 from placement_lint.edits import Applicability, Fix
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
 from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rule, Violation, fix, under, written
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ _PLACERS = (
     b"_full_eval",
 )
 _SHARDING_CONSUMERS = (ConsumerKind.TRAINER, ConsumerKind.PREPARE, ConsumerKind.DEEPSPEED)
+_QUANTIZATION_ARGUMENTS = ("quantization_config", "load_in_4bit", "load_in_8bit")
 
 
 class ManualPlacementBeforeShardedTrainer(Rule):
@@ -102,13 +105,12 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None, wrapped: bool
     ) -> Violation | None:
         placement = written(file, call, limit=40)
-        if (
-            move in ("dtype", "cuda")
-            and load.quantized
-            and not wrapped
-            and (move == "dtype" or _eight_bit(file, load))
-            and not _never_together(file, call, load)
-        ):
+        paths = (
+            _quantized_paths(file, call, load)
+            if move in ("dtype", "cuda") and load.quantized and not wrapped and (move == "dtype" or _eight_bit(file, load))
+            else None
+        )
+        if paths is not None and paths.meets:
             error = (
                 '"You cannot cast a bitsandbytes model in a new `dtype`"'
                 if move == "dtype"
@@ -119,7 +121,8 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 f"transformers raises {error}",
                 "remove it: the quantized weights are already placed and typed by the load",
             )
-            return self.violation(file, call, message, self._fix(file, call), None)
+            # A run that reaches the cast without a quantized load may need it (a 16-bit run's cast).
+            return self.violation(file, call, message, self._fix(file, call) if paths.always else None, None)
         if move == "dtype":
             return None
         trainers = [c for c in load.consumers if c.kind in _SHARDING_CONSUMERS and _before(call, c.node)]
@@ -277,30 +280,49 @@ def _eight_bit(file: CheckedFile, load: ModelLoad) -> bool:
     return False
 
 
-def _never_together(file: CheckedFile, call: ast.Call, load: ModelLoad) -> bool:
-    """The cast runs only where the load is not quantized: every quantization value the load can get is
-    bound under a condition the cast's own conditions contradict (`bnb_config = ...` under
-    `if cfg.quantization:`, the cast under `if cfg.fsdp and not cfg.quantization:`)."""
-    facts = {fact for test, outcome in file.resolver.enclosing_guards(call) for fact in _facts(test, outcome)}
-    if not facts or not isinstance(load.loader.node, ast.Call):
-        return False
-    values = [kw.value for kw in load.loader.node.keywords if kw.arg in ("quantization_config", "load_in_4bit", "load_in_8bit")]
-    if not values or any(kw.arg is None for kw in load.loader.node.keywords):
-        return False
-    for value in values:
-        for candidate in file.resolver.candidates(value):
-            if isinstance(candidate.value, ast.Constant) and not candidate.value.value:
-                continue  # None / False: not quantized on this path
-            held = {fact for test, outcome in candidate.guards for fact in _facts(test, outcome)}
-            if not any((text, not truth) in facts for text, truth in held):
-                return False
-    return True
+class _QuantizedPaths(NamedTuple):
+    meets: bool  # the cast can run after a quantized load: some path quantizes it that the cast's own conditions allow
+    always: bool  # ... and every path the cast's conditions allow quantizes it
 
 
-def _facts(test: ast.expr, outcome: bool) -> list[tuple[str, bool]]:
-    """What a condition's outcome says of its parts: `a and not b` true -> a true, b false."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _facts(test.operand, not outcome)
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and outcome:
-        return [fact for value in test.values for fact in _facts(value, True)]
-    return [(ast.dump(test), outcome)]
+def _quantized_paths(file: CheckedFile, call: ast.Call, load: ModelLoad) -> _QuantizedPaths:
+    """Whether the load is quantized on the paths that reach the cast: each value of its quantization
+    arguments is joined with the conditions it is bound under (`bnb_config = ...` under `if args.bits
+    in [4, 8]:`), and a value whose conditions the cast's contradict (`if args.bits == 16:`) never
+    meets it."""
+    resolver = file.resolver
+    reaching = resolver.guards_to(call, resolver.scope_of(call))
+    if reaching is None:
+        return _QuantizedPaths(False, False)
+    meets = False
+    always = False
+    for values in _quantization_values(file, load):
+        if values is None:  # a splat whose keys are not known here
+            meets = True
+            continue
+        live = [c for c in values if not (c.conditions and resolver.excludes(c.conditions, reaching))]
+        quantized = [c for c in live if _quantizes(c.value)]
+        meets = meets or bool(quantized)
+        always = always or (bool(live) and len(quantized) == len(live))
+    return _QuantizedPaths(meets, always)
+
+
+def _quantization_values(file: CheckedFile, load: ModelLoad) -> list[list[Candidate] | None]:
+    """The values each quantization argument of the load can take (a keyword, or a key of a `**kwargs`)."""
+    found: list[list[Candidate] | None] = []
+    for item in load.call.keywords:
+        if item.arg in _QUANTIZATION_ARGUMENTS:
+            found.append(file.resolver.candidates(item.value))
+        elif item.arg is None:
+            for name in _QUANTIZATION_ARGUMENTS:
+                values = file.resolver.key_candidates(item.value, name)
+                if values is None or any(c.value is not ABSENT for c in values):
+                    found.append(values)
+    return found
+
+
+def _quantizes(value: object) -> bool:
+    """A value that makes the load quantized: not None/False, not absent, and resolved to something."""
+    if value is None or value is ABSENT:
+        return False
+    return not (isinstance(value, ast.Constant) and not value.value)
