@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from placement_lint.analysis.consumers import ConsumerKind
+from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import ABSENT, Candidate
 from placement_lint.analysis.names import WRAPPERS, dotted, keyword, last_segment
 from placement_lint.distributed import SINGLE, Mode
@@ -140,6 +140,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                     f"{placement} puts a full copy of the model on each rank's GPU before {consumer.name} shards it {under(setup)}",
                     help="remove it",
                     facts=(
+                        *_attachment_facts(file, consumer),
                         (
                             "effect",
                             f"{framework} places the model itself (the Trainer skips its own move for it), so every rank "
@@ -148,7 +149,8 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                         ),
                     ),
                 )
-                return self.violation(file, call, message, self._fix(file, call), context, (consumer,))
+                violation = self.violation(file, call, message, self._fix(file, call), context, (consumer,))
+                return _with_attachment(file, violation, consumer)
         if full_eval is not None and consumer.kind is ConsumerKind.TRAINER:
             message = Message(
                 f"{placement} puts the full-precision model on the GPU before {full_eval.arg}=True casts it "
@@ -228,6 +230,31 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 if found is not None and isinstance(found.value, ast.Constant) and found.value.value is True:
                     return found
         return None
+
+
+def _attachment_facts(file: CheckedFile, consumer: Consumer) -> tuple[tuple[str, str], ...]:
+    if consumer.attached is None:
+        return ()
+    return (
+        (
+            "attached",
+            f"{written(file, consumer.attached)}, line {consumer.attached.lineno}: a submodule of the model "
+            f"{consumer.name} takes, so it is sharded and trained with it",
+        ),
+    )
+
+
+def _with_attachment(file: CheckedFile, violation: Violation, consumer: Consumer) -> Violation:
+    """The statement that made the moved model part of the trained one, as a span of the finding's path."""
+    if consumer.attached is None:
+        return violation
+    from placement_lint.rules.spans import ROLES, Related
+
+    start, end = file.source.node_span(consumer.attached)
+    row, column = file.source.position(start)
+    end_row, end_column = file.source.position(end)
+    span = Related("attached", file.display, row, column, end_row, end_column, "attached to the trained model")
+    return violation._replace(related=tuple(sorted((*violation.related, span), key=lambda s: ROLES.index(s.role))))
 
 
 def _model_holders(file: CheckedFile, loads: dict[int, ModelLoad]) -> set[str]:
