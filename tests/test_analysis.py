@@ -298,3 +298,13 @@ def test_a_binding_carried_past_an_if_holds_where_the_branch_did_not_rebind() ->
         for c in Resolver(module, SINGLE).candidates(call.keywords[0].value)
     }
     assert found == {"None": [("args.bits in [4, 8]", False)], "cfg()": [("args.bits in [4, 8]", True)]}
+
+
+def test_a_value_bound_again_to_a_literal_the_later_test_rules_out_is_still_excluded() -> None:
+    # llama-cookbook's finetuning.py: a boolean --quantization becomes "8bit" inside the quantized branch
+    source = (
+        "if cfg.quantization:\n    if cfg.quantization is True:\n        cfg.quantization = '8bit'\n"
+        "if cfg.fsdp and not cfg.quantization:\n    pass\n"
+    )
+    assert _excluded(source)
+    assert not _excluded(source.replace("'8bit'", "''"))  # now the later test can pass after the first

@@ -42,7 +42,7 @@ from functools import cached_property
 
 from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
 from placement_lint.analysis.flowstate import EMPTY, FlowState, Scratch, merge
-from placement_lint.analysis.guards import Fact, evaluate_truth, exclude, facts_of
+from placement_lint.analysis.guards import NO_LITERAL, Fact, evaluate_truth, exclude, facts_of, fails, literal
 from placement_lint.analysis.index import index_of, walk
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 from placement_lint.distributed import Mode, Setup
@@ -391,10 +391,14 @@ class Resolver:
             found += facts
         return found
 
-    def _same_value(self, first: ast.expr, second: ast.expr) -> bool:
-        """Two reads of one name see the same binding: both in this module and one scope, the same
-        bindings of the name and each name it is read through (`args` of `args.bits`) reach both, and
-        none of them is made in a loop around either read (a loop binds anew on each pass)."""
+    def _same_value(self, one: Fact, other: Fact) -> bool:
+        """Two facts on one name, read in this module and one scope, speak of one value: the names it is
+        read through (`args` of `args.bits`) have the same bindings at both tests, and each binding of
+        the name that reaches the later test but not the earlier is a literal the later fact rules out
+        (`train_config.quantization = "8bit"` inside `if train_config.quantization:`, before a test
+        that it is false). None of them is made in a loop around either test (a loop binds anew on
+        each pass)."""
+        first, second = one[0], other[0]
         if first is second:
             return True
         parents = self.index.parents
@@ -404,12 +408,20 @@ class Resolver:
         key = _state_key(first)
         if key is None or self.scope_of(second) is not scope:
             return False
+        if (second.lineno, second.col_offset) < (first.lineno, first.col_offset):  # type: ignore[attr-defined]
+            first, second, other = second, first, one
         loops = [a for node in (first, second) for a in self._ancestors_in(node, scope) if isinstance(a, _LOOPS)]
-        for prefix in _prefixes(key):
-            before, after = self.bindings(prefix, first), self.bindings(prefix, second)
-            if [id(b.statement) for b in before or ()] != [id(b.statement) for b in after or ()]:
-                return False
-            if loops and any(b.statement is loop or self._inside(b.statement, loop) for b in before or () for loop in loops):
+        prefixes = _prefixes(key)
+        for prefix in prefixes:
+            before, after = self.bindings(prefix, first) or [], self.bindings(prefix, second) or []
+            earlier = {id(b.statement) for b in before}
+            for binding in after:
+                if id(binding.statement) in earlier:
+                    continue
+                value = literal(binding.value) if prefix == key and isinstance(binding.value, ast.expr) else NO_LITERAL
+                if value is NO_LITERAL or not fails(value, other):
+                    return False
+            if loops and any(b.statement is loop or self._inside(b.statement, loop) for b in (*before, *after) for loop in loops):
                 return False
         return True
 

@@ -371,9 +371,11 @@ def is_env_read(expr: ast.expr, names: set[str]) -> bool:
 # true ("truthy") or false ("falsy"). Only literals are compared, so two facts on one value either
 # contradict or may both hold.
 Fact = tuple[ast.expr, str, tuple[object, ...]]
-SameValue = Callable[[ast.expr, ast.expr], bool]
+# Whether two facts on one name speak of the same value: nothing between the two tests gives the name
+# a value the later fact allows (it is not bound again, or only to literals the later fact rules out).
+SameValue = Callable[[Fact, Fact], bool]
 _FLIPPED = {"in": "not in", "not in": "in", "truthy": "falsy", "falsy": "truthy"}
-_NO_LITERAL = object()
+_NO_LITERAL = NO_LITERAL = object()
 
 
 def facts_of(test: ast.expr, outcome: bool) -> list[Fact]:
@@ -428,6 +430,16 @@ def _literal(expr: ast.expr) -> object:
     return _NO_LITERAL
 
 
+def fails(value: object, fact: Fact) -> bool:
+    """The literal `value` does not satisfy the fact."""
+    return contradict((fact[0], "in", (value,)), fact)
+
+
+def literal(expr: ast.expr) -> object:
+    """The value of a literal (`16`, `-1`, `"8bit"`, `None`); NO_LITERAL for anything else."""
+    return _literal(expr)
+
+
 def contradict(first: Fact, second: Fact) -> bool:
     """No value satisfies both facts (taken to be of the same value)."""
     (_, kind, values), (_, other_kind, other_values) = sorted((first, second), key=lambda fact: _ORDER_OF_KINDS[fact[1]])
@@ -459,6 +471,6 @@ def exclude(first: list[Fact], second: list[Fact], same_value: SameValue) -> boo
         by_subject.setdefault(ast.dump(fact[0]), []).append(fact)
     for fact in second:
         for other in by_subject.get(ast.dump(fact[0]), ()):
-            if contradict(fact, other) and same_value(other[0], fact[0]):
+            if contradict(fact, other) and same_value(other, fact):
                 return True
     return False
