@@ -90,11 +90,7 @@ class DeviceMap(Record):
         if not conditions or not found:
             return found
         resolver = self.analysis.resolver
-        return tuple(
-            c
-            for c in found
-            if c.node is None or not resolver.excludes(conditions, resolver.enclosing_guards(c.node))
-        )
+        return tuple(c for c in found if c.node is None or not resolver.excludes(conditions, resolver.enclosing_guards(c.node)))
 
     @property
     def node(self) -> ast.expr:
