@@ -15,6 +15,10 @@ by looking at those keys alone. At each compound statement:
   condition is decided (once: `truth` keeps every condition's answer) only when the branches hand
   on different states; a branch the setup rules out is still walked for the questions inside it,
   but not joined.
+  Where both branches are joined, a binding from before the `if` that a branch carries through
+  unchanged (while the other re-binds its name) keeps that branch's condition as its `path`: `x =
+  None` reaches past `if q: x = cfg()` only where q is false. Conditions on one value that
+  contradict (`excludes`) then keep a binding from a read on a path it cannot take.
 - a loop: one earlier pass of the body, with conditions left undecided (a condition there could
   ask about a later point of this very body), gives what the body binds on a previous iteration;
   the body is recorded from the state before the loop joined with that; one more pass from the
@@ -1026,7 +1030,7 @@ class Resolver:
             changed = body[2] | orelse[2]
             body_state = _carried_through(head, body[0], changed, (stmt.test, True))
             orelse_state = _carried_through(head, orelse[0], changed, (stmt.test, False))
-            return _joined_paths(self._merge([body_state, orelse_state], written), written), False, written
+            return self._merge([body_state, orelse_state], written), False, written
         return self._merge([b[0] for b in live], written), False, written
 
     def _join_try(
@@ -1051,7 +1055,7 @@ class Resolver:
         return self._merge(live, written), False, written
 
     def _merge(self, states: list[FlowState], written: set[str]) -> FlowState:
-        return merge(states, written, ABSENT, Binding, _known_absent)
+        return _joined_paths(merge(states, written, ABSENT, Binding, _known_absent), written)
 
     def _bind(self, target: ast.expr, value: ast.expr | None, state: Scratch, guards: tuple[Guard, ...], stmt: ast.stmt) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):

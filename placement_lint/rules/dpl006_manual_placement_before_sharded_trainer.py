@@ -349,7 +349,8 @@ def _quantization_values(file: CheckedFile, load: ModelLoad) -> list[list[Candid
 
 
 def _quantizes(value: object) -> bool:
-    """A value that makes the load quantized: not None/False, not absent, and resolved to something."""
-    if value is None or value is ABSENT:
+    """A value that makes the load quantized: not None/False, not absent, and resolved to something (a
+    name read of nothing the file binds, such as `self.bnb_config`, may well be None)."""
+    if value is None or value is ABSENT or isinstance(value, (ast.Name, ast.Attribute)):
         return False
     return not (isinstance(value, ast.Constant) and not value.value)
