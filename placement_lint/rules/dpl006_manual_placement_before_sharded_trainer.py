@@ -7,15 +7,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
-from placement_lint.analysis.dataflow import ABSENT, Candidate
 from placement_lint.analysis.names import WRAPPERS, dotted, keyword, last_segment
 from placement_lint.distributed import SINGLE, Mode
 from placement_lint.edits import Applicability, Fix
 from placement_lint.patterns import LazyPattern
-from placement_lint.records import NamedTuple
 from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rule, Violation, fix, under, written
 
 if TYPE_CHECKING:
+    from placement_lint.analysis.dataflow import Candidate
     from placement_lint.analysis.placements import ModelLoad
 
 _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
@@ -105,12 +104,12 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None, wrapped: bool
     ) -> Violation | None:
         placement = written(file, call, limit=40)
-        paths = (
+        meets, always = (
             _quantized_paths(file, call, load)
             if move in ("dtype", "cuda") and load.quantized and not wrapped and (move == "dtype" or _eight_bit(file, load))
-            else None
+            else (False, False)
         )
-        if paths is not None and paths.meets:
+        if meets:
             error = (
                 '"You cannot cast a bitsandbytes model in a new `dtype`"'
                 if move == "dtype"
@@ -122,7 +121,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 "remove it: the quantized weights are already placed and typed by the load",
             )
             # A run that reaches the cast without a quantized load may need it (a 16-bit run's cast).
-            return self.violation(file, call, message, self._fix(file, call) if paths.always else None, None)
+            return self.violation(file, call, message, self._fix(file, call) if always else None, None)
         if move == "dtype":
             return None
         trainers = [c for c in load.consumers if c.kind in _SHARDING_CONSUMERS and _before(call, c.node)]
@@ -307,20 +306,15 @@ def _eight_bit(file: CheckedFile, load: ModelLoad) -> bool:
     return False
 
 
-class _QuantizedPaths(NamedTuple):
-    meets: bool  # the cast can run after a quantized load: some path quantizes it that the cast's own conditions allow
-    always: bool  # ... and every path the cast's conditions allow quantizes it
-
-
-def _quantized_paths(file: CheckedFile, call: ast.Call, load: ModelLoad) -> _QuantizedPaths:
-    """Whether the load is quantized on the paths that reach the cast: each value of its quantization
-    arguments is joined with the conditions it is bound under (`bnb_config = ...` under `if args.bits
-    in [4, 8]:`), and a value whose conditions the cast's contradict (`if args.bits == 16:`) never
-    meets it."""
+def _quantized_paths(file: CheckedFile, call: ast.Call, load: ModelLoad) -> tuple[bool, bool]:
+    """Whether the load is quantized on some path that reaches the cast, and on every such path. Each
+    value of its quantization arguments is joined with the conditions of its path (`bnb_config = ...`
+    under `if args.bits in [4, 8]:`), and a value whose conditions the cast's contradict (`if
+    args.bits == 16:`) never meets it."""
     resolver = file.resolver
     reaching = resolver.guards_to(call, resolver.scope_of(call))
     if reaching is None:
-        return _QuantizedPaths(False, False)
+        return False, False
     meets = False
     always = False
     for values in _quantization_values(file, load):
@@ -331,11 +325,13 @@ def _quantized_paths(file: CheckedFile, call: ast.Call, load: ModelLoad) -> _Qua
         quantized = [c for c in live if _quantizes(c.value)]
         meets = meets or bool(quantized)
         always = always or (bool(live) and len(quantized) == len(live))
-    return _QuantizedPaths(meets, always)
+    return meets, always
 
 
 def _quantization_values(file: CheckedFile, load: ModelLoad) -> list[list[Candidate] | None]:
     """The values each quantization argument of the load can take (a keyword, or a key of a `**kwargs`)."""
+    from placement_lint.analysis.dataflow import ABSENT  # the analyses load only when a file is checked
+
     found: list[list[Candidate] | None] = []
     for item in load.call.keywords:
         if item.arg in _QUANTIZATION_ARGUMENTS:
@@ -351,6 +347,8 @@ def _quantization_values(file: CheckedFile, load: ModelLoad) -> list[list[Candid
 def _quantizes(value: object) -> bool:
     """A value that makes the load quantized: not None/False, not absent, and resolved to something (a
     name read of nothing the file binds, such as `self.bnb_config`, may well be None)."""
+    from placement_lint.analysis.dataflow import ABSENT
+
     if value is None or value is ABSENT or isinstance(value, (ast.Name, ast.Attribute)):
         return False
     return not (isinstance(value, ast.Constant) and not value.value)
