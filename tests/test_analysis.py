@@ -58,6 +58,35 @@ def test_zero3_condition_depends_on_stage() -> None:
     assert truth("is_deepspeed_zero3_enabled()", DDP) is False
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "args.zero_stage == 3",
+        "accelerator.state.deepspeed_plugin.zero_stage == 3",
+        "plugin = accelerator.state.deepspeed_plugin\nplugin is not None and plugin.zero_stage == 3",
+        'ds_config["zero_optimization"]["stage"] == 3',
+        'stage = config.get("zero_optimization", {}).get("stage", 0)\nstage == 3',
+    ],
+)
+def test_a_zero_stage_read_is_the_launch_configs_stage(source: str) -> None:
+    assert truth(source, ZERO3) is True
+    assert truth(source, ZERO2) is False
+    assert truth(source, DS) is None  # a DeepSpeed run whose config shows no stage decides nothing
+    assert truth(source, DDP) is None  # nor does a run without DeepSpeed: no config to read
+
+
+def test_accelerates_deepspeed_check_with_its_plugin_stage() -> None:
+    source = "state.distributed_type == 'DEEPSPEED' and state.deepspeed_plugin.zero_stage > 2"
+    assert truth(source, ZERO3) is True
+    assert truth(source, ZERO2) is False
+    assert truth(source, DDP) is False
+
+
+def test_a_zero_stage_the_file_or_launch_gives_wins_over_the_config() -> None:
+    assert truth("zero_stage = 2\nzero_stage == 3", ZERO3) is False
+    assert truth('ds_config["zero_optimization"]["offload_param"] == 3', ZERO3) is None
+
+
 def values_of(source: str, setup: Setup) -> list[str]:
     module = ast.parse(source)
     resolver = Resolver(module, setup)
@@ -210,3 +239,72 @@ def test_the_index_and_the_walk_meet_every_node_but_the_shared_context_and_opera
     assert walk(tree) == expected, "the walk meets them in ast.walk's order"
     function = tree.body[3]
     assert walk(function) == [node for node in ast.walk(function) if not isinstance(node, shared)]
+
+
+def _excluded(source: str) -> bool:
+    module = ast.parse(source)
+    resolver = Resolver(module, SINGLE)
+    tests = [node.test for node in ast.walk(module) if isinstance(node, ast.If)]
+    tests.sort(key=lambda test: test.lineno)
+    return resolver.excludes([(tests[0], True)], [(tests[-1], True)])
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "excluded"),
+    [
+        ("args.bits in [4, 8]", "args.bits == 16", True),
+        ("args.bits in [4, 8]", "args.bits == 8", False),
+        ("args.bits in (4, 8)", "args.bits not in (4, 8)", True),
+        ("args.bits != 16", "16 == args.bits", True),
+        ("cfg is None", "cfg", True),
+        ("cfg is not None", "cfg", False),
+        ("args.quantization", "args.pure_bf16 and not args.quantization", True),
+        ("args.quantization or args.qlora", "not args.quantization", False),
+        ("not (args.quantization or args.qlora)", "args.qlora", True),
+        ("mode == 'train'", "mode == 'eval'", True),
+        ("mode == 'train'", "other == 'eval'", False),
+        ("args.bits > 8", "args.bits == 4", False),  # an order is no literal set: undecided
+    ],
+)
+def test_conditions_on_one_value_that_contradict(first: str, second: str, excluded: bool) -> None:
+    assert _excluded(f"if {first}:\n    pass\nif {second}:\n    pass\n") is excluded
+
+
+def test_a_value_bound_again_between_the_tests_is_another_value() -> None:
+    assert not _excluded("bits = a\nif bits in [4, 8]:\n    pass\nbits = 16\nif bits == 16:\n    pass\n")
+    assert not _excluded("if args.bits in [4, 8]:\n    pass\nargs = other()\nif args.bits == 16:\n    pass\n")
+
+
+def test_a_binding_on_an_excluded_path_does_not_reach_the_read() -> None:
+    source = "q = None\nif args.bits in [4, 8]:\n    q = cfg()\nif args.bits == 16:\n    load(device_map=q)"
+    module = ast.parse(source)
+    call = module.body[-1].body[0].value  # type: ignore[attr-defined]
+    assert [ast.unparse(c.value) for c in Resolver(module, SINGLE).candidates(call.keywords[0].value)] == ["None"]
+
+
+def test_a_loop_binds_anew_so_its_earlier_pass_reaches_the_other_branch() -> None:
+    source = "q = None\nfor bits in (4, 16):\n    if bits in [4, 8]:\n        q = cfg()\n    if bits == 16:\n        load(device_map=q)"
+    module = ast.parse(source)
+    call = module.body[-1].body[-1].body[0].value  # type: ignore[attr-defined]
+    assert sorted(ast.unparse(c.value) for c in Resolver(module, SINGLE).candidates(call.keywords[0].value)) == ["None", "cfg()"]
+
+
+def test_a_binding_carried_past_an_if_holds_where_the_branch_did_not_rebind() -> None:
+    source = "q = None\nif args.bits in [4, 8]:\n    q = cfg()\nload(device_map=q)"
+    module = ast.parse(source)
+    call = module.body[-1].value  # type: ignore[attr-defined]
+    found = {
+        ast.unparse(c.value): [(ast.unparse(t), o) for t, o in c.conditions]
+        for c in Resolver(module, SINGLE).candidates(call.keywords[0].value)
+    }
+    assert found == {"None": [("args.bits in [4, 8]", False)], "cfg()": [("args.bits in [4, 8]", True)]}
+
+
+def test_a_value_bound_again_to_a_literal_the_later_test_rules_out_is_still_excluded() -> None:
+    # llama-cookbook's finetuning.py: a boolean --quantization becomes "8bit" inside the quantized branch
+    source = (
+        "if cfg.quantization:\n    if cfg.quantization is True:\n        cfg.quantization = '8bit'\n"
+        "if cfg.fsdp and not cfg.quantization:\n    pass\n"
+    )
+    assert _excluded(source)
+    assert not _excluded(source.replace("'8bit'", "''"))  # now the later test can pass after the first

@@ -22,6 +22,9 @@ class Consumer(NamedTuple):
     name: str  # as written: "SFTTrainer", "accelerator.prepare", "DDP"
     node: ast.AST | None  # None for a consumer in another file: then `location` says where
     location: str | None = None  # "train.py:42", for a consumer in an importer of this module
+    # The statement that made the model part of the one this consumer takes (`model.teacher = teacher`,
+    # `setattr(model, "ref", ref)`): the model is trained with it as a submodule. None: taken itself.
+    attached: ast.stmt | None = None
 
     @property
     def trains(self) -> bool:

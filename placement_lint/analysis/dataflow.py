@@ -15,6 +15,10 @@ by looking at those keys alone. At each compound statement:
   condition is decided (once: `truth` keeps every condition's answer) only when the branches hand
   on different states; a branch the setup rules out is still walked for the questions inside it,
   but not joined.
+  Where both branches are joined, a binding from before the `if` that a branch carries through
+  unchanged (while the other re-binds its name) keeps that branch's condition as its `path`: `x =
+  None` reaches past `if q: x = cfg()` only where q is false. Conditions on one value that
+  contradict (`excludes`) then keep a binding from a read on a path it cannot take.
 - a loop: one earlier pass of the body, with conditions left undecided (a condition there could
   ask about a later point of this very body), gives what the body binds on a previous iteration;
   the body is recorded from the state before the loop joined with that; one more pass from the
@@ -42,7 +46,7 @@ from functools import cached_property
 
 from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
 from placement_lint.analysis.flowstate import EMPTY, FlowState, Scratch, merge
-from placement_lint.analysis.guards import evaluate_truth
+from placement_lint.analysis.guards import NO_LITERAL, Fact, evaluate_truth, exclude, facts_of, fails, literal
 from placement_lint.analysis.index import index_of, walk
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 from placement_lint.distributed import Mode, Setup
@@ -67,6 +71,10 @@ class Binding(NamedTuple):
     value: Value
     statement: ast.AST
     guards: tuple[Guard, ...] = ()
+    # The conditions of the branches it was carried through unchanged to get here: `x = None` before
+    # `if q: x = cfg()` reaches past the `if` only where q is false. Kept apart from `guards` (where
+    # it was bound), and asked only whether two paths exclude each other.
+    path: tuple[Guard, ...] = ()
 
 
 class Candidate(NamedTuple):
@@ -78,6 +86,12 @@ class Candidate(NamedTuple):
     # For a dict display bound to a name: every value the dict holds where it is used, including the
     # entries stored into it afterwards (`device_map["lm_head"] = 1`); None: the display's own.
     entries: MapEntries | None = None
+    path: tuple[Guard, ...] = ()  # the branches its bindings were carried through (Binding.path)
+
+    @property
+    def conditions(self) -> tuple[Guard, ...]:
+        """Every condition known to hold where this value reaches: where it was bound, and the way here."""
+        return (*self.guards, *self.path) if self.path else self.guards
 
     @property
     def from_launch(self) -> LaunchArgument | None:
@@ -210,6 +224,7 @@ class Resolver:
         # rules ask the same test again (guards on values, reachability, setup probes).
         self._passed = frozenset(n for n, value, _ in self.arguments if _truthy(value))
         self._truths: dict[int, bool | None] = {}
+        self._facts: dict[tuple[int, bool], list[Fact]] = {}  # what each condition's outcome says, once asked
         self._deciding: set[int] = set()  # the conditions whose truth is being worked out (see truth)
         self._defaults: set[int] = set()  # the field defaults candidates were read from
         self._default_fields: dict[int, str] = {}  # ... and the field each is the default of
@@ -364,6 +379,74 @@ class Resolver:
         decides (a model name, a model type): the repository ships both branches, so both are live."""
         self.truth(test)
         return id(test) in self._choices
+
+    def excludes(self, first: Iterable[Guard], second: Iterable[Guard]) -> bool:
+        """No run takes both paths: a condition on one says of a value what a condition on the other
+        contradicts (`args.bits in [4, 8]` and `args.bits == 16`; `q` and `not q`; `cfg is None` and
+        `cfg`), and nothing binds the value again between the two tests."""
+        return exclude(self._facts_of(first), self._facts_of(second), self._same_value)
+
+    def _facts_of(self, guards: Iterable[Guard]) -> list[Fact]:
+        found: list[Fact] = []
+        for test, outcome in guards:
+            facts = self._facts.get((id(test), outcome))
+            if facts is None:
+                facts = self._facts[(id(test), outcome)] = facts_of(test, outcome)
+            found += facts
+        return found
+
+    def _same_value(self, one: Fact, other: Fact) -> bool:
+        """Two facts on one name, read in this module and one scope, speak of one value: the names it is
+        read through (`args` of `args.bits`) have the same bindings at both tests, and each binding of
+        the name that reaches the later test but not the earlier is a literal the later fact rules out
+        (`train_config.quantization = "8bit"` inside `if train_config.quantization:`, before a test
+        that it is false). None of them is made in a loop around either test (a loop binds anew on
+        each pass)."""
+        first, second = one[0], other[0]
+        if first is second:
+            return True
+        parents = self.index.parents
+        if id(first) not in parents or id(second) not in parents:
+            return False  # a condition of another module's helper
+        scope = self.scope_of(first)
+        key = _state_key(first)
+        if key is None or self.scope_of(second) is not scope:
+            return False
+        if (second.lineno, second.col_offset) < (first.lineno, first.col_offset):  # type: ignore[attr-defined]
+            first, second, other = second, first, one
+        loops = [a for node in (first, second) for a in self._ancestors_in(node, scope) if isinstance(a, _LOOPS)]
+        prefixes = _prefixes(key)
+        for prefix in prefixes:
+            before, after = self.bindings(prefix, first) or [], self.bindings(prefix, second) or []
+            earlier = {id(b.statement) for b in before}
+            for binding in after:
+                if id(binding.statement) in earlier:
+                    continue
+                value = literal(binding.value) if prefix == key and isinstance(binding.value, ast.expr) else NO_LITERAL
+                if value is NO_LITERAL or not fails(value, other):
+                    return False
+            if loops and any(b.statement is loop or self._inside(b.statement, loop) for b in (*before, *after) for loop in loops):
+                return False
+        return True
+
+    def _ancestors_in(self, node: ast.AST, scope: ast.AST) -> Iterator[ast.AST]:
+        for ancestor in self.ancestors(node):
+            if ancestor is scope:
+                return
+            yield ancestor
+
+    def _inside(self, node: ast.AST, container: ast.AST) -> bool:
+        return any(ancestor is container for ancestor in self.ancestors(node))
+
+    def _reachable(self, found: list[Binding], at: ast.AST, guards: tuple[Guard, ...]) -> list[Binding]:
+        """The bindings whose path a run reaching `at` (along `guards`) can have taken: one bound under
+        `if args.bits in [4, 8]:` never reaches a read under `if args.bits == 16:`."""
+        if not any(binding.guards or binding.path for binding in found):
+            return found
+        here = (*guards, *self.enclosing_guards(at))
+        if not here:
+            return found
+        return [b for b in found if not (b.guards or b.path) or not self.excludes((*b.guards, *b.path), here)]
 
     def _lookup(self, expr: ast.expr) -> list[ast.expr | None]:
         """What a name in a condition can hold; an expression that resolves to nothing but itself
@@ -529,14 +612,17 @@ class Resolver:
             given = self._fire_argument(expr, guards, via, depth)
             if given is not None:
                 return given
+        if found:
+            found = self._reachable(found, expr, guards)
         if found is None or not found:
             return [Candidate(expr if not isinstance(expr, ast.Name) else None, guards, via)]
         out = []
         for binding in found:
             if isinstance(binding.value, ast.expr):
-                out += self.candidates(binding.value, (*guards, *binding.guards), (*via, binding.statement), depth + 1)
+                followed = self.candidates(binding.value, (*guards, *binding.guards), (*via, binding.statement), depth + 1)
+                out += [c._replace(path=(*binding.path, *c.path)) for c in followed] if binding.path else followed
             else:
-                out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement)))
+                out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement), path=binding.path))
         entries = self.map_entries(expr) if any(isinstance(c.value, ast.Dict) for c in out) else None
         if entries is not None:
             out = [c._replace(entries=entries) if isinstance(c.value, ast.Dict) else c for c in out]
@@ -676,13 +762,16 @@ class Resolver:
         if base is None:
             return None
         found = self.bindings(key_of(base, key), mapping)
+        if found:
+            found = self._reachable(found, mapping, ()) or None  # none reachable: the key is not known here
         if found is not None:
             out: list[Candidate] = []
             for binding in found:
                 if isinstance(binding.value, ast.expr):
-                    out += self.candidates(binding.value, binding.guards, (binding.statement,))
+                    followed = self.candidates(binding.value, binding.guards, (binding.statement,))
+                    out += [c._replace(path=(*binding.path, *c.path)) for c in followed] if binding.path else followed
                 else:
-                    out.append(Candidate(binding.value, binding.guards, (binding.statement,)))
+                    out.append(Candidate(binding.value, binding.guards, (binding.statement,), path=binding.path))
             return out
         # `training_args.model_init_kwargs = model_kwargs`, `kw = {**extra}`: follow one alias.
         aliases = self.bindings(base, mapping)
@@ -937,6 +1026,11 @@ class Resolver:
         written = bound.union(*(b[2] for b in branches))
         if not live:
             return head, True, written
+        if len(live) == 2 and not self._blind:
+            changed = body[2] | orelse[2]
+            body_state = _carried_through(head, body[0], changed, (stmt.test, True))
+            orelse_state = _carried_through(head, orelse[0], changed, (stmt.test, False))
+            return self._merge([body_state, orelse_state], written), False, written
         return self._merge([b[0] for b in live], written), False, written
 
     def _join_try(
@@ -961,7 +1055,7 @@ class Resolver:
         return self._merge(live, written), False, written
 
     def _merge(self, states: list[FlowState], written: set[str]) -> FlowState:
-        return merge(states, written, ABSENT, Binding, _known_absent)
+        return _joined_paths(merge(states, written, ABSENT, Binding, _known_absent), written)
 
     def _bind(self, target: ast.expr, value: ast.expr | None, state: Scratch, guards: tuple[Guard, ...], stmt: ast.stmt) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -1039,12 +1133,51 @@ class _ScopeFlow:
 _PENDING = object()  # a condition not decided yet (None is an answer: undecided)
 _Outcome = tuple[FlowState, bool, set[str]]  # the state handed on, whether the block always leaves early, the keys changed
 _UNCHANGED: frozenset[str] = frozenset()
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match, ast.ClassDef)
 if hasattr(ast, "TryStar"):
     _COMPOUND = (*_COMPOUND, ast.TryStar)  # type: ignore[assignment]
 _SIMPLE_BINDERS = frozenset(
     {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom}
 )
+
+
+def _carried_through(head: FlowState, branch: FlowState, changed: set[str], guard: Guard) -> FlowState:
+    """A branch's state, where each key a branch changed still holds its bindings from before the
+    `if`: on this path they came through the branch whose condition is `guard`."""
+    scratch: Scratch | None = None
+    for key in changed:
+        before = head.get(key)
+        bindings = branch.get(key)
+        if not before or not bindings:
+            continue
+        kept = {id(b) for b in before}
+        if not any(id(b) in kept for b in bindings):
+            continue
+        if scratch is None:
+            scratch = branch.edit()
+        scratch[key] = [b._replace(path=(*b.path, guard)) if id(b) in kept else b for b in bindings]
+    return branch if scratch is None else scratch.freeze()
+
+
+def _joined_paths(state: FlowState, written: set[str]) -> FlowState:
+    """One binding reaching the join along both branches is one binding: only the conditions both of its
+    ways share still hold for it."""
+    scratch: Scratch | None = None
+    for key in written:
+        bindings = state.get(key)
+        if not bindings or len(bindings) < 2 or not any(b.path for b in bindings):
+            continue
+        combined: dict[tuple[int, int, tuple[Guard, ...]], Binding] = {}
+        for b in bindings:
+            same = (id(b.value), id(b.statement), b.guards)
+            earlier = combined.get(same)
+            combined[same] = b if earlier is None else earlier._replace(path=tuple(g for g in earlier.path if g in b.path))
+        if len(combined) < len(bindings):
+            if scratch is None:
+                scratch = state.edit()
+            scratch[key] = list(combined.values())
+    return state if scratch is None else scratch.freeze()
 
 
 def _mutates(call: ast.Call) -> bool:
@@ -1227,6 +1360,12 @@ def _state_key(expr: ast.expr) -> str | None:
         if base is not None and isinstance(key, ast.Constant) and isinstance(key.value, str):
             return key_of(base, key.value)
     return None
+
+
+def _prefixes(key: str) -> list[str]:
+    """`args.model.bits` -> `args`, `args.model`, `args.model.bits`: the names a read goes through."""
+    cuts = [i for i, char in enumerate(key) if char in ".["]
+    return [key[:i] for i in cuts] + [key]
 
 
 def _parameters(scope: ast.AST) -> set[str]:

@@ -27,6 +27,12 @@ MODEL_ARGUMENTS = (
     "ref_policy",
     "model_init",
 )
+# Containers that make the models they hold submodules of whatever they are assigned to.
+_MODULE_CONTAINERS = {"ModuleDict", "ModuleList", "Sequential"}
+# Methods that register a module as a named submodule of their owner.
+_REGISTERING_METHODS = {"add_module", "register_module"}
+# What builds a model (a load, or a wrapper around one): an attribute set on it makes a submodule.
+_MODEL_BUILDERS = {"from_pretrained", "from_config", "_from_config"}
 # Uses that run the model without training it; merging an adapter and saving the result count too
 # (trl's stack_llama_2 sft_llama2.py reloads with device_map="auto" only to merge and save).
 _INFERENCE_METHODS = {"generate", "eval", "forward", "score", "encode", "sample", "merge_and_unload"}
@@ -103,6 +109,9 @@ class ModelFlow:
             if consumer.kind is ConsumerKind.WRAPPER and consumer.name in WRAPPERS:
                 return self.consumers(consumer.node, depth + 1)  # type: ignore[arg-type]
             return [consumer]
+        attached = self._attachment(value, parent)
+        if attached is not None:
+            return self._attached_uses(*attached, depth)
         if isinstance(parent, (ast.Assign, ast.AnnAssign)):
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
             found: list[Consumer] = []
@@ -186,7 +195,57 @@ class ModelFlow:
             elif isinstance(parent, ast.Tuple) and isinstance(returned := self.resolver.parent(parent), ast.Return):
                 position = next(i for i, item in enumerate(parent.elts) if item is node)
                 found += self._returned(returned, depth, position)  # `return data, model, tokenizer`
+            elif (attached := self._attachment(node, parent)) is not None:
+                found += self._attached_uses(*attached, depth)
         return found
+
+    def _attachment(self, node: ast.AST, parent: ast.AST | None) -> tuple[str, ast.stmt] | None:
+        """The model `node` is made a submodule of, by the name that holds it, and the statement that
+        does it: `model.teacher = node`, `setattr(model, "teacher", node)`, `model.add_module("t", node)`,
+        `model.models = nn.ModuleDict({"teacher": node})`. None unless the owner holds a model."""
+        for _ in range(2):  # `ModuleDict({"teacher": node})`, `ModuleList([node])`: their container first
+            if isinstance(parent, (ast.Dict, ast.List, ast.Tuple)) and node is not getattr(parent, "keys", None):
+                container = self.resolver.parent(parent)
+                if isinstance(container, ast.Call) and last_segment(dotted(container.func)) in _MODULE_CONTAINERS:
+                    node, parent = container, self.resolver.parent(container)
+                    continue
+                return None
+            if isinstance(parent, ast.Call) and last_segment(dotted(parent.func)) in _MODULE_CONTAINERS and node in parent.args:
+                node, parent = parent, self.resolver.parent(parent)
+                continue
+            break
+        owner: ast.expr | None = None
+        if isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1:
+            target = parent.targets[0]
+            owner = target.value if isinstance(target, ast.Attribute) else None
+        elif isinstance(parent, ast.Call) and node in parent.args:
+            func = dotted(parent.func)
+            if func == "setattr" and len(parent.args) == 3 and parent.args[2] is node:
+                owner = parent.args[0]
+            elif isinstance(parent.func, ast.Attribute) and parent.func.attr in _REGISTERING_METHODS:
+                owner = parent.func.value
+        key = dotted(owner) if owner is not None else None
+        statement = self.resolver.parent(parent) if isinstance(parent, ast.Call) else parent
+        if key is None or not isinstance(statement, ast.stmt) or not self._holds_model(owner):  # type: ignore[arg-type]
+            return None
+        return key, statement
+
+    def _holds_model(self, owner: ast.expr) -> bool:
+        """`owner` is bound to a model load, or a wrapper of one (`get_peft_model(model, config)`)."""
+        for candidate in self.resolver.candidates(owner, depth=6):
+            value = candidate.value
+            if isinstance(value, ast.Call):
+                name = last_segment(dotted(value.func))
+                if name in _MODEL_BUILDERS or name in WRAPPERS:
+                    return True
+        return False
+
+    def _attached_uses(self, owner: str, statement: ast.stmt, depth: int) -> list[Consumer]:
+        """Where the model a submodule was attached to goes from there: the submodule goes with it."""
+        return [
+            consumer if consumer.attached is not None else consumer._replace(attached=statement)
+            for consumer in self._uses_of(owner, statement, depth + 1)
+        ]
 
     def _consumer_of_argument(self, node: ast.AST, parent: ast.AST | None) -> Consumer | None:
         call: ast.AST | None = parent

@@ -52,6 +52,8 @@ RANK_ENV = {"LOCAL_RANK", "RANK", "SLURM_PROCID", "SLURM_LOCALID", "OMPI_COMM_WO
 ENV_READERS = ("environ.get", "getenv")
 # Flags whose name says "this run is distributed" (`ddp`, `is_distributed`, `args.use_ddp`).
 _DISTRIBUTED_FLAG = LazyPattern(r"^(is_|use_|using_)?(ddp|distributed|multi_gpu|multigpu)(_enabled|_training|_run)?$")
+# An attribute holding the run's ZeRO stage (`args.zero_stage`, accelerate's `deepspeed_plugin.zero_stage`).
+_ZERO_STAGE_FIELD = LazyPattern(r"^(ds_|deepspeed_)?zero_stage$")
 
 Lookup = Callable[[ast.expr], list[ast.expr | None]]
 
@@ -108,6 +110,8 @@ class _Evaluator:
             env = _env_read(expr)
             if env is not None:
                 return self._env(env, UNKNOWN)
+            if _stage_read(expr):
+                return self._stage()
             return UNKNOWN
         if isinstance(expr, (ast.Name, ast.Attribute)):
             return self._name(expr, depth)
@@ -139,6 +143,8 @@ class _Evaluator:
             return values.pop()
         if _DISTRIBUTED_FLAG.match(attr) and values <= {UNKNOWN}:
             return self._pick(True, False)
+        if isinstance(expr, ast.Attribute) and _ZERO_STAGE_FIELD.match(attr) and values <= {UNKNOWN}:
+            return self._stage()  # no value in the file or the launch: the stage the launch's config sets
         return UNKNOWN
 
     def _known_attribute(self, expr: ast.AST, attr: str) -> object:
@@ -162,6 +168,8 @@ class _Evaluator:
                 return self._deepspeed()
             if attr in ("is_fsdp_enabled",):
                 return self._fsdp()
+            if attr == "deepspeed_plugin" and self.setup.mode is Mode.DEEPSPEED:
+                return OBJECT  # accelerate's plugin: set in every DeepSpeed run (None otherwise, but only accelerate sets it)
         return UNKNOWN
 
     def _deepspeed(self) -> object:
@@ -178,6 +186,13 @@ class _Evaluator:
         if self.setup.zero_stage is None:
             return UNKNOWN
         return self.setup.zero_stage == 3
+
+    def _stage(self) -> object:
+        """The ZeRO stage of a DeepSpeed run whose config shows it; unknown otherwise (a config read in
+        another run may name any stage)."""
+        if self.setup.mode is Mode.DEEPSPEED and self.setup.zero_stage is not None:
+            return self.setup.zero_stage
+        return UNKNOWN
 
     def _env(self, name: str, default: object) -> object:
         if name in WORLD_ENV:
@@ -203,6 +218,8 @@ class _Evaluator:
                 return UNKNOWN
         if func == "is_deepspeed_zero3_enabled":
             return self._zero3()
+        if _stage_read(call):
+            return self._stage()
         if func in ("is_deepspeed_enabled",):
             return self._deepspeed()
         if func == "is_fsdp_enabled":
@@ -330,5 +347,130 @@ def _env_read(expr: ast.expr) -> str | None:
     return None
 
 
+def _stage_read(expr: ast.expr) -> bool:
+    """A read of the stage from a DeepSpeed config dict: `ds_config["zero_optimization"]["stage"]`,
+    `config.get("zero_optimization", {}).get("stage", 0)`."""
+    if isinstance(expr, ast.Subscript):
+        key, owner = expr.slice, expr.value
+    elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "get" and expr.args:
+        key, owner = expr.args[0], expr.func.value
+    else:
+        return False
+    if not (isinstance(key, ast.Constant) and key.value == "stage"):
+        return False
+    return any(isinstance(n, ast.Constant) and n.value == "zero_optimization" for n in ast.walk(owner))
+
+
 def is_env_read(expr: ast.expr, names: set[str]) -> bool:
     return _env_read(expr) in names
+
+
+# -- paths that exclude each other -------------------------------------------------------------
+
+# What a condition's outcome says of one value: it is one of `values` ("in"), none of them ("not in"),
+# true ("truthy") or false ("falsy"). Only literals are compared, so two facts on one value either
+# contradict or may both hold.
+Fact = tuple[ast.expr, str, tuple[object, ...]]
+# Whether two facts on one name speak of the same value: nothing between the two tests gives the name
+# a value the later fact allows (it is not bound again, or only to literals the later fact rules out).
+SameValue = Callable[[Fact, Fact], bool]
+_FLIPPED = {"in": "not in", "not in": "in", "truthy": "falsy", "falsy": "truthy"}
+_NO_LITERAL = NO_LITERAL = object()
+
+
+def facts_of(test: ast.expr, outcome: bool) -> list[Fact]:
+    """`args.bits in [4, 8]` true -> args.bits is 4 or 8; `a and not b` true -> a true, b false;
+    `a or b` false -> both false. A condition that says nothing certain of one value gives no fact."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return facts_of(test.operand, not outcome)
+    if isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) is outcome:  # `a and b` true, or `a or b` false: each part is
+            return [fact for value in test.values for fact in facts_of(value, outcome)]
+        return []
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        return _comparison_fact(test.left, test.ops[0], test.comparators[0], outcome)
+    if _is_subject(test):
+        return [(test, "truthy" if outcome else "falsy", ())]
+    return []
+
+
+def _comparison_fact(left: ast.expr, op: ast.cmpop, right: ast.expr, outcome: bool) -> list[Fact]:
+    if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+        if not _is_subject(left):
+            left, right = right, left
+        value = _literal(right)
+        if not _is_subject(left) or value is _NO_LITERAL:
+            return []
+        kind = "in" if isinstance(op, (ast.Eq, ast.Is)) else "not in"
+        return [(left, kind if outcome else _FLIPPED[kind], (value,))]
+    if isinstance(op, (ast.In, ast.NotIn)) and _is_subject(left) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+        values = tuple(_literal(element) for element in right.elts)
+        if _NO_LITERAL in values:
+            return []
+        kind = "in" if isinstance(op, ast.In) else "not in"
+        return [(left, kind if outcome else _FLIPPED[kind], values)]
+    return []
+
+
+def _is_subject(expr: ast.expr) -> bool:
+    """A value read by name (`bits`, `args.bits`, `cfg["bits"]`): the same at two tests unless re-bound."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        if isinstance(expr, ast.Subscript) and not (isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str)):
+            return False
+        expr = expr.value
+    return isinstance(expr, ast.Name)
+
+
+def _literal(expr: ast.expr) -> object:
+    if isinstance(expr, ast.Constant):
+        return expr.value
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub) and isinstance(expr.operand, ast.Constant):
+        if isinstance(expr.operand.value, (int, float)) and not isinstance(expr.operand.value, bool):
+            return -expr.operand.value
+    return _NO_LITERAL
+
+
+def fails(value: object, fact: Fact) -> bool:
+    """The literal `value` does not satisfy the fact."""
+    return contradict((fact[0], "in", (value,)), fact)
+
+
+def literal(expr: ast.expr) -> object:
+    """The value of a literal (`16`, `-1`, `"8bit"`, `None`); NO_LITERAL for anything else."""
+    return _literal(expr)
+
+
+def contradict(first: Fact, second: Fact) -> bool:
+    """No value satisfies both facts (taken to be of the same value)."""
+    (_, kind, values), (_, other_kind, other_values) = sorted((first, second), key=lambda fact: _ORDER_OF_KINDS[fact[1]])
+    if kind == "in":
+        if other_kind == "in":
+            return not any(_equal(a, b) for a in values for b in other_values)
+        if other_kind == "not in":
+            return all(any(_equal(a, b) for b in other_values) for a in values)
+        return all(bool(a) is (other_kind == "falsy") for a in values)
+    return {kind, other_kind} == {"truthy", "falsy"}
+
+
+_ORDER_OF_KINDS = {"in": 0, "not in": 1, "truthy": 2, "falsy": 3}
+
+
+def _equal(a: object, b: object) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # a literal's __eq__ cannot fail, but a bytes/str comparison may warn
+        return True
+
+
+def exclude(first: list[Fact], second: list[Fact], same_value: SameValue) -> bool:
+    """Some fact of one path contradicts a fact of the other on the same value: no run takes both."""
+    if not first or not second:
+        return False
+    by_subject: dict[str, list[Fact]] = {}
+    for fact in first:
+        by_subject.setdefault(ast.dump(fact[0]), []).append(fact)
+    for fact in second:
+        for other in by_subject.get(ast.dump(fact[0]), ()):
+            if contradict(fact, other) and same_value(other, fact):
+                return True
+    return False

@@ -82,8 +82,15 @@ class DeviceMap(Record):
 
     @property
     def consumers(self) -> tuple[Consumer, ...]:
-        """Where the loaded model goes; followed only when a rule asks (it is the costly part)."""
-        return self.analysis.consumers_of(self.loader)
+        """Where the loaded model goes, when it holds this value; followed only when a rule asks (it is the
+        costly part). A consumer in a branch the value's path excludes (the map set only for `moe`
+        models, the trainer run only for `dense` ones) never gets a model with this value."""
+        found = self.analysis.consumers_of(self.loader)
+        conditions = self.candidate.conditions
+        if not conditions or not found:
+            return found
+        resolver = self.analysis.resolver
+        return tuple(c for c in found if c.node is None or not resolver.excludes(conditions, resolver.enclosing_guards(c.node)))
 
     @property
     def node(self) -> ast.expr:

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from placement_lint.analysis.consumers import ConsumerKind
+from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.names import WRAPPERS, dotted, keyword, last_segment
 from placement_lint.distributed import SINGLE, Mode
 from placement_lint.edits import Applicability, Fix
@@ -14,6 +14,7 @@ from placement_lint.patterns import LazyPattern
 from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rule, Violation, fix, under, written
 
 if TYPE_CHECKING:
+    from placement_lint.analysis.dataflow import Candidate
     from placement_lint.analysis.placements import ModelLoad
 
 _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
@@ -36,6 +37,7 @@ _PLACERS = (
     b"_full_eval",
 )
 _SHARDING_CONSUMERS = (ConsumerKind.TRAINER, ConsumerKind.PREPARE, ConsumerKind.DEEPSPEED)
+_QUANTIZATION_ARGUMENTS = ("quantization_config", "load_in_4bit", "load_in_8bit")
 
 
 class ManualPlacementBeforeShardedTrainer(Rule):
@@ -102,13 +104,12 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None, wrapped: bool
     ) -> Violation | None:
         placement = written(file, call, limit=40)
-        if (
-            move in ("dtype", "cuda")
-            and load.quantized
-            and not wrapped
-            and (move == "dtype" or _eight_bit(file, load))
-            and not _never_together(file, call, load)
-        ):
+        meets, always = (
+            _quantized_paths(file, call, load)
+            if move in ("dtype", "cuda") and load.quantized and not wrapped and (move == "dtype" or _eight_bit(file, load))
+            else (False, False)
+        )
+        if meets:
             error = (
                 '"You cannot cast a bitsandbytes model in a new `dtype`"'
                 if move == "dtype"
@@ -119,7 +120,8 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                 f"transformers raises {error}",
                 "remove it: the quantized weights are already placed and typed by the load",
             )
-            return self.violation(file, call, message, self._fix(file, call), None)
+            # A run that reaches the cast without a quantized load may need it (a 16-bit run's cast).
+            return self.violation(file, call, message, self._fix(file, call) if always else None, None)
         if move == "dtype":
             return None
         trainers = [c for c in load.consumers if c.kind in _SHARDING_CONSUMERS and _before(call, c.node)]
@@ -137,6 +139,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                     f"{placement} puts a full copy of the model on each rank's GPU before {consumer.name} shards it {under(setup)}",
                     help="remove it",
                     facts=(
+                        *_attachment_facts(file, consumer),
                         (
                             "effect",
                             f"{framework} places the model itself (the Trainer skips its own move for it), so every rank "
@@ -145,7 +148,8 @@ class ManualPlacementBeforeShardedTrainer(Rule):
                         ),
                     ),
                 )
-                return self.violation(file, call, message, self._fix(file, call), context, (consumer,))
+                violation = self.violation(file, call, message, self._fix(file, call), context, (consumer,))
+                return _with_attachment(file, violation, consumer)
         if full_eval is not None and consumer.kind is ConsumerKind.TRAINER:
             message = Message(
                 f"{placement} puts the full-precision model on the GPU before {full_eval.arg}=True casts it "
@@ -227,6 +231,31 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         return None
 
 
+def _attachment_facts(file: CheckedFile, consumer: Consumer) -> tuple[tuple[str, str], ...]:
+    if consumer.attached is None:
+        return ()
+    return (
+        (
+            "attached",
+            f"{written(file, consumer.attached)}, line {consumer.attached.lineno}: a submodule of the model "
+            f"{consumer.name} takes, so it is sharded and trained with it",
+        ),
+    )
+
+
+def _with_attachment(file: CheckedFile, violation: Violation, consumer: Consumer) -> Violation:
+    """The statement that made the moved model part of the trained one, as a span of the finding's path."""
+    if consumer.attached is None:
+        return violation
+    from placement_lint.rules.spans import ROLES, Related
+
+    start, end = file.source.node_span(consumer.attached)
+    row, column = file.source.position(start)
+    end_row, end_column = file.source.position(end)
+    span = Related("attached", file.display, row, column, end_row, end_column, "attached to the trained model")
+    return violation._replace(related=tuple(sorted((*violation.related, span), key=lambda s: ROLES.index(s.role))))
+
+
 def _model_holders(file: CheckedFile, loads: dict[int, ModelLoad]) -> set[str]:
     """Names that some statement binds to a model load or a PEFT wrapper call (the cheap filter)."""
     names: set[str] = set()
@@ -277,30 +306,49 @@ def _eight_bit(file: CheckedFile, load: ModelLoad) -> bool:
     return False
 
 
-def _never_together(file: CheckedFile, call: ast.Call, load: ModelLoad) -> bool:
-    """The cast runs only where the load is not quantized: every quantization value the load can get is
-    bound under a condition the cast's own conditions contradict (`bnb_config = ...` under
-    `if cfg.quantization:`, the cast under `if cfg.fsdp and not cfg.quantization:`)."""
-    facts = {fact for test, outcome in file.resolver.enclosing_guards(call) for fact in _facts(test, outcome)}
-    if not facts or not isinstance(load.loader.node, ast.Call):
-        return False
-    values = [kw.value for kw in load.loader.node.keywords if kw.arg in ("quantization_config", "load_in_4bit", "load_in_8bit")]
-    if not values or any(kw.arg is None for kw in load.loader.node.keywords):
-        return False
-    for value in values:
-        for candidate in file.resolver.candidates(value):
-            if isinstance(candidate.value, ast.Constant) and not candidate.value.value:
-                continue  # None / False: not quantized on this path
-            held = {fact for test, outcome in candidate.guards for fact in _facts(test, outcome)}
-            if not any((text, not truth) in facts for text, truth in held):
-                return False
-    return True
+def _quantized_paths(file: CheckedFile, call: ast.Call, load: ModelLoad) -> tuple[bool, bool]:
+    """Whether the load is quantized on some path that reaches the cast, and on every such path. Each
+    value of its quantization arguments is joined with the conditions of its path (`bnb_config = ...`
+    under `if args.bits in [4, 8]:`), and a value whose conditions the cast's contradict (`if
+    args.bits == 16:`) never meets it."""
+    resolver = file.resolver
+    reaching = resolver.guards_to(call, resolver.scope_of(call))
+    if reaching is None:
+        return False, False
+    meets = False
+    always = False
+    for values in _quantization_values(file, load):
+        if values is None:  # a splat whose keys are not known here
+            meets = True
+            continue
+        live = [c for c in values if not (c.conditions and resolver.excludes(c.conditions, reaching))]
+        quantized = [c for c in live if _quantizes(c.value)]
+        meets = meets or bool(quantized)
+        always = always or (bool(live) and len(quantized) == len(live))
+    return meets, always
 
 
-def _facts(test: ast.expr, outcome: bool) -> list[tuple[str, bool]]:
-    """What a condition's outcome says of its parts: `a and not b` true -> a true, b false."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _facts(test.operand, not outcome)
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and outcome:
-        return [fact for value in test.values for fact in _facts(value, True)]
-    return [(ast.dump(test), outcome)]
+def _quantization_values(file: CheckedFile, load: ModelLoad) -> list[list[Candidate] | None]:
+    """The values each quantization argument of the load can take (a keyword, or a key of a `**kwargs`)."""
+    from placement_lint.analysis.dataflow import ABSENT  # the analyses load only when a file is checked
+
+    found: list[list[Candidate] | None] = []
+    for item in load.call.keywords:
+        if item.arg in _QUANTIZATION_ARGUMENTS:
+            found.append(file.resolver.candidates(item.value))
+        elif item.arg is None:
+            for name in _QUANTIZATION_ARGUMENTS:
+                values = file.resolver.key_candidates(item.value, name)
+                if values is None or any(c.value is not ABSENT for c in values):
+                    found.append(values)
+    return found
+
+
+def _quantizes(value: object) -> bool:
+    """A value that makes the load quantized: not None/False, not absent, and resolved to something (a
+    name read of nothing the file binds, such as `self.bnb_config`, may well be None)."""
+    from placement_lint.analysis.dataflow import ABSENT
+
+    if value is None or value is ABSENT or isinstance(value, (ast.Name, ast.Attribute)):
+        return False
+    return not (isinstance(value, ast.Constant) and not value.value)

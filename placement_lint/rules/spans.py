@@ -10,8 +10,9 @@ from placement_lint.source import FileRegion
 # script, the config (or the in-file evidence) that makes the run distributed, the imports that lead
 # from the launched script to the flagged module and the importer's call into it (`helper`), where a
 # value not written in the load is written (`origin`: a helper's return, the loop that fills a map),
-# the model's load, what trains or uses it. `finding`: the flagged code, when it is not a load.
-ROLES = ("launch", "config", "import", "helper", "origin", "load", "finding", "consumer")
+# the model's load, what trains or uses it. `finding`: the flagged code, when it is not a load;
+# `attached`: the statement that makes the flagged model a submodule of the one the consumer takes.
+ROLES = ("launch", "config", "import", "helper", "origin", "load", "finding", "attached", "consumer")
 
 
 class Related(NamedTuple):
