@@ -92,7 +92,7 @@ class RelatedLocation(NamedTuple):
     column: int  # 1-based, in characters
     end_row: int
     end_column: int  # 0 with end_row = row + 1: the whole line
-    role: str  # "launch", "config", "import", "load" or "consumer"
+    role: str  # one of rules/spans.py ROLES: "launch", "config", "import", "helper", "origin", "load", "finding", "attached", "consumer"
     message: str
 
 
