@@ -25,7 +25,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
-from placement_lint.api import CheckError, check_source
+from placement_lint.api import CheckError, SuppressionWarning, check_source
 from placement_lint.catalogue import page_url
 from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, SHELL_SUFFIXES
 from placement_lint.edits import Edit
@@ -133,21 +133,23 @@ class PlacementLintServer(LanguageServer):
         if not _is_python(document):
             return
         text = document.source
-        findings = self._findings(text, Path(document.path))
+        findings, mistaken = self._findings(text, Path(document.path))
         positions = Positions(document, text)
         url_base = _rule_url_base(Path(document.path))
         diagnostics = [_diagnostic(finding, positions, url_base) for finding in findings]
         self.checked[uri] = Checked(text, findings, diagnostics)
+        warned = [_suppression_diagnostic(warning, positions) for warning in mistaken]
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics)
+            types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics + warned)
         )
 
     def check_open_documents(self) -> None:
         for uri in list(self.workspace.text_documents):
             self.check_document(uri)
 
-    def _findings(self, text: str, path: Path) -> list[Finding]:
-        """The findings, never an exception: an editor must not lose its server over one file."""
+    def _findings(self, text: str, path: Path) -> tuple[list[Finding], list[SuppressionWarning]]:
+        """The findings and the mistaken suppression comments, never an exception: an editor must not
+        lose its server over one file."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -160,10 +162,12 @@ class PlacementLintServer(LanguageServer):
             except Exception as exc:  # a bug in a rule must not take the server down
                 logging.getLogger(__name__).exception("checking %s failed", path)
                 self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"{path}: {exc!r}"))
-                return []
+                return [], []
+        mistaken = [warning.message for warning in caught if isinstance(warning.message, SuppressionWarning)]
         for warning in caught:
-            self.window_log_message(types.LogMessageParams(types.MessageType.Warning, str(warning.message)))
-        return findings
+            if not isinstance(warning.message, SuppressionWarning):
+                self.window_log_message(types.LogMessageParams(types.MessageType.Warning, str(warning.message)))
+        return findings, mistaken
 
 
 def _is_python(document: TextDocument) -> bool:
@@ -202,6 +206,16 @@ def _diagnostic(finding: Finding, positions: Positions, url_base: str | None) ->
         source=SOURCE,
         related_information=related or None,
         tags=[types.DiagnosticTag.Unnecessary] if finding.code == "DPL100" else None,
+    )
+
+
+def _suppression_diagnostic(warning: SuppressionWarning, positions: Positions) -> types.Diagnostic:
+    """A mistaken suppression comment, where it is: a warning, as the command line's."""
+    return types.Diagnostic(
+        range=types.Range(positions.at(warning.row, warning.column), positions.at(warning.end_row, warning.end_column)),
+        message=str(warning),
+        severity=types.DiagnosticSeverity.Warning,
+        source=SOURCE,
     )
 
 
