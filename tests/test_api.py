@@ -151,3 +151,13 @@ def test_an_unknown_noqa_code_is_a_placed_warning_and_the_findings_are_returned(
     assert (warning.row, warning.column, warning.end_row, warning.end_column) == (6, 16, 6, 22)
     assert {Path(w.filename).name for w in caught} == {Path(__file__).name}
 
+
+def test_dir_shows_the_api_the_package_imports_on_first_use() -> None:
+    listed = dir(placement_lint)
+    assert set(placement_lint.__all__) <= set(listed)
+    assert {"Any", "TYPE_CHECKING", "annotations"}.isdisjoint(listed)  # its own typing helpers are not the API
+    code = (
+        "import sys, placement_lint\nnames = dir(placement_lint)\nprint('check' in names, 'placement_lint.api' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "False"]  # listing the API does not import it
