@@ -516,8 +516,11 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
             base = _rule_url_base()
             click.echo(json.dumps([_rule_json(r, base) for r in rules], indent=2))
         else:
-            for r in rules:
-                click.echo(f"{r.code}  {r.name:<44} fix: {r.fix_availability.value:<9} {r.summary}")
+            import shutil
+
+            width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+            for line in rule_table(rules, width):
+                click.echo(line)
         return
     found = rule_by_code(code)
     if found is None:
@@ -529,6 +532,37 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         click.echo(json.dumps({**_rule_json(found, _rule_url_base()), "explanation": page(found.code)}, indent=2))
         return
     click.echo(page(found.code) or f"{found.code} ({found.name}): {found.summary}")
+
+
+def rule_table(rules, width: int | None = None) -> list[str]:  # type: ignore[no-untyped-def]
+    """`rule --all` as text: a header and aligned columns two spaces apart. On a terminal `width`
+    wide, a summary wraps under its own column, or, where that leaves it too little room, under the
+    name; piped, each rule stays one line, for grep."""
+    import textwrap
+
+    rows = [("code", "name", "fix", "summary"), *((r.code, r.name, r.fix_availability.value, r.summary) for r in rules)]
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    indent = sum(widths) + 2 * len(widths)
+    lines = []
+    for *cells, summary in rows:
+        columns = "  ".join(cell.ljust(w) for cell, w in zip(cells, widths, strict=True))
+        if not width:
+            lines.append(f"{columns}  {summary}")
+        elif width - indent >= _SUMMARY_ROOM:
+            first, *more = textwrap.wrap(summary, width - indent)
+            lines += [f"{columns}  {first}", *(" " * indent + line for line in more)]
+        else:
+            under = widths[0] + 2
+            lines += [
+                columns.rstrip(),
+                *textwrap.wrap(
+                    summary, max(width - under, _SUMMARY_ROOM), initial_indent=" " * under, subsequent_indent=" " * under
+                ),
+            ]
+    return lines
+
+
+_SUMMARY_ROOM = 30  # the narrowest summary column worth wrapping into
 
 
 def _rule_url_base() -> str | None:

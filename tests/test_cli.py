@@ -302,9 +302,33 @@ def test_rule_command_prints_the_page_and_lists_all() -> None:
     page = runner.invoke(main, ["rule", "DPL001"])
     assert page.exit_code == 0 and page.output.startswith("# DPL001: spread-device-map-in-distributed")
     listing = runner.invoke(main, ["rule", "--all"])
-    assert [line.split()[0] for line in listing.output.splitlines()] == [rule.code for rule in all_rules()]
+    header, *lines = listing.output.splitlines()
+    assert header.split() == ["code", "name", "fix", "summary"]
+    assert [line.split()[0] for line in lines] == [rule.code for rule in all_rules()]
     unknown = runner.invoke(main, ["rule", "DPL999"])
     assert unknown.exit_code == 2
+
+
+def test_rule_all_lines_up_its_columns_and_wraps_only_on_a_terminal() -> None:
+    from placement_lint.cli import rule_table
+
+    rules = all_rules()
+    piped = rule_table(rules)
+    assert len(piped) == len(rules) + 1  # one line a rule: grep finds a rule with its summary
+    # Every column starts where its header does, and no two run together.
+    starts = [piped[0].index(name) for name in ("name", "fix", "summary")]
+    for line, rule in zip(piped[1:], rules, strict=True):
+        assert [line.index(part, 8) for part in (rule.name, rule.fix_availability.value, rule.summary)] == starts
+        assert all(line[start - 2 : start] == "  " for start in starts)
+    wrapped = rule_table(rules, width=100)
+    assert max(map(len, wrapped)) <= 100 and len(wrapped) > len(piped)
+    continued = [line for line in wrapped if line.startswith(" ")]
+    assert continued and all(len(line) - len(line.lstrip()) == starts[2] for line in continued)
+    assert " ".join(" ".join(wrapped).split()) == " ".join(" ".join(piped).split())  # nothing lost
+    # Too narrow for a summary column: the summary goes under the name, still within the width.
+    narrow = rule_table(rules, width=80)
+    assert max(map(len, narrow)) <= 80 and narrow[1].split() == ["summary"] and narrow[1].index("summary") == starts[0]
+    assert " ".join(" ".join(narrow).split()) == " ".join(" ".join(piped).split())
 
 
 def test_installed_script_ships_the_catalogue(tmp_path: Path) -> None:
