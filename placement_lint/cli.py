@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -240,7 +241,7 @@ def _output(  # type: ignore[no-untyped-def]
 ) -> None:
     """The report to stdout (stderr with `err`), or to `output_file`."""
     stream = sys.stderr if err else sys.stdout
-    use_color = output_file is None and (color if color is not None else (stream.isatty() and "NO_COLOR" not in os.environ))
+    use_color = output_file is None and color_wanted(color, stream.isatty(), os.environ)
     report, styled = _report(result, options, output_format, statistics, quiet, use_color, cwd, show_fixes, add_noqa)
     if output_file is None:
         _emit(report, styled, err)
@@ -252,6 +253,19 @@ def _output(  # type: ignore[no-untyped-def]
     except OSError as exc:
         _error(f"cannot write {output_file}: {exc.strerror or exc}")
         sys.exit(EXIT_ERROR)
+
+
+def color_wanted(flag: bool | None, is_terminal: bool, environ: Mapping[str, str]) -> bool:
+    """As ruff decides: --color/--no-color first; then FORCE_COLOR (set and not empty: colour even into
+    a pipe, a CI log); then NO_COLOR (set and not empty: none, as no-color.org asks); then whether the
+    output is a terminal. Both set: FORCE_COLOR wins, as in ruff."""
+    if flag is not None:
+        return flag
+    if environ.get("FORCE_COLOR"):
+        return True
+    if environ.get("NO_COLOR"):
+        return False
+    return is_terminal
 
 
 def _exit_code(result, diff: bool, exit_zero: bool) -> int:  # type: ignore[no-untyped-def]

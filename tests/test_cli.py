@@ -349,6 +349,36 @@ def test_color_only_when_asked(repo: Path) -> None:
     assert "\x1b[" in run_script("check", "--color", ".", cwd=repo).stdout
 
 
+def test_force_color_and_no_color_as_ruff_reads_them(repo: Path) -> None:
+    def coloured(*args: str, **env: str) -> bool:
+        return "\x1b[" in run_script("check", *args, ".", cwd=repo, env=env).stdout
+
+    assert coloured(FORCE_COLOR="1")  # into a pipe, as in a CI log
+    assert not coloured(FORCE_COLOR="")  # empty is unset
+    assert not coloured("--no-color", FORCE_COLOR="1")  # the flag decides first
+    assert coloured("--color", NO_COLOR="1")
+    assert coloured(FORCE_COLOR="1", NO_COLOR="1")  # ruff's order
+    assert not coloured("-o", "report.txt", FORCE_COLOR="1") and "\x1b[" not in (repo / "report.txt").read_text()
+
+
+@pytest.mark.parametrize(
+    ("flag", "terminal", "environ", "wanted"),
+    [
+        (None, True, {}, True),
+        (None, False, {}, False),
+        (None, True, {"NO_COLOR": "1"}, False),
+        (None, True, {"NO_COLOR": ""}, True),  # no-color.org: set and not empty
+        (None, False, {"FORCE_COLOR": "0"}, True),  # any value but empty forces, as in ruff and rich
+        (False, True, {"FORCE_COLOR": "1"}, False),
+        (True, False, {"NO_COLOR": "1"}, True),
+    ],
+)
+def test_color_wanted(flag: bool | None, terminal: bool, environ: dict[str, str], wanted: bool) -> None:
+    from placement_lint.cli import color_wanted
+
+    assert color_wanted(flag, terminal, environ) is wanted
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_examples_folder_matches_readme() -> None:
     """The README's first command runs on examples/: its findings are the ones the README shows."""
