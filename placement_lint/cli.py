@@ -377,8 +377,8 @@ def _report(  # type: ignore[no-untyped-def]
         if output_format == "json":
             from placement_lint.report.json_format import render_statistics
 
-            return render_statistics(result), False
-        lines = text.statistics(result, _rule_names())
+            return render_statistics(result, options.unsafe_fixes), False
+        lines = text.statistics(result, _rule_names(), options.unsafe_fixes)
     else:
         body = chosen.render(Report(result, options, cwd, style if chosen.human else text.plain))
         if not chosen.human:

@@ -291,6 +291,45 @@ def test_statistics(repo: Path) -> None:
     assert result.stdout.splitlines()[0] == "1\tDPL001\t[*] spread-device-map-in-distributed"
 
 
+def test_statistics_mark_a_rule_fixable_only_by_the_fixes_this_run_would_apply(tmp_path: Path) -> None:
+    """DPL003's fix for a DDP script is unsafe: `[ ]` without --unsafe-fixes (and `[-]` for a rule only
+    some of whose findings have a fix), as ruff marks them; with no such fix at all, no marks."""
+    (tmp_path / "train_z3.py").write_text(ZERO3)
+    (tmp_path / "ddp.py").write_text(DDP_FIXED)
+    (tmp_path / "ddp2.py").write_text(DDP_FIXED)
+
+    def stats(*args: str) -> list[str]:
+        return run_script("check", "--statistics", "-q", *args, ".", cwd=tmp_path).stdout.splitlines()
+
+    assert stats() == ["2\tDPL003\t[ ] fixed-device-in-distributed", "1\tDPL001\t[*] spread-device-map-in-distributed"]
+    assert stats("--unsafe-fixes") == [
+        "2\tDPL003\t[*] fixed-device-in-distributed",
+        "1\tDPL001\t[*] spread-device-map-in-distributed",
+    ]
+    assert stats("--select", "DPL003") == ["2\tDPL003\tfixed-device-in-distributed"]
+    as_json = json.loads(run_script("check", "--statistics", "--output-format", "json", ".", cwd=tmp_path).stdout)
+    assert [(e["code"], e["fixable"], e["fixable_count"]) for e in as_json] == [("DPL003", False, 0), ("DPL001", True, 1)]
+
+
+def test_statistics_mark_a_rule_partly_fixable() -> None:
+    from placement_lint.edits import Applicability, Fix
+    from placement_lint.report.text import statistics
+    from placement_lint.results import FileResult, RunResult, finding_at
+    from placement_lint.rules.violation import Violation
+    from placement_lint.source import SourceFile
+
+    text = "x = 1\n"
+    source = SourceFile(Path("t.py"), text.encode(), text, "utf-8", False, (0,))
+    safe = Fix(Applicability.SAFE, "do it", ())
+    violations = [
+        Violation("DPL001", "m", 0, 1, safe),
+        Violation("DPL001", "m", 0, 1, None),
+        Violation("DPL002", "m", 0, 1, None),
+    ]
+    result = RunResult([FileResult("t.py", [finding_at(source, "t.py", v) for v in violations])], 1)
+    assert statistics(result, {"DPL001": "one", "DPL002": "two"}) == ["2\tDPL001\t[-] one", "1\tDPL002\t[ ] two"]
+
+
 def test_statistics_with_a_machine_format_keeps_the_fix_list_and_summary_off_stdout(repo: Path) -> None:
     result = run_script("check", "--statistics", "--output-format", "github", "--fix", "--show-fixes", "-q", ".", cwd=repo)
     assert "Fixed 1 problem" in result.stderr
@@ -489,7 +528,9 @@ def test_contradicting_cache_flags(repo: Path) -> None:
 
 def test_statistics_as_json_and_rule_argument_errors(repo: Path) -> None:
     stats = json.loads(run_script("check", "--statistics", "--output-format", "json", ".", cwd=repo).stdout)
-    assert stats == [{"code": "DPL001", "name": "spread-device-map-in-distributed", "count": 1, "fixable": True}]
+    assert stats == [
+        {"code": "DPL001", "name": "spread-device-map-in-distributed", "count": 1, "fixable": True, "fixable_count": 1}
+    ]
     both = CliRunner().invoke(main, ["rule", "DPL001", "--all"])
     assert both.exit_code == 2
 
