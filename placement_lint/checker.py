@@ -159,7 +159,8 @@ class FileChecker(PreCheck):
                 raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
         if not self.options.ignore_noqa:
             suppressions = noqa.read_suppressions(source, module, self.known_codes)
-            self._directive_problems[source.text] = suppressions.problems
+            if suppressions.problems:
+                self._directive_problems[source.text] = suppressions.problems
             judged = frozenset(rule.code for rule in self.rules if rule.code not in ignored)
             for rule in self.rules:
                 if rule.checks_suppressions and rule.code in judged:
