@@ -29,6 +29,11 @@ MAX_PYTHON_BYTES = 4 * 1024 * 1024
 WORTH_ALONE, WORTH_LAUNCHED = 1, 2
 
 
+def _line_end(raw: bytes, start: int) -> int:
+    end = raw.find(b"\n", start)
+    return len(raw) if end < 0 else end
+
+
 class PreCheck:
     """The enabled rules' token checks, the scan that answers them and the launches; picklable, so
     worker processes can use it."""
@@ -107,12 +112,21 @@ class PreCheck:
     def _mistaken_suppression(self, raw: bytes, found: Found | None) -> int:
         """A file no rule can speak about is still parsed if a noqa comment in it seems to name a DPL
         code no rule has: its warning is due whatever the file holds, as ruff's is."""
-        if self.options.ignore_noqa or not self.scanner.holds_any(raw, found, NOQA_TOKENS):
+        scanner = self.scanner
+        if self.options.ignore_noqa or not scanner.holds_any(raw, found, NOQA_TOKENS):
             return 0
-        for comment in _NOQA_TO_LINE_END.finditer(raw):
-            for code in _DPL_CODE.finditer(comment.group()):
-                if code.group().upper().decode() not in self._known_codes:
-                    return WORTH_ALONE | WORTH_LAUNCHED
+        # The rest of each line from where the scan saw `noqa` (a case-insensitive pattern over the
+        # whole file cost 80 ms over diffusers, whose files are full of `# noqa: F401`).
+        starts = [start for index, start, _ in found.matches if scanner.tokens[index] in NOQA_TOKENS] if found else []
+        if starts:
+            comments = [raw[start : _line_end(raw, start)] for start in starts]
+        else:  # no automaton, or an occurrence it did not report
+            comments = [match.group() for match in _NOQA_TO_LINE_END.finditer(raw)]
+        for comment in comments:
+            if b"dpl" in comment.lower():
+                for code in _DPL_CODE.finditer(comment):
+                    if code.group().upper().decode() not in self._known_codes:
+                        return WORTH_ALONE | WORTH_LAUNCHED
         return 0
 
     def has_context_tokens(self, raw: bytes, path: Path | str) -> bool:
