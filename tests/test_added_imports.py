@@ -123,3 +123,22 @@ def test_a_fixed_file_passes_ruffs_import_sorting(project: Path) -> None:
     result = lint_file(path, fix=True, unsafe_fixes=True)
     assert result.fixed and "from accelerate import PartialState\nfrom transformers" in path.read_text()
     assert sorted_by_ruff(project, path)
+
+
+def test_in_a_notebook_nothing_goes_above_its_ipython_lines(tmp_path: Path) -> None:
+    """A notebook's magics and shell lines read as `pass`: the import goes below them, never on them."""
+    import json
+
+    cells = ["%pip install accelerate\n!nvidia-smi", "x = 1\n"]
+    data = {
+        "cells": [{"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [], "source": c} for c in cells],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path = tmp_path / "train.ipynb"
+    path.write_text(json.dumps(data))
+    source = read_source(path, path.read_bytes())
+    edit = import_edit(source, parse_python(source), "accelerate", "PartialState")
+    assert source.location(edit.start)[:2] == (2, 1)  # the top of the next cell
+    assert edit.content == "from accelerate import PartialState\n\n"

@@ -30,6 +30,9 @@ def import_edit(source: SourceFile, module: ast.Module, imported: str, name: str
     """The edit that imports `name` from the module `imported` (which the file does not import it from yet)."""
     body = module.body
     start = 1 if body and _is_docstring(body[0]) else 0
+    # A notebook's IPython lines (`%%capture`, `!pip install x`) read as `pass`: nothing goes before them.
+    while start < len(body) and isinstance(body[start], ast.Pass):
+        start += 1
     block: list[ast.Import | ast.ImportFrom] = []
     for statement in body[start:]:
         if not isinstance(statement, (ast.Import, ast.ImportFrom)):
@@ -90,7 +93,7 @@ def _first_import(source: SourceFile, body: list[ast.stmt], start: int, statemen
     after imports: two before a function or class, one before other code."""
     newline = source.newline
     following = body[start] if len(body) > start else None
-    if start:
+    if start:  # after the docstring, or a notebook's IPython lines
         edit = _after(source, body[start - 1], statement_text + newline)
     elif following is not None:
         offset = source.line_starts[_first_line(following) - 1]
