@@ -27,7 +27,7 @@ from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.precheck import PreCheck
 from placement_lint.process import collect_after_check
 from placement_lint.results import FileResult, PlacedWarning, RunOptions, Screened, finding_at, violations_in_cells
-from placement_lint.rules import all_rules, noqa
+from placement_lint.rules import noqa
 from placement_lint.rules.base import CheckedFile, Violation
 from placement_lint.settings import Settings
 from placement_lint.source import ParseError, SourceError, SourceFile, is_notebook, parse_python
@@ -51,7 +51,6 @@ class FileChecker(PreCheck):
         # (the launch context's, when it built one, with the modules it read).
         self._graphs: dict[Path, ModuleGraph] = {}  # by resolved root
         self._roots: dict[str, Path] = {}
-        self.known_codes = frozenset(rule.code for rule in all_rules())
         # The last file's mistaken suppression comments, by the text they were read in (a fix checks
         # each fixed text again: the warnings are the final text's).
         self._directive_problems: dict[str, tuple[noqa.DirectiveProblem, ...]] = {}

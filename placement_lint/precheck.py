@@ -49,7 +49,7 @@ class PreCheck:
         self.launches = launches or Launches()
         enabled = set(settings.enabled_codes())
         self.rules = [rule() for rule in all_rules() if rule.code in enabled]
-        self._known_codes = frozenset(rule.code for rule in all_rules())
+        self.known_codes = frozenset(rule.code for rule in all_rules())  # a noqa naming another is a mistake
         self.anchors = tuple({token for rule in self.rules for token in rule.anchor_tokens()})
         self._scanner: TokenScanner | None = None  # built on first use, in the process that uses it
         # The rules the pre-check asks: with --ignore-noqa, DPL100 has no comments to judge.
@@ -125,7 +125,7 @@ class PreCheck:
         for comment in comments:
             if b"dpl" in comment.lower():
                 for code in _DPL_CODE.finditer(comment):
-                    if code.group().upper().decode() not in self._known_codes:
+                    if code.group().upper().decode() not in self.known_codes:
                         return WORTH_ALONE | WORTH_LAUNCHED
         return 0
 
