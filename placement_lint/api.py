@@ -25,7 +25,7 @@ from placement_lint.results import Finding, RunOptions, RunResult
 from placement_lint.rules import rule_codes
 from placement_lint.settings import ConfigError, Settings, check_context, settings_for
 
-__all__ = ["CheckError", "Finding", "check", "check_source", "fix_source"]
+__all__ = ["CheckError", "Finding", "SuppressionWarning", "check", "check_source", "fix_source"]
 
 Paths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 Selectors = str | Iterable[str] | None
@@ -40,6 +40,18 @@ class CheckError(Exception):
         super().__init__("; ".join(errors))
         self.errors = errors
         self.findings = findings or []
+
+
+class SuppressionWarning(RuntimeWarning):
+    """A suppression comment that cannot do what it says (a `# noqa` naming a DPL code no rule has, a
+    `# placement-lint: noqa` after code): warned about, as the command line warns, while every
+    finding of the file is still returned. Where: `display` (the file as the findings name it), and
+    1-based `row`, `column`, `end_row`, `end_column` as a Finding has them."""
+
+    def __init__(self, message: str, display: str, row: int, column: int, end_row: int, end_column: int) -> None:
+        super().__init__(message)
+        self.display = display
+        self.row, self.column, self.end_row, self.end_column = row, column, end_row, end_column
 
 
 def check(
@@ -62,7 +74,8 @@ def check(
     `context`: the setup to assume for every file (`"zero3"`, `"ddp"`, ...), as `--context`;
     `fix` (with `unsafe_fixes`): write the fixes, as `--fix`; `config`: a pyproject.toml to use;
     `jobs`: worker processes (default 1: no process pool inside the caller's process; None: one per core).
-    Raises `CheckError` when a path cannot be checked or the configuration is invalid."""
+    Raises `CheckError` when a path cannot be checked or the configuration is invalid; a mistaken
+    suppression comment is a `SuppressionWarning`, and its file's findings are still returned."""
     targets = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     cwd = Path.cwd()
     settings = _settings(targets[0] if targets else cwd, config, select, ignore, extend_select)
@@ -186,7 +199,13 @@ def _findings(result: RunResult, depth: int = 1) -> list[Finding]:
     warning names the caller's line."""
     found = problems(result)
     for problem in found:
-        if problem.level == "warning":
+        if problem.level == "warning" and problem.place is not None:
+            place = problem.place
+            warning = SuppressionWarning(
+                problem.message, problem.display or "", place.row, place.column, place.end_row, place.end_column
+            )
+            warnings.warn(warning, stacklevel=2 + depth)
+        elif problem.level == "warning":
             warnings.warn(problem.message, RuntimeWarning, stacklevel=2 + depth)
     errors = [problem.message for problem in found if problem.level == "error"]
     if errors:

@@ -26,8 +26,8 @@ from placement_lint.discover import gitignore_spec, real_path, repository_root
 from placement_lint.distributed import NAMED_SETUPS, Mode, Setup
 from placement_lint.precheck import PreCheck
 from placement_lint.process import collect_after_check
-from placement_lint.results import FileResult, RunOptions, Screened, finding_at, violations_in_cells
-from placement_lint.rules import all_rules, noqa
+from placement_lint.results import FileResult, PlacedWarning, RunOptions, Screened, finding_at, violations_in_cells
+from placement_lint.rules import noqa
 from placement_lint.rules.base import CheckedFile, Violation
 from placement_lint.settings import Settings
 from placement_lint.source import ParseError, SourceError, SourceFile, is_notebook, parse_python
@@ -51,7 +51,9 @@ class FileChecker(PreCheck):
         # (the launch context's, when it built one, with the modules it read).
         self._graphs: dict[Path, ModuleGraph] = {}  # by resolved root
         self._roots: dict[str, Path] = {}
-        self.known_codes = frozenset(rule.code for rule in all_rules())
+        # The last file's mistaken suppression comments, by the text they were read in (a fix checks
+        # each fixed text again: the warnings are the final text's).
+        self._directive_problems: dict[str, tuple[noqa.DirectiveProblem, ...]] = {}
         self._per_file_ignores = [(gitignore_spec([pattern]), codes) for pattern, codes in settings.per_file_ignores]
 
     def finish(self, name: Path | str, screened: Screened) -> Screened:
@@ -67,12 +69,15 @@ class FileChecker(PreCheck):
             # the run and cross the pipe from a worker: text, bytes and line table, 8 MiB a copy of
             # transformers, so 4 copies peaked at 116-120 MiB.
             result = FileResult(result.display, path=path, dependencies=result.dependencies) if result.dependencies else None
-        return Screened(screened.digest, result, cacheable=result is None or result.error is None)
+        # A mistaken suppression is warned about on every run, as ruff does: its file is not cached.
+        cacheable = result is None or (result.error is None and not result.placed_warnings)
+        return Screened(screened.digest, result, cacheable=cacheable)
 
     def check(self, path: Path, raw: bytes | None = None, prechecked: bool = False, write: bool = True) -> FileResult:
         """Check one file; `prechecked`: the caller already ran the text pre-check on `raw`. Without
         `write`, fixes are applied to the result's source only (stdin, the API), never to the disk."""
         result = FileResult(self.display(path), path=path)
+        self._directive_problems = {}
         try:
             if raw is None:
                 raw = path.read_bytes()
@@ -126,6 +131,8 @@ class FileChecker(PreCheck):
             # Once, on the source the violations belong to: after --fix, the cells of the fixed notebook.
             violations = violations_in_cells(notebook, violations, result.display)
         result.findings = [finding_at(result.source, result.display, v) for v in violations]
+        problems = self._directive_problems.get(result.source.text, ())
+        result.placed_warnings = [placed_warning(result.source, result.display, problem) for problem in problems]
         return result
 
     def _lint(self, source: SourceFile, display: str, module: ast.Module | None = None) -> tuple[list[Violation], FileContext]:
@@ -149,18 +156,19 @@ class FileChecker(PreCheck):
                 violations += rule.check(checked)
             except Exception as exc:  # one broken rule must not end the run
                 raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
-        directives = noqa.directives(source, module)
-        noqa.check_known_codes(source, directives, self.known_codes)
         if not self.options.ignore_noqa:
+            suppressions = noqa.read_suppressions(source, module, self.known_codes)
+            if suppressions.problems:
+                self._directive_problems[source.text] = suppressions.problems
             judged = frozenset(rule.code for rule in self.rules if rule.code not in ignored)
             for rule in self.rules:
                 if rule.checks_suppressions and rule.code in judged:
                     try:
-                        violations += rule.check_suppressions(checked, directives, violations, judged)
+                        violations += rule.check_suppressions(checked, suppressions, violations, judged, self.known_codes)
                     except Exception as exc:
                         raise SourceError(f"internal error in {rule.code}: {type(exc).__name__}: {exc}") from exc
-            if directives:  # finding a comment's line tokenizes the file: only when there are comments to find
-                violations = [v for v in violations if not noqa.suppressed(directives, noqa.noqa_row(source, v.start), v.code)]
+            if suppressions.present:  # finding a comment's line tokenizes the file: only when there are comments to find
+                violations = [v for v in violations if not suppressions.suppresses(source, v.start, v.code)]
         violations.sort(key=lambda v: (v.start, v.code))
         return violations, contexts
 
@@ -230,6 +238,14 @@ class FileChecker(PreCheck):
             if spec.match_file(relative):
                 ignored |= {rule.code for rule in self.rules if any(rule.code.startswith(s) or s == "ALL" for s in selectors)}
         return ignored
+
+
+def placed_warning(source: SourceFile, display: str, problem: noqa.DirectiveProblem) -> PlacedWarning:
+    """A mistaken directive's warning, worded as ruff's, at its place (in a notebook, by cell)."""
+    cell, row, column = source.location(problem.start)
+    _, end_row, end_column = source.location(problem.end)
+    where = f"{display}:{row}" if cell is None else f"{display}:cell {cell}:{row}"
+    return PlacedWarning(f"{problem.head} at {where}{problem.tail}", row, column, end_row, end_column, cell)
 
 
 def _as_notebook(source: SourceFile) -> NotebookSource | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -240,7 +241,7 @@ def _output(  # type: ignore[no-untyped-def]
 ) -> None:
     """The report to stdout (stderr with `err`), or to `output_file`."""
     stream = sys.stderr if err else sys.stdout
-    use_color = output_file is None and (color if color is not None else (stream.isatty() and "NO_COLOR" not in os.environ))
+    use_color = output_file is None and color_wanted(color, stream.isatty(), os.environ)
     report, styled = _report(result, options, output_format, statistics, quiet, use_color, cwd, show_fixes, add_noqa)
     if output_file is None:
         _emit(report, styled, err)
@@ -252,6 +253,19 @@ def _output(  # type: ignore[no-untyped-def]
     except OSError as exc:
         _error(f"cannot write {output_file}: {exc.strerror or exc}")
         sys.exit(EXIT_ERROR)
+
+
+def color_wanted(flag: bool | None, is_terminal: bool, environ: Mapping[str, str]) -> bool:
+    """As ruff decides: --color/--no-color first; then FORCE_COLOR (set and not empty: colour even into
+    a pipe, a CI log); then NO_COLOR (set and not empty: none, as no-color.org asks); then whether the
+    output is a terminal. Both set: FORCE_COLOR wins, as in ruff."""
+    if flag is not None:
+        return flag
+    if environ.get("FORCE_COLOR"):
+        return True
+    if environ.get("NO_COLOR"):
+        return False
+    return is_terminal
 
 
 def _exit_code(result, diff: bool, exit_zero: bool) -> int:  # type: ignore[no-untyped-def]
@@ -363,8 +377,8 @@ def _report(  # type: ignore[no-untyped-def]
         if output_format == "json":
             from placement_lint.report.json_format import render_statistics
 
-            return render_statistics(result), False
-        lines = text.statistics(result, _rule_names())
+            return render_statistics(result, options.unsafe_fixes), False
+        lines = text.statistics(result, _rule_names(), options.unsafe_fixes)
     else:
         body = chosen.render(Report(result, options, cwd, style if chosen.human else text.plain))
         if not chosen.human:
@@ -516,8 +530,11 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
             base = _rule_url_base()
             click.echo(json.dumps([_rule_json(r, base) for r in rules], indent=2))
         else:
-            for r in rules:
-                click.echo(f"{r.code}  {r.name:<44} fix: {r.fix_availability.value:<9} {r.summary}")
+            import shutil
+
+            width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+            for line in rule_table(rules, width):
+                click.echo(line)
         return
     found = rule_by_code(code)
     if found is None:
@@ -529,6 +546,37 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         click.echo(json.dumps({**_rule_json(found, _rule_url_base()), "explanation": page(found.code)}, indent=2))
         return
     click.echo(page(found.code) or f"{found.code} ({found.name}): {found.summary}")
+
+
+def rule_table(rules, width: int | None = None) -> list[str]:  # type: ignore[no-untyped-def]
+    """`rule --all` as text: a header and aligned columns two spaces apart. On a terminal `width`
+    wide, a summary wraps under its own column, or, where that leaves it too little room, under the
+    name; piped, each rule stays one line, for grep."""
+    import textwrap
+
+    rows = [("code", "name", "fix", "summary"), *((r.code, r.name, r.fix_availability.value, r.summary) for r in rules)]
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    indent = sum(widths) + 2 * len(widths)
+    lines = []
+    for *cells, summary in rows:
+        columns = "  ".join(cell.ljust(w) for cell, w in zip(cells, widths, strict=True))
+        if not width:
+            lines.append(f"{columns}  {summary}")
+        elif width - indent >= _SUMMARY_ROOM:
+            first, *more = textwrap.wrap(summary, width - indent)
+            lines += [f"{columns}  {first}", *(" " * indent + line for line in more)]
+        else:
+            under = widths[0] + 2
+            lines += [
+                columns.rstrip(),
+                *textwrap.wrap(
+                    summary, max(width - under, _SUMMARY_ROOM), initial_indent=" " * under, subsequent_indent=" " * under
+                ),
+            ]
+    return lines
+
+
+_SUMMARY_ROOM = 30  # the narrowest summary column worth wrapping into
 
 
 def _rule_url_base() -> str | None:

@@ -4,23 +4,34 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from placement_lint.context.evidence_text import IN_FILE_EVIDENCE
 from placement_lint.context.launches import NOT_LAUNCHED, Launched, Launches
 from placement_lint.discover import gitignore_spec, real_path
+from placement_lint.patterns import LazyPattern
 from placement_lint.results import FileResult, RunOptions, Screened, display_path
 from placement_lint.rules import all_rules
-from placement_lint.scan import Present, TokenScanner
+from placement_lint.scan import Found, Present, TokenScanner
 from placement_lint.settings import Settings
 from placement_lint.source import MAX_NOTEBOOK_BYTES, SourceError, content_hash, is_notebook, read_bytes
 
 _IN_FILE_LITERALS = IN_FILE_EVIDENCE.literals()
+# A noqa comment, as DPL100's pre-check spells it, and the DPL codes after it on its line.
+NOQA_TOKENS = (b"noqa", b"NOQA", b"Noqa")
+_NOQA_TO_LINE_END = LazyPattern(rb"noqa[^\r\n]*", re.IGNORECASE)
+_DPL_CODE = LazyPattern(rb"DPL[0-9]+", re.IGNORECASE)
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
 # one-line list takes CPython's parser seconds and millions of nodes).
 MAX_PYTHON_BYTES = 4 * 1024 * 1024
 # What PreCheck.worth_parsing_when answers: a rule could fire in the file if no launch reaches it, if one does.
 WORTH_ALONE, WORTH_LAUNCHED = 1, 2
+
+
+def _line_end(raw: bytes, start: int) -> int:
+    end = raw.find(b"\n", start)
+    return len(raw) if end < 0 else end
 
 
 class PreCheck:
@@ -38,6 +49,7 @@ class PreCheck:
         self.launches = launches or Launches()
         enabled = set(settings.enabled_codes())
         self.rules = [rule() for rule in all_rules() if rule.code in enabled]
+        self.known_codes = frozenset(rule.code for rule in all_rules())  # a noqa naming another is a mistake
         self.anchors = tuple({token for rule in self.rules for token in rule.anchor_tokens()})
         self._scanner: TokenScanner | None = None  # built on first use, in the process that uses it
         # The rules the pre-check asks: with --ignore-noqa, DPL100 has no comments to judge.
@@ -54,7 +66,7 @@ class PreCheck:
     def scanner(self) -> TokenScanner:
         """One pass over a file answers every token question the pre-check asks (placement_lint/scan.py)."""
         if self._scanner is None:
-            tokens = [*self.anchors, *_IN_FILE_LITERALS]
+            tokens = [*self.anchors, *_IN_FILE_LITERALS, *NOQA_TOKENS]
             for rule in self._prechecked:
                 tokens += [*rule.triggers, *rule.pre_check_tokens]
             self._scanner = TokenScanner(sorted(set(tokens)))
@@ -79,7 +91,7 @@ class PreCheck:
         scanner = self.scanner
         found = scanner.found(raw)
         if not scanner.holds_any(raw, found, self.anchors):
-            return 0
+            return self._mistaken_suppression(raw, found)
         raw = Present(raw, found, scanner)  # the checks below ask the scan, not the bytes again
         if launched is None:
             launched = (bool(self._launch_evidence(path).evidence),)
@@ -95,7 +107,27 @@ class PreCheck:
             else:
                 worth = any(rule.could_fire_without_context(raw) for rule in rules)
             verdict |= (WORTH_LAUNCHED if reached else WORTH_ALONE) if worth else 0
-        return verdict
+        return verdict or self._mistaken_suppression(raw, found)
+
+    def _mistaken_suppression(self, raw: bytes, found: Found | None) -> int:
+        """A file no rule can speak about is still parsed if a noqa comment in it seems to name a DPL
+        code no rule has: its warning is due whatever the file holds, as ruff's is."""
+        scanner = self.scanner
+        if self.options.ignore_noqa or not scanner.holds_any(raw, found, NOQA_TOKENS):
+            return 0
+        # The rest of each line from where the scan saw `noqa` (a case-insensitive pattern over the
+        # whole file cost 80 ms over diffusers, whose files are full of `# noqa: F401`).
+        starts = [start for index, start, _ in found.matches if scanner.tokens[index] in NOQA_TOKENS] if found else []
+        if starts:
+            comments = [raw[start : _line_end(raw, start)] for start in starts]
+        else:  # no automaton, or an occurrence it did not report
+            comments = [match.group() for match in _NOQA_TO_LINE_END.finditer(raw)]
+        for comment in comments:
+            if b"dpl" in comment.lower():
+                for code in _DPL_CODE.finditer(comment):
+                    if code.group().upper().decode() not in self.known_codes:
+                        return WORTH_ALONE | WORTH_LAUNCHED
+        return 0
 
     def has_context_tokens(self, raw: bytes, path: Path | str) -> bool:
         """Could this file be distributed: an override, launch evidence, or a token of in-file evidence."""

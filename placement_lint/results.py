@@ -128,10 +128,22 @@ class Finding:
         return self.violation.message
 
 
+class PlacedWarning(NamedTuple):
+    """A warning about one place in a file (a `# noqa` naming no rule): printed as every warning is,
+    and shown by an editor at its place. Rows and columns as a Finding has them."""
+
+    message: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    cell: int | None = None
+
+
 class FileResult:
     """What checking one file gave: its findings, or why it could not be checked."""
 
-    __slots__ = ("display", "findings", "error", "fixed", "diff", "warnings", "source", "path", "dependencies")
+    __slots__ = ("display", "findings", "error", "fixed", "diff", "warnings", "placed_warnings", "source", "path", "dependencies")
 
     def __init__(
         self,
@@ -151,13 +163,14 @@ class FileResult:
         self.fixed: list[AppliedFix] = fixed if fixed is not None else []  # with --fix: written; with --diff: would be
         self.diff = diff
         self.warnings: list[str] = warnings if warnings is not None else []
+        self.placed_warnings: list[PlacedWarning] = []
         self.source = source
         self.path = path
         self.dependencies: list[Path] = dependencies if dependencies is not None else []  # configs its evidence read
 
     @property
     def reports_anything(self) -> bool:
-        return bool(self.findings or self.error or self.warnings or self.fixed or self.diff)
+        return bool(self.findings or self.error or self.warnings or self.placed_warnings or self.fixed or self.diff)
 
 
 class Screened(NamedTuple):

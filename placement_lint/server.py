@@ -34,7 +34,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
-from placement_lint.api import CheckError, check_source, fix_source
+from placement_lint.api import CheckError, SuppressionWarning, check_source, fix_source
 from placement_lint.catalogue import page_url
 from placement_lint.context.launcher_names import (
     DOCKER_NAMES,
@@ -262,6 +262,16 @@ def syntax_error_span(text: str) -> tuple[int, int, int, int] | None:
     return None
 
 
+def _suppression_diagnostic(warning: SuppressionWarning, positions: Positions) -> types.Diagnostic:
+    """A mistaken suppression comment, where it is: a warning, as the command line's."""
+    return types.Diagnostic(
+        range=positions.range(warning.row, warning.column, warning.end_row, warning.end_column),
+        message=str(warning),
+        severity=types.DiagnosticSeverity.Warning,
+        source=SOURCE,
+    )
+
+
 def _problem_diagnostic(problem: DocumentProblem, positions: Positions) -> types.Diagnostic:
     return types.Diagnostic(
         range=positions.range(problem.row, problem.column, problem.end_row, problem.end_column),
@@ -288,6 +298,7 @@ class Checked(NamedTuple):
 class Outcome(NamedTuple):
     findings: list[Finding]
     problems: list[Reported]
+    mistaken: list[SuppressionWarning] = []  # `# noqa` comments naming no rule: warnings at their lines
 
 
 class NotebookCells(NamedTuple):
@@ -332,6 +343,7 @@ class PlacementLintServer(LanguageServer):
         related = RelatedPositions(path, positions)
         diagnostics = [_diagnostic(finding, positions, related, url_base) for finding in outcome.findings]
         problems = [_problem_diagnostic(document_problem(reported, text), positions) for reported in outcome.problems]
+        problems += [_suppression_diagnostic(warning, positions) for warning in outcome.mistaken]
         self.checked[uri] = Checked(text, outcome.findings, diagnostics, problems)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=diagnostics + problems)
@@ -406,7 +418,12 @@ class PlacementLintServer(LanguageServer):
                 self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"{path}: {exc!r}"))
                 return Outcome([], [])
         reported = [(types.DiagnosticSeverity.Error, message) for message in errors]
-        reported += [(types.DiagnosticSeverity.Warning, str(warning.message)) for warning in caught]
+        mistaken = [warning.message for warning in caught if isinstance(warning.message, SuppressionWarning)]
+        reported += [
+            (types.DiagnosticSeverity.Warning, str(warning.message))
+            for warning in caught
+            if not isinstance(warning.message, SuppressionWarning)
+        ]
         own = _own_prefixes(path)
         problems = []
         for severity, message in reported:
@@ -418,7 +435,7 @@ class PlacementLintServer(LanguageServer):
             else:
                 kind = types.MessageType.Error if severity == types.DiagnosticSeverity.Error else types.MessageType.Warning
                 self.window_log_message(types.LogMessageParams(kind, message))
-        return Outcome(findings, problems)
+        return Outcome(findings, problems, mistaken)
 
     def fixed_text(self, text: str, path: Path) -> str | None:
         """`text` with every fix `--fix` would apply (and the unsafe ones with `unsafeFixes`); None

@@ -207,8 +207,10 @@ def parse_python(source: SourceFile) -> ast.Module:
             warnings.simplefilter("ignore")
             return ast.parse(source.text, filename=str(source.path))
     except SyntaxError as exc:
+        from placement_lint.newer_syntax import newer_syntax_hint  # only a file that does not parse
+
         where = f"{source.describe_row(exc.lineno)}: " if exc.lineno else ""
-        raise ParseError(f"cannot parse: {where}{exc.msg}", exc.lineno) from None
+        raise ParseError(f"cannot parse: {where}{exc.msg}{newer_syntax_hint(source.text)}", exc.lineno) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ParseError(f"cannot parse: {exc}") from None
 

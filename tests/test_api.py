@@ -133,3 +133,31 @@ def test_a_warning_names_the_callers_line(tmp_path: Path, call: str) -> None:
         else:
             getattr(placement_lint.api, call)("x = 1\n", tmp_path / "train.py")
     assert {Path(w.filename).name for w in caught} == {Path(__file__).name}
+
+
+@pytest.mark.parametrize("call", ["check", "check_source"])
+def test_an_unknown_noqa_code_is_a_placed_warning_and_the_findings_are_returned(tmp_path: Path, call: str) -> None:
+    source = ZERO3 + "x = 1  # noqa: DPL999\n"
+    (tmp_path / "train.py").write_text(source)
+    with pytest.warns(placement_lint.SuppressionWarning) as caught:
+        if call == "check":
+            findings = placement_lint.check([tmp_path / "train.py"])
+        else:
+            findings = placement_lint.check_source(source, tmp_path / "train.py")
+    assert [f.code for f in findings] == ["DPL001"]
+    (warning,) = [w.message for w in caught if isinstance(w.message, placement_lint.SuppressionWarning)]
+    assert isinstance(warning, RuntimeWarning)  # what every other warning of the API is
+    assert str(warning).startswith("Invalid rule code provided to `# noqa` at ") and str(warning).endswith("train.py:6: DPL999")
+    assert (warning.row, warning.column, warning.end_row, warning.end_column) == (6, 16, 6, 22)
+    assert {Path(w.filename).name for w in caught} == {Path(__file__).name}
+
+
+def test_dir_shows_the_api_the_package_imports_on_first_use() -> None:
+    listed = dir(placement_lint)
+    assert set(placement_lint.__all__) <= set(listed)
+    assert {"Any", "TYPE_CHECKING", "annotations"}.isdisjoint(listed)  # its own typing helpers are not the API
+    code = (
+        "import sys, placement_lint\nnames = dir(placement_lint)\nprint('check' in names, 'placement_lint.api' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "False"]  # listing the API does not import it

@@ -291,6 +291,45 @@ def test_statistics(repo: Path) -> None:
     assert result.stdout.splitlines()[0] == "1\tDPL001\t[*] spread-device-map-in-distributed"
 
 
+def test_statistics_mark_a_rule_fixable_only_by_the_fixes_this_run_would_apply(tmp_path: Path) -> None:
+    """DPL003's fix for a DDP script is unsafe: `[ ]` without --unsafe-fixes (and `[-]` for a rule only
+    some of whose findings have a fix), as ruff marks them; with no such fix at all, no marks."""
+    (tmp_path / "train_z3.py").write_text(ZERO3)
+    (tmp_path / "ddp.py").write_text(DDP_FIXED)
+    (tmp_path / "ddp2.py").write_text(DDP_FIXED)
+
+    def stats(*args: str) -> list[str]:
+        return run_script("check", "--statistics", "-q", *args, ".", cwd=tmp_path).stdout.splitlines()
+
+    assert stats() == ["2\tDPL003\t[ ] fixed-device-in-distributed", "1\tDPL001\t[*] spread-device-map-in-distributed"]
+    assert stats("--unsafe-fixes") == [
+        "2\tDPL003\t[*] fixed-device-in-distributed",
+        "1\tDPL001\t[*] spread-device-map-in-distributed",
+    ]
+    assert stats("--select", "DPL003") == ["2\tDPL003\tfixed-device-in-distributed"]
+    as_json = json.loads(run_script("check", "--statistics", "--output-format", "json", ".", cwd=tmp_path).stdout)
+    assert [(e["code"], e["fixable"], e["fixable_count"]) for e in as_json] == [("DPL003", False, 0), ("DPL001", True, 1)]
+
+
+def test_statistics_mark_a_rule_partly_fixable() -> None:
+    from placement_lint.edits import Applicability, Fix
+    from placement_lint.report.text import statistics
+    from placement_lint.results import FileResult, RunResult, finding_at
+    from placement_lint.rules.violation import Violation
+    from placement_lint.source import SourceFile
+
+    text = "x = 1\n"
+    source = SourceFile(Path("t.py"), text.encode(), text, "utf-8", False, (0,))
+    safe = Fix(Applicability.SAFE, "do it", ())
+    violations = [
+        Violation("DPL001", "m", 0, 1, safe),
+        Violation("DPL001", "m", 0, 1, None),
+        Violation("DPL002", "m", 0, 1, None),
+    ]
+    result = RunResult([FileResult("t.py", [finding_at(source, "t.py", v) for v in violations])], 1)
+    assert statistics(result, {"DPL001": "one", "DPL002": "two"}) == ["2\tDPL001\t[-] one", "1\tDPL002\t[ ] two"]
+
+
 def test_statistics_with_a_machine_format_keeps_the_fix_list_and_summary_off_stdout(repo: Path) -> None:
     result = run_script("check", "--statistics", "--output-format", "github", "--fix", "--show-fixes", "-q", ".", cwd=repo)
     assert "Fixed 1 problem" in result.stderr
@@ -302,9 +341,33 @@ def test_rule_command_prints_the_page_and_lists_all() -> None:
     page = runner.invoke(main, ["rule", "DPL001"])
     assert page.exit_code == 0 and page.output.startswith("# DPL001: spread-device-map-in-distributed")
     listing = runner.invoke(main, ["rule", "--all"])
-    assert [line.split()[0] for line in listing.output.splitlines()] == [rule.code for rule in all_rules()]
+    header, *lines = listing.output.splitlines()
+    assert header.split() == ["code", "name", "fix", "summary"]
+    assert [line.split()[0] for line in lines] == [rule.code for rule in all_rules()]
     unknown = runner.invoke(main, ["rule", "DPL999"])
     assert unknown.exit_code == 2
+
+
+def test_rule_all_lines_up_its_columns_and_wraps_only_on_a_terminal() -> None:
+    from placement_lint.cli import rule_table
+
+    rules = all_rules()
+    piped = rule_table(rules)
+    assert len(piped) == len(rules) + 1  # one line a rule: grep finds a rule with its summary
+    # Every column starts where its header does, and no two run together.
+    starts = [piped[0].index(name) for name in ("name", "fix", "summary")]
+    for line, rule in zip(piped[1:], rules, strict=True):
+        assert [line.index(part, 8) for part in (rule.name, rule.fix_availability.value, rule.summary)] == starts
+        assert all(line[start - 2 : start] == "  " for start in starts)
+    wrapped = rule_table(rules, width=100)
+    assert max(map(len, wrapped)) <= 100 and len(wrapped) > len(piped)
+    continued = [line for line in wrapped if line.startswith(" ")]
+    assert continued and all(len(line) - len(line.lstrip()) == starts[2] for line in continued)
+    assert " ".join(" ".join(wrapped).split()) == " ".join(" ".join(piped).split())  # nothing lost
+    # Too narrow for a summary column: the summary goes under the name, still within the width.
+    narrow = rule_table(rules, width=80)
+    assert max(map(len, narrow)) <= 80 and narrow[1].split() == ["summary"] and narrow[1].index("summary") == starts[0]
+    assert " ".join(" ".join(narrow).split()) == " ".join(" ".join(piped).split())
 
 
 def test_installed_script_ships_the_catalogue(tmp_path: Path) -> None:
@@ -323,6 +386,36 @@ def test_in_process_matches_console_script(repo: Path, monkeypatch: pytest.Monke
 def test_color_only_when_asked(repo: Path) -> None:
     assert "\x1b[" not in run_script("check", ".", cwd=repo).stdout
     assert "\x1b[" in run_script("check", "--color", ".", cwd=repo).stdout
+
+
+def test_force_color_and_no_color_as_ruff_reads_them(repo: Path) -> None:
+    def coloured(*args: str, **env: str) -> bool:
+        return "\x1b[" in run_script("check", *args, ".", cwd=repo, env=env).stdout
+
+    assert coloured(FORCE_COLOR="1")  # into a pipe, as in a CI log
+    assert not coloured(FORCE_COLOR="")  # empty is unset
+    assert not coloured("--no-color", FORCE_COLOR="1")  # the flag decides first
+    assert coloured("--color", NO_COLOR="1")
+    assert coloured(FORCE_COLOR="1", NO_COLOR="1")  # ruff's order
+    assert not coloured("-o", "report.txt", FORCE_COLOR="1") and "\x1b[" not in (repo / "report.txt").read_text()
+
+
+@pytest.mark.parametrize(
+    ("flag", "terminal", "environ", "wanted"),
+    [
+        (None, True, {}, True),
+        (None, False, {}, False),
+        (None, True, {"NO_COLOR": "1"}, False),
+        (None, True, {"NO_COLOR": ""}, True),  # no-color.org: set and not empty
+        (None, False, {"FORCE_COLOR": "0"}, True),  # any value but empty forces, as in ruff and rich
+        (False, True, {"FORCE_COLOR": "1"}, False),
+        (True, False, {"NO_COLOR": "1"}, True),
+    ],
+)
+def test_color_wanted(flag: bool | None, terminal: bool, environ: dict[str, str], wanted: bool) -> None:
+    from placement_lint.cli import color_wanted
+
+    assert color_wanted(flag, terminal, environ) is wanted
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -420,11 +513,12 @@ def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
     assert named.returncode == 2 and "pipe.py: not a regular file" in named.stderr
 
 
-def test_unknown_dpl_code_in_noqa_is_an_error(repo: Path) -> None:
+def test_unknown_dpl_code_in_noqa_is_a_warning_and_the_finding_is_shown(repo: Path) -> None:
     (repo / "train_z3.py").write_text(ZERO3.replace("# spread", "# noqa: DPL999, E501"))
     result = run_script("check", ".", cwd=repo)
-    assert result.returncode == 2
-    assert "train_z3.py: line 4: unknown rule code DPL999 in noqa" in result.stderr
+    assert result.returncode == 1
+    assert "warning: Invalid rule code provided to `# noqa` at train_z3.py:4: DPL999" in result.stderr
+    assert "train_z3.py:4:65: DPL001" in result.stdout
 
 
 def test_contradicting_cache_flags(repo: Path) -> None:
@@ -434,7 +528,9 @@ def test_contradicting_cache_flags(repo: Path) -> None:
 
 def test_statistics_as_json_and_rule_argument_errors(repo: Path) -> None:
     stats = json.loads(run_script("check", "--statistics", "--output-format", "json", ".", cwd=repo).stdout)
-    assert stats == [{"code": "DPL001", "name": "spread-device-map-in-distributed", "count": 1, "fixable": True}]
+    assert stats == [
+        {"code": "DPL001", "name": "spread-device-map-in-distributed", "count": 1, "fixable": True, "fixable_count": 1}
+    ]
     both = CliRunner().invoke(main, ["rule", "DPL001", "--all"])
     assert both.exit_code == 2
 

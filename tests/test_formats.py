@@ -226,6 +226,29 @@ def test_github_annotations(tmp_path: Path) -> None:
     )
 
 
+def test_a_mistaken_noqa_is_a_warning_on_its_line_in_github_and_sarif(tmp_path: Path) -> None:
+    from jsonschema import Draft4Validator
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text(ZERO3 + "x = 1  # noqa: DPL999\n")
+    github = run_script("check", "--output-format", "github", ".", cwd=tmp_path).stdout.splitlines()
+    assert github[-1] == (
+        "::warning file=train.py,line=6,col=16,endLine=6,endColumn=22,title=placement-lint::"
+        "Invalid rule code provided to `# noqa` at train.py:6: DPL999"
+    )
+    log = sarif_of(tmp_path)
+    (notification,) = log["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert notification["level"] == "warning"
+    assert notification["locations"][0]["physicalLocation"]["region"] == {
+        "startLine": 6,
+        "startColumn": 16,
+        "endLine": 6,
+        "endColumn": 22,
+    }
+    validator = Draft4Validator(_official_schema(), format_checker=Draft4Validator.FORMAT_CHECKER)
+    assert [error.message for error in validator.iter_errors(log)] == []
+
+
 # -- GitLab -----------------------------------------------------------------------------------
 
 

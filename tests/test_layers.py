@@ -7,7 +7,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "placement_lint"
 LAYERS = [
-    {"version", "distributed", "edits", "source", "process", "scan", "patterns", "records"},
+    {"version", "distributed", "edits", "source", "newer_syntax", "process", "scan", "patterns", "records"},
     {"notebook"},  # a notebook's cells as a source file: above source.py, which never needs it
     {"decode"},  # read/decode: a .py file or a notebook's cells, whichever the file is
     {"settings"},

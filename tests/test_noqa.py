@@ -61,12 +61,127 @@ def test_noqa_inside_a_string_is_not_a_comment(tmp_path: Path) -> None:
     source = ZERO3.replace('device_map="auto")  # noqa: DPL001', 'device_map="auto", revision="# noqa: DPL001")')
     assert codes(lint_source(tmp_path, source)) == ["DPL001"]
     # Nor can it name an unknown code.
-    assert lint_source(tmp_path, 'HELP = "# noqa: DPL999"\n', extend_select=("DPL100",)).error is None
+    in_string = lint_source(tmp_path, 'HELP = "# noqa: DPL999"\n', extend_select=("DPL100",))
+    assert in_string.error is None and not in_string.placed_warnings
 
 
-def test_unknown_dpl_code_is_still_an_error(tmp_path: Path) -> None:
-    result = lint_source(tmp_path, ZERO3.replace("DPL001", "DPL999"))
-    assert result.error is not None and "unknown rule code DPL999" in result.error
+def test_an_unknown_dpl_code_is_a_warning_at_its_place_and_hides_nothing_else(tmp_path: Path) -> None:
+    source = ZERO3.replace("# noqa: DPL001", "").replace("Trainer(model", "Trainer(model") + "x = 1  # noqa: E501, DPL999\n"
+    result = lint_source(tmp_path, source)
+    assert result.error is None and codes(result) == ["DPL001"]
+    (warning,) = result.placed_warnings
+    assert warning.message == "Invalid rule code provided to `# noqa` at train.py:6: DPL999"
+    assert (warning.row, warning.column, warning.end_row, warning.end_column) == (6, 22, 6, 28)
+    # A typo of a code on the finding's own line: the finding is shown, as nothing suppresses it.
+    typo = lint_source(tmp_path, ZERO3.replace("DPL001", "DPL01"))
+    assert codes(typo) == ["DPL001"] and [w.message for w in typo.placed_warnings] == [
+        "Invalid rule code provided to `# noqa` at train.py:4: DPL01"
+    ]
+    # Other tools' codes are theirs; known codes of rules not selected are known; --ignore-noqa reads none.
+    assert not lint_source(tmp_path, ZERO3.replace("DPL001", "XYZ999")).placed_warnings
+    assert not lint_source(tmp_path, ZERO3.replace("DPL001", "DPL100")).placed_warnings
+    assert not lint_source(tmp_path, source, ignore_noqa=True).placed_warnings
+
+
+def test_cli_warns_about_an_unknown_code_on_every_run_and_exits_as_for_its_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ruff: a warning on stderr, never an error exit: 1 for the file's findings, 0 without any."""
+    (tmp_path / "train.py").write_text(ZERO3.replace("DPL001", "DPL999"))
+    (tmp_path / "plain.py").write_text("x = 1  # noqa: dpl42\n")  # no rule could fire here: read all the same
+    warned = [
+        "warning: Invalid rule code provided to `# noqa` at plain.py:1: dpl42",
+        "warning: Invalid rule code provided to `# noqa` at train.py:4: DPL999",
+    ]
+    for _ in range(2):  # the second run is the cache's: the warning is not lost
+        result = CliRunner().invoke(main, ["check", "--output-format", "concise", str(tmp_path)], catch_exceptions=False)
+        assert result.exit_code == 1
+        assert [line for line in result.stderr.splitlines() if line.startswith("warning")] == [
+            w.replace(" at ", f" at {tmp_path}/") for w in warned
+        ]
+        assert "train.py:4:65: DPL001" in result.stdout
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "plain.py"], catch_exceptions=False)
+    assert result.exit_code == 0 and result.stderr.splitlines() == warned[:1]
+    assert "All checks passed!" in result.stdout
+
+
+def test_precheck_reads_a_file_whose_noqa_names_an_unknown_code(tmp_path: Path) -> None:
+    path = tmp_path / "plain.py"
+    assert checker(tmp_path).worth_parsing(b"x = 1  # noqa: DPL999\n", path)
+    assert checker(tmp_path).worth_parsing(b"# placement-lint: noqa: DPL999\n", path)
+    assert not checker(tmp_path).worth_parsing(b"x = 1  # noqa: DPL001, E501\n", path)
+    assert not checker(tmp_path).worth_parsing(b"x = 1  # DPL999\n", path)
+    assert not checker(tmp_path, ignore_noqa=True).worth_parsing(b"x = 1  # noqa: DPL999\n", path)
+
+
+def test_dpl100_names_unknown_codes_and_its_fix_removes_them(tmp_path: Path) -> None:
+    source = ZERO3.replace("# noqa: DPL001", "# noqa: DPL001, DPL999, E501")
+    (finding,) = lint_source(tmp_path, source, extend_select=("DPL100",)).findings
+    assert finding.message == "Unused `noqa` directive (unknown: `DPL999`)"
+    result = checker(tmp_path, ("DPL100",), fix=True).check(tmp_path / "train.py")
+    assert codes(result) == [] and not result.placed_warnings  # the warning is the fixed text's: none
+    assert (tmp_path / "train.py").read_text() == ZERO3.replace("# noqa: DPL001", "# noqa: DPL001, E501")
+
+
+# -- `# placement-lint: noqa`: the whole file -------------------------------------------------------
+
+UNSUPPRESSED = ZERO3.replace("  # noqa: DPL001", "")
+
+
+def test_file_directive_suppresses_every_finding_or_the_codes_it_names(tmp_path: Path) -> None:
+    assert codes(lint_source(tmp_path, UNSUPPRESSED)) == ["DPL001"]
+    assert codes(lint_source(tmp_path, "# placement-lint: noqa\n" + UNSUPPRESSED)) == []
+    assert codes(lint_source(tmp_path, UNSUPPRESSED + "    # placement-lint: NOQA: DPL002, DPL001\n")) == []
+    assert codes(lint_source(tmp_path, "# placement-lint: noqa: DPL002\n" + UNSUPPRESSED)) == ["DPL001"]
+    # --ignore-noqa ignores it as it ignores every noqa comment.
+    assert codes(lint_source(tmp_path, "# placement-lint: noqa\n" + UNSUPPRESSED, ignore_noqa=True)) == ["DPL001"]
+
+
+@pytest.mark.parametrize(
+    ("comment", "warning"),
+    [
+        # Inside a string it is not a comment, and an unspaced `noqanything` is not the word.
+        ('HELP = """\n# placement-lint: noqa\n"""', None),
+        ("# placement-lint: noqanything", None),
+        # After code: ruff's warning, and it suppresses nothing (the line's own `# noqa` is that).
+        (
+            "x = 1  # placement-lint: noqa",
+            "Unexpected `# placement-lint: noqa` directive at train.py:6. File-level suppression comments must "
+            "appear on their own line. For line-level suppression, omit the `placement-lint:` prefix.",
+        ),
+        # A colon with no codes after it is not a whole-file exemption: it is a mistake.
+        (
+            "# placement-lint: noqa:",
+            "Invalid `# placement-lint: noqa` directive at train.py:6: expected a comma-separated list of codes "
+            "(e.g., `# placement-lint: noqa: DPL001, DPL002`).",
+        ),
+        ("# placement-lint: noqa: DPL999", "Invalid rule code provided to `# placement-lint: noqa` at train.py:6: DPL999"),
+    ],
+)
+def test_what_is_not_a_file_directive_suppresses_nothing(tmp_path: Path, comment: str, warning: str | None) -> None:
+    result = lint_source(tmp_path, UNSUPPRESSED + comment + "\n")
+    assert codes(result) == ["DPL001"]
+    assert [w.message for w in result.placed_warnings] == ([warning] if warning else [])
+
+
+def test_dpl100_judges_file_directives_as_ruff_does(tmp_path: Path) -> None:
+    """A file directive's code is used by any finding of its rule in the file; it applies before the
+    lines' directives, so a line's code it already covers is unused; a bare one silences DPL100."""
+    (finding,) = lint_source(tmp_path, "# placement-lint: noqa: DPL001\n" + ZERO3, extend_select=("DPL100",)).findings
+    assert (finding.row, finding.message) == (5, "Unused `noqa` directive (unused: `DPL001`)")
+    file_level = "# placement-lint: noqa: DPL001, DPL003\n"
+    (finding,) = lint_source(tmp_path, file_level + UNSUPPRESSED, extend_select=("DPL100",)).findings
+    assert (finding.row, finding.message) == (1, "Unused `noqa` directive (unused: `DPL003`)")
+    assert codes(lint_source(tmp_path, "# placement-lint: noqa\n" + ZERO3, extend_select=("DPL100",))) == []
+    assert codes(lint_source(tmp_path, "# placement-lint: noqa: DPL100\n" + ZERO3, extend_select=("DPL100",))) == []
+    path = tmp_path / "train.py"
+    path.write_text(file_level + UNSUPPRESSED)
+    assert codes(checker(tmp_path, ("DPL100",), fix=True).check(path)) == []
+    assert path.read_text() == "# placement-lint: noqa: DPL001\n" + UNSUPPRESSED
+    path.write_text("# placement-lint: noqa: DPL003\n" + ZERO3)
+    assert codes(checker(tmp_path, ("DPL100",), fix=True).check(path)) == []
+    assert path.read_text() == ZERO3  # nothing of it was used: the whole line goes
 
 
 def test_codes_of_rules_that_did_not_run_are_not_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -293,11 +293,12 @@ def test_import_added_by_a_fix_joins_the_imports_cell(tmp_path: Path, as_list: b
     assert result.fixed and not result.warnings
     fixed = json.loads(path.read_bytes())
     cells = fixed["cells"]
-    assert "".join(cells[0]["source"]) == imports + "\nfrom accelerate import PartialState"
+    # Into the cell's statement for accelerate, as isort would (rules/added_imports.py).
+    assert "".join(cells[0]["source"]) == imports.replace("import notebook_launcher", "import PartialState, notebook_launcher")
     if as_list:  # one line per element, as nbformat splits them
         assert cells[0]["source"][-2:] == [
-            "from transformers import AutoModelForCausalLM\n",
-            "from accelerate import PartialState",
+            "from accelerate import PartialState, notebook_launcher\n",
+            "from transformers import AutoModelForCausalLM",
         ]
     assert "PartialState().local_process_index" in cells[1]["source"][1]
     # Written as nbformat writes, so a new element must be indented as nbformat would indent it.

@@ -308,6 +308,28 @@ async def test_a_configuration_that_does_not_load_is_an_error_in_the_open_file(c
     assert [d.code for d in client.diagnostics[train.as_uri()]] == ["DPL001"]
 
 
+@pytest.mark.asyncio
+async def test_an_unknown_noqa_code_is_a_warning_at_its_place_and_the_findings_stay(
+    client: LanguageClient, launched: Path
+) -> None:
+    train = launched / "train.py"
+    train.write_text(train.read_text(encoding="utf-8") + "x = 1  # noqa: DPL999\n", encoding="utf-8")
+    diagnostics = await _open(client, train)
+    assert [d.code for d in diagnostics] == ["DPL001", None]
+    warning = diagnostics[1]
+    assert warning.severity == types.DiagnosticSeverity.Warning and warning.source == "placement-lint"
+    assert warning.message.startswith("Invalid rule code provided to `# noqa` at ") and warning.message.endswith(": DPL999")
+    row = len(train.read_text(encoding="utf-8").splitlines()) - 1
+    assert warning.range == types.Range(types.Position(row, 15), types.Position(row, 21))
+    # The code actions still belong to the findings alone.
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            types.TextDocumentIdentifier(train.as_uri()), warning.range, types.CodeActionContext(diagnostics=[warning])
+        )
+    )
+    assert not actions
+
+
 def test_related_locations_name_in_file_evidence_as_the_config(tmp_path: Path) -> None:
     from placement_lint.api import check_source
     from placement_lint.server import related_locations

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from placement_lint.discover import repository_root
 from placement_lint.records import NamedTuple
-from placement_lint.results import FileResult, Finding, RunResult
+from placement_lint.results import FileResult, Finding, PlacedWarning, RunResult
 
 
 class SourceRoot:
@@ -95,6 +95,7 @@ class Problem(NamedTuple):
     level: str  # "error" or "warning"
     message: str  # as printed on stderr after "error: " / "warning: "
     display: str | None = None  # the file it is about, when there is one
+    place: PlacedWarning | None = None  # the place in it, when there is one
 
 
 def problems(result: RunResult) -> list[Problem]:
@@ -103,5 +104,6 @@ def problems(result: RunResult) -> list[Problem]:
     for file in result.files:
         if file.error:
             found.append(Problem("error", f"{file.display}: {file.error}", file.display))
+        found += [Problem("warning", placed.message, file.display, placed) for placed in file.placed_warnings]
         found += [Problem("warning", warning, file.display) for warning in file.warnings]
     return found

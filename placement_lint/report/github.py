@@ -48,6 +48,9 @@ def render(report: Report) -> str:
             )
         )
     for problem in problems(report.result):
-        where = {"file": root.path(problem.display)} if problem.display else {}
+        where: dict[str, object] = {"file": root.path(problem.display)} if problem.display else {}
+        place = problem.place
+        if place is not None and place.cell is None:  # a mistaken noqa: annotated on its line, as a finding is
+            where.update(line=place.row, col=place.column, endLine=place.end_row, endColumn=place.end_column)
         lines.append(command(problem.level, problem.message, **where, title="placement-lint"))
     return "\n".join(lines)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement_lint.catalogue import page_url
+from placement_lint.report.text import statistic_counts
 from placement_lint.results import FileResult, Finding, RunResult
 from placement_lint.rules import rule_by_code
 from placement_lint.rules.spans import Related
@@ -80,14 +81,20 @@ def render(result: RunResult, cwd: Path) -> str:
     return json.dumps(items, indent=2, ensure_ascii=False)
 
 
-def render_statistics(result: RunResult) -> str:
-    """`--statistics --output-format json`: a count per rule, as ruff prints it."""
-    counts: dict[str, dict[str, object]] = {}
-    for finding in result.findings:
-        rule = rule_by_code(finding.code)
-        entry = counts.setdefault(
-            finding.code, {"code": finding.code, "name": rule.name if rule else "", "count": 0, "fixable": False}
+def render_statistics(result: RunResult, unsafe_fixes: bool = False) -> str:
+    """`--statistics --output-format json`: a count per rule, as ruff prints it: `fixable` when every
+    finding of the rule has a fix this run would apply, and how many have one."""
+    counts, fixable = statistic_counts(result, unsafe_fixes)
+    entries = []
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        rule = rule_by_code(code)
+        entries.append(
+            {
+                "code": code,
+                "name": rule.name if rule else "",
+                "count": count,
+                "fixable": fixable[code] == count,
+                "fixable_count": fixable[code],
+            }
         )
-        entry["count"] = int(entry["count"]) + 1  # type: ignore[call-overload]
-        entry["fixable"] = bool(entry["fixable"]) or finding.violation.fix is not None
-    return json.dumps(sorted(counts.values(), key=lambda e: (-int(e["count"]), str(e["code"]))), indent=2)  # type: ignore[call-overload]
+    return json.dumps(entries, indent=2)

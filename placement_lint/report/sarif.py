@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 from placement_lint.catalogue import DOCUMENTATION_URL, page, page_url
-from placement_lint.report.common import Located, SourceRoot, located, problems, relative_uri
+from placement_lint.report.common import Located, Problem, SourceRoot, located, problems, relative_uri
 from placement_lint.rules import all_rules
 from placement_lint.rules.base import Rule
 from placement_lint.rules.spans import Related
@@ -53,7 +53,7 @@ def render(report: Report) -> str:
                     {
                         "level": problem.level,
                         "message": {"text": problem.message},
-                        **({"locations": [{"physicalLocation": _artifact(root, problem.display)}]} if problem.display else {}),
+                        **({"locations": [{"physicalLocation": _problem_location(root, problem)}]} if problem.display else {}),
                     }
                     for problem in run_problems
                 ],
@@ -90,6 +90,15 @@ def _artifact(root: SourceRoot, display: str, relative: str | None = None) -> di
     if relative is None:
         return {"artifactLocation": {"uri": root.absolute(display).as_uri()}}
     return {"artifactLocation": {"uri": relative_uri(relative), "uriBaseId": ROOT_ID}}
+
+
+def _problem_location(root: SourceRoot, problem: Problem) -> dict[str, object]:
+    """The file a notification is about, and the place in it when it has one (a mistaken noqa)."""
+    location = _artifact(root, problem.display or "")
+    place = problem.place
+    if place is not None and place.cell is None:
+        location["region"] = _region(place.row, place.column, place.end_row, place.end_column)
+    return location
 
 
 def _region(row: int, column: int, end_row: int, end_column: int, snippet: str | None = None) -> dict[str, object]:

@@ -217,14 +217,32 @@ def _quote(file: FileResult, finding: Finding, span: Related, quoted: _Quoted, p
     return _Frame(span, rows, label)
 
 
-def statistics(result: RunResult, names: dict[str, str]) -> list[str]:
-    counts = Counter(f.code for f in result.findings)
-    fixable = Counter(f.code for f in result.findings if f.violation.fix is not None)
+def statistics(result: RunResult, names: dict[str, str], unsafe_fixes: bool = False) -> list[str]:
+    """`--statistics`, as ruff prints it (after flake8): count, code, then `[*]` when every finding of
+    the rule has a fix this run would apply (an unsafe one only with --unsafe-fixes), `[-]` when some
+    have, `[ ]` when none has; no marks at all when no rule has such a fix."""
+    counts, fixable = statistic_counts(result, unsafe_fixes)
     width = max((len(str(n)) for n in counts.values()), default=1)
+    code_width = max((len(code) for code in counts), default=0)
+    marks = any(fixable.values())
+
+    def mark(code: str) -> str:
+        if not marks:
+            return ""
+        return "[*] " if fixable[code] == counts[code] else "[-] " if fixable[code] else "[ ] "
+
     return [
-        f"{str(count).rjust(width)}\t{code}\t{'[*] ' if fixable[code] == count else '[-] ' if fixable[code] else '    '}{names.get(code, '')}"
+        f"{str(count).rjust(width)}\t{code.ljust(code_width)}\t{mark(code)}{names.get(code, '')}"
         for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     ]
+
+
+def statistic_counts(result: RunResult, unsafe_fixes: bool) -> tuple[Counter[str], Counter[str]]:
+    """Per rule: its findings, and those with a fix that --fix (with `unsafe_fixes`, --fix
+    --unsafe-fixes) applies."""
+    counts = Counter(f.code for f in result.findings)
+    fixable = Counter(f.code for f in result.findings if f.violation.fix is not None and (unsafe_fixes or f.violation.fix.safe))
+    return counts, fixable
 
 
 def summary(result: RunResult, options: RunOptions) -> str:

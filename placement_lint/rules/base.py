@@ -23,7 +23,7 @@ from placement_lint.rules.messages import Message, headline
 from placement_lint.rules.messages import spread_prepare_consequence as spread_prepare_consequence
 from placement_lint.rules.messages import under as under
 from placement_lint.rules.messages import zero3_load_consequence as zero3_load_consequence
-from placement_lint.rules.noqa import Directive
+from placement_lint.rules.noqa import Suppressions
 from placement_lint.rules.violation import Violation
 
 if TYPE_CHECKING:
@@ -109,10 +109,10 @@ class Rule:
         raise NotImplementedError
 
     def check_suppressions(
-        self, file: CheckedFile, directives: dict[int, Directive], found: list[Violation], judged: frozenset[str]
+        self, file: CheckedFile, suppressions: Suppressions, found: list[Violation], judged: frozenset[str], known: frozenset[str]
     ) -> list[Violation]:
         """For a `checks_suppressions` rule: `found` is every other rule's findings before `# noqa`
-        applied, `judged` the codes that ran (or were free to run) on this file."""
+        applied, `judged` the codes that ran (or were free to run) on this file, `known` every rule's code."""
         return []
 
     def violation(

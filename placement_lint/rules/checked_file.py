@@ -340,36 +340,15 @@ class CheckedFile:
         return len(reads) > 1
 
     def add_import(self, module: str, name: str) -> Edit | None:
-        """`from module import name` after the file's top-level imports, unless the name is already there."""
+        """`from module import name`, where isort and ruff's I001 would put it (rules/added_imports.py),
+        unless the name is already there."""
         if self.imports.aliases.get(name) == f"{module}.{name}" or any(
             q.endswith(f".{name}") and a == name for a, q in self.imports.aliases.items()
         ):
             return None
-        body = self.module.body
-        index = 0
-        if (
-            body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            index = 1  # keep the docstring first
-        last_import = None
-        for position, stmt in enumerate(body[index:], start=index):
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                last_import = stmt
-            elif last_import is not None or position > index:
-                break
-        newline = self.source.newline
-        line = f"from {module} import {name}{newline}"
-        anchor = last_import or (body[index - 1] if index else None)
-        if anchor is None:
-            return Edit(0, 0, line)
-        end_row = anchor.end_lineno or anchor.lineno
-        offset = self.source.line_starts[end_row] if end_row < self.source.line_count else len(self.source.text)
-        if offset == len(self.source.text) and not self.source.text.endswith(("\n", "\r")):
-            return Edit(offset, offset, newline + line.rstrip("\r\n"))
-        return Edit(offset, offset, line)
+        from placement_lint.rules.added_imports import import_edit  # only a fix that adds an import
+
+        return import_edit(self.source, self.module, module, name)
 
 
 # -- what the checked file asks of a load (the rules ask it too) ------------------------------------

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from placement_lint.edits import Applicability, Edit
 from placement_lint.patterns import LazyPattern
 from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix
-from placement_lint.rules.noqa import Code, Directive, noqa_row
+from placement_lint.rules.noqa import Code, Directive, Suppressions, noqa_row, unknown_code
 
 # The text pre-check: a directive naming one of our codes. Without one there is nothing to report,
 # so a file that no other rule would parse stays unparsed.
@@ -18,7 +18,7 @@ _OUR_DIRECTIVE = LazyPattern(rb"noqa[^\r\n]*DPL", re.IGNORECASE)
 class UnusedNoqa(Rule):
     code = "DPL100"
     name = "unused-noqa"
-    summary = "A `# noqa: DPL...` comment, or a DPL code in one, that suppresses nothing on its line"
+    summary = "A `# noqa: DPL...` comment, or a DPL code in one, that suppresses nothing"
     fix_availability = FixAvailability.ALWAYS
     triggers = ()  # could_fire looks for a directive naming a DPL code instead
     anchors = (b"noqa", b"NOQA", b"Noqa")
@@ -44,31 +44,41 @@ class UnusedNoqa(Rule):
         return iter(())
 
     def check_suppressions(
-        self, file: CheckedFile, directives: dict[int, Directive], found: list[Violation], judged: frozenset[str]
+        self, file: CheckedFile, suppressions: Suppressions, found: list[Violation], judged: frozenset[str], known: frozenset[str]
     ) -> list[Violation]:
+        if suppressions.whole_file or suppressions.in_file(self.code):
+            return []  # like ruff: a file directive that covers this rule silences it, before it looks
+        # A line's code is used by a finding on its line that the file's directives leave to it (they
+        # apply first, as in ruff); a file directive's code, by any finding of its rule in the file.
         fired: dict[int, set[str]] = {}
         for violation in found:
-            fired.setdefault(noqa_row(file.source, violation.start), set()).add(violation.code)
+            if not suppressions.in_file(violation.code):
+                fired.setdefault(noqa_row(file.source, violation.start), set()).add(violation.code)
+        anywhere = {violation.code for violation in found}
         violations = []
-        for directive in directives.values():
+        for directive in sorted((*suppressions.lines.values(), *suppressions.file), key=lambda d: d.start):
             # Like ruff: a directive that names this rule keeps itself.
             if any(code.upper == self.code for code in directive.codes):
                 continue
-            unused, duplicated, seen = [], [], set()
+            used = anywhere if directive.file_level else fired.get(directive.row, set())
+            unused, unknown, duplicated, seen = [], [], [], set()
             for code in directive.codes:
                 if code.upper in seen:
                     duplicated.append(code)
-                elif code.upper in judged and code.upper not in fired.get(directive.row, set()):
+                elif unknown_code(code.upper, known):
+                    unknown.append(code)
+                elif code.upper in judged and code.upper not in used:
                     unused.append(code)
                 seen.add(code.upper)
-            if not unused and not duplicated:
+            if not unused and not unknown and not duplicated:
                 continue
             parts = [
                 f"{label}: {', '.join(f'`{c.text}`' for c in codes)}"
-                for label, codes in (("unused", unused), ("duplicated", duplicated))
+                for label, codes in (("unused", unused), ("unknown", unknown), ("duplicated", duplicated))
                 if codes
             ]
-            kept = [code for code in directive.codes if code not in unused and code not in duplicated]
+            dropped = {*unused, *unknown, *duplicated}
+            kept = [code for code in directive.codes if code not in dropped]
             edit = _keep_codes(directive, kept) if kept else _remove(file, directive)
             violations.append(
                 Violation(

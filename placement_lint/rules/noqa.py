@@ -1,7 +1,12 @@
 """`# noqa` directives: which findings they suppress, and where they sit (DPL100 edits them).
 
 Only comments are directives, as in ruff: `"# noqa"` inside a string literal suppresses nothing.
-A directive belongs to its line: it suppresses the findings that start there.
+A line's directive (`# noqa`, `# noqa: DPL001`) suppresses the findings that start on its line; a
+file's (`# placement-lint: noqa`, `# placement-lint: noqa: DPL001`, ruff's `# ruff: noqa`), on a line
+of its own anywhere in the file, suppresses them in the whole file.
+
+A directive that cannot do what it says (a DPL code no rule has, a file directive after code) is a
+warning at its place, as ruff warns: it suppresses nothing more, and hides nothing else of the file.
 """
 
 from __future__ import annotations
@@ -15,13 +20,16 @@ import tokenize
 from placement_lint.analysis.index import index_of
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
-from placement_lint.source import SourceError, SourceFile
+from placement_lint.source import SourceFile
 
 # `[^\S\r\n]` rather than `\s`: a directive never runs on into the next line's text.
-NOQA = LazyPattern(
-    r"#[^\S\r\n]*noqa(?::[^\S\r\n]?(?P<codes>[A-Z]+[0-9]+(?:(?:[^\S\r\n]*,[^\S\r\n]*|[^\S\r\n]+)[A-Z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
+_CODE_LIST = r"[A-Z]+[0-9]+(?:(?:[^\S\r\n]*,[^\S\r\n]*|[^\S\r\n]+)[A-Z]+[0-9]+)*"
+NOQA = LazyPattern(rf"#[^\S\r\n]*noqa(?::[^\S\r\n]?(?P<codes>{_CODE_LIST}))?", re.IGNORECASE)
+# The file's directive, spelled as ruff's `# ruff: noqa` (the tool's name as written, `noqa` in any case).
+FILE_PREFIX = "placement-lint"
+FILE_NOQA = LazyPattern(rf"#[^\S\r\n]*{FILE_PREFIX}[^\S\r\n]*:[^\S\r\n]*(?i:noqa)(?![A-Za-z0-9_])")
+# After a file directive's `noqa`: its codes, if a colon follows (ruff allows blanks around it).
+_FILE_CODES = LazyPattern(rf"[^\S\r\n]*:[^\S\r\n]*(?P<codes>{_CODE_LIST})?", re.IGNORECASE)
 _CODE = LazyPattern(r"[A-Z]+[0-9]+", re.IGNORECASE)
 
 
@@ -40,32 +48,135 @@ class Directive(NamedTuple):
     start: int  # the `#` that opens it
     end: int  # after `noqa`, or after its last code
     codes: tuple[Code, ...]  # empty: a bare noqa comment, which suppresses every rule
+    file_level: bool = False  # `# placement-lint: noqa`: for the whole file, not its line
 
     def suppresses(self, code: str) -> bool:
         return not self.codes or any(c.upper == code for c in self.codes)
 
+    @property
+    def spelled(self) -> str:
+        return f"# {FILE_PREFIX}: noqa" if self.file_level else "# noqa"
+
+
+class DirectiveProblem(NamedTuple):
+    """Why a directive cannot do what it says, for a warning at its place: `{head} at path:line{tail}`,
+    as ruff words it."""
+
+    start: int  # what is wrong: the code, or the whole directive
+    end: int
+    head: str
+    tail: str = ""
+
+
+class Suppressions(NamedTuple):
+    """A file's directives: by line, for the whole file, and the ones that are mistaken."""
+
+    lines: dict[int, Directive]
+    file: tuple[Directive, ...] = ()
+    problems: tuple[DirectiveProblem, ...] = ()
+
+    @property
+    def present(self) -> bool:
+        return bool(self.lines or self.file)
+
+    @property
+    def whole_file(self) -> bool:
+        return any(not directive.codes for directive in self.file)
+
+    def in_file(self, code: str) -> bool:
+        """Whether a file directive suppresses this rule."""
+        return any(directive.suppresses(code) for directive in self.file)
+
+    def suppresses(self, source: SourceFile, start: int, code: str) -> bool:
+        """Whether a finding of rule `code` starting at `start` is suppressed: by the file, or its line."""
+        if self.in_file(code):
+            return True
+        return bool(self.lines) and suppressed(self.lines, noqa_row(source, start), code)
+
+
+NO_SUPPRESSIONS = Suppressions({})
+
 
 def directives(source: SourceFile, module: ast.Module) -> dict[int, Directive]:
     """The first `# noqa` comment of each line, by 1-based row."""
+    return read_suppressions(source, module).lines
+
+
+def read_suppressions(source: SourceFile, module: ast.Module, known: frozenset[str] | None = None) -> Suppressions:
+    """The file's directives; with `known`, the rule codes there are, also the problems of the ones
+    that name DPL codes no rule has (other linters' codes are theirs)."""
     text = source.text
     if not _mentions_noqa(text):
-        return {}
-    matches = list(NOQA.finditer(text))
-    if not matches:
-        return {}
-    rows = {source.position(m.start())[0] for m in matches}
+        return NO_SUPPRESSIONS
+    line_matches = list(NOQA.finditer(text))
+    file_matches = list(FILE_NOQA.finditer(text))
+    if not line_matches and not file_matches:
+        return NO_SUPPRESSIONS
+    rows = {source.position(m.start())[0] for m in (*line_matches, *file_matches)}
     strings = _string_spans(source, module, rows)
-    found: dict[int, Directive] = {}
-    for match in matches:
+
+    def commented(match: re.Match[str]) -> bool:
+        return not any(start <= match.start() < end for start, end in strings)
+
+    lines: dict[int, Directive] = {}
+    for match in line_matches:
         row = source.position(match.start())[0]
-        if row in found or any(start <= match.start() < end for start, end in strings):
+        if row in lines or not commented(match):
             continue
-        codes = ()
-        if match.group("codes"):
-            base = match.start("codes")
-            codes = tuple(Code(c.group(), base + c.start(), base + c.end()) for c in _CODE.finditer(match.group("codes")))
-        found[row] = Directive(row, match.start(), match.end(), codes)
-    return found
+        lines[row] = Directive(row, match.start(), match.end(), _codes(match.group("codes"), match.start("codes")))
+    problems: list[DirectiveProblem] = []
+    file: list[Directive] = []
+    for match in file_matches:
+        if not commented(match):
+            continue
+        row = source.position(match.start())[0]
+        if text[source.line_starts[row - 1] : match.start()].strip():
+            problems.append(
+                DirectiveProblem(
+                    match.start(),
+                    match.end(),
+                    f"Unexpected `# {FILE_PREFIX}: noqa` directive",
+                    f". File-level suppression comments must appear on their own line. "
+                    f"For line-level suppression, omit the `{FILE_PREFIX}:` prefix.",
+                )
+            )
+            continue
+        listed = _FILE_CODES.match(text, match.end())
+        if listed is not None and not listed.group("codes"):
+            problems.append(
+                DirectiveProblem(
+                    match.start(),
+                    match.end(),
+                    f"Invalid `# {FILE_PREFIX}: noqa` directive",
+                    f": expected a comma-separated list of codes (e.g., `# {FILE_PREFIX}: noqa: DPL001, DPL002`).",
+                )
+            )
+            continue
+        if listed is None:
+            file.append(Directive(row, match.start(), match.end(), (), file_level=True))
+        else:
+            codes = _codes(listed.group("codes"), listed.start("codes"))
+            file.append(Directive(row, match.start(), listed.end(), codes, file_level=True))
+    if known is not None:
+        for directive in sorted((*lines.values(), *file), key=lambda d: d.start):
+            problems += [
+                DirectiveProblem(code.start, code.end, f"Invalid rule code provided to `{directive.spelled}`", f": {code.text}")
+                for code in directive.codes
+                if unknown_code(code.upper, known)
+            ]
+    problems.sort(key=lambda problem: problem.start)
+    return Suppressions(lines, tuple(file), tuple(problems))
+
+
+def unknown_code(code: str, known: frozenset[str]) -> bool:
+    """A code of ours that no rule has (other tools' codes are theirs to judge)."""
+    return code.startswith("DPL") and code not in known
+
+
+def _codes(listed: str | None, base: int) -> tuple[Code, ...]:
+    if not listed:
+        return ()
+    return tuple(Code(c.group(), base + c.start(), base + c.end()) for c in _CODE.finditer(listed))
 
 
 def _mentions_noqa(text: str) -> bool:
@@ -129,13 +240,3 @@ def _rows_without_comment_end(text: str) -> frozenset[int]:
 def suppressed(found: dict[int, Directive], row: int, code: str) -> bool:
     directive = found.get(row)
     return directive is not None and directive.suppresses(code)
-
-
-def check_known_codes(source: SourceFile, found: dict[int, Directive], known: frozenset[str]) -> None:
-    """A `# noqa: DPL…` naming no rule is a mistake worth an error (other linters' codes are theirs)."""
-    for directive in found.values():
-        for code in directive.codes:
-            if code.upper.startswith("DPL") and code.upper not in known:
-                raise SourceError(
-                    f"line {directive.row}: unknown rule code {code.text} in noqa (rules are {', '.join(sorted(known))})"
-                )
