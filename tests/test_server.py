@@ -321,13 +321,14 @@ async def test_an_unknown_noqa_code_is_a_warning_at_its_place_and_the_findings_s
     assert warning.message.startswith("Invalid rule code provided to `# noqa` at ") and warning.message.endswith(": DPL999")
     row = len(train.read_text(encoding="utf-8").splitlines()) - 1
     assert warning.range == types.Range(types.Position(row, 15), types.Position(row, 21))
-    # The code actions still belong to the findings alone.
+    # The code actions still belong to the findings alone: at the warning, only the file's fix-all.
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(
             types.TextDocumentIdentifier(train.as_uri()), warning.range, types.CodeActionContext(diagnostics=[warning])
         )
     )
-    assert not actions
+    assert [action.kind for action in actions or []] == ["source.fixAll.placement-lint"]
+    assert not any(action.diagnostics for action in actions or [])
 
 
 def test_related_locations_name_in_file_evidence_as_the_config(tmp_path: Path) -> None:
