@@ -15,7 +15,7 @@ import json
 import os
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,13 +26,15 @@ if TYPE_CHECKING:
     from placement_lint.analysis.consumers import Consumer
     from placement_lint.context.evidence import Evidence
     from placement_lint.rules.violation import Violation
+    from placement_lint.settings import Settings
 
 CACHE_DIR_NAME = ".placement_lint_cache"
 _STALE_SECONDS = 30 * 24 * 3600
 _SEEN_RESOLUTION = 24 * 3600
 # 2: per-file launch digests in the repository context; 3: its details on a second line; 4: files named
-# by a CRC of the key they hold, which they are checked against
-_FORMAT = 5
+# by a CRC of the key they hold, which they are checked against; 6: launch contexts keyed by their settings,
+# with the folders their walk listed and git's index
+_FORMAT = 6
 
 
 # A file's entry is a list, not an object, as it is stored: 30% less JSON to parse on every warm run.
@@ -257,31 +259,64 @@ def _stamp(path: Path | str) -> list[int] | None:
 
 
 def load_repo_context(
-    folder: Path, root: Path, candidates: list[str] | None, cwd: Path, statuses: Mapping[str, os.stat_result] | None = None
+    folder: Path,
+    root: Path,
+    candidates: list[str] | None,
+    cwd: Path,
+    settings: Settings,
+    statuses: Mapping[str, os.stat_result] | None = None,
+    walk: Callable[[], tuple[list[Path], list[str]]] | None = None,
+    track: Callable[[list[Path]], list[Path]] | None = None,
 ) -> RepoContext | None:
     """The cached launch context of `root` as seen from `cwd` (its evidence names paths relative to
-    it), if nothing it was built from changed. `candidates`: the
-    launcher files a walk found now (None when no walk covered the root, as in a pre-commit run on
-    a few files: then only the files it was built from are looked at, and a launcher added since the
-    last full run is seen at the next one). Per-file entries are decoded when read: a warm run over
+    it) under `settings`, if nothing it was built from changed. `candidates`: the launcher files a walk
+    found now, or those beside a file named outside any repository; None when no walk covered the root
+    (a pre-commit run on a few files): then a context built from a walk of the whole root answers if
+    none of the folders that walk listed changed, or if `walk()` (the launch files and the folders it
+    lists) finds the same files again. `track(walked)`: the launch files git tracks beyond those,
+    asked again when git's index changed. Per-file entries are decoded when read: a warm run over
     thousands of launched scripts needs only their digests. `statuses`: files the walk has just looked
     at, by path (most inputs are the launched scripts: not looked at twice)."""
     statuses = statuses or {}
+    path = _repo_file(folder, root, cwd, settings)
     try:
         # Line 1: what tells whether the context is current, and each launched file's digest. Line 2:
         # what the launches say of each file, parsed only when a file has to be checked again.
-        index, _, details = _repo_file(folder, root, cwd).read_bytes().partition(b"\n")
+        index, _, details = path.read_bytes().partition(b"\n")
         data = decode_json(index)
-        if data.get("format") != _FORMAT or data["key"] != _repo_key(root, cwd) or data["details"] != _checksum(details):
+        if (
+            data.get("format") != _FORMAT
+            or data["key"] != _repo_key(root, cwd, settings)
+            or data["details"] != _checksum(details)
+        ):
             return None  # another version's, or cut short (the cache is not written durably)
-        if candidates is not None and sorted(candidates) != data["candidates"]:
-            return None
-        digests = data.get("import_only", {})
-        for path, stamp in data["inputs"].items():
-            status = statuses.get(path)
-            now = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(path)
-            if now != stamp and not _same_imports(Path(path), digests.get(path)):
+        refreshed = False
+        if candidates is not None:
+            if sorted(candidates) != data["candidates"]:
                 return None
+        elif data.get("folders") is None:
+            return None  # built from the launchers beside a file outside any repository: not from a walk of it
+        elif any(_folder_stamp(name) != stamp for name, stamp in data["folders"].items()):
+            # A file was added, removed or replaced somewhere: the same launch files, or another context.
+            if walk is None:
+                return None
+            found, listed = walk()
+            if sorted(map(str, found)) != data["candidates"]:
+                return None
+            data["folders"], refreshed = _folder_stamps(listed), True
+        if data.get("git_index") != _stamp(_git_index(root)):
+            walked = [Path(name) for name in data["candidates"]]
+            if track is None or sorted(map(str, track(walked))) != data["tracked"]:
+                return None
+            data["git_index"], refreshed = _stamp(_git_index(root)), True
+        digests = data.get("import_only", {})
+        for input_path, stamp in data["inputs"].items():
+            status = statuses.get(input_path)
+            now = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(input_path)
+            if now != stamp and not _same_imports(Path(input_path), digests.get(input_path)):
+                return None
+        if refreshed:  # what was checked again need not be the next run's work
+            _write(path, json.dumps(data).encode() + b"\n" + details)
         context = RepoContext(root, warnings=list(data["warnings"]))
         # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.
         encoded = Encoded(details)
@@ -299,16 +334,24 @@ def load_repo_context(
         return None
 
 
-def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
+def save_repo_context(
+    folder: Path, context: RepoContext, cwd: Path, settings: Settings, listed: Iterable[str] | None = None
+) -> None:
+    """`listed`: the folders the walk that found the context's launch files listed, when it walked the
+    whole root (None when the launch files are only those beside a file named outside any repository)."""
     from placement_lint.cache_json import consumers_json, evidence_json
 
     tracked = set(context.tracked)
     index = {
         "format": _FORMAT,
-        "key": _repo_key(context.root, cwd),
+        "key": _repo_key(context.root, cwd, settings),
         # The walk's candidates, which a later walk is compared with; the tracked ones apart.
         "candidates": sorted(str(path) for path in context.candidates if path not in tracked),
         "tracked": sorted(map(str, tracked)),
+        # What tells a run that walks no folder whether the candidates could have changed: the listed
+        # folders' mtimes (a file added, removed or renamed changes its folder's), and git's index.
+        "folders": _folder_stamps(listed) if listed is not None else None,
+        "git_index": _stamp(_git_index(context.root)),
         "inputs": {str(p): _stamp(p) for p in context.inputs},
         "import_only": {str(p): _digest(p) for p in context.import_only},
         "digests": {str(p): context.digest(str(p)) for p in context.by_file},
@@ -323,7 +366,22 @@ def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
     encoded = json.dumps(details).encode()
     index["details"] = _checksum(encoded)
     # json.dumps escapes every newline inside strings, so the first newline ends the index.
-    _write(_repo_file(folder, context.root, cwd), json.dumps(index).encode() + b"\n" + encoded)
+    _write(_repo_file(folder, context.root, cwd, settings), json.dumps(index).encode() + b"\n" + encoded)
+
+
+def _folder_stamp(folder: str) -> int | None:
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _folder_stamps(folders: Iterable[str]) -> dict[str, int | None]:
+    return {folder: _folder_stamp(folder) for folder in folders}
+
+
+def _git_index(root: Path) -> Path:
+    return root / ".git" / "index"
 
 
 def _checksum(details: bytes) -> list[int]:
@@ -343,12 +401,15 @@ def _same_imports(path: Path, digest: str | None) -> bool:
     return digest is not None and _digest(path) == digest
 
 
-def _repo_key(root: Path, cwd: Path) -> str:
-    return f"{root}\0{cwd}"
+def _repo_key(root: Path, cwd: Path, settings: Settings) -> str:
+    """What a launch context is for: its root, where paths are shown from, and the settings that
+    decide which launch files count (`exclude` does not: it decides what is reported)."""
+    launch_settings = json.dumps([str(settings.root), settings.launch_exclude, settings.respect_gitignore])
+    return f"{root}\0{cwd}\0{launch_settings}"
 
 
-def _repo_file(folder: Path, root: Path, cwd: Path) -> Path:
-    return folder / __version__ / f"repo-{_file_name(_repo_key(root, cwd))}.json"
+def _repo_file(folder: Path, root: Path, cwd: Path, settings: Settings) -> Path:
+    return folder / __version__ / f"repo-{_file_name(_repo_key(root, cwd, settings))}.json"
 
 
 def _write_json(path: Path, data: object) -> None:

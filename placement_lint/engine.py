@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from placement_lint.context.launcher_names import launcher_candidates, launcher_name, tracked_launchers
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
-from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
+from placement_lint.discover import Discovered, discover, forget_listings, real_folder, real_path, repository_root
 from placement_lint.process import collect_garbage_rarely, leave_alone_what_lives, thaw
 from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
@@ -54,15 +54,13 @@ def repo_contexts(
     found: Discovered,
     settings: Settings,
     cwd: Path,
-    given: Iterable[Path] = (),
     cache_folder: Path | None = None,
     before_building: Callable[[int], None] | None = None,
 ) -> list[RepoContext]:
-    """The launch context of every repository the files belong to, each built once. The folders
-    given on the command line (or holding a file given there) are searched for launchers even when
-    the configuration excludes them, as their Python files are checked. `before_building` is told
-    how many launch files a context is built from, before it is (not when the cache has it, or there
-    is nothing to read)."""
+    """The launch context of every repository the files belong to, each built once, from the
+    repository's launch files whatever paths the run was given. `before_building` is told how many
+    launch files a context is built from, before it is (not when the cache has it, or there is
+    nothing to read)."""
 
     base = cwd.resolve()
     display = functools.partial(display_path, cwd=base)
@@ -92,41 +90,59 @@ def repo_contexts(
     folders_with_files = found.folders or {os.path.dirname(name) for name in found.names}  # or a Discovered built by hand
     # Paths only for the few roots, sorted as Paths (part by part) as before.
     roots = sorted({Path(root) for root in {root_of(folder) for folder in folders_with_files}})
-    folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
     contexts = []
     for root in roots:
-        # When the walk covered the whole root, its launcher candidates are already known.
+        real_root = root.resolve()
+        # When the walk covered the whole root, its launcher candidates are already known, and the
+        # folders it listed are what a later run without a walk looks at to tell whether they changed.
         covered = any(root.is_relative_to(w) for w in found.walked)
         inside = os.path.join(str(root), "")
         launchers = [name for name in found.others if found.resolved(name).startswith(inside)] if covered else None
+        folders: list[str] | None = _listed_inside(found, real_root) if covered else []
         if not covered and repository_root(root) is None:
             # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
             # speak for it, or a file in a home folder would make us read the whole home folder.
-            launchers = _launchers_beside(root)
+            launchers, folders = _launchers_beside(root), None
+
+        def walk(real_root: Path = real_root) -> tuple[list[Path], list[str]]:
+            folders: list[str] = []
+            return launcher_candidates(real_root, settings, None, folders), folders
+
+        def track(walked: list[Path], real_root: Path = real_root) -> list[Path]:
+            return tracked_launchers(real_root, settings, walked)
+
         cached = None
         if cache_folder is not None:
             from placement_lint.cache import load_repo_context
 
-            cached = load_repo_context(cache_folder, root, launchers, base, found.statuses)
+            cached = load_repo_context(cache_folder, real_root, launchers, base, settings, found.statuses, walk, track)
         if cached is None:
-            found_launchers = None if launchers is None else [Path(name) for name in launchers]
-            real_root = root.resolve()
-            candidates = launcher_candidates(real_root, settings, folders, found_launchers)
-            tracked = tracked_launchers(real_root, settings, candidates)
+            if launchers is None:
+                candidates, folders = walk()
+            else:
+                candidates = [Path(name) for name in launchers]
+            tracked = track(candidates)
             if candidates or tracked:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 
                 if before_building is not None:
                     before_building(len(candidates) + len(tracked))
-                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens(), tracked)
+                cached = build_repo_context(root, settings, display, candidates, _anchor_tokens(), tracked)
             else:
-                cached = RepoContext(root.resolve())  # nothing to read: no launch reaches any file
+                cached = RepoContext(real_root)  # nothing to read: no launch reaches any file
             if cache_folder is not None:
                 from placement_lint.cache import save_repo_context
 
-                save_repo_context(cache_folder, cached, base)
+                save_repo_context(cache_folder, cached, base, settings, folders)
         contexts.append(cached)
     return contexts
+
+
+def _listed_inside(found: Discovered, real_root: Path) -> list[str]:
+    """The folders the walk listed inside `real_root` (resolved), as their resolved paths."""
+    top = str(real_root)
+    inside = os.path.join(top, "")
+    return [real for real, _ in found.roots.values() if real == top or real.startswith(inside)]
 
 
 @functools.cache
@@ -160,6 +176,7 @@ def run(
     (`--changed-since`); `progress(done, total)` hears of every file as it is done."""
     cwd = cwd or Path.cwd()
     paths = list(paths)
+    forget_listings()
     found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
     cache = None
     if cache_folder is not None and not options.fixing:
@@ -168,7 +185,7 @@ def run(
         cache = Cache(cache_folder, _settings_key(settings, options))
     ahead = _ScreenAhead(found, cache, settings, options, cwd)
     try:
-        repos = repo_contexts(found, settings, cwd, paths, cache_folder, ahead.start if _CAN_FORK and restrict is None else None)
+        repos = repo_contexts(found, settings, cwd, cache_folder, ahead.start if _CAN_FORK and restrict is None else None)
     finally:
         screened_ahead = ahead.stop()
     # Names, not Paths, until a file needs one: a warm run over thousands of files makes few.
@@ -284,10 +301,10 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
 
     cwd = cwd or Path.cwd()
     path = Path(os.path.abspath(path))
+    forget_listings()
     root = repository_root(path) or real_path(path).parent
-    # As for a file named on the command line, its folder's launchers count even if excluded.
     base = cwd.resolve()
-    repo = build_repo_context(root, settings, lambda p: display_path(p, base), (path.parent,), None, _anchor_tokens())
+    repo = build_repo_context(root, settings, lambda p: display_path(p, base), None, _anchor_tokens())
     result = FileChecker(settings, options, cwd, Launches([repo])).check(path, raw, write=False)
     return RunResult([result], 1, [], list(repo.warnings), rule_url_base=settings.rule_url_base)
 

@@ -60,6 +60,7 @@ _KEYS = {
     "extend-select",
     "exclude",
     "extend-exclude",
+    "launch-exclude",
     "per-file-ignores",
     "context",
     "per-file-context",
@@ -85,6 +86,9 @@ class Settings(NamedTuple):
     extend_select: tuple[str, ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    # Folders and files whose launch commands do not count, on top of DEFAULT_EXCLUDE's (`exclude` and
+    # `extend-exclude` decide what is reported, not what launches).
+    launch_exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     context: str | None = None
     per_file_context: tuple[tuple[str, str], ...] = ()
@@ -155,7 +159,7 @@ def _from_table(table: dict[str, object], config_file: Path, codes: tuple[str, .
             values[key.replace("-", "_")] = tuple(
                 check_selectors(_strings(table[key], f"{where} {key}"), codes, f"{where} {key}")
             )
-    for key in ("exclude", "extend-exclude"):
+    for key in ("exclude", "extend-exclude", "launch-exclude"):
         if key in table:
             values[key.replace("-", "_")] = tuple(_patterns(_strings(table[key], f"{where} {key}"), f"{where} {key}"))
     if "per-file-ignores" in table:

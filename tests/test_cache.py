@@ -195,11 +195,13 @@ def test_a_cached_launch_context_reads_as_the_built_one(tmp_path: Path) -> None:
     (tmp_path / "b.py").write_text("from helpers import load\nload()\n" + LAUNCHED)
     (tmp_path / "run.sh").write_text("accelerate launch --num_processes 2 b.py --bf16\n")
     root = tmp_path.resolve()
-    built = build_repo_context(root, Settings(root=root, codes=CODES), str)
+    settings = Settings(root=root, codes=CODES)
+    built = build_repo_context(root, settings, str)
     # What the launched script passes to the helper module's functions is cached too.
     assert built.calls == {root / "helpers.py": {"load": [{"for_eval": False}]}}
-    save_repo_context(tmp_path / "cache", built, root)
-    loaded = load_repo_context(tmp_path / "cache", root, None, root)
+    (tmp_path / "cache").mkdir()  # before the folder's stamp is taken
+    save_repo_context(tmp_path / "cache", built, root, settings, [str(root)])
+    loaded = load_repo_context(tmp_path / "cache", root, None, root, settings)
     assert loaded is not None and isinstance(loaded.by_file, DecodedOnRead)
     assert sorted(loaded.by_file) == sorted(built.by_file) != []
     for path in built.by_file:
