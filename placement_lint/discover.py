@@ -61,6 +61,9 @@ class Discovered:
         # Each folder the walk listed: its resolved path and its repository's root (as repository_root
         # finds it, None outside any), as text: the walk worked them out from the listings it holds.
         self.roots: dict[str, tuple[str, str | None]] = {}
+        # Files named on the command line that are not checked but may launch or configure Python files
+        # (a launch script, a config, a doc), when the walk looked for launch files: the run checks those.
+        self.named_inputs: list[str] = []
 
     @cached_property
     def files(self) -> list[Path]:
@@ -263,6 +266,22 @@ class _Ignores:
             return True
         return any(_matches_at(spec, path, name, base, is_dir) for base, spec in chain)
 
+    def launch_ignored_path(self, path: Path, is_dir: bool) -> bool:
+        """Whether a path named on the command line (absolute), or a folder above it in its repository,
+        is one whose launch files do not count (`launch_ignored`): naming a folder or file gets it
+        checked, but does not change what the repository launches."""
+        top = self.root if _relative(path, self.root) is not None else repository_root(path)
+        current, folder = path, is_dir
+        while True:
+            parent = current.parent
+            if parent == current or (top is not None and current == top):
+                return False
+            if self.launch_ignored(str(current), current.name, folder, self.chain_of(parent)):
+                return True
+            if top is None:
+                return False  # outside any project: only the path's own name counts
+            current, folder = parent, True
+
     def force_excluded(self, path: Path, is_dir: bool, launch: bool = False) -> bool:
         """Whether `exclude`/`extend-exclude` (with `launch`: DEFAULT_EXCLUDE and `launch-exclude`)
         cover a path named on the command line: it, or a folder above it inside the project. Like
@@ -323,6 +342,7 @@ def discover(
     real_names: dict[str, str] = {}
     folders: set[str] = set()
     roots: dict[str, tuple[str, str | None]] = {}
+    named_inputs: list[str] = []
 
     def add(path: str, name: str, folder: str, status: os.stat_result, real: str, role: int = CHECKED | LAUNCHER) -> None:
         key = (status.st_dev, status.st_ino)
@@ -344,7 +364,7 @@ def discover(
                 folders.add(folder)
             if role & LAUNCHER and also is not None and also(name):  # it may launch scripts (`!accelerate launch train.py`)
                 others.append(path)
-        else:
+        elif role & LAUNCHER:
             others.append(path)
 
     def wanted(name: str) -> bool:
@@ -358,16 +378,26 @@ def discover(
         except OSError:
             missing.append(given)
             continue
+        regular = stat.S_ISREG(status.st_mode)
+        if regular and not absolute.name.endswith(CHECKED_SUFFIXES):
+            # A launch script, config or doc: not checked itself, so `exclude` does not apply to it (with
+            # or without force_exclude); the run checks the Python files it launches or configures.
+            if also is not None and not ignores.launch_ignored_path(absolute, False):
+                named_inputs.append(str(absolute))
+                if also(absolute.name):
+                    add(str(absolute), absolute.name, str(absolute.parent), status, real_name(absolute), LAUNCHER)
+            continue
         if force_exclude and ignores.force_excluded(absolute, stat.S_ISDIR(status.st_mode)):
             continue
-        if stat.S_ISREG(status.st_mode):
+        launches = also is not None and not ignores.launch_ignored_path(absolute, not regular)
+        if regular:
             # Named explicitly: always checked (unless force_exclude).
-            add(str(absolute), absolute.name, str(absolute.parent), status, real_name(absolute))
+            add(str(absolute), absolute.name, str(absolute.parent), status, real_name(absolute), CHECKED | LAUNCHER * launches)
         elif not stat.S_ISDIR(status.st_mode):
             unreadable.append(absolute)  # a FIFO or a device: never opened, so nothing can hang
         else:
             unlisted: list[Path] = []
-            _walk(absolute, ignores, add, wanted, unlisted.append, roots, launches=also is not None)
+            _walk(absolute, ignores, add, wanted, unlisted.append, roots, launches=launches)
             unreadable += sorted(unlisted)
             walked.append(absolute.resolve())
     if dropped:
@@ -379,7 +409,14 @@ def discover(
     others.sort()
     found = Discovered(names, missing, others, tuple(walked), unreadable, statuses, real_names, frozenset(folders))
     found.roots = roots
+    found.named_inputs = named_inputs
     return found
+
+
+def excluded_by_settings(settings: Settings) -> Callable[[Path], bool]:
+    """Whether the configured `exclude`/`extend-exclude` cover a file (not .gitignore files)."""
+    ignores = _Ignores(settings)
+    return lambda path: ignores.force_excluded(path, False)
 
 
 def launch_excluded_by_settings(settings: Settings) -> Callable[[Path], bool]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from placement_lint.context.launcher_names import launcher_candidates, launcher_name, tracked_launchers
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
-from placement_lint.discover import Discovered, discover, forget_listings, real_folder, real_path, repository_root
+from placement_lint.discover import Discovered, discover, forget_listings, real_folder, real_name, real_path, repository_root
 from placement_lint.process import collect_garbage_rarely, leave_alone_what_lives, thaw
 from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
@@ -88,6 +88,8 @@ def repo_contexts(
         return real
 
     folders_with_files = found.folders or {os.path.dirname(name) for name in found.names}  # or a Discovered built by hand
+    if found.named_inputs:  # a launch script, config or doc named on the command line: its repository's too
+        folders_with_files = {*folders_with_files, *(os.path.dirname(name) for name in found.named_inputs)}
     # Paths only for the few roots, sorted as Paths (part by part) as before.
     roots = sorted({Path(root) for root in {root_of(folder) for folder in folders_with_files}})
     contexts = []
@@ -182,7 +184,7 @@ def run(
     if cache_folder is not None and not options.fixing:
         from placement_lint.cache import Cache  # with json and zlib: a run with --no-cache reads no cache
 
-        cache = Cache(cache_folder, _settings_key(settings, options))
+        cache = Cache(cache_folder, _settings_key(settings, options, cwd))
     ahead = _ScreenAhead(found, cache, settings, options, cwd)
     try:
         repos = repo_contexts(found, settings, cwd, cache_folder, ahead.start if _CAN_FORK and restrict is None else None)
@@ -190,6 +192,8 @@ def run(
         screened_ahead = ahead.stop()
     # Names, not Paths, until a file needs one: a warm run over thousands of files makes few.
     files = found.names if restrict is None else [str(path) for path in restrict(found.files, repos)]
+    if found.named_inputs:
+        files = _with_affected(files, found, repos, settings, cwd)
     launches = Launches(repos)
     results: list[FileResult] = []
     errors = [f"{path}: no such file or directory" for path in found.missing]
@@ -251,6 +255,23 @@ def run(
     results.sort(key=lambda r: r.display)
     warnings = [w for repo in repos for w in repo.warnings]
     return RunResult(results, len(files), errors, warnings, interrupted, settings.rule_url_base)
+
+
+def _with_affected(files: list[str], found: Discovered, repos: list[RepoContext], settings: Settings, cwd: Path) -> list[str]:
+    """`files` and the Python files the launch scripts, configs and docs named on the command line
+    launch or configure (`placement-lint check scripts/run.sh`, a pre-commit run where only a launch
+    script is staged): those `--changed-since` would check again had only the named files changed.
+    They are found as a walk of their repository finds Python files: its excludes apply."""
+    from placement_lint.changes import affected
+
+    named = {Path(name) for name in found.named_inputs}
+    real_named = [real_path(path) for path in named]
+    roots = [repo.root for repo in repos if any(path.is_relative_to(repo.root) for path in real_named)]
+    candidates = discover(roots, settings).files
+    chosen, _ = affected(candidates, repos, named, cwd)
+    known = {found.resolved(name) for name in files}
+    added = [str(path) for path in chosen if real_name(path) not in known]
+    return sorted([*files, *added]) if added else files
 
 
 def add_noqa_comments(result: RunResult) -> None:
@@ -323,17 +344,19 @@ def _from_cache(path: Path, display: str, violations: list[Violation], raw: byte
     return result
 
 
-def _settings_key(settings: Settings, options: RunOptions) -> str:
+def _settings_key(settings: Settings, options: RunOptions, cwd: Path) -> str:
     from placement_lint.cache import Cache
 
+    # Every resolved setting (the excludes too: what a run reports may not hang on which settings a
+    # cached answer was made under), the options that change a finding, where paths are shown from,
+    # and the interpreter, whose grammar decides what parses. The release: the cache's folder.
     return Cache.settings_key(
         settings.enabled_codes(),
-        settings.per_file_ignores,
-        settings.context,
-        settings.per_file_context,
+        settings._replace(root=settings.root.resolve(), codes=()),
         options.context,
         options.ignore_noqa,
-        str(settings.root.resolve()),
+        str(cwd.resolve()),
+        sys.version_info[:2],
     )
 
 
