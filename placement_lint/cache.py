@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placement_lint.context.launches import DecodedOnRead, Encoded, PathList, RepoContext, decode_json, import_lines_digest
+from placement_lint.settings import DEFAULT_EXCLUDE
 from placement_lint.version import __version__
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from placement_lint.settings import Settings
 
 CACHE_DIR_NAME = ".placement_lint_cache"
+_UNREAD = frozenset(DEFAULT_EXCLUDE)
 _STALE_SECONDS = 30 * 24 * 3600
 _SEEN_RESOLUTION = 24 * 3600
 # 2: per-file launch digests in the repository context; 3: its details on a second line; 4: files named
@@ -265,18 +267,18 @@ def load_repo_context(
     cwd: Path,
     settings: Settings,
     statuses: Mapping[str, os.stat_result] | None = None,
-    walk: Callable[[], tuple[list[Path], list[str]]] | None = None,
     track: Callable[[list[Path]], list[Path]] | None = None,
 ) -> RepoContext | None:
-    """The cached launch context of `root` as seen from `cwd` (its evidence names paths relative to
-    it) under `settings`, if nothing it was built from changed. `candidates`: the launcher files a walk
-    found now, or those beside a file named outside any repository; None when no walk covered the root
-    (a pre-commit run on a few files): then a context built from a walk of the whole root answers if
-    none of the folders that walk listed changed, or if `walk()` (the launch files and the folders it
-    lists) finds the same files again. `track(walked)`: the launch files git tracks beyond those,
-    asked again when git's index changed. Per-file entries are decoded when read: a warm run over
-    thousands of launched scripts needs only their digests. `statuses`: files the walk has just looked
-    at, by path (most inputs are the launched scripts: not looked at twice)."""
+    """The cached launch context of `root` (resolved) as seen from `cwd` (its evidence names paths
+    relative to it) under `settings`, if nothing it was built from changed. `candidates`: the launcher
+    files a walk found now, or those beside a file named outside any repository; None when no walk
+    covered the root (a pre-commit run on a few files): then only a context built from a walk of the
+    whole root answers. Either way no file may have appeared or gone in the folders it was built
+    from (a launch file, or a script a launch names that was missing), and `track(walked)`, the launch
+    files git tracks beyond those, is asked again when git's index changed. Per-file entries are
+    decoded when read: a warm run over thousands of launched scripts needs only their digests.
+    `statuses`: files the walk has just looked at, by path (most inputs are the launched scripts: not
+    looked at twice)."""
     statuses = statuses or {}
     path = _repo_file(folder, root, cwd, settings)
     try:
@@ -290,21 +292,20 @@ def load_repo_context(
             or data["details"] != _checksum(details)
         ):
             return None  # another version's, or cut short (the cache is not written durably)
-        refreshed = False
         if candidates is not None:
             if sorted(candidates) != data["candidates"]:
                 return None
-        elif data.get("folders") is None:
+        elif not data["walked"]:
             return None  # built from the launchers beside a file outside any repository: not from a walk of it
-        elif any(_folder_stamp(name) != stamp for name, stamp in data["folders"].items()):
-            # A file was added, removed or replaced somewhere: the same launch files, or another context.
-            if walk is None:
+        refreshed = False
+        for name, stamp in data["folders"].items():
+            if _folder_stamp(name) == stamp[0]:
+                continue
+            # Touched: a file was added, removed or replaced (an editor's save). Only the names decide.
+            if _folder_names(name) != stamp[1]:
                 return None
-            found, listed = walk()
-            if sorted(map(str, found)) != data["candidates"]:
-                return None
-            data["folders"], refreshed = _folder_stamps(listed), True
-        if data.get("git_index") != _stamp(_git_index(root)):
+            stamp[0], refreshed = _folder_stamp(name), True
+        if data["git_index"] != _stamp(_git_index(root)):
             walked = [Path(name) for name in data["candidates"]]
             if track is None or sorted(map(str, track(walked))) != data["tracked"]:
                 return None
@@ -315,7 +316,7 @@ def load_repo_context(
             now = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(input_path)
             if now != stamp and not _same_imports(Path(input_path), digests.get(input_path)):
                 return None
-        if refreshed:  # what was checked again need not be the next run's work
+        if refreshed:  # what was looked at again need not be the next run's work
             _write(path, json.dumps(data).encode() + b"\n" + details)
         context = RepoContext(root, warnings=list(data["warnings"]))
         # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.
@@ -330,17 +331,22 @@ def load_repo_context(
         context.inputs = PathList(list(data["inputs"]))
         context.import_only = PathList(list(digests))
         return context
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
 
 
 def save_repo_context(
-    folder: Path, context: RepoContext, cwd: Path, settings: Settings, listed: Iterable[str] | None = None
+    folder: Path, context: RepoContext, cwd: Path, settings: Settings, listed: Iterable[str], walked: bool = True
 ) -> None:
-    """`listed`: the folders the walk that found the context's launch files listed, when it walked the
-    whole root (None when the launch files are only those beside a file named outside any repository)."""
+    """`listed`: the folders the context was built from: those the walk that found its launch files
+    listed; `walked`: whether that walk covered the whole root (not when the launch files are only
+    those beside a file named outside any repository, in its folder)."""
     from placement_lint.cache_json import consumers_json, evidence_json
 
+    try:  # before the folders are looked at: the cache's own folder appearing changes nothing
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
     tracked = set(context.tracked)
     index = {
         "format": _FORMAT,
@@ -348,9 +354,11 @@ def save_repo_context(
         # The walk's candidates, which a later walk is compared with; the tracked ones apart.
         "candidates": sorted(str(path) for path in context.candidates if path not in tracked),
         "tracked": sorted(map(str, tracked)),
-        # What tells a run that walks no folder whether the candidates could have changed: the listed
-        # folders' mtimes (a file added, removed or renamed changes its folder's), and git's index.
-        "folders": _folder_stamps(listed) if listed is not None else None,
+        "walked": walked,
+        # What tells whether a file appeared or went (a launch file a run that walks no folder does
+        # not see, a missing script a launch names, a module an import names): the folders' mtimes
+        # (an entry added, removed or renamed changes its folder's) and names; and git's index.
+        "folders": {name: [_folder_stamp(name), _folder_names(name)] for name in dict.fromkeys(listed)},
         "git_index": _stamp(_git_index(context.root)),
         "inputs": {str(p): _stamp(p) for p in context.inputs},
         "import_only": {str(p): _digest(p) for p in context.import_only},
@@ -376,8 +384,14 @@ def _folder_stamp(folder: str) -> int | None:
         return None
 
 
-def _folder_stamps(folders: Iterable[str]) -> dict[str, int | None]:
-    return {folder: _folder_stamp(folder) for folder in folders}
+def _folder_names(folder: str) -> int | None:
+    """A digest of the names in a folder, but those never read (caches, environments, `.git`, whose
+    index is looked at on its own)."""
+    try:
+        names = sorted(name for name in os.listdir(folder) if name not in _UNREAD)
+    except OSError:
+        return None
+    return zlib.crc32("\0".join(names).encode("utf-8", "surrogateescape"))
 
 
 def _git_index(root: Path) -> Path:

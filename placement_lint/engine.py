@@ -100,27 +100,24 @@ def repo_contexts(
         covered = any(root.is_relative_to(w) for w in found.walked)
         inside = os.path.join(str(root), "")
         launchers = [name for name in found.others if found.resolved(name).startswith(inside)] if covered else None
-        folders: list[str] | None = _listed_inside(found, real_root) if covered else []
+        folders = _listed_inside(found, real_root) if covered else []
+        walked = True  # the launch files are those of a walk of the whole root
         if not covered and repository_root(root) is None:
             # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
             # speak for it, or a file in a home folder would make us read the whole home folder.
-            launchers, folders = _launchers_beside(root), None
+            launchers, folders, walked = _launchers_beside(root), [str(real_root)], False
 
-        def walk(real_root: Path = real_root) -> tuple[list[Path], list[str]]:
-            folders: list[str] = []
-            return launcher_candidates(real_root, settings, None, folders), folders
-
-        def track(walked: list[Path], real_root: Path = real_root) -> list[Path]:
-            return tracked_launchers(real_root, settings, walked)
+        def track(candidates: list[Path], real_root: Path = real_root) -> list[Path]:
+            return tracked_launchers(real_root, settings, candidates)
 
         cached = None
         if cache_folder is not None:
             from placement_lint.cache import load_repo_context
 
-            cached = load_repo_context(cache_folder, real_root, launchers, base, settings, found.statuses, walk, track)
+            cached = load_repo_context(cache_folder, real_root, launchers, base, settings, found.statuses, track)
         if cached is None:
             if launchers is None:
-                candidates, folders = walk()
+                candidates = launcher_candidates(real_root, settings, None, folders)
             else:
                 candidates = [Path(name) for name in launchers]
             tracked = track(candidates)
@@ -135,7 +132,7 @@ def repo_contexts(
             if cache_folder is not None:
                 from placement_lint.cache import save_repo_context
 
-                save_repo_context(cache_folder, cached, base, settings, folders)
+                save_repo_context(cache_folder, cached, base, settings, folders, walked)
         contexts.append(cached)
     return contexts
 
@@ -261,16 +258,23 @@ def _with_affected(files: list[str], found: Discovered, repos: list[RepoContext]
     """`files` and the Python files the launch scripts, configs and docs named on the command line
     launch or configure (`placement-lint check scripts/run.sh`, a pre-commit run where only a launch
     script is staged): those `--changed-since` would check again had only the named files changed.
-    They are found as a walk of their repository finds Python files: its excludes apply."""
-    from placement_lint.changes import affected
+    The configured excludes apply to them, as they are not named themselves."""
+    from placement_lint.changes import CONFIG_SUFFIXES, affected
 
     named = {Path(name) for name in found.named_inputs}
     real_named = [real_path(path) for path in named]
-    roots = [repo.root for repo in repos if any(path.is_relative_to(repo.root) for path in real_named)]
-    candidates = discover(roots, settings).files
-    chosen, _ = affected(candidates, repos, named, cwd)
+    mine = [repo for repo in repos if any(path.is_relative_to(repo.root) for path in real_named)]
+    if any(path.suffix.lower() in CONFIG_SUFFIXES for path in named):
+        # A Python file that names a config by its name is checked again too: every file is a candidate.
+        candidates = discover([repo.root for repo in mine], settings).files
+    else:  # only the files the launches reach can be
+        candidates = [path for repo in mine for path in repo.by_file]
+    chosen, _ = affected(candidates, mine, named, cwd)
+    if not chosen:
+        return files
     known = {found.resolved(name) for name in files}
-    added = [str(path) for path in chosen if real_name(path) not in known]
+    reported = discover(chosen, settings, force_exclude=True).names  # `exclude` and `extend-exclude` apply
+    added = [name for name in reported if found.resolved(name) not in known]
     return sorted([*files, *added]) if added else files
 
 

@@ -199,7 +199,6 @@ def test_a_cached_launch_context_reads_as_the_built_one(tmp_path: Path) -> None:
     built = build_repo_context(root, settings, str)
     # What the launched script passes to the helper module's functions is cached too.
     assert built.calls == {root / "helpers.py": {"load": [{"for_eval": False}]}}
-    (tmp_path / "cache").mkdir()  # before the folder's stamp is taken
     save_repo_context(tmp_path / "cache", built, root, settings, [str(root)])
     loaded = load_repo_context(tmp_path / "cache", root, None, root, settings)
     assert loaded is not None and isinstance(loaded.by_file, DecodedOnRead)

@@ -70,7 +70,18 @@ FILES: dict[str, list[str | None]] = {
     ".gitignore": ["scripts/\n", "launch/\n", "*.json\n", None],
 }
 FOLDERS = ["launch", "scripts", "configs"]
-PATHS = [".", "train.py", "launch", "launch/model_utils.py", "launch/train.py", "other.py", "scripts", "scripts/run.sh", "README.md"]
+PATHS = [
+    ".",
+    "train.py",
+    "launch",
+    "launch/model_utils.py",
+    "launch/train.py",
+    "other.py",
+    "scripts",
+    "scripts/run.sh",
+    "README.md",
+    "configs/ds.json",
+]
 
 
 def _toml_list(items: list[str]) -> str:
@@ -118,6 +129,16 @@ class CachedAsFresh(RuleBasedStateMachine):
     @rule(data=st.data(), name=st.sampled_from(sorted(FILES)), paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=2))
     def edit(self, data: st.DataObject, name: str, paths: list[str]) -> None:
         self._write(name, data.draw(st.sampled_from(FILES[name]), label=name))
+        self._compare(paths)
+
+    @rule(name=st.sampled_from(sorted(FILES)), paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=2))
+    def save_as_an_editor_does(self, name: str, paths: list[str]) -> None:
+        """The same bytes written to a new file that replaces the old one: its folder's mtime changes."""
+        path = self.root / name
+        if path.exists():
+            temporary = path.with_name(path.name + ".tmp")
+            temporary.write_bytes(path.read_bytes())
+            os.replace(temporary, path)
         self._compare(paths)
 
     @precondition(lambda self: not (self.root / ".git").exists())
@@ -177,8 +198,8 @@ class CachedAsFresh(RuleBasedStateMachine):
 STEPS: list[int] = []
 
 CachedAsFresh.TestCase.settings = settings(
-    max_examples=int(os.environ.get("PLACEMENT_LINT_STATEFUL_EXAMPLES", "12")),
-    stateful_step_count=int(os.environ.get("PLACEMENT_LINT_STATEFUL_STEPS", "15")),
+    max_examples=int(os.environ.get("PLACEMENT_LINT_STATEFUL_EXAMPLES", "40")),
+    stateful_step_count=int(os.environ.get("PLACEMENT_LINT_STATEFUL_STEPS", "25")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
