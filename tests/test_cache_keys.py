@@ -103,3 +103,74 @@ def test_removing_the_settings_that_excluded_the_launch_folder_is_seen(launch_fo
     cached, fresh = both(launch_folder, "launch/model_utils.py")
     assert fresh[0] == 1 and "DPL001" in fresh[1]
     assert cached == fresh
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "other.py").write_text("print('hello')\n")
+    (tmp_path / "configs" / "ds.json").write_text(ZERO3_JSON)
+    return tmp_path
+
+
+@pytest.mark.parametrize("paths", [["."], ["train.py"]])
+def test_a_script_a_launch_names_that_appears_later_gets_its_launch(repo: Path, paths: list[str]) -> None:
+    (repo / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n")
+    check(repo, ".")  # the launch names train.py, which is not there yet
+    (repo / "train.py").write_text(TRAIN)
+    cached, fresh = both(repo, *paths)
+    assert fresh[0] == 1 and "DPL001" in fresh[1]
+    assert cached == fresh
+
+
+def test_a_module_an_import_names_that_comes_back_gets_its_launch(repo: Path) -> None:
+    (repo / "launch").mkdir()
+    (repo / "launch" / "train.py").write_text(LAUNCHED_TRAIN)
+    (repo / "scripts" / "run.sh").write_text("deepspeed launch/train.py --deepspeed configs/ds.json\n")
+    check(repo, ".")  # launch/train.py imports model_utils, which is not there yet
+    (repo / "launch" / "model_utils.py").write_text(MODEL_UTILS)
+    cached, fresh = both(repo, "launch/model_utils.py")
+    assert fresh[0] == 1 and "DPL001" in fresh[1]
+    assert cached == fresh
+
+
+def test_a_launch_script_added_since_the_last_walk_is_seen_by_a_run_over_one_file(repo: Path) -> None:
+    (repo / "train.py").write_text(TRAIN)
+    assert check(repo, ".")[0] == 0
+    (repo / "scripts" / "zero3.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n")
+    cached, fresh = both(repo, "train.py")  # as pre-commit runs: no walk of the repository
+    assert fresh[0] == 1
+    assert cached == fresh
+
+
+def test_an_editor_s_save_that_replaces_a_file_keeps_the_launch_context(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / "train.py").write_text(TRAIN)
+    (repo / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n")
+    first = check(repo, "train.py")
+    # A new file renamed over the old one, in a folder the context was built from: its mtime changes.
+    (repo / "saved.tmp").write_bytes((repo / "other.py").read_bytes())
+    os.replace(repo / "saved.tmp", repo / "other.py")
+
+    def fail(*_: object) -> None:
+        raise AssertionError("the launch context was built again")
+
+    monkeypatch.setattr("placement_lint.context.repo.build_repo_context", fail)
+    assert check(repo, "train.py") == first
+    assert check(repo, "train.py") == first  # and the folders' new stamps were kept
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_launch_script_git_starts_tracking_in_an_ignored_folder_is_seen(tmp_path: Path) -> None:
+    git_init(tmp_path)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / ".gitignore").write_text("scripts/\n")
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "ds.json").write_text(ZERO3_JSON)
+    (tmp_path / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed ds.json\n")
+    assert check(tmp_path, ".")[0] == 0  # ignored, and not tracked: not the repository's
+    subprocess.run(["git", "add", "-f", "scripts/run.sh"], cwd=tmp_path, check=True)
+    cached, fresh = both(tmp_path, ".")
+    assert fresh[0] == 1
+    assert cached == fresh
