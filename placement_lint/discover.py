@@ -389,7 +389,8 @@ def discover(
             continue
         if force_exclude and ignores.force_excluded(absolute, stat.S_ISDIR(status.st_mode)):
             continue
-        launches = also is not None and not ignores.launch_ignored_path(absolute, not regular)
+        # A Python file launches nothing: what .gitignore says of it is not worth reading for that.
+        launches = also is not None and not absolute.name.endswith(".py") and not ignores.launch_ignored_path(absolute, not regular)
         if regular:
             # Named explicitly: always checked (unless force_exclude).
             add(str(absolute), absolute.name, str(absolute.parent), status, real_name(absolute), CHECKED | LAUNCHER * launches)
