@@ -286,7 +286,9 @@ class _Ignores:
         """Whether `exclude`/`extend-exclude` (with `launch`: DEFAULT_EXCLUDE and `launch-exclude`)
         cover a path named on the command line: it, or a folder above it inside the project. Like
         ruff's --force-exclude, .gitignore files do not count here."""
-        excluded_names, spec = (self.launch_excluded_names, self.launch_exclude) if launch else (self.excluded_names, self.exclude)
+        excluded_names, spec = (
+            (self.launch_excluded_names, self.launch_exclude) if launch else (self.excluded_names, self.exclude)
+        )
         relative = _relative(Path(os.path.realpath(path.parent)) / path.name, self.root)
         if relative is None:  # outside the project: only the name can match
             parts, names = [path.name], [path.name]
@@ -390,7 +392,9 @@ def discover(
         if force_exclude and ignores.force_excluded(absolute, stat.S_ISDIR(status.st_mode)):
             continue
         # A Python file launches nothing: what .gitignore says of it is not worth reading for that.
-        launches = also is not None and not absolute.name.endswith(".py") and not ignores.launch_ignored_path(absolute, not regular)
+        launches = (
+            also is not None and not absolute.name.endswith(".py") and not ignores.launch_ignored_path(absolute, not regular)
+        )
         if regular:
             # Named explicitly: always checked (unless force_exclude).
             add(str(absolute), absolute.name, str(absolute.parent), status, real_name(absolute), CHECKED | LAUNCHER * launches)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from placement_lint.context.launcher_names import launcher_candidates, launcher_name, tracked_launchers
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
-from placement_lint.discover import Discovered, discover, forget_listings, real_folder, real_name, real_path, repository_root
+from placement_lint.discover import Discovered, discover, forget_listings, real_folder, real_path, repository_root
 from placement_lint.process import collect_garbage_rarely, leave_alone_what_lives, thaw
 from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at

@@ -64,7 +64,11 @@ FILES: dict[str, list[str | None]] = {
         None,
     ],
     "launch/run.sh": ["deepspeed launch/train.py --deepspeed launch/ds.json\n", "python launch/train.py\n", None],
-    "README.md": ["# Train\n\n```bash\ntorchrun --nproc_per_node 4 train.py --deepspeed configs/ds.json\n```\n", "# Train\n", None],
+    "README.md": [
+        "# Train\n\n```bash\ntorchrun --nproc_per_node 4 train.py --deepspeed configs/ds.json\n```\n",
+        "# Train\n",
+        None,
+    ],
     "configs/ds.json": [ZERO[3], ZERO[2], None],
     "launch/ds.json": [ZERO[3], ZERO[2], None],
     ".gitignore": ["scripts/\n", "launch/\n", "*.json\n", None],
