@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from placement_lint.context.launcher_names import launcher_name
 from placement_lint.context.launches import DecodedOnRead, Encoded, PathList, RepoContext, decode_json, import_lines_digest
 from placement_lint.settings import DEFAULT_EXCLUDE
 from placement_lint.version import __version__
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 CACHE_DIR_NAME = ".placement_lint_cache"
 _UNREAD = frozenset(DEFAULT_EXCLUDE)
+_MODULE_SUFFIXES = (".py", ".ipynb")
 _STALE_SECONDS = 30 * 24 * 3600
 _SEEN_RESOLUTION = 24 * 3600
 # 2: per-file launch digests in the repository context; 3: its details on a second line; 4: files named
@@ -385,10 +387,19 @@ def _folder_stamp(folder: str) -> int | None:
 
 
 def _folder_names(folder: str) -> int | None:
-    """A digest of the names in a folder, but those never read (caches, environments, `.git`, whose
-    index is looked at on its own)."""
+    """A digest of the names in a folder that could change a launch context by appearing: folders,
+    Python files and notebooks (a script a launch names, a module an import names), launch files. Not
+    the others: a config or pin file is an input whether it was there or not (context.configs,
+    context.pins), and an output (`train.log`, `model.bin`) launches nothing. Nor those never read:
+    caches, environments, `.git` (whose index is looked at on its own)."""
     try:
-        names = sorted(name for name in os.listdir(folder) if name not in _UNREAD)
+        with os.scandir(folder) as listing:
+            names = sorted(
+                entry.name
+                for entry in listing
+                if entry.name not in _UNREAD
+                and (entry.name.endswith(_MODULE_SUFFIXES) or launcher_name(entry.name) or entry.is_dir())
+            )
     except OSError:
         return None
     return zlib.crc32("\0".join(names).encode("utf-8", "surrogateescape"))

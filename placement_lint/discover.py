@@ -252,18 +252,26 @@ class _Ignores:
     def ignored(self, path: str, name: str, is_dir: bool, chain: _Chain) -> bool:
         """For a path met on a walk (absolute, as a string), in a folder where `chain` applies: not
         checked (`exclude`, `extend-exclude`, .gitignore files)."""
-        if name in self.excluded_names:
-            return True
-        if self.exclude is not None and _matches_at(self.exclude, path, name, self._root, is_dir):
-            return True
-        return any(_matches_at(spec, path, name, base, is_dir) for base, spec in chain)
+        return self.excluded(path, name, is_dir) or self.gitignored(path, name, is_dir, chain)
 
     def launch_ignored(self, path: str, name: str, is_dir: bool, chain: _Chain) -> bool:
         """As `ignored`, for launch files: DEFAULT_EXCLUDE, `launch-exclude` and .gitignore files."""
+        return self.launch_excluded(path, name, is_dir) or self.gitignored(path, name, is_dir, chain)
+
+    def excluded(self, path: str, name: str, is_dir: bool) -> bool:
+        """By `exclude` and `extend-exclude`."""
+        if name in self.excluded_names:
+            return True
+        return self.exclude is not None and _matches_at(self.exclude, path, name, self._root, is_dir)
+
+    def launch_excluded(self, path: str, name: str, is_dir: bool) -> bool:
+        """By DEFAULT_EXCLUDE and `launch-exclude`."""
         if name in self.launch_excluded_names:
             return True
-        if self.launch_exclude is not None and _matches_at(self.launch_exclude, path, name, self._root, is_dir):
-            return True
+        return self.launch_exclude is not None and _matches_at(self.launch_exclude, path, name, self._root, is_dir)
+
+    @staticmethod
+    def gitignored(path: str, name: str, is_dir: bool, chain: _Chain) -> bool:
         return any(_matches_at(spec, path, name, base, is_dir) for base, spec in chain)
 
     def launch_ignored_path(self, path: Path, is_dir: bool) -> bool:
@@ -510,8 +518,10 @@ def _walk(
             try:
                 if entry.is_dir(follow_symlinks=False):
                     path = entry.path
-                    checked = checks and not ignores.ignored(path, name, True, chain)
-                    launched = launches and not ignores.launch_ignored(path, name, True, chain)
+                    checked = checks and not ignores.excluded(path, name, True)
+                    launched = launches and not ignores.launch_excluded(path, name, True)
+                    if (checked or launched) and chain and ignores.gitignored(path, name, True, chain):
+                        continue  # .gitignore rules out both: its patterns are matched once
                     if checked or launched:
                         stack.append((path, chain, path if own else os.path.join(real, name), tops, checked, launched))
                     continue

@@ -174,3 +174,19 @@ def test_a_launch_script_git_starts_tracking_in_an_ignored_folder_is_seen(tmp_pa
     cached, fresh = both(tmp_path, ".")
     assert fresh[0] == 1
     assert cached == fresh
+
+
+def test_a_new_file_that_launches_nothing_keeps_the_launch_context(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An output (a log, a checkpoint) launches nothing and no launch or import names it as a script; a
+    config a launch names is an input whether it was there or not."""
+    (repo / "train.py").write_text(TRAIN)
+    (repo / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n")
+    first = check(repo, ".")
+    (repo / "train.log").write_text("step 1\n")
+    (repo / "configs" / "unused.json").write_text("{}\n")
+
+    def fail(*_: object) -> None:
+        raise AssertionError("the launch context was built again")
+
+    monkeypatch.setattr("placement_lint.context.repo.build_repo_context", fail)
+    assert check(repo, ".") == first
