@@ -1,10 +1,14 @@
 """The result cache, like ruff's: unchanged files are not read, parsed or checked again.
 
 `.placement_lint_cache/<version>/<CRC of the settings>.json` (or `--cache-dir`, or PLACEMENT_LINT_CACHE_DIR)
-holds the settings it is for and maps each checked file to its (mtime, size), content hash,
+holds what it is for (every resolved setting, the options that change a finding, the working folder,
+the interpreter's version) and maps each checked file to its (mtime, size), content hash,
 launch-context key and findings. A file
 is trusted unchanged when its mtime and size match, as ruff does; else its bytes are hashed. The
-launch-context key makes a changed launcher or config re-check the files it launches. JSON, never
+launch-context key makes a changed launcher or config re-check the files it launches. A repository's
+launch context (`repo-<CRC>.json`) is keyed by its root, the working folder and the settings that
+decide which launch files count; it answers while no file it was built from changed, no file
+appeared or went in the folders it was built from, and git's index tracks the same launchers. JSON, never
 pickle: a cache planted in a repository must not run code. Written atomically; with two runs at
 once the last one to finish wins, and both are valid. Entries not seen for 30 days are dropped.
 """

@@ -39,9 +39,9 @@ def launcher_candidates(
 def tracked_launchers(root: Path, settings: Settings, found: list[Path]) -> list[Path]:
     """Launch files git tracks that the walk did not meet (`found` holds what it met): committed under
     a folder a .gitignore rule leaves out (MiniCPM ignores `scripts/` and tracks its DeepSpeed scripts
-    there). The configured excludes still apply. Read from the index as it is when the context is
-    built: a script added later is seen once the context is built again (a launch file or config
-    changes)."""
+    there). DEFAULT_EXCLUDE and `launch-exclude` still apply (`exclude` does not: it decides what is
+    reported). Read from the index as it is when the context is built; a cached context asks again
+    when the index changes."""
     if not settings.respect_gitignore:
         return []  # the walk met every file already
     tracked = tracked_paths(root)
