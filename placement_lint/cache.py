@@ -1,10 +1,14 @@
 """The result cache, like ruff's: unchanged files are not read, parsed or checked again.
 
 `.placement_lint_cache/<version>/<CRC of the settings>.json` (or `--cache-dir`, or PLACEMENT_LINT_CACHE_DIR)
-holds the settings it is for and maps each checked file to its (mtime, size), content hash,
+holds what it is for (every resolved setting, the options that change a finding, the working folder,
+the interpreter's version) and maps each checked file to its (mtime, size), content hash,
 launch-context key and findings. A file
 is trusted unchanged when its mtime and size match, as ruff does; else its bytes are hashed. The
-launch-context key makes a changed launcher or config re-check the files it launches. JSON, never
+launch-context key makes a changed launcher or config re-check the files it launches. A repository's
+launch context (`repo-<CRC>.json`) is keyed by its root, the working folder and the settings that
+decide which launch files count; it answers while no file it was built from changed, no file
+appeared or went in the folders it was built from, and git's index tracks the same launchers. JSON, never
 pickle: a cache planted in a repository must not run code. Written atomically; with two runs at
 once the last one to finish wins, and both are valid. Entries not seen for 30 days are dropped.
 """
@@ -15,24 +19,30 @@ import json
 import os
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from placement_lint.context.launcher_names import launcher_name
 from placement_lint.context.launches import DecodedOnRead, Encoded, PathList, RepoContext, decode_json, import_lines_digest
+from placement_lint.settings import DEFAULT_EXCLUDE
 from placement_lint.version import __version__
 
 if TYPE_CHECKING:
     from placement_lint.analysis.consumers import Consumer
     from placement_lint.context.evidence import Evidence
     from placement_lint.rules.violation import Violation
+    from placement_lint.settings import Settings
 
 CACHE_DIR_NAME = ".placement_lint_cache"
+_UNREAD = frozenset(DEFAULT_EXCLUDE)
+_MODULE_SUFFIXES = (".py", ".ipynb")
 _STALE_SECONDS = 30 * 24 * 3600
 _SEEN_RESOLUTION = 24 * 3600
 # 2: per-file launch digests in the repository context; 3: its details on a second line; 4: files named
-# by a CRC of the key they hold, which they are checked against; 6: a value written apart from its loads
-# names each load (findings the same shape, but an older entry lacks those spans)
+# by a CRC of the key they hold, which they are checked against; 6: launch contexts keyed by their settings,
+# with the folders their walk listed and git's index; a value written apart from its loads names each load
+# (findings of the same shape, but an older entry lacks those spans)
 _FORMAT = 6
 
 
@@ -258,31 +268,63 @@ def _stamp(path: Path | str) -> list[int] | None:
 
 
 def load_repo_context(
-    folder: Path, root: Path, candidates: list[str] | None, cwd: Path, statuses: Mapping[str, os.stat_result] | None = None
+    folder: Path,
+    root: Path,
+    candidates: list[str] | None,
+    cwd: Path,
+    settings: Settings,
+    statuses: Mapping[str, os.stat_result] | None = None,
+    track: Callable[[list[Path]], list[Path]] | None = None,
 ) -> RepoContext | None:
-    """The cached launch context of `root` as seen from `cwd` (its evidence names paths relative to
-    it), if nothing it was built from changed. `candidates`: the
-    launcher files a walk found now (None when no walk covered the root, as in a pre-commit run on
-    a few files: then only the files it was built from are looked at, and a launcher added since the
-    last full run is seen at the next one). Per-file entries are decoded when read: a warm run over
-    thousands of launched scripts needs only their digests. `statuses`: files the walk has just looked
-    at, by path (most inputs are the launched scripts: not looked at twice)."""
+    """The cached launch context of `root` (resolved) as seen from `cwd` (its evidence names paths
+    relative to it) under `settings`, if nothing it was built from changed. `candidates`: the launcher
+    files a walk found now, or those beside a file named outside any repository; None when no walk
+    covered the root (a pre-commit run on a few files): then only a context built from a walk of the
+    whole root answers. Either way no file may have appeared or gone in the folders it was built
+    from (a launch file, or a script a launch names that was missing), and `track(walked)`, the launch
+    files git tracks beyond those, is asked again when git's index changed. Per-file entries are
+    decoded when read: a warm run over thousands of launched scripts needs only their digests.
+    `statuses`: files the walk has just looked at, by path (most inputs are the launched scripts: not
+    looked at twice)."""
     statuses = statuses or {}
+    path = _repo_file(folder, root, cwd, settings)
     try:
         # Line 1: what tells whether the context is current, and each launched file's digest. Line 2:
         # what the launches say of each file, parsed only when a file has to be checked again.
-        index, _, details = _repo_file(folder, root, cwd).read_bytes().partition(b"\n")
+        index, _, details = path.read_bytes().partition(b"\n")
         data = decode_json(index)
-        if data.get("format") != _FORMAT or data["key"] != _repo_key(root, cwd) or data["details"] != _checksum(details):
+        if (
+            data.get("format") != _FORMAT
+            or data["key"] != _repo_key(root, cwd, settings)
+            or data["details"] != _checksum(details)
+        ):
             return None  # another version's, or cut short (the cache is not written durably)
-        if candidates is not None and sorted(candidates) != data["candidates"]:
-            return None
-        digests = data.get("import_only", {})
-        for path, stamp in data["inputs"].items():
-            status = statuses.get(path)
-            now = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(path)
-            if now != stamp and not _same_imports(Path(path), digests.get(path)):
+        if candidates is not None:
+            if sorted(candidates) != data["candidates"]:
                 return None
+        elif not data["walked"]:
+            return None  # built from the launchers beside a file outside any repository: not from a walk of it
+        refreshed = False
+        for name, stamp in data["folders"].items():
+            if _folder_stamp(name) == stamp[0]:
+                continue
+            # Touched: a file was added, removed or replaced (an editor's save). Only the names decide.
+            if _folder_names(name) != stamp[1]:
+                return None
+            stamp[0], refreshed = _folder_stamp(name), True
+        if data["git_index"] != _stamp(_git_index(root)):
+            walked = [Path(name) for name in data["candidates"]]
+            if track is None or sorted(map(str, track(walked))) != data["tracked"]:
+                return None
+            data["git_index"], refreshed = _stamp(_git_index(root)), True
+        digests = data.get("import_only", {})
+        for input_path, stamp in data["inputs"].items():
+            status = statuses.get(input_path)
+            now = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(input_path)
+            if now != stamp and not _same_imports(Path(input_path), digests.get(input_path)):
+                return None
+        if refreshed:  # what was looked at again need not be the next run's work
+            _write(path, json.dumps(data).encode() + b"\n" + details)
         context = RepoContext(root, warnings=list(data["warnings"]))
         # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.
         encoded = Encoded(details)
@@ -296,20 +338,35 @@ def load_repo_context(
         context.inputs = PathList(list(data["inputs"]))
         context.import_only = PathList(list(digests))
         return context
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
 
 
-def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
+def save_repo_context(
+    folder: Path, context: RepoContext, cwd: Path, settings: Settings, listed: Iterable[str], walked: bool = True
+) -> None:
+    """`listed`: the folders the context was built from: those the walk that found its launch files
+    listed; `walked`: whether that walk covered the whole root (not when the launch files are only
+    those beside a file named outside any repository, in its folder)."""
     from placement_lint.cache_json import consumers_json, evidence_json
 
+    try:  # before the folders are looked at: the cache's own folder appearing changes nothing
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
     tracked = set(context.tracked)
     index = {
         "format": _FORMAT,
-        "key": _repo_key(context.root, cwd),
+        "key": _repo_key(context.root, cwd, settings),
         # The walk's candidates, which a later walk is compared with; the tracked ones apart.
         "candidates": sorted(str(path) for path in context.candidates if path not in tracked),
         "tracked": sorted(map(str, tracked)),
+        "walked": walked,
+        # What tells whether a file appeared or went (a launch file a run that walks no folder does
+        # not see, a missing script a launch names, a module an import names): the folders' mtimes
+        # (an entry added, removed or renamed changes its folder's) and names; and git's index.
+        "folders": {name: [_folder_stamp(name), _folder_names(name)] for name in dict.fromkeys(listed)},
+        "git_index": _stamp(_git_index(context.root)),
         "inputs": {str(p): _stamp(p) for p in context.inputs},
         "import_only": {str(p): _digest(p) for p in context.import_only},
         "digests": {str(p): context.digest(str(p)) for p in context.by_file},
@@ -324,7 +381,37 @@ def save_repo_context(folder: Path, context: RepoContext, cwd: Path) -> None:
     encoded = json.dumps(details).encode()
     index["details"] = _checksum(encoded)
     # json.dumps escapes every newline inside strings, so the first newline ends the index.
-    _write(_repo_file(folder, context.root, cwd), json.dumps(index).encode() + b"\n" + encoded)
+    _write(_repo_file(folder, context.root, cwd, settings), json.dumps(index).encode() + b"\n" + encoded)
+
+
+def _folder_stamp(folder: str) -> int | None:
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _folder_names(folder: str) -> int | None:
+    """A digest of the names in a folder that could change a launch context by appearing: folders,
+    Python files and notebooks (a script a launch names, a module an import names), launch files. Not
+    the others: a config or pin file is an input whether it was there or not (context.configs,
+    context.pins), and an output (`train.log`, `model.bin`) launches nothing. Nor those never read:
+    caches, environments, `.git` (whose index is looked at on its own)."""
+    try:
+        with os.scandir(folder) as listing:
+            names = sorted(
+                entry.name
+                for entry in listing
+                if entry.name not in _UNREAD
+                and (entry.name.endswith(_MODULE_SUFFIXES) or launcher_name(entry.name) or entry.is_dir())
+            )
+    except OSError:
+        return None
+    return zlib.crc32("\0".join(names).encode("utf-8", "surrogateescape"))
+
+
+def _git_index(root: Path) -> Path:
+    return root / ".git" / "index"
 
 
 def _checksum(details: bytes) -> list[int]:
@@ -344,12 +431,15 @@ def _same_imports(path: Path, digest: str | None) -> bool:
     return digest is not None and _digest(path) == digest
 
 
-def _repo_key(root: Path, cwd: Path) -> str:
-    return f"{root}\0{cwd}"
+def _repo_key(root: Path, cwd: Path, settings: Settings) -> str:
+    """What a launch context is for: its root, where paths are shown from, and the settings that
+    decide which launch files count (`exclude` does not: it decides what is reported)."""
+    launch_settings = json.dumps([str(settings.root), settings.launch_exclude, settings.respect_gitignore])
+    return f"{root}\0{cwd}\0{launch_settings}"
 
 
-def _repo_file(folder: Path, root: Path, cwd: Path) -> Path:
-    return folder / __version__ / f"repo-{_file_name(_repo_key(root, cwd))}.json"
+def _repo_file(folder: Path, root: Path, cwd: Path, settings: Settings) -> Path:
+    return folder / __version__ / f"repo-{_file_name(_repo_key(root, cwd, settings))}.json"
 
 
 def _write_json(path: Path, data: object) -> None:

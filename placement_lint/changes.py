@@ -21,7 +21,7 @@ from placement_lint.context.configs import MAX_CONFIG_BYTES
 from placement_lint.context.launches import RepoContext
 from placement_lint.discover import real_path
 
-_CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".cfg", ".ini"})
+CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".cfg", ".ini"})
 _GIT_TIMEOUT = 120
 
 
@@ -80,7 +80,7 @@ def affected(files: list[Path], repos: list[RepoContext], changed: set[Path], cw
     """The files to check, and how many of them are there only for their launch context."""
     changed = {Path(os.path.abspath(p)) for p in changed}
     # A launcher is followed by path (below); names only for configs, which are named, not run.
-    mentions = _Mentions({os.fsencode(p.name) for p in changed if p.suffix.lower() in _CONFIG_SUFFIXES})
+    mentions = _Mentions({os.fsencode(p.name) for p in changed if p.suffix.lower() in CONFIG_SUFFIXES})
     _add_config_names(mentions, repos)
     base = cwd.resolve()
 
@@ -112,7 +112,7 @@ def _add_config_names(mentions: _Mentions, repos: list[RepoContext]) -> None:
     naming a changed DeepSpeed JSON): add its name."""
     if not mentions.names:
         return
-    configs = {p for repo in repos for p in repo.inputs if p.suffix.lower() in _CONFIG_SUFFIXES}
+    configs = {p for repo in repos for p in repo.inputs if p.suffix.lower() in CONFIG_SUFFIXES}
     for _ in range(3):  # configs rarely nest deeper than that
         more = {os.fsencode(p.name) for p in configs if os.fsencode(p.name) not in mentions.names and mentions(p)}
         if not more:

@@ -460,8 +460,15 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
         sys.exit(EXIT_ERROR)
     notes: list[str] = []
     reports = explain_contexts(targets, settings, cwd, show_all, notes)
+    excluded = _excluded_launcher(settings, cwd)
     if output_format == "json":
         import json
+
+        def evidence_json(context):  # type: ignore[no-untyped-def]
+            items = context.to_json()
+            for item, evidence in zip(items[1:] if context.override else items, context.evidence, strict=True):
+                item["excluded_folder"] = excluded(evidence)
+            return items
 
         click.echo(
             json.dumps(
@@ -469,7 +476,7 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
                     {
                         "filename": r.display,
                         "error": r.error,
-                        "contexts": [{"setup": c.setup.describe(), "evidence": c.to_json()} for c in r.contexts],
+                        "contexts": [{"setup": c.setup.describe(), "evidence": evidence_json(c)} for c in r.contexts],
                     }
                     for r in reports
                 ],
@@ -490,12 +497,26 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
                     click.echo(f"  - set by {context.override.source}")
                 for evidence in sorted(context.evidence, key=lambda e: (e.origin != "file", e.where)):
                     click.echo(f"  - {evidence.describe(report.display)}")
+                    if excluded(evidence):
+                        click.echo(
+                            f"    ({evidence.path} is in a folder `exclude` leaves out: it is not reported on,"
+                            " but what it launches counts; `launch-exclude` would ignore it)"
+                        )
                 pins = dict.fromkeys(f"{p}{s} ({w})" for e in context.evidence for p, s, w in e.pins if s)
                 if pins:
                     click.echo(f"  - the repository pins {', '.join(pins)}")
     for note in notes:  # what could not be read (a config, a pin, a doc), so a missing launch is no mystery
         click.echo(f"note: {note}", err=True)
     sys.exit(EXIT_ERROR if any(r.error for r in reports) else EXIT_CLEAN)
+
+
+def _excluded_launcher(settings, cwd: Path):  # type: ignore[no-untyped-def]
+    """Does a piece of launch evidence come from a file the configured `exclude` / `extend-exclude`
+    cover (which a check reports nothing in, but whose launches count)?"""
+    from placement_lint.discover import excluded_by_settings
+
+    covered = excluded_by_settings(settings)
+    return lambda evidence: evidence.origin != "file" and covered(Path(os.path.abspath(cwd / evidence.path)))
 
 
 @main.command()

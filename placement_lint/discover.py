@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.settings import Settings, is_glob
+from placement_lint.settings import DEFAULT_EXCLUDE, Settings, is_glob
 from placement_lint.source import NOTEBOOK_SUFFIX
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 _Chain = tuple[tuple[str, "pathspec.GitIgnoreSpec"], ...]  # the .gitignore files that apply, nearest first
 CHECKED_SUFFIXES = (".py", NOTEBOOK_SUFFIX)
+# What a file found on a walk is for (both, for a notebook): checked, or read for launch commands.
+CHECKED, LAUNCHER = 1, 2
 
 
 class Discovered:
@@ -59,6 +61,9 @@ class Discovered:
         # Each folder the walk listed: its resolved path and its repository's root (as repository_root
         # finds it, None outside any), as text: the walk worked them out from the listings it holds.
         self.roots: dict[str, tuple[str, str | None]] = {}
+        # Files named on the command line that are not checked but may launch or configure Python files
+        # (a launch script, a config, a doc), when the walk looked for launch files: the run checks those.
+        self.named_inputs: list[str] = []
 
     @cached_property
     def files(self) -> list[Path]:
@@ -112,6 +117,15 @@ def _outermost_project(folder: str) -> str | None:
     parent = os.path.dirname(folder)
     above = None if parent == folder else _outermost_project(parent)
     return above or (folder if _holds_project_marker(folder, _names(folder)) else None)
+
+
+def forget_listings() -> None:
+    """What the folders held when a run looked: a process that runs again (the API, the editor server,
+    tests) must see a `.git` or a marker added since, as a new process would."""
+    _nearest.cache_clear()
+    _outermost_project.cache_clear()
+    _names.cache_clear()
+    _real_folder.cache_clear()
 
 
 def _holds_project_marker(folder: str, names: Collection[str]) -> bool:
@@ -190,6 +204,12 @@ class _Ignores:
         self.excluded_names = {p.rstrip("/") for p in patterns if not is_glob(p)}
         globs = [p for p in patterns if is_glob(p)]
         self.exclude = gitignore_spec(globs) if globs else None
+        # What launch files are looked for in: not where `exclude` says (it decides what is reported,
+        # not what launches), but where neither DEFAULT_EXCLUDE nor `launch-exclude` does.
+        launch_patterns = [*DEFAULT_EXCLUDE, *settings.launch_exclude]
+        self.launch_excluded_names = {p.rstrip("/") for p in launch_patterns if not is_glob(p)}
+        launch_globs = [p for p in launch_patterns if is_glob(p)]
+        self.launch_exclude = gitignore_spec(launch_globs) if launch_globs else None
         self.respect_gitignore = settings.respect_gitignore
         self._gitignores: dict[Path, pathspec.GitIgnoreSpec | None] = {}
         self._chains: dict[Path, list[tuple[Path, pathspec.GitIgnoreSpec]]] = {}
@@ -230,16 +250,53 @@ class _Ignores:
         return self._gitignore(Path(folder))
 
     def ignored(self, path: str, name: str, is_dir: bool, chain: _Chain) -> bool:
-        """For a path met on a walk (absolute, as a string), in a folder where `chain` applies."""
+        """For a path met on a walk (absolute, as a string), in a folder where `chain` applies: not
+        checked (`exclude`, `extend-exclude`, .gitignore files)."""
+        return self.excluded(path, name, is_dir) or self.gitignored(path, name, is_dir, chain)
+
+    def launch_ignored(self, path: str, name: str, is_dir: bool, chain: _Chain) -> bool:
+        """As `ignored`, for launch files: DEFAULT_EXCLUDE, `launch-exclude` and .gitignore files."""
+        return self.launch_excluded(path, name, is_dir) or self.gitignored(path, name, is_dir, chain)
+
+    def excluded(self, path: str, name: str, is_dir: bool) -> bool:
+        """By `exclude` and `extend-exclude`."""
         if name in self.excluded_names:
             return True
-        if self.exclude is not None and _matches_at(self.exclude, path, name, self._root, is_dir):
+        return self.exclude is not None and _matches_at(self.exclude, path, name, self._root, is_dir)
+
+    def launch_excluded(self, path: str, name: str, is_dir: bool) -> bool:
+        """By DEFAULT_EXCLUDE and `launch-exclude`."""
+        if name in self.launch_excluded_names:
             return True
+        return self.launch_exclude is not None and _matches_at(self.launch_exclude, path, name, self._root, is_dir)
+
+    @staticmethod
+    def gitignored(path: str, name: str, is_dir: bool, chain: _Chain) -> bool:
         return any(_matches_at(spec, path, name, base, is_dir) for base, spec in chain)
 
-    def force_excluded(self, path: Path, is_dir: bool) -> bool:
-        """Whether `exclude`/`extend-exclude` cover a path named on the command line: it, or a folder
-        above it inside the project. Like ruff's --force-exclude, .gitignore files do not count here."""
+    def launch_ignored_path(self, path: Path, is_dir: bool) -> bool:
+        """Whether a path named on the command line (absolute), or a folder above it in its repository,
+        is one whose launch files do not count (`launch_ignored`): naming a folder or file gets it
+        checked, but does not change what the repository launches."""
+        top = self.root if _relative(path, self.root) is not None else repository_root(path)
+        current, folder = path, is_dir
+        while True:
+            parent = current.parent
+            if parent == current or (top is not None and current == top):
+                return False
+            if self.launch_ignored(str(current), current.name, folder, self.chain_of(parent)):
+                return True
+            if top is None:
+                return False  # outside any project: only the path's own name counts
+            current, folder = parent, True
+
+    def force_excluded(self, path: Path, is_dir: bool, launch: bool = False) -> bool:
+        """Whether `exclude`/`extend-exclude` (with `launch`: DEFAULT_EXCLUDE and `launch-exclude`)
+        cover a path named on the command line: it, or a folder above it inside the project. Like
+        ruff's --force-exclude, .gitignore files do not count here."""
+        excluded_names, spec = (
+            (self.launch_excluded_names, self.launch_exclude) if launch else (self.excluded_names, self.exclude)
+        )
         relative = _relative(Path(os.path.realpath(path.parent)) / path.name, self.root)
         if relative is None:  # outside the project: only the name can match
             parts, names = [path.name], [path.name]
@@ -248,9 +305,9 @@ class _Ignores:
             parts = ["/".join(names[: i + 1]) for i in range(len(names))]
         for depth, (name, part) in enumerate(zip(names, parts, strict=True)):
             folder = is_dir or depth < len(parts) - 1
-            if name in self.excluded_names:
+            if name in excluded_names:
                 return True
-            if self.exclude is not None and self.exclude.match_file(part + ("/" if folder else "")):
+            if spec is not None and spec.match_file(part + ("/" if folder else "")):
                 return True
         return False
 
@@ -295,8 +352,9 @@ def discover(
     real_names: dict[str, str] = {}
     folders: set[str] = set()
     roots: dict[str, tuple[str, str | None]] = {}
+    named_inputs: list[str] = []
 
-    def add(path: str, name: str, folder: str, status: os.stat_result, real: str) -> None:
+    def add(path: str, name: str, folder: str, status: os.stat_result, real: str, role: int = CHECKED | LAUNCHER) -> None:
         key = (status.st_dev, status.st_ino)
         earlier = seen.get(key)
         if earlier is not None:
@@ -311,11 +369,12 @@ def discover(
             names.append(path)
             folders.add(folder)
         elif name.endswith(NOTEBOOK_SUFFIX):
-            names.append(path)
-            folders.add(folder)
-            if also is not None and also(name):  # a notebook may also launch scripts (`!accelerate launch train.py`)
+            if role & CHECKED:
+                names.append(path)
+                folders.add(folder)
+            if role & LAUNCHER and also is not None and also(name):  # it may launch scripts (`!accelerate launch train.py`)
                 others.append(path)
-        else:
+        elif role & LAUNCHER:
             others.append(path)
 
     def wanted(name: str) -> bool:
@@ -329,16 +388,29 @@ def discover(
         except OSError:
             missing.append(given)
             continue
+        regular = stat.S_ISREG(status.st_mode)
+        if regular and not absolute.name.endswith(CHECKED_SUFFIXES):
+            # A launch script, config or doc: not checked itself, so `exclude` does not apply to it (with
+            # or without force_exclude); the run checks the Python files it launches or configures.
+            if also is not None and not ignores.launch_ignored_path(absolute, False):
+                named_inputs.append(str(absolute))
+                if also(absolute.name):
+                    add(str(absolute), absolute.name, str(absolute.parent), status, real_name(absolute), LAUNCHER)
+            continue
         if force_exclude and ignores.force_excluded(absolute, stat.S_ISDIR(status.st_mode)):
             continue
-        if stat.S_ISREG(status.st_mode):
+        # A Python file launches nothing: what .gitignore says of it is not worth reading for that.
+        launches = (
+            also is not None and not absolute.name.endswith(".py") and not ignores.launch_ignored_path(absolute, not regular)
+        )
+        if regular:
             # Named explicitly: always checked (unless force_exclude).
-            add(str(absolute), absolute.name, str(absolute.parent), status, real_name(absolute))
+            add(str(absolute), absolute.name, str(absolute.parent), status, real_name(absolute), CHECKED | LAUNCHER * launches)
         elif not stat.S_ISDIR(status.st_mode):
             unreadable.append(absolute)  # a FIFO or a device: never opened, so nothing can hang
         else:
             unlisted: list[Path] = []
-            _walk(absolute, ignores, add, wanted, unlisted.append, roots)
+            _walk(absolute, ignores, add, wanted, unlisted.append, roots, launches=launches)
             unreadable += sorted(unlisted)
             walked.append(absolute.resolve())
     if dropped:
@@ -350,6 +422,7 @@ def discover(
     others.sort()
     found = Discovered(names, missing, others, tuple(walked), unreadable, statuses, real_names, frozenset(folders))
     found.roots = roots
+    found.named_inputs = named_inputs
     return found
 
 
@@ -359,27 +432,49 @@ def excluded_by_settings(settings: Settings) -> Callable[[Path], bool]:
     return lambda path: ignores.force_excluded(path, False)
 
 
-def repository_files(root: Path, settings: Settings, wanted: Callable[[str], bool]) -> list[Path]:
-    """Every file under `root` whose name `wanted(name)` accepts, with the same excludes as Python files,
-    in the order of a walk that lists each folder sorted (launch evidence is gathered in this order)."""
+def launch_excluded_by_settings(settings: Settings) -> Callable[[Path], bool]:
+    """Whether DEFAULT_EXCLUDE or the configured `launch-exclude` cover a launch file (not .gitignore files)."""
+    ignores = _Ignores(settings)
+    return lambda path: ignores.force_excluded(path, False, launch=True)
+
+
+def launch_files(root: Path, settings: Settings, wanted: Callable[[str], bool], listed: list[str] | None = None) -> list[Path]:
+    """Every launch file under `root` whose name `wanted(name)` accepts, in the order of a walk that lists
+    each folder sorted (launch evidence is gathered in this order). Folders `exclude` leaves out are
+    looked in too: they are not reported on, but what they launch still runs. With `listed`, the
+    folders the walk listed are added to it."""
     found: list[Path] = []
-    _walk(root, _Ignores(settings), lambda path, *_: found.append(Path(path)), wanted, listed=_sorted_listing)
+    _walk(
+        root,
+        _Ignores(settings),
+        lambda path, *_: found.append(Path(path)),
+        wanted,
+        listed=_sorted_listing,
+        checks=False,
+        entered=listed.append if listed is not None else None,
+    )
     return found
 
 
 def _walk(
     top: Path,
     ignores: _Ignores,
-    add: Callable[[str, str, str, os.stat_result, str], None],
+    add: Callable[[str, str, str, os.stat_result, str, int], None],
     wanted: Callable[[str], bool],
     unreadable: Callable[[Path], None] = lambda _: None,
     roots: dict[str, tuple[str, str | None]] | None = None,
     listed: Callable[[Iterator[os.DirEntry[str]]], list[os.DirEntry[str]]] = list,
+    checks: bool = True,
+    launches: bool = True,
+    entered: Callable[[str], None] | None = None,
 ) -> None:
-    """Calls `add(path, name, folder, status, resolved path)` for each wanted file, paths as text, in
-    the order the folders list (`listed` may sort each listing). With `roots`, records each folder
-    listed as `roots[folder] = (resolved folder, repository_root's answer)`, from the listings the
-    walk already holds."""
+    """Calls `add(path, name, folder, status, resolved path, role)` for each wanted file, paths as
+    text, in the order the folders list (`listed` may sort each listing). `role`: CHECKED for a Python
+    file or notebook no `exclude` or .gitignore leaves out (with `checks`), LAUNCHER for any other
+    (and a notebook) that DEFAULT_EXCLUDE, `launch-exclude` and .gitignore leave in (with `launches`):
+    a folder excluded from the checks is still walked for launch files. With `roots`, records each
+    folder listed as `roots[folder] = (resolved folder, repository_root's answer)`, from the listings
+    the walk already holds; `entered(folder)` hears of each folder listed."""
     # Paths stay strings until a file is wanted: a Path per directory entry was half the walk's time.
     # The top's own .gitignore joins its chain below, as every folder's does when it is listed.
     inherited = tuple(item for item in ignores.chain_of(top) if item[0] != str(top))
@@ -389,17 +484,20 @@ def _walk(
     real_start = _real_folder(start)
     # The folders below are not links (links to folders are not followed): each one's resolved path
     # is its parent's and its name.
-    stack: list[tuple[str, _Chain, str, _Tops]] = [
-        (start, inherited, real_start, _Tops.above(real_start) if roots is not None else _NO_TOPS)
+    launch_excluded_names = ignores.launch_excluded_names
+    stack: list[tuple[str, _Chain, str, _Tops, bool, bool]] = [
+        (start, inherited, real_start, _Tops.above(real_start) if roots is not None else _NO_TOPS, checks, launches)
     ]
     while stack:
-        folder, chain, real, tops = stack.pop()
+        folder, chain, real, tops, checks, launches = stack.pop()
         try:
             with os.scandir(folder) as listing:
                 entries = listed(listing)
         except OSError:
             unreadable(Path(folder))
             continue
+        if entered is not None:
+            entered(folder)
         if ignores.respect_gitignore or roots is not None:
             names = {entry.name for entry in entries}
             if roots is not None:
@@ -414,28 +512,52 @@ def _walk(
         own = real == folder  # most folders are their own resolved path: their files' names need no second string
         # Where no pattern applies, only a name can exclude a file: asked inline, for thousands of files.
         patterns = bool(chain) or ignores.exclude is not None
+        launch_patterns = bool(chain) or ignores.launch_exclude is not None
         for entry in entries:
             name = entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
                     path = entry.path
-                    if not ignores.ignored(path, name, True, chain):
-                        stack.append((path, chain, path if own else os.path.join(real, name), tops))
+                    checked = checks and not ignores.excluded(path, name, True)
+                    launched = launches and not ignores.launch_excluded(path, name, True)
+                    if (checked or launched) and chain and ignores.gitignored(path, name, True, chain):
+                        continue  # .gitignore rules out both: its patterns are matched once
+                    if checked or launched:
+                        stack.append((path, chain, path if own else os.path.join(real, name), tops, checked, launched))
                     continue
                 if not wanted(name):
                     continue
                 status = entry.stat(follow_symlinks=True)
             except OSError:
                 continue  # a dangling symlink or a file that vanished
-            if not is_regular(status.st_mode) or name in excluded_names:
+            if not is_regular(status.st_mode):
                 continue
             path = entry.path
-            if patterns and ignores.ignored(path, name, False, chain):
-                continue
-            if entry.is_symlink():
-                add(path, name, folder, status, os.path.realpath(path))
+            if name.endswith(".py"):  # by far the most files: checked or not, never a launch file
+                if not checks or name in excluded_names or (patterns and ignores.ignored(path, name, False, chain)):
+                    continue
+                role = CHECKED
             else:
-                add(path, name, folder, status, path if own else os.path.join(real, name))
+                role = (
+                    CHECKED
+                    if checks
+                    and name.endswith(NOTEBOOK_SUFFIX)
+                    and name not in excluded_names
+                    and not (patterns and ignores.ignored(path, name, False, chain))
+                    else 0
+                )
+                if (
+                    launches
+                    and name not in launch_excluded_names
+                    and not (launch_patterns and ignores.launch_ignored(path, name, False, chain))
+                ):
+                    role |= LAUNCHER
+                if not role:
+                    continue
+            if entry.is_symlink():
+                add(path, name, folder, status, os.path.realpath(path), role)
+            else:
+                add(path, name, folder, status, path if own else os.path.join(real, name), role)
 
 
 def _sorted_listing(listing: Iterator[os.DirEntry[str]]) -> list[os.DirEntry[str]]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from placement_lint.context.launcher_names import launcher_candidates, launcher_name, tracked_launchers
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
-from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
+from placement_lint.discover import Discovered, discover, forget_listings, real_folder, real_path, repository_root
 from placement_lint.process import collect_garbage_rarely, leave_alone_what_lives, thaw
 from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
@@ -54,15 +54,13 @@ def repo_contexts(
     found: Discovered,
     settings: Settings,
     cwd: Path,
-    given: Iterable[Path] = (),
     cache_folder: Path | None = None,
     before_building: Callable[[int], None] | None = None,
 ) -> list[RepoContext]:
-    """The launch context of every repository the files belong to, each built once. The folders
-    given on the command line (or holding a file given there) are searched for launchers even when
-    the configuration excludes them, as their Python files are checked. `before_building` is told
-    how many launch files a context is built from, before it is (not when the cache has it, or there
-    is nothing to read)."""
+    """The launch context of every repository the files belong to, each built once, from the
+    repository's launch files whatever paths the run was given. `before_building` is told how many
+    launch files a context is built from, before it is (not when the cache has it, or there is
+    nothing to read)."""
 
     base = cwd.resolve()
     display = functools.partial(display_path, cwd=base)
@@ -90,43 +88,60 @@ def repo_contexts(
         return real
 
     folders_with_files = found.folders or {os.path.dirname(name) for name in found.names}  # or a Discovered built by hand
+    if found.named_inputs:  # a launch script, config or doc named on the command line: its repository's too
+        folders_with_files = {*folders_with_files, *(os.path.dirname(name) for name in found.named_inputs)}
     # Paths only for the few roots, sorted as Paths (part by part) as before.
     roots = sorted({Path(root) for root in {root_of(folder) for folder in folders_with_files}})
-    folders = tuple(sorted({Path(os.path.abspath(p if Path(p).is_dir() else Path(p).parent)) for p in given}))
     contexts = []
     for root in roots:
-        # When the walk covered the whole root, its launcher candidates are already known.
+        real_root = root.resolve()
+        # When the walk covered the whole root, its launcher candidates are already known, and the
+        # folders it listed are what a later run without a walk looks at to tell whether they changed.
         covered = any(root.is_relative_to(w) for w in found.walked)
         inside = os.path.join(str(root), "")
         launchers = [name for name in found.others if found.resolved(name).startswith(inside)] if covered else None
+        folders = _listed_inside(found, real_root) if covered else []
+        walked = True  # the launch files are those of a walk of the whole root
         if not covered and repository_root(root) is None:
             # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
             # speak for it, or a file in a home folder would make us read the whole home folder.
-            launchers = _launchers_beside(root)
+            launchers, folders, walked = _launchers_beside(root), [str(real_root)], False
+
+        def track(candidates: list[Path], real_root: Path = real_root) -> list[Path]:
+            return tracked_launchers(real_root, settings, candidates)
+
         cached = None
         if cache_folder is not None:
             from placement_lint.cache import load_repo_context
 
-            cached = load_repo_context(cache_folder, root, launchers, base, found.statuses)
+            cached = load_repo_context(cache_folder, real_root, launchers, base, settings, found.statuses, track)
         if cached is None:
-            found_launchers = None if launchers is None else [Path(name) for name in launchers]
-            real_root = root.resolve()
-            candidates = launcher_candidates(real_root, settings, folders, found_launchers)
-            tracked = tracked_launchers(real_root, settings, candidates)
+            if launchers is None:
+                candidates = launcher_candidates(real_root, settings, None, folders)
+            else:
+                candidates = [Path(name) for name in launchers]
+            tracked = track(candidates)
             if candidates or tracked:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 
                 if before_building is not None:
                     before_building(len(candidates) + len(tracked))
-                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens(), tracked)
+                cached = build_repo_context(root, settings, display, candidates, _anchor_tokens(), tracked)
             else:
-                cached = RepoContext(root.resolve())  # nothing to read: no launch reaches any file
+                cached = RepoContext(real_root)  # nothing to read: no launch reaches any file
             if cache_folder is not None:
                 from placement_lint.cache import save_repo_context
 
-                save_repo_context(cache_folder, cached, base)
+                save_repo_context(cache_folder, cached, base, settings, folders, walked)
         contexts.append(cached)
     return contexts
+
+
+def _listed_inside(found: Discovered, real_root: Path) -> list[str]:
+    """The folders the walk listed inside `real_root` (resolved), as their resolved paths."""
+    top = str(real_root)
+    inside = os.path.join(top, "")
+    return [real for real, _ in found.roots.values() if real == top or real.startswith(inside)]
 
 
 @functools.cache
@@ -160,19 +175,22 @@ def run(
     (`--changed-since`); `progress(done, total)` hears of every file as it is done."""
     cwd = cwd or Path.cwd()
     paths = list(paths)
+    forget_listings()
     found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
     cache = None
     if cache_folder is not None and not options.fixing:
         from placement_lint.cache import Cache  # with json and zlib: a run with --no-cache reads no cache
 
-        cache = Cache(cache_folder, _settings_key(settings, options))
+        cache = Cache(cache_folder, _settings_key(settings, options, cwd))
     ahead = _ScreenAhead(found, cache, settings, options, cwd)
     try:
-        repos = repo_contexts(found, settings, cwd, paths, cache_folder, ahead.start if _CAN_FORK and restrict is None else None)
+        repos = repo_contexts(found, settings, cwd, cache_folder, ahead.start if _CAN_FORK and restrict is None else None)
     finally:
         screened_ahead = ahead.stop()
     # Names, not Paths, until a file needs one: a warm run over thousands of files makes few.
     files = found.names if restrict is None else [str(path) for path in restrict(found.files, repos)]
+    if found.named_inputs:
+        files = _with_affected(files, found, repos, settings, cwd)
     launches = Launches(repos)
     results: list[FileResult] = []
     errors = [f"{path}: no such file or directory" for path in found.missing]
@@ -236,6 +254,30 @@ def run(
     return RunResult(results, len(files), errors, warnings, interrupted, settings.rule_url_base)
 
 
+def _with_affected(files: list[str], found: Discovered, repos: list[RepoContext], settings: Settings, cwd: Path) -> list[str]:
+    """`files` and the Python files the launch scripts, configs and docs named on the command line
+    launch or configure (`placement-lint check scripts/run.sh`, a pre-commit run where only a launch
+    script is staged): those `--changed-since` would check again had only the named files changed.
+    The configured excludes apply to them, as they are not named themselves."""
+    from placement_lint.changes import CONFIG_SUFFIXES, affected
+
+    named = {Path(name) for name in found.named_inputs}
+    real_named = [real_path(path) for path in named]
+    mine = [repo for repo in repos if any(path.is_relative_to(repo.root) for path in real_named)]
+    if any(path.suffix.lower() in CONFIG_SUFFIXES for path in named):
+        # A Python file that names a config by its name is checked again too: every file is a candidate.
+        candidates = discover([repo.root for repo in mine], settings).files
+    else:  # only the files the launches reach can be
+        candidates = [path for repo in mine for path in repo.by_file]
+    chosen, _ = affected(candidates, mine, named, cwd)
+    if not chosen:
+        return files
+    known = {found.resolved(name) for name in files}
+    reported = discover(chosen, settings, force_exclude=True).names  # `exclude` and `extend-exclude` apply
+    added = [name for name in reported if found.resolved(name) not in known]
+    return sorted([*files, *added]) if added else files
+
+
 def add_noqa_comments(result: RunResult) -> None:
     """`--add-noqa`: suppress every remaining finding with a comment on its line, written like a fix
     (atomically, only if the file is unchanged since it was read, LibCST round trip first)."""
@@ -284,10 +326,10 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
 
     cwd = cwd or Path.cwd()
     path = Path(os.path.abspath(path))
+    forget_listings()
     root = repository_root(path) or real_path(path).parent
-    # As for a file named on the command line, its folder's launchers count even if excluded.
     base = cwd.resolve()
-    repo = build_repo_context(root, settings, lambda p: display_path(p, base), (path.parent,), None, _anchor_tokens())
+    repo = build_repo_context(root, settings, lambda p: display_path(p, base), None, _anchor_tokens())
     result = FileChecker(settings, options, cwd, Launches([repo])).check(path, raw, write=False)
     return RunResult([result], 1, [], list(repo.warnings), rule_url_base=settings.rule_url_base)
 
@@ -306,17 +348,19 @@ def _from_cache(path: Path, display: str, violations: list[Violation], raw: byte
     return result
 
 
-def _settings_key(settings: Settings, options: RunOptions) -> str:
+def _settings_key(settings: Settings, options: RunOptions, cwd: Path) -> str:
     from placement_lint.cache import Cache
 
+    # Every resolved setting (the excludes too: what a run reports may not hang on which settings a
+    # cached answer was made under), the options that change a finding, where paths are shown from,
+    # and the interpreter, whose grammar decides what parses. The release: the cache's folder.
     return Cache.settings_key(
         settings.enabled_codes(),
-        settings.per_file_ignores,
-        settings.context,
-        settings.per_file_context,
+        settings._replace(root=settings.root.resolve(), codes=()),
         options.context,
         options.ignore_noqa,
-        str(settings.root.resolve()),
+        str(cwd.resolve()),
+        sys.version_info[:2],
     )
 
 

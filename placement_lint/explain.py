@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from placement_lint.context.launcher_names import launcher_name
 from placement_lint.context.launches import Launches
 from placement_lint.decode import read_source
-from placement_lint.discover import discover
+from placement_lint.discover import discover, forget_listings
 from placement_lint.engine import repo_contexts
 from placement_lint.results import RunOptions, in_cells
 from placement_lint.settings import Settings
@@ -41,8 +41,9 @@ def explain_contexts(
     from placement_lint.source import parse_python
 
     given = list(paths)
+    forget_listings()
     found = discover(given, settings, also=launcher_name)
-    repos = repo_contexts(found, settings, cwd, given)
+    repos = repo_contexts(found, settings, cwd)
     if notes is not None:
         notes += [warning for repo in repos for warning in repo.warnings]
     checker = FileChecker(settings, RunOptions(), cwd, Launches(repos))

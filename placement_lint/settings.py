@@ -91,10 +91,11 @@ OPTIONS = (
     Option(
         "exclude",
         "patterns",
-        "Files and folders never walked into, as `.gitignore` patterns relative to the configuration's "
-        "folder (a plain name such as `build` matches at any depth). Replaces the default list; "
-        "`extend-exclude` adds to it instead. A file named on the command line is still checked, "
-        "unless `--force-exclude` is given.",
+        "Files and folders whose Python files are not checked, as `.gitignore` patterns relative to the "
+        "configuration's folder (a plain name such as `build` matches at any depth). Replaces the default "
+        "list; `extend-exclude` adds to it instead. A file named on the command line is still checked, "
+        "unless `--force-exclude` is given. Excluding decides what is reported, not what launches: launch "
+        "scripts, configs and docs in excluded folders still count (`launch-exclude` leaves them out).",
         ["legacy/", "*_old.py"],
     ),
     Option(
@@ -102,6 +103,14 @@ OPTIONS = (
         "patterns",
         "More patterns to exclude, on top of `exclude`.",
         ["tests/fixtures", "notebooks/scratch/"],
+    ),
+    Option(
+        "launch-exclude",
+        "patterns",
+        "Files and folders whose launch scripts, configs and docs are not read as launch evidence, as "
+        "`.gitignore` patterns; on top of the built-in list (`.git`, `.venv`, `build`, `node_modules`, ...), "
+        "which never counts. Their Python files are still checked unless `exclude` says otherwise.",
+        ["experiments/old_launchers/"],
     ),
     Option(
         "per-file-ignores",
@@ -158,6 +167,9 @@ class Settings(NamedTuple):
     extend_select: tuple[str, ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    # Folders and files whose launch commands do not count, on top of DEFAULT_EXCLUDE's (`exclude` and
+    # `extend-exclude` decide what is reported, not what launches).
+    launch_exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     context: str | None = None
     per_file_context: tuple[tuple[str, str], ...] = ()
@@ -228,7 +240,7 @@ def _from_table(table: dict[str, object], config_file: Path, codes: tuple[str, .
             values[key.replace("-", "_")] = tuple(
                 check_selectors(_strings(table[key], f"{where} {key}"), codes, f"{where} {key}")
             )
-    for key in ("exclude", "extend-exclude"):
+    for key in ("exclude", "extend-exclude", "launch-exclude"):
         if key in table:
             values[key.replace("-", "_")] = tuple(_patterns(_strings(table[key], f"{where} {key}"), f"{where} {key}"))
     if "per-file-ignores" in table:

@@ -151,6 +151,30 @@ def test_a_launch_context_whose_details_are_damaged_is_rebuilt(repo: Path, damag
     assert check(repo) == first
 
 
+@pytest.mark.parametrize("key", ["walked", "folders", "git_index", "candidates", "tracked", "inputs", "key"])
+@pytest.mark.parametrize("value", [None, "planted", [[1, 2]], {"/": ["x", None]}, True])
+@pytest.mark.parametrize("relaunch", [False, True])
+def test_a_launch_context_whose_index_is_damaged_or_planted_is_rebuilt(
+    repo: Path, key: str, value: object, relaunch: bool
+) -> None:
+    """What tells whether a cached context is current, replaced by what a damaged or planted file may
+    hold: the run answers as a fresh one (or is only rebuilt), never fails, never runs anything."""
+    import json
+
+    (repo / "run.sh").write_text("torchrun --nproc_per_node 8 b.py\n")
+    first = check(repo)
+    (context_file,) = (repo / ".placement_lint_cache").rglob("repo-*.json")
+    index, _, details = context_file.read_bytes().partition(b"\n")
+    data = json.loads(index)
+    data[key] = value
+    context_file.write_bytes(json.dumps(data).encode() + b"\n" + details)
+    if relaunch:  # the launches change too: a stale context would show it
+        (repo / "run.sh").write_text("torchrun --nproc_per_node 8 a.py\n")
+    fresh = run([repo], Settings(root=repo, codes=CODES), RunOptions(), repo, None)
+    assert check(repo) == [(f.display, f.row, f.code) for f in fresh.findings]
+    assert (check(repo) != first) == relaunch
+
+
 def test_settings_whose_cache_files_share_a_name_never_read_each_others(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Cache files are named by a CRC of their key, and hold the key: a clash costs a re-check, never a wrong answer."""
     monkeypatch.setattr("placement_lint.cache._file_name", lambda key: "clash")
@@ -195,11 +219,12 @@ def test_a_cached_launch_context_reads_as_the_built_one(tmp_path: Path) -> None:
     (tmp_path / "b.py").write_text("from helpers import load\nload()\n" + LAUNCHED)
     (tmp_path / "run.sh").write_text("accelerate launch --num_processes 2 b.py --bf16\n")
     root = tmp_path.resolve()
-    built = build_repo_context(root, Settings(root=root, codes=CODES), str)
+    settings = Settings(root=root, codes=CODES)
+    built = build_repo_context(root, settings, str)
     # What the launched script passes to the helper module's functions is cached too.
     assert built.calls == {root / "helpers.py": {"load": [{"for_eval": False}]}}
-    save_repo_context(tmp_path / "cache", built, root)
-    loaded = load_repo_context(tmp_path / "cache", root, None, root)
+    save_repo_context(tmp_path / "cache", built, root, settings, [str(root)])
+    loaded = load_repo_context(tmp_path / "cache", root, None, root, settings)
     assert loaded is not None and isinstance(loaded.by_file, DecodedOnRead)
     assert sorted(loaded.by_file) == sorted(built.by_file) != []
     for path in built.by_file:

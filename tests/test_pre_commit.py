@@ -150,3 +150,43 @@ def test_pre_commit_config_runs_both_hooks(hooks_repo: tuple[Path, str], pre_com
     second = pre_commit("run", "--all-files", cwd=project, home=pre_commit_home)
     assert second.returncode == 0, second.stdout + second.stderr
     assert second.stdout.count("Passed") == 2
+
+
+LAUNCHED_TRAIN = """from transformers import AutoModelForCausalLM, Trainer
+
+model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
+Trainer(model=model).train()
+"""
+
+
+@pytest.mark.parametrize(
+    ("changed", "content"),
+    [
+        ("scripts/run.sh", "torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n"),
+        ("configs/ds.json", '{"zero_optimization": {"stage": 3}}\n'),
+        ("README.md", "```bash\ntorchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n```\n"),
+    ],
+)
+def test_a_commit_that_changes_only_a_launch_script_config_or_doc_is_checked(
+    hooks_repo: tuple[Path, str], pre_commit_home: Path, tmp_path: Path, changed: str, content: str
+) -> None:
+    """`python train.py` becomes `torchrun ... --deepspeed`: train.py is not staged, but it is checked."""
+    repo, _ = hooks_repo
+    project = tmp_path / "launches"
+    (project / "scripts").mkdir(parents=True)
+    (project / "configs").mkdir()
+    (project / "train.py").write_text(LAUNCHED_TRAIN)
+    (project / "scripts" / "run.sh").write_text("python train.py\n")
+    (project / "configs" / "ds.json").write_text('{"zero_optimization": {"stage": 2}}\n')
+    (project / "README.md").write_text("# Train\n")
+    git("init", "-q", cwd=project)
+    git("add", "-A", cwd=project)
+    git("commit", "-q", "-m", "single process", cwd=project)
+    if changed == "configs/ds.json":  # the launch is there, with ZeRO-2: the change makes it ZeRO-3
+        (project / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n")
+        git("commit", "-q", "-am", "ZeRO-2", cwd=project)
+    (project / changed).write_text(content)
+    git("add", changed, cwd=project)
+    done = pre_commit("try-repo", str(repo), "placement-lint", "--files", changed, cwd=project, home=pre_commit_home)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert re.search(r"^train\.py:3:\d+: DPL001", done.stdout, re.M), done.stdout

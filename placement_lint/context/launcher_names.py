@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from placement_lint.discover import excluded_by_settings, repository_files
+from placement_lint.discover import launch_excluded_by_settings, launch_files
 from placement_lint.git_index import tracked_paths
 from placement_lint.settings import Settings
 
@@ -27,24 +27,21 @@ def launcher_name(name: str) -> bool:
     return suffix == "" or suffix in _LAUNCHER_SUFFIXES or name.startswith((*MAKE_NAMES, *DOCKER_NAMES, "Procfile"))
 
 
-def launcher_candidates(root: Path, settings: Settings, also: tuple[Path, ...], launchers: list[Path] | None) -> list[Path]:
+def launcher_candidates(
+    root: Path, settings: Settings, launchers: list[Path] | None, listed: list[str] | None = None
+) -> list[Path]:
     """The files the launch context of `root` (resolved) reads: `launchers`, when a walk already found
-    them, else those under `root`; and those under the folders in `also` inside it, which count even
-    where the configuration excludes them (they were named on the command line)."""
-    files = dict.fromkeys(launchers if launchers is not None else repository_files(root, settings, launcher_name))
-    for folder in also:
-        resolved = folder.resolve()
-        if resolved.is_relative_to(root) and resolved != root:
-            files.update(dict.fromkeys(repository_files(resolved, settings, launcher_name)))
-    return list(files)
+    them, else those under `root`, whatever paths the run was given (a repository's launches are its
+    own, not the command line's). With `listed`, a walk made here adds the folders it listed."""
+    return launchers if launchers is not None else launch_files(root, settings, launcher_name, listed)
 
 
 def tracked_launchers(root: Path, settings: Settings, found: list[Path]) -> list[Path]:
     """Launch files git tracks that the walk did not meet (`found` holds what it met): committed under
     a folder a .gitignore rule leaves out (MiniCPM ignores `scripts/` and tracks its DeepSpeed scripts
-    there). The configured excludes still apply. Read from the index as it is when the context is
-    built: a script added later is seen once the context is built again (a launch file or config
-    changes)."""
+    there). DEFAULT_EXCLUDE and `launch-exclude` still apply (`exclude` does not: it decides what is
+    reported). Read from the index as it is when the context is built; a cached context asks again
+    when the index changes."""
     if not settings.respect_gitignore:
         return []  # the walk met every file already
     tracked = tracked_paths(root)
@@ -57,7 +54,7 @@ def tracked_launchers(root: Path, settings: Settings, found: list[Path]) -> list
         if not spelled.startswith(top):  # a run started from a linked folder
             spelled = os.path.realpath(spelled)
         known.add(spelled[len(top) :].replace(os.sep, "/"))
-    excluded = excluded_by_settings(settings)
+    excluded = launch_excluded_by_settings(settings)
     added: list[Path] = []
     for relative in tracked:
         if relative in known or not launcher_name(relative.rpartition("/")[2]):

@@ -69,19 +69,17 @@ def build_repo_context(
     root: Path,
     settings: Settings,
     display: Callable[[Path], str],
-    also: tuple[Path, ...] = (),
     launchers: list[Path] | None = None,
     anchors: tuple[bytes, ...] | None = None,
     tracked: list[Path] | None = None,
 ) -> RepoContext:
-    """`also`: folders named on the command line; their launchers count even if the config excludes
-    them. `launchers`: the candidate files, when the caller's walk already covered the root.
+    """`launchers`: the candidate files, when the caller's walk already covered the root.
     `anchors`: the tokens without which no rule can fire in a file (see ModuleGraph); None: follow
     every import. `tracked`: the launch files git tracks that no walk meets (tracked_launchers), when
     the caller has read them already."""
     root = root.resolve()
     context = RepoContext(root)
-    walked = launcher_candidates(root, settings, also, launchers)
+    walked = launcher_candidates(root, settings, launchers)
     context.tracked = tracked if tracked is not None else tracked_launchers(root, settings, walked)
     context.candidates = [*walked, *context.tracked]
     projects = Projects(root, context.candidates)

@@ -1,0 +1,192 @@
+"""A cached answer is the fresh answer: the cache keys everything a run's answer depends on (the root
+and how it was found, the resolved settings, the launch context, the release). The runs go through
+the command line in this process, as a user's do, each cached run beside a `--no-cache` one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from placement_lint.cli import main
+
+TRAIN = """\
+from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+parser = HfArgumentParser(TrainingArguments)
+(args,) = parser.parse_args_into_dataclasses()
+model = AutoModelForCausalLM.from_pretrained("m", device_map="auto")
+Trainer(model=model, args=args).train()
+"""
+MODEL_UTILS = """\
+from transformers import AutoModelForCausalLM
+
+
+def load():
+    return AutoModelForCausalLM.from_pretrained("m", device_map="auto")
+"""
+LAUNCHED_TRAIN = "from transformers import Trainer\nfrom model_utils import load\n\nTrainer(model=load()).train()\n"
+ZERO3_JSON = '{"zero_optimization": {"stage": 3}}\n'
+
+
+def git_init(folder: Path) -> None:
+    if shutil.which("git") is not None:
+        subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+    else:  # a `.git` folder is what marks a repository's root
+        (folder / ".git").mkdir()
+
+
+def check(folder: Path, *args: str, cache: bool = True) -> tuple[int, str]:
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = CliRunner().invoke(main, ["check", *([] if cache else ["--no-cache"]), *args], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+    return result.exit_code, result.output
+
+
+def both(folder: Path, *args: str) -> tuple[tuple[int, str], tuple[int, str]]:
+    """The cached run first (so it may answer from what earlier runs left), then a fresh one."""
+    return check(folder, *args), check(folder, *args, cache=False)
+
+
+@pytest.fixture
+def no_root(tmp_path: Path) -> Path:
+    """The issue's first repository: a ZeRO-3 launch of train.py from scripts/, and no `.git`."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n")
+    (tmp_path / "configs" / "ds.json").write_text(ZERO3_JSON)
+    return tmp_path
+
+
+def test_git_init_gives_a_file_checked_alone_its_repository_s_launches(no_root: Path) -> None:
+    # No root is known: only launchers beside train.py count, and there are none (documented).
+    assert check(no_root, "train.py")[0] == 0
+    git_init(no_root)
+    cached, fresh = both(no_root, "train.py")
+    assert fresh[0] == 1 and "DPL001" in fresh[1]
+    assert cached == fresh
+
+
+@pytest.fixture
+def launch_folder(tmp_path: Path) -> Path:
+    """The issue's second repository: a launcher, its script and the helper it imports in `launch/`."""
+    git_init(tmp_path)
+    (tmp_path / "launch").mkdir()
+    (tmp_path / "other.py").write_text("print('hello')\n")
+    (tmp_path / "launch" / "model_utils.py").write_text(MODEL_UTILS)
+    (tmp_path / "launch" / "train.py").write_text(LAUNCHED_TRAIN)
+    (tmp_path / "launch" / "ds.json").write_text(ZERO3_JSON)
+    (tmp_path / "launch" / "run.sh").write_text("deepspeed launch/train.py --deepspeed launch/ds.json\n")
+    return tmp_path
+
+
+def test_a_file_named_in_an_excluded_folder_gets_the_same_answer_cached_and_fresh(launch_folder: Path) -> None:
+    (launch_folder / "pyproject.toml").write_text('[tool.placement-lint]\nextend-exclude = ["launch"]\n')
+    assert check(launch_folder, ".") == (0, "All checks passed!\n")
+    cached, fresh = both(launch_folder, "launch/model_utils.py")
+    assert fresh[0] == 1 and "DPL001" in fresh[1]
+    assert cached == fresh
+
+
+def test_removing_the_settings_that_excluded_the_launch_folder_is_seen(launch_folder: Path) -> None:
+    (launch_folder / "pyproject.toml").write_text('[tool.placement-lint]\nextend-exclude = ["launch"]\n')
+    check(launch_folder, ".")
+    (launch_folder / "pyproject.toml").unlink()
+    cached, fresh = both(launch_folder, "launch/model_utils.py")
+    assert fresh[0] == 1 and "DPL001" in fresh[1]
+    assert cached == fresh
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "other.py").write_text("print('hello')\n")
+    (tmp_path / "configs" / "ds.json").write_text(ZERO3_JSON)
+    return tmp_path
+
+
+@pytest.mark.parametrize("paths", [["."], ["train.py"]])
+def test_a_script_a_launch_names_that_appears_later_gets_its_launch(repo: Path, paths: list[str]) -> None:
+    (repo / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n")
+    check(repo, ".")  # the launch names train.py, which is not there yet
+    (repo / "train.py").write_text(TRAIN)
+    cached, fresh = both(repo, *paths)
+    assert fresh[0] == 1 and "DPL001" in fresh[1]
+    assert cached == fresh
+
+
+def test_a_module_an_import_names_that_comes_back_gets_its_launch(repo: Path) -> None:
+    (repo / "launch").mkdir()
+    (repo / "launch" / "train.py").write_text(LAUNCHED_TRAIN)
+    (repo / "scripts" / "run.sh").write_text("deepspeed launch/train.py --deepspeed configs/ds.json\n")
+    check(repo, ".")  # launch/train.py imports model_utils, which is not there yet
+    (repo / "launch" / "model_utils.py").write_text(MODEL_UTILS)
+    cached, fresh = both(repo, "launch/model_utils.py")
+    assert fresh[0] == 1 and "DPL001" in fresh[1]
+    assert cached == fresh
+
+
+def test_a_launch_script_added_since_the_last_walk_is_seen_by_a_run_over_one_file(repo: Path) -> None:
+    (repo / "train.py").write_text(TRAIN)
+    assert check(repo, ".")[0] == 0
+    (repo / "scripts" / "zero3.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n")
+    cached, fresh = both(repo, "train.py")  # as pre-commit runs: no walk of the repository
+    assert fresh[0] == 1
+    assert cached == fresh
+
+
+def test_an_editor_s_save_that_replaces_a_file_keeps_the_launch_context(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / "train.py").write_text(TRAIN)
+    (repo / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n")
+    first = check(repo, "train.py")
+    # A new file renamed over the old one, in a folder the context was built from: its mtime changes.
+    (repo / "saved.tmp").write_bytes((repo / "other.py").read_bytes())
+    os.replace(repo / "saved.tmp", repo / "other.py")
+
+    def fail(*_: object) -> None:
+        raise AssertionError("the launch context was built again")
+
+    monkeypatch.setattr("placement_lint.context.repo.build_repo_context", fail)
+    assert check(repo, "train.py") == first
+    assert check(repo, "train.py") == first  # and the folders' new stamps were kept
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_launch_script_git_starts_tracking_in_an_ignored_folder_is_seen(tmp_path: Path) -> None:
+    git_init(tmp_path)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / ".gitignore").write_text("scripts/\n")
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "ds.json").write_text(ZERO3_JSON)
+    (tmp_path / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed ds.json\n")
+    assert check(tmp_path, ".")[0] == 0  # ignored, and not tracked: not the repository's
+    subprocess.run(["git", "add", "-f", "scripts/run.sh"], cwd=tmp_path, check=True)
+    cached, fresh = both(tmp_path, ".")
+    assert fresh[0] == 1
+    assert cached == fresh
+
+
+def test_a_new_file_that_launches_nothing_keeps_the_launch_context(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An output (a log, a checkpoint) launches nothing and no launch or import names it as a script; a
+    config a launch names is an input whether it was there or not."""
+    (repo / "train.py").write_text(TRAIN)
+    (repo / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n")
+    first = check(repo, ".")
+    (repo / "train.log").write_text("step 1\n")
+    (repo / "configs" / "unused.json").write_text("{}\n")
+
+    def fail(*_: object) -> None:
+        raise AssertionError("the launch context was built again")
+
+    monkeypatch.setattr("placement_lint.context.repo.build_repo_context", fail)
+    assert check(repo, ".") == first

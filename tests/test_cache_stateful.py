@@ -1,0 +1,210 @@
+"""A cached run answers as a fresh one, whatever happened to the repository in between: random steps
+(git init or removal, settings written or removed, a launch script, doc or config edited, removed or
+restored, a Python file edited, a subset of paths checked), each followed by a cached run and a
+`--no-cache` run of the command line, in this process, over the same paths: same output, same exit.
+
+CI runs a short sequence; `PLACEMENT_LINT_STATEFUL_EXAMPLES=300 PLACEMENT_LINT_STATEFUL_STEPS=40`
+runs a long one (12,000 steps)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from click.testing import CliRunner
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+
+from placement_lint.cli import main
+
+TRAIN = {
+    "auto": """\
+from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+parser = HfArgumentParser(TrainingArguments)
+(args,) = parser.parse_args_into_dataclasses()
+model = AutoModelForCausalLM.from_pretrained("m", device_map="auto")
+Trainer(model=model, args=args).train()
+""",
+    "none": """\
+from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments
+
+parser = HfArgumentParser(TrainingArguments)
+(args,) = parser.parse_args_into_dataclasses()
+model = AutoModelForCausalLM.from_pretrained("m", device_map=None)
+Trainer(model=model, args=args).train()
+""",
+    "cuda": """\
+from transformers import AutoModelForCausalLM, Trainer
+
+model = AutoModelForCausalLM.from_pretrained("m", device_map="cuda")
+Trainer(model=model).train()
+""",
+    "broken": "def broken(:\n",
+}
+MODEL_UTILS = {
+    "auto": 'from transformers import AutoModelForCausalLM\n\n\ndef load():\n    return AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n',
+    "none": 'from transformers import AutoModelForCausalLM\n\n\ndef load():\n    return AutoModelForCausalLM.from_pretrained("m")\n',
+}
+LAUNCHED_TRAIN = "from transformers import Trainer\nfrom model_utils import load\n\nTrainer(model=load()).train()\n"
+ZERO = {stage: f'{{"zero_optimization": {{"stage": {stage}}}}}\n' for stage in (2, 3)}
+
+# Each file the steps change, and what it may hold (None: removed).
+FILES: dict[str, list[str | None]] = {
+    "train.py": [*TRAIN.values(), None],
+    "launch/model_utils.py": [*MODEL_UTILS.values(), None],
+    "scripts/run.sh": [
+        "torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n",
+        "python train.py\n",
+        "accelerate launch --num_processes 2 train.py\n",
+        "deepspeed train.py --deepspeed launch/ds.json\n",
+        None,
+    ],
+    "launch/run.sh": ["deepspeed launch/train.py --deepspeed launch/ds.json\n", "python launch/train.py\n", None],
+    "README.md": [
+        "# Train\n\n```bash\ntorchrun --nproc_per_node 4 train.py --deepspeed configs/ds.json\n```\n",
+        "# Train\n",
+        None,
+    ],
+    "configs/ds.json": [ZERO[3], ZERO[2], None],
+    "launch/ds.json": [ZERO[3], ZERO[2], None],
+    ".gitignore": ["scripts/\n", "launch/\n", "*.json\n", None],
+}
+FOLDERS = ["launch", "scripts", "configs"]
+PATHS = [
+    ".",
+    "train.py",
+    "launch",
+    "launch/model_utils.py",
+    "launch/train.py",
+    "other.py",
+    "scripts",
+    "scripts/run.sh",
+    "README.md",
+    "configs/ds.json",
+]
+
+
+def _toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(f'"{item}"' for item in items) + "]"
+
+
+class CachedAsFresh(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.root = Path(tempfile.mkdtemp(prefix="placement-lint-stateful-"))
+        (self.root / "launch").mkdir()
+        (self.root / "launch" / "train.py").write_text(LAUNCHED_TRAIN)
+        (self.root / "other.py").write_text("print('hello')\n")
+        for name, contents in FILES.items():
+            self._write(name, contents[0])
+        self.steps = 0
+
+    def _write(self, name: str, content: str | None) -> None:
+        path = self.root / name
+        if content is None:
+            path.unlink(missing_ok=True)
+            return
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(content)
+
+    def _run(self, paths: list[str], cache: bool) -> tuple[int, str]:
+        here = os.getcwd()
+        os.chdir(self.root)
+        try:
+            result = CliRunner().invoke(main, ["check", *([] if cache else ["--no-cache"]), *paths], catch_exceptions=False)
+        finally:
+            os.chdir(here)
+        return result.exit_code, result.output
+
+    def _compare(self, paths: list[str]) -> None:
+        self.steps += 1
+        cached = self._run(paths, cache=True)
+        fresh = self._run(paths, cache=False)
+        assert cached == fresh, f"check {' '.join(paths)}: cached {cached} != fresh {fresh}"
+
+    @rule(paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=3, unique=True))
+    def check(self, paths: list[str]) -> None:
+        self._compare(paths)
+
+    @rule(data=st.data(), name=st.sampled_from(sorted(FILES)), paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=2))
+    def edit(self, data: st.DataObject, name: str, paths: list[str]) -> None:
+        self._write(name, data.draw(st.sampled_from(FILES[name]), label=name))
+        self._compare(paths)
+
+    @rule(name=st.sampled_from(sorted(FILES)), paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=2))
+    def save_as_an_editor_does(self, name: str, paths: list[str]) -> None:
+        """The same bytes written to a new file that replaces the old one: its folder's mtime changes."""
+        path = self.root / name
+        if path.exists():
+            temporary = path.with_name(path.name + ".tmp")
+            temporary.write_bytes(path.read_bytes())
+            os.replace(temporary, path)
+        self._compare(paths)
+
+    @precondition(lambda self: not (self.root / ".git").exists())
+    @rule(paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=2))
+    def git_init(self, paths: list[str]) -> None:
+        (self.root / ".git").mkdir()  # what marks a repository's root (git itself is not needed)
+        self._compare(paths)
+
+    @precondition(lambda self: (self.root / ".git").exists())
+    @rule(paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=2))
+    def remove_git(self, paths: list[str]) -> None:
+        shutil.rmtree(self.root / ".git")
+        self._compare(paths)
+
+    @rule(
+        exclude=st.lists(st.sampled_from([*FOLDERS, "*.sh", "train.py"]), unique=True, max_size=2),
+        launch_exclude=st.lists(st.sampled_from([*FOLDERS, "*.md"]), unique=True, max_size=1),
+        ignores=st.sampled_from([None, {"launch/*": ["DPL001"]}, {"train.py": ["DPL0"]}]),
+        select=st.sampled_from([None, ["DPL001"], ["DPL002", "DPL003"]]),
+        gitignore=st.sampled_from([None, False]),
+        paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=2),
+    )
+    def write_settings(
+        self,
+        exclude: list[str],
+        launch_exclude: list[str],
+        ignores: dict[str, list[str]] | None,
+        select: list[str] | None,
+        gitignore: bool | None,
+        paths: list[str],
+    ) -> None:
+        lines = ["[tool.placement-lint]"]
+        if exclude:
+            lines.append(f"extend-exclude = {_toml_list(exclude)}")
+        if launch_exclude:
+            lines.append(f"launch-exclude = {_toml_list(launch_exclude)}")
+        if select is not None:
+            lines.append(f"select = {_toml_list(select)}")
+        if gitignore is not None:
+            lines.append("respect-gitignore = false")
+        if ignores is not None:
+            lines.append("[tool.placement-lint.per-file-ignores]")
+            lines += [f'"{pattern}" = {_toml_list(codes)}' for pattern, codes in ignores.items()]
+        (self.root / "pyproject.toml").write_text("\n".join(lines) + "\n")
+        self._compare(paths)
+
+    @rule(paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=2))
+    def remove_settings(self, paths: list[str]) -> None:
+        (self.root / "pyproject.toml").unlink(missing_ok=True)
+        self._compare(paths)
+
+    def teardown(self) -> None:
+        STEPS.append(self.steps)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+STEPS: list[int] = []
+
+CachedAsFresh.TestCase.settings = settings(
+    max_examples=int(os.environ.get("PLACEMENT_LINT_STATEFUL_EXAMPLES", "40")),
+    stateful_step_count=int(os.environ.get("PLACEMENT_LINT_STATEFUL_STEPS", "25")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+TestCachedAsFresh = CachedAsFresh.TestCase
