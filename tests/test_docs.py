@@ -188,7 +188,8 @@ def test_the_documentation_examples_parse_and_configure_what_exists(tmp_path: Pa
         for info, text in code_blocks(path):
             if info == "yaml":
                 loaded = yaml.safe_load(text)
-                steps = [step for job in (loaded.get("jobs") or {}).values() for step in job.get("steps", [])]
+                jobs = loaded.get("jobs") if isinstance(loaded, dict) else None  # a hook list is a list
+                steps = [step for job in (jobs or {}).values() for step in job.get("steps", [])]
                 for step in steps:
                     if "placement-lint@" in step.get("uses", ""):
                         assert set(step.get("with", {})) <= inputs, path
