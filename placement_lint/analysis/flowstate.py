@@ -30,14 +30,10 @@ def base_of(key: str) -> str:
     return key.split("[", 1)[0]
 
 
-class FlowState:
-    """An immutable state: key -> the bindings that may reach, and dict base -> its entries' keys."""
+class _Readable:
+    """What a state answers, kept or being changed: `values` and `entries` are maps (or their mutations)."""
 
     __slots__ = ("values", "entries")
-
-    def __init__(self, values: Map, entries: Map) -> None:
-        self.values = values
-        self.entries = entries
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
@@ -52,6 +48,16 @@ class FlowState:
         """The keys of the dict bound to `base` (`base[...]`), in the order they were stored."""
         return self.entries.get(base, ())
 
+
+class FlowState(_Readable):
+    """An immutable state: key -> the bindings that may reach, and dict base -> its entries' keys."""
+
+    __slots__ = ()
+
+    def __init__(self, values: Map, entries: Map) -> None:
+        self.values = values
+        self.entries = entries
+
     def edit(self) -> Scratch:
         return Scratch(self)
 
@@ -59,28 +65,16 @@ class FlowState:
 EMPTY = FlowState(Map(), Map())
 
 
-class Scratch:
+class Scratch(_Readable):
     """A state being changed by one statement: reads see the changes made so far, and the keys it
     changed are kept (`written`), which is all a merge of two branches has to look at."""
 
-    __slots__ = ("values", "entries", "written")
+    __slots__ = ("written",)
 
     def __init__(self, base: FlowState) -> None:
         self.values = base.values.mutate()
         self.entries = base.entries.mutate()
         self.written: set[str] = set()
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.values.get(key, default)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.values
-
-    def __getitem__(self, key: str) -> Bindings:
-        return self.values[key]
-
-    def keys_under(self, base: str) -> tuple[str, ...]:
-        return self.entries.get(base, ())
 
     def __setitem__(self, key: str, bindings: Bindings) -> None:
         self.values[key] = bindings
