@@ -229,7 +229,7 @@ def test_a_parser_the_tool_cannot_follow_leaves_the_branch_as_unknown(tmp_path: 
 def test_a_launch_that_walks_a_whole_library_package_stops_after_the_nearest_modules(tmp_path: Path) -> None:
     """diffusers' examples import all of src/diffusers: the nearest modules carry the launch, the
     rest are not followed (and not parsed), and the run says so."""
-    from placement_lint.context.repo import MAX_MODULES_PER_LAUNCH
+    from placement_lint.context.propagation import MAX_MODULES_PER_LAUNCH
 
     (tmp_path / ".git").mkdir()
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
