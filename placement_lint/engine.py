@@ -49,6 +49,9 @@ SCREEN_AHEAD_LAUNCH_FILES = 64
 
 # -- the run ---------------------------------------------------------------------------------
 
+# How a stage of the run before the checks goes: (what it is, how far, out of how many or None).
+Stage = Callable[[str, int, "int | None"], None]
+
 
 def repo_contexts(
     found: Discovered,
@@ -57,12 +60,13 @@ def repo_contexts(
     given: Iterable[Path] = (),
     cache_folder: Path | None = None,
     before_building: Callable[[int], None] | None = None,
+    stage: Stage | None = None,
 ) -> list[RepoContext]:
     """The launch context of every repository the files belong to, each built once. The folders
     given on the command line (or holding a file given there) are searched for launchers even when
     the configuration excludes them, as their Python files are checked. `before_building` is told
     how many launch files a context is built from, before it is (not when the cache has it, or there
-    is nothing to read)."""
+    is nothing to read). `stage` hears how the building goes (a progress bar)."""
 
     base = cwd.resolve()
     display = functools.partial(display_path, cwd=base)
@@ -118,7 +122,7 @@ def repo_contexts(
 
                 if before_building is not None:
                     before_building(len(candidates) + len(tracked))
-                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens(), tracked)
+                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens(), tracked, stage)
             else:
                 cached = RepoContext(root.resolve())  # nothing to read: no launch reaches any file
             if cache_folder is not None:
@@ -157,10 +161,16 @@ def run(
 ) -> RunResult:
     """Check `paths`. With `cache_folder`, results of unchanged files come from the cache (lint mode only).
     `restrict` picks, from the files found and their repositories' launch contexts, the ones to check
-    (`--changed-since`); `progress(done, total)` hears of every file as it is done."""
+    (`--changed-since`); `progress(done, total)` hears of every file as it is done, and, if it has a
+    `stage` method (report.progress.ProgressBar), of the finding of files and the launch context too."""
     cwd = cwd or Path.cwd()
     paths = list(paths)
-    found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
+    # A progress bar hears of the stages before the checks too; a plain callable, of the checks only.
+    stage: Stage | None = getattr(progress, "stage", None)
+    if stage is not None:
+        stage("Finding files", 0, None)
+    counted = functools.partial(stage, "Finding files", total=None) if stage is not None else None
+    found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude, counted=counted)
     cache = None
     if cache_folder is not None and not options.fixing:
         from placement_lint.cache import Cache  # with json and zlib: a run with --no-cache reads no cache
@@ -168,7 +178,9 @@ def run(
         cache = Cache(cache_folder, _settings_key(settings, options))
     ahead = _ScreenAhead(found, cache, settings, options, cwd)
     try:
-        repos = repo_contexts(found, settings, cwd, paths, cache_folder, ahead.start if _CAN_FORK and restrict is None else None)
+        repos = repo_contexts(
+            found, settings, cwd, paths, cache_folder, ahead.start if _CAN_FORK and restrict is None else None, stage
+        )
     finally:
         screened_ahead = ahead.stop()
     # Names, not Paths, until a file needs one: a warm run over thousands of files makes few.

@@ -33,7 +33,11 @@ if TYPE_CHECKING:
 
 
 def propagate_to_imports(
-    context: RepoContext, launched: dict[Path, list[Evidence]], graph: ModuleGraph, display: Callable[[Path], str]
+    context: RepoContext,
+    launched: dict[Path, list[Evidence]],
+    graph: ModuleGraph,
+    display: Callable[[Path], str],
+    stage: Callable[[str, int, int | None], None] = lambda what, done, total: None,
 ) -> dict[Path, set[Path]]:
     """Give the modules a launched script imports the script's launch evidence, for what it uses of
     them, and the modules those import, to any depth (a console script's module, for what its
@@ -44,9 +48,11 @@ def propagate_to_imports(
     }
     # Modules whose imports cannot lead to a file a rule can fire in are not parsed to follow them.
     # Every launched script is read: the context depends on its import lines, whatever it launches under.
+    stage("Following imports", 0, len(scripts))
     worth_following = graph.leading_to_anchors(launched)
     stopped: list[Path] = []
-    for script, carried in scripts.items():
+    for number, (script, carried) in enumerate(scripts.items()):
+        stage("Following imports", number, len(scripts))
         _propagate_launch(context, script, carried, graph, display, edges, worth_following, stopped)
     if stopped:
         more = f" and {len(stopped) - 1} more" if len(stopped) > 1 else ""
@@ -196,7 +202,11 @@ def _parser_module(path: Path, graph: ModuleGraph, parsed: dict[Path, ast.Module
 
 
 def follow_returns(
-    context: RepoContext, graph: ModuleGraph, edges: dict[Path, set[Path]], display: Callable[[Path], str]
+    context: RepoContext,
+    graph: ModuleGraph,
+    edges: dict[Path, set[Path]],
+    display: Callable[[Path], str],
+    stage: Callable[[str, int, int | None], None] = lambda what, done, total: None,
 ) -> list[Path]:
     """Fill `context.consumers`: for each module an importer gave evidence to, where the importer sends
     what its calls of the module's functions return. Through a chain too (train.py trains what
@@ -211,7 +221,8 @@ def follow_returns(
         if not pending:
             break
         changed: set[Path] = set()
-        for importer in sorted(pending):
+        for number, importer in enumerate(sorted(pending)):
+            stage("Following returned values", number, len(pending))
             summary = graph.summary(importer)
             if summary is None:
                 continue

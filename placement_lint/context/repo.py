@@ -45,12 +45,13 @@ def build_repo_context(
     launchers: list[Path] | None = None,
     anchors: tuple[bytes, ...] | None = None,
     tracked: list[Path] | None = None,
+    stage: Callable[[str, int, int | None], None] | None = None,
 ) -> RepoContext:
     """`also`: folders named on the command line; their launchers count even if the config excludes
     them. `launchers`: the candidate files, when the caller's walk already covered the root.
     `anchors`: the tokens without which no rule can fire in a file (see ModuleGraph); None: follow
     every import. `tracked`: the launch files git tracks that no walk meets (tracked_launchers), when
-    the caller has read them already."""
+    the caller has read them already. `stage(what, done, total)` hears how the building goes."""
     root = root.resolve()
     context = RepoContext(root)
     walked = launcher_candidates(root, settings, also, launchers)
@@ -62,7 +63,9 @@ def build_repo_context(
     launched: dict[Path, list[Evidence]] = {}
     uses: dict[Path, set[str]] = {}  # what of each launched file runs: "__main__", or a console script's function
     shipped = ShippedAccelerateConfigs(root, context.candidates, configs)
-    for path in context.candidates:
+    stage = stage or _unheard
+    for number, path in enumerate(context.candidates):
+        stage("Reading launch files", number, len(context.candidates))
         for command in _commands(path, context):
             launch = parse_command(command.text, ScriptNames(projects, command.cwd, command.source.parent))
             if launch is None:
@@ -112,9 +115,9 @@ def build_repo_context(
     for target, items in launched.items():
         context.by_file[target] = tuple(items)
         context.used[target] = frozenset(uses.get(target, ()))
-    edges = propagate_to_imports(context, launched, graph, display)
+    edges = propagate_to_imports(context, launched, graph, display, stage)
     parsers_read = attach_parsers(context, launched, graph, display)
-    classes_read = follow_returns(context, graph, edges, display)
+    classes_read = follow_returns(context, graph, edges, display, stage)
     called_read = record_importer_calls(context, graph, edges)
     modules_read = graph.read()
     context.inputs = [
@@ -183,3 +186,7 @@ def _shown(path: Path, context: RepoContext) -> str:
 
 def _short(text: str) -> str:
     return text if len(text) <= 90 else text[:87] + "..."
+
+
+def _unheard(what: str, done: int, total: int | None) -> None:
+    pass
