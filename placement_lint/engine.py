@@ -61,12 +61,14 @@ def repo_contexts(
     cache_folder: Path | None = None,
     before_building: Callable[[int], None] | None = None,
     stage: Stage | None = None,
+    jobs: int = 1,
 ) -> list[RepoContext]:
     """The launch context of every repository the files belong to, each built once. The folders
     given on the command line (or holding a file given there) are searched for launchers even when
     the configuration excludes them, as their Python files are checked. `before_building` is told
     how many launch files a context is built from, before it is (not when the cache has it, or there
-    is nothing to read). `stage` hears how the building goes (a progress bar)."""
+    is nothing to read). `stage` hears how the building goes (a progress bar); `jobs`: how many
+    processes a build may use."""
 
     base = cwd.resolve()
     display = functools.partial(display_path, cwd=base)
@@ -122,7 +124,7 @@ def repo_contexts(
 
                 if before_building is not None:
                     before_building(len(candidates) + len(tracked))
-                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens(), tracked, stage)
+                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens(), tracked, stage, jobs)
             else:
                 cached = RepoContext(root.resolve())  # nothing to read: no launch reaches any file
             if cache_folder is not None:
@@ -179,7 +181,14 @@ def run(
     ahead = _ScreenAhead(found, cache, settings, options, cwd)
     try:
         repos = repo_contexts(
-            found, settings, cwd, paths, cache_folder, ahead.start if _CAN_FORK and restrict is None else None, stage
+            found,
+            settings,
+            cwd,
+            paths,
+            cache_folder,
+            ahead.start if _CAN_FORK and restrict is None else None,
+            stage,
+            _jobs(options),
         )
     finally:
         screened_ahead = ahead.stop()

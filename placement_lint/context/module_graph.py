@@ -575,6 +575,35 @@ class ModuleGraph:
         """Every Python file the graph read (for a cached context's inputs)."""
         return [path for path, file in self._files.items() if file is not None]
 
+    def files_looked_at(self) -> int:
+        """How many files the graph has looked at so far (see read_since)."""
+        return len(self._files)
+
+    def read_since(self, count: int) -> list[tuple[Path, tuple[int, bool, bool] | None]]:
+        """What the graph learnt of the files it looked at after the first `count`: each one's size, and
+        whether it imports the repository and holds an anchor (None: it could not be read). What a
+        forked child sends back for `adopt`."""
+        return [
+            (path, None if file is None else (file.size, file.local, file.anchored))
+            for path, file in list(self._files.items())[count:]
+        ]
+
+    def adopt(self, read: list[tuple[Path, tuple[int, bool, bool] | None]], at: int) -> None:
+        """The files another process's graph looked at (`read_since`: a forked child that followed the
+        returned values), taken as if this graph had looked at them after its first `at` files: the
+        context's inputs list them where one process would have."""
+        files = list(self._files.items())
+        merged = dict(files[:at])
+        own = dict(files[at:])
+        for path, facts in read:
+            if path not in merged:
+                merged[path] = (
+                    own[path] if path in own else (None if facts is None else _File(None, facts[0], facts[1], facts[2]))
+                )
+        for path, file in files[at:]:
+            merged.setdefault(path, file)
+        self._files = merged
+
     def import_only(self, launched: Iterable[Path]) -> set[Path]:
         """The files read that only their import lines can change the graph of: they import nothing
         of the repository, and whether they hold an anchor cannot change (they hold one, or are

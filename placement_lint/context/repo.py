@@ -33,6 +33,7 @@ from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.context.projects import Projects, ScriptNames
 from placement_lint.context.propagation import attach_parsers, follow_returns, propagate_to_imports, record_importer_calls
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
+from placement_lint.process import Aside
 from placement_lint.settings import Settings
 from placement_lint.source import MAX_NOTEBOOK_BYTES, is_notebook
 
@@ -46,12 +47,14 @@ def build_repo_context(
     anchors: tuple[bytes, ...] | None = None,
     tracked: list[Path] | None = None,
     stage: Callable[[str, int, int | None], None] | None = None,
+    jobs: int = 1,
 ) -> RepoContext:
     """`also`: folders named on the command line; their launchers count even if the config excludes
     them. `launchers`: the candidate files, when the caller's walk already covered the root.
     `anchors`: the tokens without which no rule can fire in a file (see ModuleGraph); None: follow
     every import. `tracked`: the launch files git tracks that no walk meets (tracked_launchers), when
-    the caller has read them already. `stage(what, done, total)` hears how the building goes."""
+    the caller has read them already. `stage(what, done, total)` hears how the building goes. `jobs`:
+    how many processes it may use."""
     root = root.resolve()
     context = RepoContext(root)
     walked = launcher_candidates(root, settings, also, launchers)
@@ -116,9 +119,22 @@ def build_repo_context(
         context.by_file[target] = tuple(items)
         context.used[target] = frozenset(uses.get(target, ()))
     edges = propagate_to_imports(context, launched, graph, display, stage)
+    # The returned values are followed by a forked child, if worth it, while this process reads the
+    # scripts' parsers and the importers' calls: they are independent, and the child inherits the
+    # trees the propagation parsed (sent back, a tree costs more than parsing it again).
+    looked_at, projects_known = graph.files_looked_at(), len(projects.read)
+    aside = _returns_aside(context, graph, edges, display, projects, looked_at, projects_known, jobs)
     parsers_read = attach_parsers(context, launched, graph, display)
-    classes_read = follow_returns(context, graph, edges, display, stage)
+    calls_from, projects_from = graph.files_looked_at(), len(projects.read)
     called_read = record_importer_calls(context, graph, edges)
+    followed = aside.result() if aside is not None else None
+    if followed is None:
+        classes_read = follow_returns(context, graph, edges, display, stage)
+    else:
+        stage("Following returned values", len(edges), len(edges))
+        context.consumers, classes_read, files_read, projects_read = followed  # type: ignore[misc]
+        graph.adopt(files_read, calls_from)
+        projects.read[projects_from:projects_from] = projects_read
     modules_read = graph.read()
     context.inputs = [
         *context.candidates,
@@ -190,3 +206,30 @@ def _short(text: str) -> str:
 
 def _unheard(what: str, done: int, total: int | None) -> None:
     pass
+
+
+# Below this many importers passing evidence on, following their returned values costs less than a fork.
+RETURNS_ASIDE_IMPORTERS = 32
+
+
+def _returns_aside(
+    context: RepoContext,
+    graph: ModuleGraph,
+    edges: dict[Path, set[Path]],
+    display: Callable[[Path], str],
+    projects: Projects,
+    looked_at: int,
+    projects_known: int,
+    jobs: int,
+) -> Aside | None:
+    """A forked child following the returned values (follow_returns), when there are processes to
+    spare and enough importers; it sends back the consumers, the modules read for their classes, and
+    the files its graph and the projects looked at that this process had not."""
+    if jobs < 2 or len(edges) < RETURNS_ASIDE_IMPORTERS:
+        return None
+
+    def follow() -> tuple[object, ...]:
+        classes_read = follow_returns(context, graph, edges, display)
+        return context.consumers, classes_read, graph.read_since(looked_at), projects.read[projects_known:]
+
+    return Aside(follow)
