@@ -326,3 +326,39 @@ def test_work_done_aside_comes_back_or_is_none() -> None:
     cancelled = Aside(lambda: __import__("time").sleep(30))
     cancelled.cancel()
     assert cancelled.result() is None
+
+
+def test_many_launches_of_scripts_sharing_a_module_give_it_each_launch_once(tmp_path: Path) -> None:
+    """Every launched script imports lib.loader: it inherits each launch once, in launch order, each
+    with its script's parser fields that it reads (gathered, not copied once a launch)."""
+    from placement_lint.context import propagation
+    from placement_lint.context.repo import build_repo_context
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "lib").mkdir()
+    scripts = 40
+    (tmp_path / "run.sh").write_text("".join(f"torchrun --nproc_per_node 2 s{i}.py --lr 1\n" for i in range(scripts)))
+    for i in range(scripts):
+        (tmp_path / f"s{i}.py").write_text(
+            "import argparse\nfrom lib.loader import build\nfrom transformers import Trainer\n"
+            f"p = argparse.ArgumentParser()\np.add_argument('--lr')\np.add_argument('--only_s{i}')\n"
+            "Trainer(model=build(p.parse_args())).train()\n"
+        )
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "loader.py").write_text(
+        "from transformers import AutoModel\n\n\ndef build(args):\n    return AutoModel.from_pretrained(args.lr)\n"
+    )
+    copies: list[int] = []
+    real_add = propagation._Inherited.add
+
+    def add(self: propagation._Inherited, module: Path, items: tuple[object, ...]) -> None:
+        copies.append(len(items))
+        real_add(self, module, items)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(propagation._Inherited, "add", add)
+        context = build_repo_context(tmp_path, Settings(root=tmp_path, codes=CODES), lambda p: p.relative_to(tmp_path).as_posix())
+    evidence = context.by_file[(tmp_path / "lib" / "loader.py").resolve()]
+    assert [e.chain[-1] for e in evidence] == [f"s{i}.py" for i in range(scripts)]
+    assert all([row[1] for row in e.parser] == ["lr"] for e in evidence), "each carries the fields the module reads"
+    assert copies == [1] * scripts, "each launch handed the module its own item, not the module's whole evidence"

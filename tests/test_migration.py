@@ -242,7 +242,9 @@ def test_the_run_tells_the_progress_bar_of_the_stages_before_the_checks(tmp_path
     second, not a blank terminal until the checks begin."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
-    (tmp_path / "train.py").write_text("from helpers import load\nfrom transformers import Trainer\nTrainer(model=load()).train()\n")
+    (tmp_path / "train.py").write_text(
+        "from helpers import load\nfrom transformers import Trainer\nTrainer(model=load()).train()\n"
+    )
     (tmp_path / "helpers.py").write_text(
         "from transformers import AutoModelForCausalLM\ndef load():\n    return AutoModelForCausalLM.from_pretrained('m')\n"
     )
