@@ -301,6 +301,7 @@ def record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict[
 
     trees: dict[Path, ast.Module | None] = {}
     rebound: dict[int, set[str]] = {}  # by function (its node's id: the trees live as long as this)
+    listed: dict[tuple[Path, str], set[frozenset[tuple[str, object]]]] = {}
     for importer in sorted(edges):
         summary = graph.summary(importer)
         if summary is None:
@@ -321,12 +322,17 @@ def record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict[
                         known[function_name] = None
                         continue
                     bindings = known.setdefault(function_name, [])
+                    # What is in `bindings`, hashed: thousands of launched importers calling one loader
+                    # with their own literals made the lookup in the list quadratic.
+                    had = listed.setdefault((module, function_name), set())
                     if id(function) not in rebound:
                         rebound[id(function)] = rebound_names(function)
                     for call in nodes:
                         literals = call_literals(call, function, rebound[id(function)])
                         literal = {k: v.value for k, v in literals.items() if _plain(v)}
-                        if literal not in bindings:
+                        key = frozenset(literal.items())  # equal exactly when the dicts are
+                        if key not in had:
+                            had.add(key)
                             bindings.append(literal)  # type: ignore[union-attr]
     return [path for path, tree in trees.items() if tree is not None]
 
