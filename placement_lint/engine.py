@@ -18,7 +18,7 @@ from placement_lint.context.launcher_names import launcher_candidates, launcher_
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
 from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
-from placement_lint.process import collect_garbage_rarely, leave_alone_what_lives, thaw
+from placement_lint.process import collect_garbage_rarely, collections_paused, leave_alone_what_lives, thaw
 from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
 from placement_lint.settings import Settings
@@ -124,7 +124,8 @@ def repo_contexts(
 
                 if before_building is not None:
                     before_building(len(candidates) + len(tracked))
-                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens(), tracked, stage, jobs)
+                with collections_paused():
+                    cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens(), tracked, stage, jobs)
             else:
                 cached = RepoContext(root.resolve())  # nothing to read: no launch reaches any file
             if cache_folder is not None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 def collect_garbage_rarely() -> None:
@@ -35,6 +36,21 @@ def leave_alone_what_lives() -> None:
     worker's first collection walked everything it inherited: 0.1-0.2 s of a cold run over the
     docs monorepo."""
     gc.freeze()
+
+
+@contextlib.contextmanager
+def collections_paused() -> Iterator[None]:
+    """No collection while a launch context is built: it keeps every module tree it parses until it is
+    done (diffusers' 400 modules), so each collection walked millions of live nodes to free almost
+    nothing (7 collections, 0.5 s of a 4.3 s build). What it leaves is frozen before the checks
+    (leave_alone_what_lives) or collected as before."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def thaw() -> None:
