@@ -124,14 +124,20 @@ def build_repo_context(
     # trees the propagation parsed (sent back, a tree costs more than parsing it again).
     looked_at, projects_known = graph.files_looked_at(), len(projects.read)
     aside = _returns_aside(context, graph, edges, display, projects, looked_at, projects_known, jobs)
-    parsers_read = attach_parsers(context, launched, graph, display)
-    calls_from, projects_from = graph.files_looked_at(), len(projects.read)
-    called_read = record_importer_calls(context, graph, edges)
+    try:
+        parsers_read = attach_parsers(context, launched, graph, display)
+        calls_from, projects_from = graph.files_looked_at(), len(projects.read)
+        called_read = record_importer_calls(context, graph, edges)
+    except BaseException:  # Ctrl-C, or a file that broke a reader: the child does not outlive this build
+        if aside is not None:
+            aside.cancel()
+        raise
+    if aside is not None:
+        stage("Following returned values", 0, len(edges))  # the child's: it tells no one how far it is
     followed = aside.result() if aside is not None else None
     if followed is None:
         classes_read = follow_returns(context, graph, edges, display, stage)
     else:
-        stage("Following returned values", len(edges), len(edges))
         context.consumers, classes_read, files_read, projects_read = followed  # type: ignore[misc]
         graph.adopt(files_read, calls_from)
         projects.read[projects_from:projects_from] = projects_read
