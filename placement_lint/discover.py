@@ -334,9 +334,14 @@ def _relative(path: Path, base: Path) -> str | None:
 
 
 def discover(
-    paths: list[Path], settings: Settings, also: Callable[[str], bool] | None = None, force_exclude: bool = False
+    paths: list[Path],
+    settings: Settings,
+    also: Callable[[str], bool] | None = None,
+    force_exclude: bool = False,
+    counted: Callable[[int], None] | None = None,
 ) -> Discovered:
-    """Python files and notebooks under `paths`; with `also`, the other files whose names it accepts as well."""
+    """Python files and notebooks under `paths`; with `also`, the other files whose names it accepts as
+    well. `counted(n)` hears how many files were found so far, every few hundred (a progress bar)."""
     ignores = _Ignores(settings)
     # Several paths to one file (links) check it once: under the path given first on the command line,
     # and within one walk under the first in sorted order, whatever order the folders list in.
@@ -365,6 +370,8 @@ def discover(
         seen[key] = (origin, path)
         real_names[path] = real
         statuses[path] = status
+        if counted is not None and not len(statuses) % 512:
+            counted(len(statuses))
         if name.endswith(".py"):  # by far the most files: one question each
             names.append(path)
             folders.add(folder)

@@ -18,7 +18,7 @@ from placement_lint.context.launcher_names import launcher_candidates, launcher_
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
 from placement_lint.discover import Discovered, discover, forget_listings, real_folder, real_path, repository_root
-from placement_lint.process import collect_garbage_rarely, leave_alone_what_lives, thaw
+from placement_lint.process import collect_garbage_rarely, collections_paused, leave_alone_what_lives, thaw
 from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
 from placement_lint.settings import Settings
@@ -49,6 +49,9 @@ SCREEN_AHEAD_LAUNCH_FILES = 64
 
 # -- the run ---------------------------------------------------------------------------------
 
+# How a stage of the run before the checks goes: (what it is, how far, out of how many or None).
+Stage = Callable[[str, int, "int | None"], None]
+
 
 def repo_contexts(
     found: Discovered,
@@ -56,11 +59,14 @@ def repo_contexts(
     cwd: Path,
     cache_folder: Path | None = None,
     before_building: Callable[[int], None] | None = None,
+    stage: Stage | None = None,
+    jobs: int = 1,
 ) -> list[RepoContext]:
     """The launch context of every repository the files belong to, each built once, from the
     repository's launch files whatever paths the run was given. `before_building` is told how many
     launch files a context is built from, before it is (not when the cache has it, or there is
-    nothing to read)."""
+    nothing to read). `stage` hears how the building goes (a progress bar); `jobs`: how many
+    processes a build may use."""
 
     base = cwd.resolve()
     display = functools.partial(display_path, cwd=base)
@@ -126,7 +132,8 @@ def repo_contexts(
 
                 if before_building is not None:
                     before_building(len(candidates) + len(tracked))
-                cached = build_repo_context(root, settings, display, candidates, _anchor_tokens(), tracked)
+                with collections_paused():
+                    cached = build_repo_context(root, settings, display, candidates, _anchor_tokens(), tracked, stage, jobs)
             else:
                 cached = RepoContext(real_root)  # nothing to read: no launch reaches any file
             if cache_folder is not None:
@@ -172,11 +179,17 @@ def run(
 ) -> RunResult:
     """Check `paths`. With `cache_folder`, results of unchanged files come from the cache (lint mode only).
     `restrict` picks, from the files found and their repositories' launch contexts, the ones to check
-    (`--changed-since`); `progress(done, total)` hears of every file as it is done."""
+    (`--changed-since`); `progress(done, total)` hears of every file as it is done, and, if it has a
+    `stage` method (report.progress.ProgressBar), of the finding of files and the launch context too."""
     cwd = cwd or Path.cwd()
     paths = list(paths)
     forget_listings()
-    found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude)
+    # A progress bar hears of the stages before the checks too; a plain callable, of the checks only.
+    stage: Stage | None = getattr(progress, "stage", None)
+    if stage is not None:
+        stage("Finding files", 0, None)
+    counted = functools.partial(stage, "Finding files", total=None) if stage is not None else None
+    found = discover(paths, settings, also=launcher_name, force_exclude=options.force_exclude, counted=counted)
     cache = None
     if cache_folder is not None and not options.fixing:
         from placement_lint.cache import Cache  # with json and zlib: a run with --no-cache reads no cache
@@ -184,7 +197,15 @@ def run(
         cache = Cache(cache_folder, _settings_key(settings, options, cwd))
     ahead = _ScreenAhead(found, cache, settings, options, cwd)
     try:
-        repos = repo_contexts(found, settings, cwd, cache_folder, ahead.start if _CAN_FORK and restrict is None else None)
+        repos = repo_contexts(
+            found,
+            settings,
+            cwd,
+            cache_folder,
+            ahead.start if _CAN_FORK and restrict is None else None,
+            stage,
+            _jobs(options),
+        )
     finally:
         screened_ahead = ahead.stop()
     # Names, not Paths, until a file needs one: a warm run over thousands of files makes few.

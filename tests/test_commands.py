@@ -617,3 +617,38 @@ def test_functions_that_call_each_other_many_times_end(tmp_path: Path) -> None:
 def test_positional_parameters_expand_only_inside_a_call() -> None:
     assert expand("torchrun $1 $@", {}) == "torchrun $1 $@"
     assert expand('torchrun "$@"', {"@": "a.py '--x=1 2'", "1": "a.py"}) == "torchrun a.py '--x=1 2'"
+
+
+def test_yaml_commands_are_found_in_one_pass_over_the_file(tmp_path: Path) -> None:
+    from placement_lint.context import launch_files
+
+    class CountedText(str):
+        """Counts the characters the finder's searches go over (a search from the top for every
+        command went over the file once a command: 18 s for 20,000 jobs)."""
+
+        scanned = 0
+
+        def find(self, sub: str, start: int = 0, end: int | None = None) -> int:  # type: ignore[override]
+            found = str.find(self, sub, start, len(self) if end is None else end)
+            CountedText.scanned += (found + len(sub) if found >= 0 else (len(self) if end is None else end)) - start
+            return found
+
+    jobs = 2000
+    text = CountedText("---\n".join(f"run: torchrun --nproc_per_node 2 job{i}.py\n" for i in range(jobs)))
+    finder = launch_files._LineFinder(text)
+    assert [finder.line_of(f"torchrun --nproc_per_node 2 job{i}.py") for i in range(jobs)] == list(range(1, 2 * jobs, 2))
+    assert CountedText.scanned < 2 * len(text)
+    assert finder.line_of("torchrun --nproc_per_node 2 job3.py") == 7, "a text found once is on the line found then"
+    assert finder.line_of("torchrun --nproc_per_node 2 job0.py") == 1
+    assert finder.first_line_of("torchrun") == 1, "a word is where it is first"
+    assert finder.line_of("not there") == 0
+
+
+def test_yaml_commands_out_of_order_and_repeated(tmp_path: Path) -> None:
+    text = "a:\n  run: torchrun x.py\nb:\n  run: echo hi\nc:\n  run: torchrun x.py\nd:\n  command: [torchrun, y.py]\n"
+    assert [(c.line, c.text) for c in commands_in(tmp_path / "ci.yml", text, "yaml")] == [
+        (2, "torchrun x.py"),
+        (4, "echo hi"),
+        (2, "torchrun x.py"),
+        (2, "torchrun y.py"),
+    ]

@@ -115,6 +115,39 @@ def test_an_importers_use_reaches_a_loader_through_a_helper_module(tmp_path: Pat
     assert result.findings[0].violation.fix.applicability.value == "unsafe", "other importers may need the map"
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the returned values are followed aside where processes fork")
+def test_returned_values_followed_in_a_second_process_give_the_same_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With two processes, a forked child follows the returned values while this one reads parsers and
+    calls: the context (consumers, the files read and their order) is the one a single process builds."""
+    from placement_lint.context import repo
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\ntorchrun --nproc_per_node 2 sft.py\n")
+    (tmp_path / "train.py").write_text("from helpers import build\nmodel = build()\nmodel.generate()\n")
+    (tmp_path / "sft.py").write_text("import helpers\nfrom trl import SFTTrainer\nSFTTrainer(model=helpers.build()).train()\n")
+    (tmp_path / "helpers.py").write_text("from loader import load\n\n\ndef build():\n    return load()\n")
+    (tmp_path / "loader.py").write_text('def load(for_eval=False):\n    return X.from_pretrained("m", device_map="auto")\n')
+    from placement_lint.process import Aside
+
+    answered: list[object] = []
+
+    class Watched(Aside):
+        def result(self) -> object | None:
+            answered.append(super().result())
+            return answered[-1]
+
+    monkeypatch.setattr(repo, "RETURNS_ASIDE_IMPORTERS", 0)
+    monkeypatch.setattr(repo, "Aside", Watched)
+    settings = Settings(root=tmp_path, codes=CODES)
+    alone, shared = (repo.build_repo_context(tmp_path, settings, str, jobs=jobs) for jobs in (1, 2))
+    assert len(answered) == 1 and answered[0] is not None, "the second build took the child's answer"
+    assert shared.consumers == alone.consumers and shared.consumers
+    assert (shared.calls, list(shared.inputs), shared.import_only) == (alone.calls, list(alone.inputs), alone.import_only)
+    assert {path: shared.by_file[path] for path in shared.by_file} == dict(alone.by_file)
+
+
 def test_a_trainer_subclass_from_another_module_counts_with_in_file_evidence(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "custom.py").write_text("from trl.experimental.xpo import XPOTrainer\n\n\nclass MyXPO(XPOTrainer):\n    pass\n")
@@ -229,7 +262,7 @@ def test_a_parser_the_tool_cannot_follow_leaves_the_branch_as_unknown(tmp_path: 
 def test_a_launch_that_walks_a_whole_library_package_stops_after_the_nearest_modules(tmp_path: Path) -> None:
     """diffusers' examples import all of src/diffusers: the nearest modules carry the launch, the
     rest are not followed (and not parsed), and the run says so."""
-    from placement_lint.context.repo import MAX_MODULES_PER_LAUNCH
+    from placement_lint.context.propagation import MAX_MODULES_PER_LAUNCH
 
     (tmp_path / ".git").mkdir()
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
@@ -282,3 +315,50 @@ def test_a_path_climbing_out_with_dots_is_not_looked_up_from_folders_above(tmp_p
         'Trainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto")).train()\n'
     )
     assert lint_repo(tmp_path).findings == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="work is done aside where processes fork")
+def test_work_done_aside_comes_back_or_is_none() -> None:
+    from placement_lint.process import Aside
+
+    assert Aside(lambda: {"a": (1, 2)}).result() == {"a": (1, 2)}
+    assert Aside(lambda: os._exit(3)).result() is None, "a child that dies answers nothing: the caller does the work"
+    cancelled = Aside(lambda: __import__("time").sleep(30))
+    cancelled.cancel()
+    assert cancelled.result() is None
+
+
+def test_many_launches_of_scripts_sharing_a_module_give_it_each_launch_once(tmp_path: Path) -> None:
+    """Every launched script imports lib.loader: it inherits each launch once, in launch order, each
+    with its script's parser fields that it reads (gathered, not copied once a launch)."""
+    from placement_lint.context import propagation
+    from placement_lint.context.repo import build_repo_context
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "lib").mkdir()
+    scripts = 40
+    (tmp_path / "run.sh").write_text("".join(f"torchrun --nproc_per_node 2 s{i}.py --lr 1\n" for i in range(scripts)))
+    for i in range(scripts):
+        (tmp_path / f"s{i}.py").write_text(
+            "import argparse\nfrom lib.loader import build\nfrom transformers import Trainer\n"
+            f"p = argparse.ArgumentParser()\np.add_argument('--lr')\np.add_argument('--only_s{i}')\n"
+            "Trainer(model=build(p.parse_args())).train()\n"
+        )
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "loader.py").write_text(
+        "from transformers import AutoModel\n\n\ndef build(args):\n    return AutoModel.from_pretrained(args.lr)\n"
+    )
+    copies: list[int] = []
+    real_add = propagation._Inherited.add
+
+    def add(self: propagation._Inherited, module: Path, items: tuple[object, ...]) -> None:
+        copies.append(len(items))
+        real_add(self, module, items)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(propagation._Inherited, "add", add)
+        context = build_repo_context(tmp_path, Settings(root=tmp_path, codes=CODES), lambda p: p.relative_to(tmp_path).as_posix())
+    evidence = context.by_file[(tmp_path / "lib" / "loader.py").resolve()]
+    assert [e.chain[-1] for e in evidence] == [f"s{i}.py" for i in range(scripts)]
+    assert all([row[1] for row in e.parser] == ["lr"] for e in evidence), "each carries the fields the module reads"
+    assert copies == [1] * scripts, "each launch handed the module its own item, not the module's whole evidence"

@@ -53,3 +53,30 @@ def test_the_cycle_finder_sees_a_cycle() -> None:
         node.loop = node  # type: ignore[attr-defined]
 
     assert _left_in_cycles(make_cycle) == Counter({"Name": 1})
+
+
+def test_no_collection_while_a_launch_context_is_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build keeps every tree it parses until it is done: a collection then walks them all to free
+    nothing. Collections are paused for it, and as they were afterwards."""
+    from placement_lint.context import repo
+    from placement_lint.engine import run
+    from placement_lint.results import RunOptions
+    from placement_lint.settings import Settings
+
+    from helpers import CODES
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "train.py").write_text("from transformers import Trainer\nTrainer(model=m).train()\n")
+    collecting: list[bool] = []
+    real_build = repo.build_repo_context
+
+    def build(*args, **kwargs):  # type: ignore[no-untyped-def]
+        collecting.append(gc.isenabled())
+        return real_build(*args, **kwargs)
+
+    monkeypatch.setattr(repo, "build_repo_context", build)
+    assert gc.isenabled()
+    run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(jobs=1), tmp_path)
+    assert collecting == [False]
+    assert gc.isenabled()

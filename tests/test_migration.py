@@ -223,6 +223,48 @@ def test_progress_bar_starts_only_when_due() -> None:
     assert not bar.shown
 
 
+def test_progress_bar_says_which_stage_the_run_is_in() -> None:
+    now = [0.0]
+    bar = ProgressBar(clock=lambda: now[0])
+    bar.stage("Finding files", 512, None)
+    assert not bar.shown
+    now[0] = 1.5
+    bar.stage("Reading launch files", 3, 10)
+    assert bar.shown and bar.description == "Reading launch files"
+    bar.stage("Following imports", 0, None)
+    bar(5, 10)
+    assert bar.description == "Checking"
+    bar.close()
+
+
+def test_the_run_tells_the_progress_bar_of_the_stages_before_the_checks(tmp_path: Path) -> None:
+    """A run that spends seconds finding files or reading the launch context shows it from the first
+    second, not a blank terminal until the checks begin."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "train.py").write_text(
+        "from helpers import load\nfrom transformers import Trainer\nTrainer(model=load()).train()\n"
+    )
+    (tmp_path / "helpers.py").write_text(
+        "from transformers import AutoModelForCausalLM\ndef load():\n    return AutoModelForCausalLM.from_pretrained('m')\n"
+    )
+
+    class Heard:
+        def __init__(self) -> None:
+            self.stages: list[str] = []
+
+        def __call__(self, done: int, total: int) -> None:
+            self.stage("Checking", done, total)
+
+        def stage(self, name: str, done: int, total: int | None = None) -> None:
+            if not self.stages or self.stages[-1] != name:
+                self.stages.append(name)
+
+    heard = Heard()
+    run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(jobs=1), tmp_path, progress=heard)
+    assert heard.stages == ["Finding files", "Reading launch files", "Following imports", "Following returned values", "Checking"]
+
+
 @pytest.mark.parametrize("pooled", ["none", "parsing", "everything"])
 def test_the_run_reports_every_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pooled: str) -> None:
     for i in range(4):

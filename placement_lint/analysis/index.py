@@ -104,12 +104,29 @@ class ModuleIndex:
     @cached_property
     def loads_by_name(self) -> dict[str, list[ast.Name | ast.Attribute]]:
         """Every read of a name or an attribute chain (`model`, `self.model`), keyed by its dotted text."""
+        # Each chain's text from its inner chain's, children first (the nodes are breadth first): `dotted`
+        # of every node rebuilt each inner chain again, most of what the index cost a module.
+        Name, Attribute, Call, Load = ast.Name, ast.Attribute, ast.Call, ast.Load
+        texts: dict[int, str] = {}
+        for node in reversed(self.nodes):
+            kind = type(node)
+            if kind is Name:
+                texts[id(node)] = node.id  # type: ignore[attr-defined]
+            elif kind is Attribute:
+                inner = texts.get(id(node.value))  # type: ignore[attr-defined]
+                if inner is not None:
+                    texts[id(node)] = f"{inner}.{node.attr}"  # type: ignore[attr-defined]
+            elif kind is Call:
+                inner = texts.get(id(node.func))  # type: ignore[attr-defined]
+                if inner is not None:
+                    texts[id(node)] = f"{inner}()"  # `PartialState().device`, as `dotted` writes it
         found: dict[str, list[ast.Name | ast.Attribute]] = {}
         for node in self.nodes:
-            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
-                key = dotted(node)
+            kind = type(node)
+            if (kind is Name or kind is Attribute) and type(node.ctx) is Load:  # type: ignore[attr-defined]
+                key = texts.get(id(node))
                 if key:
-                    found.setdefault(key, []).append(node)
+                    found.setdefault(key, []).append(node)  # type: ignore[arg-type]
         return found
 
 

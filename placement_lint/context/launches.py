@@ -4,12 +4,11 @@ the checker reads. Kept apart from the builder, so a run answered by the cache i
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from placement_lint.patterns import LazyPattern
+from placement_lint.context.import_lines import import_lines_digest  # noqa: F401 (cache.py reads it from here)
 from placement_lint.records import NamedTuple
 from placement_lint.source import content_hash
 
@@ -226,14 +225,3 @@ class Launches:
         if context is None:
             return ""
         return context.digest(name)
-
-
-IMPORT_LINE = LazyPattern(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.MULTILINE)
-
-
-def import_lines_digest(raw: bytes) -> str:
-    """What a cached context needs unchanged in a script whose imports were all it looked at. A
-    script that touches `sys.path` counts whole: the folders it adds decide where its imports lead."""
-    if b"sys.path" in raw:
-        return content_hash(raw)
-    return content_hash(b"\n".join(m.group(0) for m in IMPORT_LINE.finditer(raw)))

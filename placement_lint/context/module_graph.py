@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from placement_lint.analysis.index import walk
-from placement_lint.context.launches import IMPORT_LINE
+from placement_lint.context.import_lines import IMPORT_LINE
 from placement_lint.context.setup_py import literal, setup_py_tree
 from placement_lint.discover import real_name
 from placement_lint.patterns import LazyPattern
@@ -233,6 +233,7 @@ class ModuleGraph:
         self._summaries: dict[Path, ModuleSummary | None] = {}
         self._tables: dict[Path, ClassTable | None] = {}
         self._handed: dict[Path, tuple[bytes, ast.Module]] = {}  # see parsed_tree
+        self._definitions: dict[tuple[Path, str], list[tuple[Path, str]]] = {}  # see definitions
 
     def __getstate__(self) -> dict[str, object]:
         """What crosses to a pool worker: the layout, the resolutions and the class tables, not the trees."""
@@ -574,6 +575,35 @@ class ModuleGraph:
         """Every Python file the graph read (for a cached context's inputs)."""
         return [path for path, file in self._files.items() if file is not None]
 
+    def files_looked_at(self) -> int:
+        """How many files the graph has looked at so far (see read_since)."""
+        return len(self._files)
+
+    def read_since(self, count: int) -> list[tuple[Path, tuple[int, bool, bool] | None]]:
+        """What the graph learnt of the files it looked at after the first `count`: each one's size, and
+        whether it imports the repository and holds an anchor (None: it could not be read). What a
+        forked child sends back for `adopt`."""
+        return [
+            (path, None if file is None else (file.size, file.local, file.anchored))
+            for path, file in list(self._files.items())[count:]
+        ]
+
+    def adopt(self, read: list[tuple[Path, tuple[int, bool, bool] | None]], at: int) -> None:
+        """The files another process's graph looked at (`read_since`: a forked child that followed the
+        returned values), taken as if this graph had looked at them after its first `at` files: the
+        context's inputs list them where one process would have."""
+        files = list(self._files.items())
+        merged = dict(files[:at])
+        own = dict(files[at:])
+        for path, facts in read:
+            if path not in merged:
+                merged[path] = (
+                    own[path] if path in own else (None if facts is None else _File(None, facts[0], facts[1], facts[2]))
+                )
+        for path, file in files[at:]:
+            merged.setdefault(path, file)
+        self._files = merged
+
     def import_only(self, launched: Iterable[Path]) -> set[Path]:
         """The files read that only their import lines can change the graph of: they import nothing
         of the repository, and whether they hold an anchor cannot change (they hold one, or are
@@ -589,13 +619,19 @@ class ModuleGraph:
 
     def definitions(self, module: Path, name: str) -> list[tuple[Path, str]]:
         """`module.name`, then where it is defined when `module` only re-exports it (a package's
-        `__init__.py`, through any number of them, `from .x import *` too); cycles end the chain."""
-        found = [(module, name)]
-        while True:
-            origin = self._reexport(*found[-1])
-            if origin is None or origin in found:
-                return found
-            found.append(origin)
+        `__init__.py`, through any number of them, `from .x import *` too); cycles end the chain.
+        Worked out once a name: every importer of a package asks for the same few."""
+        key = (module, name)
+        found = self._definitions.get(key)
+        if found is None:
+            found = [key]
+            while True:
+                origin = self._reexport(*found[-1])
+                if origin is None or origin in found:
+                    break
+                found.append(origin)
+            self._definitions[key] = found
+        return list(found)
 
     def _reexport(self, module: Path, name: str) -> tuple[Path, str] | None:
         if self._leading is not None and module not in self._leading:
@@ -851,6 +887,7 @@ class ModuleSummary:
         self._imports_by_name: dict[str, list[tuple[Path, frozenset[str]]]] = {}
         self.all_names: set[str] = set()
         self.defined: set[str] = set()  # what the module itself defines at the top level
+        self._calls_into: dict[Path, dict[str, list[ast.Call]]] | None = None
 
     @classmethod
     def of(cls, path: Path, module: ast.Module, graph: ModuleGraph) -> ModuleSummary:
@@ -990,7 +1027,12 @@ class ModuleSummary:
     def calls_into(self) -> dict[Path, dict[str, list[ast.Call]]]:
         """This module's calls of functions of the repository's modules, by module and function name:
         `load_model(...)` after `from model_utils import load_model`, `utils.load_model(...)` after
-        `import utils`."""
+        `import utils`. Worked out once: the returned values' flow and the importers' calls both ask."""
+        if self._calls_into is None:
+            self._calls_into = self._find_calls_into()
+        return self._calls_into
+
+    def _find_calls_into(self) -> dict[Path, dict[str, list[ast.Call]]]:
         from placement_lint.analysis.index import index_of
         from placement_lint.analysis.names import dotted
 

@@ -1,4 +1,5 @@
-"""A progress bar on stderr for long runs, and the decision when to show one.
+"""A progress bar on stderr for long runs, and the decision when to show one: from the first second,
+whether the run is finding files, reading the launch context or checking.
 
 Only for a person watching: stderr is a terminal, no CI (whose logs would keep every redraw), a
 human output format, not `-q`; and only once the run is long (many files, or a second gone), so a
@@ -43,23 +44,29 @@ def progress_due(total: int, elapsed: float) -> bool:
 
 
 class ProgressBar:
-    """`bar(done, total)` as the engine reports files; the rich bar starts only once it is due."""
+    """`bar(done, total)` as the engine reports files, and `bar.stage(name, done, total)` as it finds
+    the files and reads the launch context before them (total None: not known yet); the rich bar
+    starts only once it is due, whichever stage the run is in."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._started = clock()
         self._progress = None  # type: ignore[var-annotated]
         self._task = None  # type: ignore[var-annotated]
+        self._stage = ""
 
     def __call__(self, done: int, total: int) -> None:
+        self.stage("Checking", done, total)
+
+    def stage(self, name: str, done: int, total: int | None = None) -> None:
         if self._progress is None:
-            if not progress_due(total, self._clock() - self._started):
+            if not progress_due(total or 0, self._clock() - self._started):
                 return
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
             self._progress = Progress(
-                TextColumn("Checking"),
+                TextColumn("{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeRemainingColumn(),
@@ -67,12 +74,24 @@ class ProgressBar:
                 transient=True,  # gone when the run ends: the findings follow
             )
             self._progress.start()
-            self._task = self._progress.add_task("files", total=total)
+            self._task = self._progress.add_task(name, total=total)
+            self._stage = name
+        elif name != self._stage:  # a task of its own: a stage's total may be unknown, where the last one's was not
+            self._progress.remove_task(self._task)
+            self._task = self._progress.add_task(name, total=total)
+            self._stage = name
         self._progress.update(self._task, completed=done, total=total)
 
     @property
     def shown(self) -> bool:
         return self._progress is not None
+
+    @property
+    def description(self) -> str | None:
+        """What the bar says the run is doing (None before it is shown)."""
+        if self._progress is None:
+            return None
+        return self._stage
 
     def close(self) -> None:
         if self._progress is not None:

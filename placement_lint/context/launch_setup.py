@@ -1,0 +1,342 @@
+"""What setup a launch runs its target under (domain.md §5.3): the launcher's options, the configs
+they name (accelerate YAML, DeepSpeed JSON, recipe YAML) and what the script is given, as the
+evidence's kind, ZeRO stage and details; and the script arguments a parser would read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from placement_lint.context.commands import Launch
+from placement_lint.context.configs import ConfigReader, zero_stage_of
+from placement_lint.context.evidence import EFFICIENT_LOADING, ZERO3_INIT_OFF, Kind
+from placement_lint.context.launch_files import MAX_LAUNCHER_BYTES, CommandLine
+from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
+from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
+
+_NAMED_ACCELERATE_CONFIGS = {  # `trl ... --accelerate_config NAME` (trl/accelerate_configs/NAME.yaml)
+    "single_gpu": (Kind.SINGLE, None),
+    "multi_gpu": (Kind.DDP, None),
+    "zero1": (Kind.DEEPSPEED, 1),
+    "zero2": (Kind.DEEPSPEED, 2),
+    "zero3": (Kind.ZERO3, 3),
+    "fsdp1": (Kind.FSDP, None),
+    "fsdp2": (Kind.FSDP, None),
+}
+_MULTI = LazyPattern(r"^MULTI_")
+
+
+class Resolved(NamedTuple):  # a named tuple: a frozen dataclass's class costs every run 0.7 ms
+    kind: Kind
+    stage: int | None
+    details: str  # "distributed_type DEEPSPEED, zero_stage 3"
+
+
+def resolve_setup(
+    launch: Launch,
+    command: CommandLine,
+    configs: ConfigReader,
+    target: Path | None = None,
+    shipped: ShippedAccelerateConfigs | None = None,
+) -> Resolved:
+    """What setup a launch runs its target under (domain.md §5.3)."""
+    near = command.cwd
+    script = _script_settings(launch, near, configs, target)
+    if launch.launcher == "accelerate":
+        beside = (command.source.parent, target.parent) if target else (command.source.parent,)
+        base = _accelerate(launch, near, configs, beside, shipped)
+    elif launch.launcher == "torchrun":
+        base = Resolved(Kind.DDP, None, _torchrun_details(launch))
+    elif launch.launcher == "deepspeed":
+        base = Resolved(Kind.DEEPSPEED, None, _deepspeed_launcher_details(launch))
+    elif launch.launcher == "trl":
+        base = _trl(launch, near, configs)
+    elif launch.wrapped_by:
+        base = Resolved(Kind.DDP, None, f"{launch.wrapped_by} starts several processes")
+    else:
+        base = Resolved(Kind.SINGLE, None, "")
+    if launch.wrapped_by and base.kind is Kind.SINGLE:
+        base = Resolved(Kind.DDP, None, f"{launch.wrapped_by} starts several processes")
+    if script is None:
+        return base
+    if base.kind in (Kind.ZERO3, Kind.DEEPSPEED) and script.kind not in (Kind.ZERO3, Kind.DEEPSPEED):
+        return base
+    details = ", ".join(d for d in (base.details, script.details) if d)
+    return Resolved(script.kind, script.stage, details)
+
+
+def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: Path | None = None) -> Resolved | None:
+    """`--deepspeed ds.json`, `--fsdp ...`, `--fsdp_config ...`, or a recipe YAML (or arguments JSON), given to the script."""
+    deepspeed = launch.script_arg("--deepspeed", "--deepspeed_config")
+    if deepspeed:
+        stage = _json_stage(deepspeed, near, configs)
+        return _deepspeed(stage, f"--deepspeed {deepspeed}")
+    fsdp = launch.script_arg("--fsdp")
+    if fsdp and fsdp.lower() not in ("false", "none", "''", '""'):
+        return Resolved(Kind.FSDP, None, f"--fsdp {fsdp}")
+    if launch.script_arg("--fsdp_config"):
+        return Resolved(Kind.FSDP, None, f"--fsdp_config {launch.script_arg('--fsdp_config')}")
+    recipe = launch.script_arg("--config", "--config_file", "") or _arguments_file(launch, target)
+    if recipe and recipe.endswith((".yaml", ".yml", ".json")):  # a recipe, or the arguments as one file
+        return _recipe(recipe, near, configs)
+    return None
+
+
+_ARGUMENTS_FILE_OPTION = LazyPattern(r"^--?\w*(args|arguments|config)\w*$")
+_SETUP_OPTIONS = frozenset({"--deepspeed", "--deepspeed_config", "--fsdp_config", "--accelerate_config"})
+
+
+def _arguments_file(launch: Launch, target: Path | None) -> str | None:
+    """The file of arguments a script hands to `parse_json_file` / `parse_yaml_file` through an option of
+    its own (Firefly's `--train_args_file train_args/sft/qwen-7b.json`): named like one, and the
+    script reads such a file."""
+    named = [
+        value
+        for option, value in launch.script_args.items()
+        if option not in _SETUP_OPTIONS and _ARGUMENTS_FILE_OPTION.match(option) and value.endswith((".json", ".yaml", ".yml"))
+    ]
+    if len(named) != 1 or "$" in named[0] or target is None:
+        return None
+    try:
+        if target.stat().st_size > MAX_LAUNCHER_BYTES:
+            return None
+        text = target.read_bytes()
+    except OSError:
+        return None
+    return named[0] if b"parse_json_file" in text or b"parse_yaml_file" in text else None
+
+
+def _recipe(name: str, near: Path, configs: ConfigReader) -> Resolved | None:
+    path = configs.find(name, near)
+    data = configs.load(path) if path else None
+    if not isinstance(data, dict):
+        return None
+    if data.get("deepspeed"):
+        value = data["deepspeed"]
+        stage = zero_stage_of(value) if isinstance(value, dict) else _json_stage(str(value), path.parent, configs)  # type: ignore[union-attr]
+        return _deepspeed(stage, f"{name} sets deepspeed: {value if isinstance(value, str) else '{...}'}")
+    fsdp = data.get("fsdp")
+    if fsdp and str(fsdp).lower() not in ("false", "none", ""):
+        return Resolved(Kind.FSDP, None, f"{name} sets fsdp: {fsdp}")
+    return None
+
+
+def _torchrun_details(launch: Launch) -> str:
+    count = launch.option("--nproc_per_node")
+    if count in ("gpu", "auto"):  # torch/distributed/run.py determine_local_world_size
+        return f"torchrun --nproc_per_node {count}: one process per GPU"
+    return f"torchrun --nproc_per_node {count}" if count else "torchrun"
+
+
+def _deepspeed_launcher_details(launch: Launch) -> str:
+    if launch.option("--num_gpus", "--num_nodes", "--include", "--hostfile", "-H") is None:
+        # deepspeed/launcher/runner.py: with no hostfile, --num_gpus or --include, every local GPU is used.
+        return "the deepspeed launcher, one process per GPU (no --num_gpus)"
+    return "the deepspeed launcher"
+
+
+def _accelerate(
+    launch: Launch,
+    near: Path,
+    configs: ConfigReader,
+    beside: tuple[Path, ...] = (),
+    shipped: ShippedAccelerateConfigs | None = None,
+) -> Resolved:
+    config_name = launch.option("--config_file")
+    config: dict[str, object] = {}
+    if config_name:
+        path = configs.find(config_name, near)
+        loaded = configs.load(path) if path else None
+        if isinstance(loaded, dict):
+            config = loaded
+    kind, stage, details = _accelerate_config(config, near, configs) if config else (None, None, "")
+    if launch.option("--use_deepspeed") is not None:
+        zero = launch.option("--zero_stage")
+        stage = int(zero) if zero and zero.isdigit() else stage
+        file = launch.option("--deepspeed_config_file")
+        if stage is None and file:
+            stage = _json_stage(file, near, configs)
+        kind = Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED
+        details = "--use_deepspeed" + (f", zero_stage {stage}" if stage is not None else "")
+        if stage == 3 and (launch.option("--zero3_init_flag") or "").lower() == "false":
+            details += f", {ZERO3_INIT_OFF}"
+    elif launch.option("--use_fsdp") is not None:
+        kind, details = Kind.FSDP, "--use_fsdp"
+    elif launch.option("--multi_gpu") is not None:
+        kind, details = Kind.DDP, "--multi_gpu"
+    processes = launch.option("--num_processes")
+    machines = launch.option("--num_machines")
+    if kind is None or kind is Kind.SINGLE:
+        if machines and machines.isdigit() and int(machines) > 1:
+            return Resolved(Kind.DDP, None, f"--num_machines {machines}")
+        if kind is None and processes and processes.isdigit():
+            return Resolved(Kind.DDP if int(processes) > 1 else Kind.SINGLE, None, f"--num_processes {processes}")
+        if kind is None and config_name:
+            why = f"config {config_name} not found in the repository"
+            return Resolved(Kind.POSSIBLE, None, f"{why}: one process per GPU on a multi-GPU host")
+        if kind is None and launch.option("--cpu", "--use_cpu") is not None:
+            return Resolved(Kind.POSSIBLE, None, "--cpu: processes on the CPU")
+        unknown = next((name for name, value in launch.options.items() if "$" in name or "$" in value), None)
+        if kind is None and unknown is not None:  # `$ACCELERATE_ARGS`, `--num_processes $GPUS`: maybe one process
+            return Resolved(Kind.POSSIBLE, None, f"{unknown} is only known when the script runs")
+        if kind is None:
+            return _accelerate_default(beside, configs, shipped)
+    return Resolved(kind, stage, details)
+
+
+# What `accelerate launch` does with no config file, no `--multi_gpu` and no `--num_processes`
+# (accelerate >= 0.17.0, commands/launch.py `_validate_launch_command`, PR #1134): it reads
+# ~/.cache/huggingface/accelerate/default_config.yaml when there is one, else sets num_processes to
+# the GPU count and, with more than one GPU, turns multi-GPU on, warning "More than one GPU was
+# found, enabling multi-GPU training. If this was unintended please pass in `--num_processes=1`."
+_ACCELERATE_DEFAULT = (
+    "no config file: accelerate starts one process per GPU on a multi-GPU machine "
+    '(it warns "More than one GPU was found, enabling multi-GPU training")'
+)
+
+
+def _accelerate_default(beside: tuple[Path, ...], configs: ConfigReader, shipped: ShippedAccelerateConfigs | None) -> Resolved:
+    """A bare `accelerate launch script.py`: multi-GPU DDP, unless the repository ships the accelerate
+    config to install as the default (`accelerate config`, or copy it): then that config's setup."""
+    mark = len(configs.loaded)
+    found = shipped.nearest(beside, lambda config, near: _accelerate_config(config, near, configs)[:2]) if shipped else None
+    # The configs looked at to find the one the repository ships are not the launch's: only the one taken is.
+    del configs.loaded[mark:]
+    if found is None:
+        return Resolved(Kind.DDP, None, _ACCELERATE_DEFAULT)
+    path, config = found
+    configs.loaded.append(path)
+    kind, stage, details = _accelerate_config(config, path.parent, configs)
+    shown = path.relative_to(configs.root).as_posix()
+    return Resolved(
+        kind, stage, f"no config file: accelerate reads its default config, and the repository ships {shown} ({details})"
+    )
+
+
+def _accelerate_config(config: dict[str, object], near: Path, configs: ConfigReader) -> tuple[Kind, int | None, str]:
+    kind_name = str(config.get("distributed_type", "NO"))
+    if kind_name in ("NO", "False", "None"):
+        return Kind.SINGLE, None, "distributed_type NO"
+    if kind_name == "DEEPSPEED":
+        section = config.get("deepspeed_config")
+        stage = None
+        if isinstance(section, dict):
+            value = section.get("zero_stage")
+            stage = value if isinstance(value, int) else None
+            if stage is None and isinstance(section.get("deepspeed_config_file"), str):
+                stage = _json_stage(str(section["deepspeed_config_file"]), near, configs)
+        details = "distributed_type DEEPSPEED" + (f", zero_stage {stage}" if stage is not None else "")
+        if stage == 3 and isinstance(section, dict) and str(section.get("zero3_init_flag")).lower() == "false":
+            details += f", {ZERO3_INIT_OFF}"
+        return (Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED), stage, details
+    if kind_name == "FSDP":
+        section = config.get("fsdp_config")
+        efficient = isinstance(section, dict) and str(section.get("fsdp_cpu_ram_efficient_loading")).lower() == "true"
+        return Kind.FSDP, None, "distributed_type FSDP" + (f", {EFFICIENT_LOADING}" if efficient else "")
+    if kind_name == "MULTI_CPU":
+        # Processes on the CPU (as `--cpu`): no GPU for a device_map to spread over or pile onto.
+        return Kind.POSSIBLE, None, "distributed_type MULTI_CPU: processes on the CPU"
+    if _MULTI.match(kind_name) or kind_name == "MEGATRON_LM":
+        return Kind.DDP, None, f"distributed_type {kind_name}"
+    return Kind.POSSIBLE, None, f"distributed_type {kind_name}"
+
+
+def _trl(launch: Launch, near: Path, configs: ConfigReader) -> Resolved:
+    name = launch.options.get("--accelerate_config")
+    if name in _NAMED_ACCELERATE_CONFIGS:
+        kind, stage = _NAMED_ACCELERATE_CONFIGS[name]
+        # TRL's bundled fsdp1.yaml and fsdp2.yaml both turn efficient loading on.
+        return Resolved(kind, stage, f"--accelerate_config {name}" + (f", {EFFICIENT_LOADING}" if kind is Kind.FSDP else ""))
+    if name:
+        path = configs.find(name, near)
+        loaded = configs.load(path) if path else None
+        if isinstance(loaded, dict):
+            kind, stage, details = _accelerate_config(loaded, near, configs)
+            return Resolved(kind, stage, details)
+    return Resolved(Kind.POSSIBLE, None, "trl launches through accelerate")
+
+
+def _json_stage(name: str, near: Path, configs: ConfigReader) -> int | None:
+    path = configs.find(name, near)
+    return zero_stage_of(configs.load(path)) if path else None
+
+
+def _deepspeed(stage: int | None, details: str) -> Resolved:
+    if stage is not None:
+        details += f", zero_stage {stage}"
+    return Resolved(Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED, stage, details)
+
+
+def one_process(launch: Launch) -> bool:
+    """The launch starts a single process (distributed machinery may still be on: DeepSpeed, MULTI_GPU)."""
+    if launch.wrapped_by:
+        return False
+    if launch.launcher == "python":
+        return True
+    if launch.launcher == "torchrun":
+        nodes = launch.option("--nnodes")
+        return launch.option("--nproc_per_node") == "1" and (nodes in (None, "1", "1:1"))
+    if launch.launcher == "deepspeed":
+        return launch.option("--num_gpus") == "1" or _single_device(launch.option("--include"))
+    if launch.launcher == "accelerate":
+        return launch.option("--num_processes") == "1" and launch.option("--num_machines") in (None, "1")
+    return False
+
+
+def one_gpu(launch: Launch, env: dict[str, str]) -> bool:
+    """Each process sees exactly one GPU, so a spreading map resolves to that one device (domain.md §2.2)."""
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() and "," not in visible and "$" not in visible:
+        return True
+    if launch.wrapped_by == "srun" and launch.wrapper_options.get("--gpus-per-task") == "1":
+        return True
+    if launch.launcher == "deepspeed":
+        return launch.option("--num_gpus") == "1" or _single_device(launch.option("--include"))
+    return False
+
+
+def _single_device(include: str | None) -> bool:
+    """`--include localhost:0` (one host, one GPU)."""
+    if not include or "@" in include:
+        return False
+    hosts = include.split("@")
+    return len(hosts) == 1 and ":" in hosts[0] and "," not in hosts[0].split(":", 1)[1]
+
+
+def script_arguments(
+    launch: Launch, near: Path, configs: ConfigReader, target: Path | None = None
+) -> tuple[tuple[str, str], ...]:
+    """Script arguments an HfArgumentParser/TrlParser/argparse parser would turn into fields
+    (`--q_lora True`), after the values of a config file the script reads them from (TRL's `--config
+    recipe.yaml`, a single `args.yaml` or `args.json` for `parse_yaml_file` / `parse_json_file`),
+    which the command line overrides."""
+    given = tuple(
+        (name.lstrip("-").replace("-", "_"), value)
+        for name, value in launch.script_args.items()
+        if name.startswith("--") and "$" not in value and "`" not in value
+    )
+    from_file = _config_file_arguments(launch, near, configs, target)
+    names = {name for name, _ in given}
+    return (*(item for item in from_file if item[0] not in names), *given)
+
+
+def _config_file_arguments(
+    launch: Launch, near: Path, configs: ConfigReader, target: Path | None = None
+) -> tuple[tuple[str, str], ...]:
+    name = launch.script_arg("--config") or launch.script_args.get("") or _arguments_file(launch, target)
+    if not name or "$" in name or not name.endswith((".yaml", ".yml", ".json")):
+        return ()
+    path = configs.find(name, near)
+    data = configs.load(path) if path else None
+    if not isinstance(data, dict):
+        return ()
+    return tuple(
+        (key.replace("-", "_"), _config_text(value))
+        for key, value in data.items()
+        if isinstance(key, str) and (value is None or isinstance(value, (bool, int, float, str)))
+    )
+
+
+def _config_text(value: object) -> str:
+    """A YAML/JSON scalar as the command line would write it (`true` -> "True")."""
+    return str(value)

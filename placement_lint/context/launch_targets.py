@@ -1,0 +1,126 @@
+"""Which file of the repository a launch runs: a script path found from where the command runs (or
+a folder above it, a nested project's root, the top), a `-m` module, or a console script the
+repository declares."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from placement_lint.context.commands import Launch
+from placement_lint.context.launch_files import CommandLine
+from placement_lint.context.launches import RepoContext
+from placement_lint.context.module_graph import ModuleGraph
+from placement_lint.context.projects import ConsoleScript, Projects
+from placement_lint.discover import real_path
+
+
+def target_of(
+    launch: Launch,
+    command: CommandLine,
+    root: Path,
+    projects: Projects,
+    display: Callable[[Path], str],
+    graph: ModuleGraph,
+) -> tuple[Path, str] | None:
+    """The repository file a launch runs (a script path, or a `-m package.module`), and, in a monorepo,
+    where its path was found: from the folder the command runs in or the launch script's, else from the
+    nearest project root above the launch script, else from the top of the repository."""
+    name = launch.target or launch.module
+    project = projects.root_of(command.source.parent)
+    outer: list[tuple[Path, str]] = [(root, "")]
+    if project is not None and project != root:  # a project nested in the repository: say which one matched
+        outer = [
+            (project, f"{name} found from the project root {display(project)}"),
+            (root, f"{name} found from the repository top"),
+        ]
+    moved = [(base, "") for base in _moved_from_the_top(command, root)]
+    candidates: list[tuple[Path, str]] = []
+    if launch.target and launch.target.endswith(".py"):
+        above = [
+            (folder, f"{name} found from {display(folder)}, a folder above the launch script")
+            for folder in folders_above(command, root, projects, launch.target)
+        ]
+        bases = [(command.cwd, ""), (command.source.parent, ""), *outer, *moved, *above]
+        candidates = [(base / launch.target, said) for base, said in bases]
+    elif launch.module:
+        packages = [(folder, said) for top, said in outer for folder in (top, top / "src")]
+        for base, said in [(command.cwd, ""), *packages, *moved]:
+            found = graph.launched_module(launch.module, base)
+            if found is not None:
+                return found, said
+        return None
+    for candidate, said in candidates:
+        if not os.path.isfile(candidate):  # one stat; most bases do not hold the script
+            continue
+        try:
+            real = real_path(candidate)
+        except (OSError, RuntimeError):
+            continue
+        if real.is_relative_to(root):
+            return real, said
+    return None
+
+
+def folders_above(command: CommandLine, root: Path, projects: Projects, target: str) -> list[Path]:
+    """The folders between a launch script and the top of the repository (or of its project), nearest
+    first. `train/scripts/run_sft.sh` is written to be run as `bash scripts/run_sft.sh` from `train/`,
+    and names `src/sft.py` from there; a script that `cd`s somewhere says where it runs itself. A
+    `target` climbing out with `..` was written for one folder: from a folder above it would name a
+    file by accident (Qwen's notebooks name `../../finetune.py`)."""
+    if command.cwd != command.source.parent or ".." in Path(target).parts:
+        return []
+    top = projects.root_of(command.source.parent) or root
+    folders: list[Path] = []
+    for folder in command.source.parent.parents:
+        if folder == top or not folder.is_relative_to(top):
+            break
+        folders.append(folder)
+    return folders
+
+
+def folder_above_holding(launch: Launch, command: CommandLine, target: Path, above: list[Path]) -> Path | None:
+    """Of the folders `above` the launch script, the one its target was found from, if it was found
+    there: not beside the script, nor from a project root or the top."""
+    if not launch.target or not above or os.path.isfile(command.cwd / launch.target):
+        return None
+    for folder in above:
+        if os.path.isfile(folder / launch.target):
+            try:
+                return folder if (folder / launch.target).resolve() == target else None
+            except (OSError, RuntimeError):
+                return None
+    return None
+
+
+def _moved_from_the_top(command: CommandLine, root: Path) -> list[Path]:
+    """Docs (and many scripts) are run from the top of the repository: a `cd examples` in
+    docs/guide.md or scripts/run.sh moves to root/examples too."""
+    if command.cwd == command.source.parent or not command.cwd.is_relative_to(command.source.parent):
+        return []
+    return [root / command.cwd.relative_to(command.source.parent)]
+
+
+def console_script(
+    launch: Launch,
+    command: CommandLine,
+    projects: Projects,
+    graph: ModuleGraph,
+    context: RepoContext,
+    display: Callable[[Path], str],
+) -> ConsoleScript | None:
+    """The console script a launch runs by name, when the repository declares it and has its module."""
+    assert launch.program is not None
+    folders = (command.cwd, command.source.parent)
+    script = projects.find(launch.program, *folders)
+    problems: list[str] = []
+    if script is None:  # a packaging file that could not be read may declare it: say so, guess nothing
+        for project in projects.projects_of(*folders):
+            problems += [f"{display(project / name)}: {reason}" for name, reason in projects.packaging(project).problems]
+    elif projects.module_of(script, graph) is None:
+        where = f"{display(command.source)}:{command.where}"
+        problems.append(f"{where}: {script.describe(display(script.declared_in))}: no module {script.module} in the repository")
+        script = None
+    context.warnings += [problem for problem in problems if problem not in context.warnings]
+    return script

@@ -1,0 +1,390 @@
+"""From the launched scripts through the module graph: the evidence each module a launch reaches
+inherits (breadth first, what of each module is used), the parser fields the scripts define, where
+importers send what the modules' functions return, and the literal arguments of their calls.
+
+Each phase reads the graph's summaries, each made once a module and run (one parse, one walk); a
+launch walks at most MAX_MODULES_PER_LAUNCH modules, and what a module imports for a name is worked
+out once, however many launches reach it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.flow import ModelFlow, returned_item, unpacked_positions
+from placement_lint.analysis.index import index_of
+from placement_lint.analysis.names import ImportTable
+from placement_lint.context.evidence import Evidence, Kind
+from placement_lint.context.launch_files import MAX_LAUNCHER_BYTES
+from placement_lint.context.launches import RepoContext
+from placement_lint.context.module_graph import ModuleGraph, ModuleSummary
+from placement_lint.patterns import LazyPattern
+
+if TYPE_CHECKING:
+    from placement_lint.analysis.consumers import Consumer
+    from placement_lint.context.classes import ImportedClasses
+
+# -- modules imported by launched scripts -------------------------------------------------------
+
+
+def propagate_to_imports(
+    context: RepoContext,
+    launched: dict[Path, list[Evidence]],
+    graph: ModuleGraph,
+    display: Callable[[Path], str],
+    stage: Callable[[str, int, int | None], None] = lambda what, done, total: None,
+) -> dict[Path, set[Path]]:
+    """Give the modules a launched script imports the script's launch evidence, for what it uses of
+    them, and the modules those import, to any depth (a console script's module, for what its
+    function reaches). Returns which modules each importer passed evidence to."""
+    edges: dict[Path, set[Path]] = {}
+    scripts = {
+        script: carried for script, items in launched.items() if (carried := tuple(e for e in items if e.kind is not Kind.SINGLE))
+    }
+    # Modules whose imports cannot lead to a file a rule can fire in are not parsed to follow them.
+    # Every launched script is read: the context depends on its import lines, whatever it launches under.
+    stage("Following imports", 0, len(scripts))
+    worth_following = graph.leading_to_anchors(launched)
+    stopped: list[Path] = []
+    inherited = _Inherited(context, display)
+    for number, (script, carried) in enumerate(scripts.items()):
+        stage("Following imports", number, len(scripts))
+        _propagate_launch(context, script, carried, graph, inherited, edges, worth_following, stopped)
+    inherited.write()
+    if stopped:
+        more = f" and {len(stopped) - 1} more" if len(stopped) > 1 else ""
+        context.warnings.append(
+            f"{display(stopped[0])}{more}: a launch reaches more than {MAX_MODULES_PER_LAUNCH} modules of the "
+            "repository (a library's own package): the nearest ones carry it, the rest are not followed"
+        )
+    return edges
+
+
+# Breadth first, a launch reaches the modules its script imports, then theirs. A training script's
+# loader is a few imports away; past this many modules, the launch is walking a library's own package
+# (diffusers' examples import all of src/diffusers), whose loads are the library's, and whose parse
+# would cost seconds per run.
+MAX_MODULES_PER_LAUNCH = 64
+
+
+class _Inherited:
+    """The evidence each module inherits, gathered launch after launch: each launch's items that the
+    module does not have yet are added, in order, as `existing + new` did, without copying the
+    module's evidence for every launch (2,000 launches importing one module copied 2,000 items 2,000
+    times); written to the context once the launches are followed."""
+
+    def __init__(self, context: RepoContext, display: Callable[[Path], str]) -> None:
+        self._context = context
+        self._display = display
+        self._shown: dict[Path, str] = {}
+        self._modules: dict[Path, tuple[list[Evidence], set[Evidence]]] = {}
+
+    def shown(self, module: Path) -> str:
+        if module not in self._shown:
+            self._shown[module] = self._display(module)
+        return self._shown[module]
+
+    def add(self, module: Path, items: tuple[Evidence, ...]) -> None:
+        known = self._modules.get(module)
+        if known is None:
+            existing = list(self._context.by_file.get(module, ()))
+            known = self._modules[module] = (existing, set(existing))
+        evidence, seen = known
+        new = [e for e in items if e not in seen]  # a launch's own repeats stay, as they did
+        evidence += new
+        seen.update(new)
+
+    def write(self) -> None:
+        for module, (evidence, _) in self._modules.items():
+            self._context.by_file[module] = tuple(evidence)
+
+
+def _propagate_launch(
+    context: RepoContext,
+    script: Path,
+    items: tuple[Evidence, ...],
+    graph: ModuleGraph,
+    inherited: _Inherited,
+    edges: dict[Path, set[Path]],
+    worth_following: set[Path] | None,
+    stopped: list[Path],
+) -> None:
+    """Breadth first from one launched script (`stopped` gets it when it reaches too many modules). Each module gets the script's evidence once, with the
+    shortest chain of importers; reached again, it is followed only for the names not yet followed
+    (what a module imports for a set of names is what it imports for each), so every module is
+    followed at most once per name and cycles end."""
+    given: dict[Path, tuple[Evidence, ...]] = {script: items}
+    # A launched script runs all of itself; a console script's module, what its function reaches.
+    used = context.used.get(script, frozenset({"__main__"}))
+    followed: dict[Path, frozenset[str]] = {script: frozenset({"*"}) if "__main__" in used else used}
+    queue = deque([(script, followed[script])])
+    while queue:
+        path, wanted = queue.popleft()
+        if worth_following is not None and path not in worth_following:
+            continue
+        if len(given) > MAX_MODULES_PER_LAUNCH:
+            stopped.append(script)
+            return
+        summary = graph.summary(path)
+        if summary is None:
+            continue
+        for module, names in summary.imports(wanted):
+            if module == script:
+                continue  # the launched script itself: launched, not imported
+            if module not in given:
+                shown = inherited.shown(module)
+                given[module] = tuple(e._replace(origin="import", chain=(shown, *e.chain), entry="") for e in given[path])
+                inherited.add(module, given[module])
+            context.used[module] = context.used.get(module, frozenset()) | names
+            edges.setdefault(path, set()).add(module)
+            done = followed.get(module, frozenset())
+            new = frozenset() if "*" in done else names - done
+            if new:
+                # Go on through every module: helpers.py may import loader.py. A module that imports
+                # nothing of the repository costs a read and a regex, not a parse.
+                followed[module] = followed.get(module, frozenset()) | new
+                queue.append((module, new))
+
+
+def attach_parsers(
+    context: RepoContext,
+    launched: dict[Path, list[Evidence]],
+    graph: ModuleGraph,
+    display: Callable[[Path], str],
+) -> list[Path]:
+    """Give each launch's evidence, and what the modules its script imports inherit of it, the
+    script's parser fields: `utils.py` reads `args.use_4bit_quantization`, which `train.py`'s
+    dataclass defines. Only a script that imports the repository's modules needs this (its summary
+    is parsed already); a script on its own reads its parser when it is checked. Returns the modules
+    read for their parsers."""
+    from placement_lint.analysis.arguments import parser_fields
+
+    read: list[Path] = []
+    attributes: dict[Path, frozenset[str]] = {}
+    reached: dict[str, list[Path]] | None = None
+    carried: dict[Path, dict[str, tuple[tuple[str, ...], ...]]] = {}  # file -> script -> the fields it carries
+    # Shared by the scripts that import the same module; a module the graph parsed is not parsed again.
+    parsed: dict[Path, ast.Module | None] = {}
+    for target in launched:
+        summary = graph.summary(target)
+        if summary is None:
+            continue
+        imported = [module for path in _local_imports(summary) if (module := _parser_module(path, graph, parsed, read))]
+        fields = parser_fields(summary.module, imported)
+        if not fields:
+            continue
+        table = tuple((key, *field) for key, field in fields.items())
+        script = display(target)
+        if reached is None:  # which files each launched script's evidence reached, once
+            reached = {}
+            for path, items in context.by_file.items():
+                for name in {e.chain[-1] for e in items if e.chain}:
+                    reached.setdefault(name, []).append(path)
+        for path in reached.get(script, ()):
+            # Each file carries only the fields it reads (`args.use_4bit`): a parser has hundreds.
+            if path not in attributes:
+                attributes[path] = _attribute_names(path, graph.bytes_of(path))
+                read.append(path)  # what it reads decides what it carries: a change must rebuild the context
+            carried.setdefault(path, {})[script] = tuple(row for row in table if row[1] in attributes[path])
+    # Each file's evidence rewritten once, for every script whose fields it carries (once a script, it
+    # was copied once for each of the thousands of launched scripts reaching a shared module).
+    for path, owns in carried.items():
+        context.by_file[path] = tuple(
+            e._replace(parser=owns[e.chain[-1]]) if e.chain and e.chain[-1] in owns else e for e in context.by_file[path]
+        )
+    return read
+
+
+_ATTRIBUTE = LazyPattern(rb"\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _attribute_names(path: Path, raw: bytes | None = None) -> frozenset[str]:
+    """The attribute names a Python file's text reads (`raw`: its bytes, when the graph read them),
+    from a cheap scan (no parse)."""
+    try:
+        if raw is None:
+            raw = path.read_bytes() if path.stat().st_size <= MAX_LAUNCHER_BYTES else b""
+    except OSError:
+        return frozenset()
+    if len(raw) > MAX_LAUNCHER_BYTES:
+        return frozenset()
+    return frozenset(name.decode("ascii") for name in set(_ATTRIBUTE.findall(raw)))
+
+
+def _local_imports(summary: ModuleSummary) -> list[Path]:
+    return sorted({path for path, _ in summary.imports(frozenset({"*"}))})
+
+
+def _parser_module(path: Path, graph: ModuleGraph, parsed: dict[Path, ast.Module | None], read: list[Path]) -> ast.Module | None:
+    """A module of the repository that may define the script's parser (dataclasses, add_argument),
+    parsed (never run); the graph's tree when it parsed the module already."""
+    if path not in parsed:
+        parsed[path] = None
+        try:
+            raw = graph.bytes_of(path)
+            if raw is None and path.stat().st_size <= MAX_LAUNCHER_BYTES:
+                raw = path.read_bytes()
+            if raw is not None and len(raw) <= MAX_LAUNCHER_BYTES:
+                if b"dataclass" in raw or b"add_argument" in raw:
+                    read.append(path)
+                    summary = graph.summary(path)
+                    parsed[path] = summary.module if summary is not None else ast.parse(raw)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            pass
+    return parsed[path]
+
+
+def follow_returns(
+    context: RepoContext,
+    graph: ModuleGraph,
+    edges: dict[Path, set[Path]],
+    display: Callable[[Path], str],
+    stage: Callable[[str, int, int | None], None] = lambda what, done, total: None,
+) -> list[Path]:
+    """Fill `context.consumers`: for each module an importer gave evidence to, where the importer sends
+    what its calls of the module's functions return. Through a chain too (train.py trains what
+    helpers.build returns, which is what loader.load returns): an importer's own remote consumers
+    take part, so the passes repeat until nothing new is found (each pass must add a consumer, and
+    there are finitely many). Returns the modules read to tell trainer subclasses (inputs of the
+    context, like the configs)."""
+    calls: dict[Path, dict[Path, dict[str, list[ast.Call]]]] = {}
+    parsed: dict[Path, tuple[Resolver, ImportTable, ImportedClasses]] = {}
+    pending = set(edges)
+    for _ in range(len(edges) + 1):  # a consumer travels one importer per pass, and a chain has at most this many
+        if not pending:
+            break
+        changed: set[Path] = set()
+        for number, importer in enumerate(sorted(pending)):
+            stage("Following returned values", number, len(pending))
+            summary = graph.summary(importer)
+            if summary is None:
+                continue
+            if importer not in calls:
+                calls[importer] = summary.calls_into()
+            wanted = {target: calls[importer][target] for target in sorted(edges[importer]) if target in calls[importer]}
+            if not wanted:
+                continue
+            if importer not in parsed:
+                parsed[importer] = _flow_inputs(summary, graph)
+            resolver, imports, classes = parsed[importer]
+            # A fresh flow each pass: what it finds depends on the importer's own remote consumers.
+            flow = ModelFlow(summary.module, imports, resolver, context.consumers.get(importer), classes)
+            where = display(importer)
+            for target, by_name in wanted.items():
+                for name, nodes in by_name.items():
+                    for position, found in _returned_uses(flow, nodes, where):
+                        # `from alignment import get_model` reaches alignment/__init__.py, which re-exports
+                        # model_utils.get_model: the loader is there.
+                        for module, function in graph.definitions(target, name):
+                            key = function if position is None else returned_item(function, position)
+                            known = context.consumers.setdefault(module, {})
+                            new = tuple(c for c in found if c not in known.get(key, ()))
+                            if new:
+                                known[key] = known.get(key, ()) + new
+                                changed.add(module)
+        pending = {path for path in changed if path in edges}
+    context.consumers = {path: uses for path, uses in context.consumers.items() if uses}
+    return sorted({path for _, _, classes in parsed.values() for path in classes.read})
+
+
+def record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict[Path, set[Path]]) -> list[Path]:
+    """Fill `context.calls`: for each module a launch reaches through imports, per top-level function,
+    the literal arguments (and the defaults they leave) of every call its launched importers make of
+    it; None when an importer also uses the function otherwise (a callback: its calls are unknown).
+    Returns the modules read for their functions' defaults (inputs of the context, whole)."""
+    from placement_lint.analysis.dataflow import call_literals, rebound_names
+
+    trees: dict[Path, ast.Module | None] = {}
+    rebound: dict[int, set[str]] = {}  # by function (its node's id: the trees live as long as this)
+    listed: dict[tuple[Path, str], set[frozenset[tuple[str, object]]]] = {}
+    for importer in sorted(edges):
+        summary = graph.summary(importer)
+        if summary is None:
+            continue
+        by_target = summary.calls_into()
+        named_otherwise: set[str] | None = None  # worked out once an importer, at its first call
+        for target in sorted(edges[importer]):
+            for name, nodes in by_target.get(target, {}).items():
+                if named_otherwise is None:
+                    named_otherwise = _named_otherwise(summary.module)
+                passed_around = name in named_otherwise
+                for module, function_name in graph.definitions(target, name):
+                    if not graph.holds_anchor(module):
+                        continue  # no rule fires there: what its functions are called with decides nothing
+                    function = _top_level_function(_tree(graph, module, trees), function_name)
+                    known = context.calls.setdefault(module, {})
+                    if function is None or passed_around or (function_name in known and known[function_name] is None):
+                        known[function_name] = None
+                        continue
+                    bindings = known.setdefault(function_name, [])
+                    # What is in `bindings`, hashed: thousands of launched importers calling one loader
+                    # with their own literals made the lookup in the list quadratic.
+                    had = listed.setdefault((module, function_name), set())
+                    if id(function) not in rebound:
+                        rebound[id(function)] = rebound_names(function)
+                    for call in nodes:
+                        literals = call_literals(call, function, rebound[id(function)])
+                        literal = {k: v.value for k, v in literals.items() if _plain(v)}
+                        key = frozenset(literal.items())  # equal exactly when the dicts are
+                        if key not in had:
+                            had.add(key)
+                            bindings.append(literal)  # type: ignore[union-attr]
+    return [path for path, tree in trees.items() if tree is not None]
+
+
+def _plain(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, (str, int, float, bool)))
+
+
+def _named_otherwise(module: ast.Module) -> set[str]:
+    """The names the importer uses other than as the function of a call (`model_init=load_model`)."""
+    index = index_of(module)  # built already for the importer's parser fields
+    called = {id(call.func) for call in index.calls}
+    named: set[str] = set()
+    for node in index.nodes:
+        if id(node) in called:
+            continue
+        if isinstance(node, ast.Name):
+            named.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            named.add(node.attr)
+    return named
+
+
+def _tree(graph: ModuleGraph, module: Path, trees: dict[Path, ast.Module | None]) -> ast.Module | None:
+    if module not in trees:
+        trees[module] = graph.tree(module)
+    return trees[module]
+
+
+def _top_level_function(tree: ast.Module | None, name: str) -> ast.FunctionDef | None:
+    if tree is None:
+        return None
+    found = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name]
+    return found[0] if len(found) == 1 and isinstance(found[0], ast.FunctionDef) else None
+
+
+def _returned_uses(flow: ModelFlow, calls: list[ast.Call], where: str) -> list[tuple[int | None, tuple[Consumer, ...]]]:
+    """Where an importer sends what its `calls` of one function return: the whole value, and each item
+    of a tuple it unpacks (`model, tokenizer = utils.load_model(args)`), located in the importer."""
+    whole = tuple(dict.fromkeys(c.elsewhere(where) for call in calls for c in flow.consumers(call)))
+    found: list[tuple[int | None, tuple[Consumer, ...]]] = [(None, whole)]
+    positions = sorted({i for call in calls for i in unpacked_positions(call, flow.resolver)})
+    for position in positions:
+        items = tuple(dict.fromkeys(c.elsewhere(where) for call in calls for c in flow.consumers(call, 0, position)))
+        found.append((position, items))
+    return found
+
+
+def _flow_inputs(summary: ModuleSummary, graph: ModuleGraph) -> tuple[Resolver, ImportTable, ImportedClasses]:
+    from placement_lint.context.classes import ImportedClasses  # it imports this module
+    from placement_lint.distributed import SINGLE
+
+    resolver = Resolver(summary.module, SINGLE)
+    classes = ImportedClasses(summary.module, summary.path, graph)
+    return resolver, ImportTable.of(summary.module, resolver.index.nodes), classes
