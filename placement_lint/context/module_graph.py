@@ -979,7 +979,9 @@ class ModuleSummary:
         is what each of them imports: each name's answer is worked out once, however many launches
         reach the module wanting it (diffusers' 76 example scripts each reach its whole package)."""
         merged: dict[Path, set[str]] = {}
-        for name in ("*",) if "*" in wanted else wanted:
+        # In the names' order, not the set's: a set of strings iterates in an order the hash seed picks,
+        # and this order decides which modules a launch reaches first (and so within its cap).
+        for name in ("*",) if "*" in wanted else sorted(wanted):
             if name not in self._imports_by_name:
                 self._imports_by_name[name] = self._imports_of(frozenset({name}))
             for target, names in self._imports_by_name[name]:
