@@ -28,6 +28,8 @@ from placement_lint.records import NamedTuple, Record
 # Loaders whose device_map is ignored; also `config_class.from_pretrained`, `self.tokenizer.from_pretrained`.
 _NOT_A_MODEL = LazyPattern(r"(tokenizer|processor|config|extractor|scheduler)(_?class|_?cls)?$", re.I)
 TRL_INIT_KWARGS = ("model_init_kwargs", "ref_model_init_kwargs", "teacher_model_init_kwargs")
+# The callees `_loader_values` reads a device map from (as their name's last part).
+_LOADER_NAMES = frozenset({"from_pretrained", "pipeline", "dispatch_model", "load_checkpoint_and_dispatch"})
 # What makes transformers see a ZeRO-3 config (`is_deepspeed_zero3_enabled()`, domain.md §5.1.3): the
 # arguments objects, an explicit HfDeepSpeedConfig, an Accelerator with a DeepSpeed plugin.
 _ZERO3_CONFIG = {"TrainingArguments", "Seq2SeqTrainingArguments", "Accelerator", "HfDeepSpeedConfig"}
@@ -186,8 +188,20 @@ class PlacementAnalysis:
         return found
 
     def _collect_device_maps(self, found: list[DeviceMap], seen: set[tuple[int, int]]) -> None:
+        Call, Assign, Attribute = ast.Call, ast.Assign, ast.Attribute
         for node in self.resolver.index.nodes:
-            if not isinstance(node, (ast.Call, ast.Assign)):
+            kind = type(node)
+            if kind is Call:
+                # Most calls are methods of something else (`x.mean()`): only a loader's name, or a
+                # TRL init-kwargs keyword, can give a map; the callee is qualified for those alone.
+                func = node.func  # type: ignore[attr-defined]
+                if (
+                    type(func) is Attribute
+                    and func.attr not in _LOADER_NAMES
+                    and not any(kw.arg in TRL_INIT_KWARGS for kw in node.keywords)  # type: ignore[attr-defined]
+                ):
+                    continue
+            elif kind is not Assign:
                 continue
             for loader, candidates in self._loader_values(node):
                 quantized = self._quantized(loader)
