@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.context.launcher_names import launcher_candidates, launcher_name, tracked_launchers
+from placement_lint.context.launcher_names import launcher_candidates, launcher_name, python_launch_files, tracked_launchers
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
 from placement_lint.discover import Discovered, discover, real_folder, real_path, repository_root
@@ -113,12 +113,13 @@ def repo_contexts(
             real_root = root.resolve()
             candidates = launcher_candidates(real_root, settings, folders, found_launchers)
             tracked = tracked_launchers(real_root, settings, candidates)
-            if candidates or tracked:
+            python_sources = python_launch_files(real_root, settings, _python_names(found, inside) if covered else None)
+            if candidates or tracked or python_sources:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 
                 if before_building is not None:
                     before_building(len(candidates) + len(tracked))
-                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens(), tracked)
+                cached = build_repo_context(root, settings, display, (), candidates, _anchor_tokens(), tracked, python_sources)
             else:
                 cached = RepoContext(root.resolve())  # nothing to read: no launch reaches any file
             if cache_folder is not None:
@@ -137,6 +138,11 @@ def _anchor_tokens() -> tuple[bytes, ...]:
     from placement_lint.rules import all_rules
 
     return tuple(sorted({token for rule in all_rules() if not rule.checks_suppressions for token in rule.anchor_tokens()}))
+
+
+def _python_names(found: Discovered, inside: str) -> list[str]:
+    """The Python files the walk found under a root (`inside`: its folder, with a trailing separator)."""
+    return [name for name in found.names if name.endswith(".py") and found.resolved(name).startswith(inside)]
 
 
 def _launchers_beside(folder: Path) -> list[str]:

@@ -87,6 +87,8 @@ def launcher_kind(path: Path, head: bytes) -> str | None:
     suffix = path.suffix.lower()
     if is_notebook(name):
         return "notebook"
+    if suffix == ".py":  # read only when python_launches found it may start a launcher
+        return "python"
     if suffix in SHELL_SUFFIXES or head.startswith((b"#!/bin/bash", b"#!/bin/sh", b"#!/usr/bin/env bash", b"#!/usr/bin/env sh")):
         return "shell"
     if b"#SBATCH" in head or b"#PBS" in head:
@@ -128,6 +130,8 @@ def commands_in(path: Path, text: str, kind: str, problems: list[str] | None = N
         return list(_rst(path, text))
     if kind == "notebook":
         return list(_notebook(path, text))
+    if kind == "python":
+        return list(_python(path, text))
     return []
 
 
@@ -925,3 +929,14 @@ def _notebook(path: Path, text: str) -> Iterator[CommandLine]:
             continue
         for line in _shell(path, command.text, command.row, cwd, {}):
             yield line._replace(cell=command.cell)
+
+
+def _python(path: Path, text: str) -> Iterator[CommandLine]:
+    """The commands a Python file runs (`subprocess.run([...])`, `os.system("...")`), each read as a
+    shell script's line and said at the line of the call."""
+    from placement_lint.context.python_launches import python_commands  # only for a file that may launch
+
+    for command in python_commands(path, text):
+        script = _argv_text(list(command.words)) if command.words else command.script
+        for line in _shell(path, script, command.line, path.parent, {}):
+            yield line._replace(line=command.line)

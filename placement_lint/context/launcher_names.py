@@ -9,6 +9,7 @@ from pathlib import Path
 
 from placement_lint.discover import excluded_by_settings, repository_files
 from placement_lint.git_index import tracked_paths
+from placement_lint.patterns import LazyPattern
 from placement_lint.settings import Settings
 
 SHELL_SUFFIXES = {".sh", ".bash", ".zsh", ".sbatch", ".slurm", ".pbs", ".job", ".qsub", ".lsf"}
@@ -66,3 +67,32 @@ def tracked_launchers(root: Path, settings: Settings, found: list[Path]) -> list
         if not excluded(path) and os.path.isfile(path):
             added.append(path)
     return added
+
+
+MAX_PYTHON_LAUNCHER_BYTES = 512 * 1024
+# A Python file is parsed for launches only if it starts processes and a string in it names a launcher.
+_STARTS_PROCESSES = LazyPattern(rb"\b(?:subprocess|Popen|os\.system|os\.popen|os\.exec\w*|check_call|check_output)\b")
+_NAMES_A_LAUNCHER = LazyPattern(
+    rb"""["'](?:[^"'\n]*[\s/])?(?:torchrun|deepspeed|accelerate|torch\.distributed\.(?:run|launch)|srun|mpirun)\b"""
+)
+
+
+def python_launch_files(root: Path, settings: Settings, names: list[str] | None = None) -> list[Path]:
+    """The Python files under `root` (`names`, when a walk already listed them) that may start a
+    launcher: they start processes and a string in them names a launcher. Read, not parsed."""
+    paths = [Path(name) for name in names] if names is not None else repository_files(root, settings, _is_python)
+    found: list[Path] = []
+    for path in paths:
+        try:
+            if path.stat().st_size > MAX_PYTHON_LAUNCHER_BYTES:
+                continue
+            raw = path.read_bytes()
+        except OSError:
+            continue
+        if _STARTS_PROCESSES.search(raw) and _NAMES_A_LAUNCHER.search(raw):
+            found.append(path)
+    return found
+
+
+def _is_python(name: str) -> bool:
+    return name.endswith(".py")

@@ -32,7 +32,7 @@ from placement_lint.context.launch_files import (
     commands_in,
     launcher_kind,
 )
-from placement_lint.context.launcher_names import launcher_candidates, tracked_launchers
+from placement_lint.context.launcher_names import launcher_candidates, python_launch_files, tracked_launchers
 from placement_lint.context.launches import RepoContext
 from placement_lint.context.module_graph import ModuleGraph, ModuleSummary
 from placement_lint.context.projects import ConsoleScript, Projects, ScriptNames
@@ -73,24 +73,28 @@ def build_repo_context(
     launchers: list[Path] | None = None,
     anchors: tuple[bytes, ...] | None = None,
     tracked: list[Path] | None = None,
+    python_sources: list[Path] | None = None,
 ) -> RepoContext:
     """`also`: folders named on the command line; their launchers count even if the config excludes
     them. `launchers`: the candidate files, when the caller's walk already covered the root.
     `anchors`: the tokens without which no rule can fire in a file (see ModuleGraph); None: follow
     every import. `tracked`: the launch files git tracks that no walk meets (tracked_launchers), when
-    the caller has read them already."""
+    the caller has read them already. `python_sources`: the Python files that may start a launcher
+    (python_launch_files), when the caller has looked for them already."""
     root = root.resolve()
     context = RepoContext(root)
     walked = launcher_candidates(root, settings, also, launchers)
     context.tracked = tracked if tracked is not None else tracked_launchers(root, settings, walked)
     context.candidates = [*walked, *context.tracked]
+    if python_sources is None:
+        python_sources = python_launch_files(root, settings)
     projects = Projects(root, context.candidates)
     configs = ConfigReader(root, projects.root_of)
     graph = ModuleGraph(root, anchors=anchors, project_of=projects.root_of)
     launched: dict[Path, list[Evidence]] = {}
     uses: dict[Path, set[str]] = {}  # what of each launched file runs: "__main__", or a console script's function
     shipped = ShippedAccelerateConfigs(root, context.candidates, configs)
-    for path in context.candidates:
+    for path in [*context.candidates, *python_sources]:
         for command in _commands(path, context):
             launch = parse_command(command.text, ScriptNames(projects, command.cwd, command.source.parent))
             if launch is None:
@@ -147,6 +151,7 @@ def build_repo_context(
     modules_read = graph.read()
     context.inputs = [
         *context.candidates,
+        *python_sources,
         *configs.read,
         *pins_read,
         *modules_read,
