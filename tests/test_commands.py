@@ -617,3 +617,25 @@ def test_functions_that_call_each_other_many_times_end(tmp_path: Path) -> None:
 def test_positional_parameters_expand_only_inside_a_call() -> None:
     assert expand("torchrun $1 $@", {}) == "torchrun $1 $@"
     assert expand('torchrun "$@"', {"@": "a.py '--x=1 2'", "1": "a.py"}) == "torchrun a.py '--x=1 2'"
+
+
+@pytest.mark.parametrize(
+    ("command", "several"),
+    [
+        ("srun --ntasks=1 python train.py", False),
+        ("srun -n1 python train.py", False),
+        ("srun -N 1 --ntasks-per-node 1 python train.py", False),
+        ("srun --ntasks-per-node=8 python train.py", True),
+        ("srun --ntasks-per-node=1 python train.py", True),  # as many tasks as the job has nodes
+        ("srun python train.py", True),
+    ],
+)
+def test_srun_of_one_task_starts_one_process(command: str, several: bool) -> None:
+    launch = parse_command(command)
+    assert launch is not None and (launch.wrapped_by == "srun") is several
+
+
+def test_a_batch_script_of_one_task_makes_its_bare_srun_one_task() -> None:
+    script = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\nsrun python train.py\nsrun -n 4 python eval.py\n"
+    texts = [command.text for command in commands_in(Path("/r/job.sbatch"), script, "shell")]
+    assert texts == ["srun --ntasks=1 python train.py", "srun -n 4 python eval.py"]

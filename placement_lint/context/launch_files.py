@@ -214,6 +214,9 @@ def _shell(
             if stripped == heredoc:
                 heredoc = None
             continue
+        if stripped.startswith("#SBATCH"):
+            _allocation(stripped, variables)
+            continue
         if not stripped or stripped.startswith("#"):
             continue
         opened = _HEREDOC.search(stripped)
@@ -248,12 +251,44 @@ def _shell(
                     for line in _call(path, body, words[1:], cwd, variables, functions, depth):
                         yield line._replace(line=number)
                 continue
+            if _ONE_TASK in variables and words and words[0] == "srun":
+                command = _one_task_srun(command, words)
             yield CommandLine(path, number, command, cwd, tuple(exported.items()))
     if whole_file:  # a function this file never calls (another script may source it): read as written
         for name, body in functions.bodies.items():
             if name not in functions.called:
                 yield from _shell(path, "\n".join(line for _, line in body), body[0][0] if body else 0, cwd, dict(variables))
     return cwd
+
+
+# The SLURM allocation of a batch script, where its `#SBATCH` lines give it one task in all: kept among
+# the shell variables under a name no shell variable can have, so called functions see it too.
+_ONE_TASK = "#SBATCH one task"
+_SBATCH_TASKS = LazyPattern(r"^#SBATCH\s+(--ntasks|--ntasks-per-node|--nodes|-n|-N)(?:=|\s+)(\S+)")
+_SRUN_TASK_OPTIONS = ("-n", "--ntasks", "--ntasks-per-node", "-N", "--nodes")
+
+
+def _allocation(directive: str, variables: dict[str, str]) -> None:
+    """Record an `#SBATCH` task count: one task in all (`--ntasks=1`, or one node of one task) makes
+    every `srun` of the script that sets no count of its own start one process."""
+    found = _SBATCH_TASKS.match(directive)
+    if found is None:
+        return
+    name = {"-n": "--ntasks", "-N": "--nodes"}.get(found.group(1), found.group(1))
+    variables[f"#SBATCH {name}"] = found.group(2)
+    ntasks, per_node, nodes = (variables.get(f"#SBATCH {key}") for key in ("--ntasks", "--ntasks-per-node", "--nodes"))
+    one = ntasks == "1" or (ntasks is None and per_node == "1" and nodes == "1")
+    if one:
+        variables[_ONE_TASK] = ""
+    else:
+        variables.pop(_ONE_TASK, None)
+
+
+def _one_task_srun(command: str, words: list[str]) -> str:
+    """`srun python train.py` in a batch script of one task: srun starts that one task."""
+    if any(word.split("=", 1)[0] in _SRUN_TASK_OPTIONS or word[:2] in ("-n", "-N") for word in words[1:]):
+        return command  # srun says itself how many
+    return command.replace("srun", "srun --ntasks=1", 1)
 
 
 class _Functions:
