@@ -639,3 +639,39 @@ def test_a_batch_script_of_one_task_makes_its_bare_srun_one_task() -> None:
     script = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\nsrun python train.py\nsrun -n 4 python eval.py\n"
     texts = [command.text for command in commands_in(Path("/r/job.sbatch"), script, "shell")]
     assert texts == ["srun --ntasks=1 python train.py", "srun -n 4 python eval.py"]
+
+
+_CASE_SCRIPT = """#!/bin/bash
+STAGE=${1:-2}
+case $STAGE in
+  2) CONFIG=ds_zero2.json ;;
+  3|zero3)
+    CONFIG=ds_zero3.json
+    ;;
+  *) CONFIG=ds_other.json ;;
+esac
+deepspeed train.py --deepspeed $CONFIG
+"""
+
+
+def test_a_case_on_a_known_word_runs_the_branch_it_takes() -> None:
+    texts = [command.text for command in commands_in(Path("/r/run.sh"), _CASE_SCRIPT, "shell")]
+    assert texts[-1] == "deepspeed train.py --deepspeed ds_zero2.json"
+
+
+def test_a_case_on_a_word_known_only_at_run_time_reads_every_line_as_before() -> None:
+    script = _CASE_SCRIPT.replace("STAGE=${1:-2}\n", "").replace("$STAGE", "$(cat stage)")
+    texts = [command.text for command in commands_in(Path("/r/run.sh"), script, "shell")]
+    # As before: the last line that is an assignment alone wins (`*) CONFIG=...` is not one).
+    assert texts[-1] == "deepspeed train.py --deepspeed ds_zero3.json"
+
+
+def test_a_script_run_with_arguments_is_read_with_them_at_the_call(tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "run.sh").write_text(_CASE_SCRIPT)
+    doc = tmp_path / "README.md"
+    text = "```bash\nbash scripts/run.sh zero3\nbash scripts/run.sh\n./scripts/run.sh 2\n```\n"
+    found = [(command.source.name, command.line, command.text) for command in commands_in(doc, text, "markdown")]
+    assert ("README.md", 2, "deepspeed train.py --deepspeed ds_zero3.json") in found
+    assert ("README.md", 4, "deepspeed train.py --deepspeed ds_zero2.json") in found
+    assert not any(line == 3 and "deepspeed" in launched for _, line, launched in found)  # no arguments: read on its own
