@@ -362,7 +362,7 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     deepspeed = launch.script_arg("--deepspeed", "--deepspeed_config")
     if deepspeed:
         stage = _json_stage(deepspeed, near, configs)
-        return _deepspeed(stage, f"--deepspeed {deepspeed}")
+        return _deepspeed(stage, f"--deepspeed {deepspeed}{configs.note(deepspeed)}")
     fsdp = launch.script_arg("--fsdp")
     if fsdp and fsdp.lower() not in ("false", "none", "''", '""'):
         return Resolved(Kind.FSDP, None, f"--fsdp {fsdp}")
