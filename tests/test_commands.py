@@ -675,3 +675,19 @@ def test_a_script_run_with_arguments_is_read_with_them_at_the_call(tmp_path: Pat
     assert ("README.md", 2, "deepspeed train.py --deepspeed ds_zero3.json") in found
     assert ("README.md", 4, "deepspeed train.py --deepspeed ds_zero2.json") in found
     assert not any(line == 3 and "deepspeed" in launched for _, line, launched in found)  # no arguments: read on its own
+
+
+def test_a_script_that_shifts_its_arguments_is_not_read_with_them(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text(
+        'while [[ "$1" != "" ]]; do\n  case $1 in\n    -c) shift; CONFIG=$1 ;;\n  esac\n  shift\ndone\ndeepspeed train.py --deepspeed $CONFIG\n'
+    )
+    found = [command.text for command in commands_in(tmp_path / "go.sh", "bash run.sh -c ds_zero3.json\n", "shell")]
+    assert found == ["bash run.sh -c ds_zero3.json"]
+
+
+def test_what_a_called_script_exports_stays_with_its_commands(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text("export CUDA_VISIBLE_DEVICES=0\npython train.py --deepspeed $1\n")
+    found = commands_in(tmp_path / "go.sh", "export NCCL_DEBUG=INFO\nbash run.sh ds.json\n", "shell")
+    assert [(command.text, dict(command.env)) for command in found if "python" in command.text] == [
+        ("python train.py --deepspeed ds.json", {"NCCL_DEBUG": "INFO", "CUDA_VISIBLE_DEVICES": "0"})
+    ]

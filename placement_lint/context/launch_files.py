@@ -264,7 +264,7 @@ def _shell(
                 # What a script run with arguments launches (`bash scripts/launch.sh 4 3` in a README), said
                 # at the call, as a shell function's: the script's own reading takes its defaults.
                 for line in _run_script(*called, cwd, exported):
-                    yield line._replace(source=path, line=number, env=tuple(exported.items()))
+                    yield line._replace(source=path, line=number, env=tuple({**exported, **dict(line.env)}.items()))
             if _ONE_TASK in variables and words and words[0] == "srun":
                 command = _one_task_srun(command, words)
             yield CommandLine(path, number, command, cwd, tuple(exported.items()))
@@ -307,6 +307,7 @@ def _one_task_srun(command: str, words: list[str]) -> str:
 
 _CALLED = "#called script"  # among a called script's variables: the scripts it runs are not followed
 _SHELLS = ("bash", "sh", "zsh")
+_SHIFTS = LazyPattern(rb"(?:^|[\s;&|(])(?:shift|getopts)\b")
 
 
 def _called_script(words: list[str], cwd: Path, path: Path) -> tuple[Path, list[str]] | None:
@@ -346,8 +347,8 @@ def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[st
         raw = script.read_bytes()
     except OSError:
         return
-    if b"\0" in raw:
-        return
+    if b"\0" in raw or _SHIFTS.search(raw):
+        return  # `shift` / `getopts` move the positional parameters: `$1` is not the first argument throughout
     inside = {**exported, _CALLED: "", "@": " ".join(shlex.quote(word) for word in arguments)}
     inside.update({str(index): word for index, word in enumerate(arguments[:9], start=1)})
     yield from _shell(script, raw.decode("utf-8", errors="replace"), 1, cwd, inside)
