@@ -36,6 +36,7 @@ from placement_lint.context.launcher_names import launcher_candidates, python_la
 from placement_lint.context.launches import RepoContext
 from placement_lint.context.module_graph import ModuleGraph, ModuleSummary
 from placement_lint.context.projects import ConsoleScript, Projects, ScriptNames
+from placement_lint.context.script_defaults import default_deepspeed_config
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.discover import real_path
 from placement_lint.patterns import LazyPattern
@@ -363,6 +364,10 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     if deepspeed:
         stage = _json_stage(deepspeed, near, configs)
         return _deepspeed(stage, f"--deepspeed {deepspeed}{configs.note(deepspeed)}")
+    default = default_deepspeed_config(launch, target)
+    if default:
+        stage = _json_stage(default, near, configs)
+        return _deepspeed(stage, f"the script's default --deepspeed {default}{configs.note(default)}")
     fsdp = launch.script_arg("--fsdp")
     if fsdp and fsdp.lower() not in ("false", "none", "''", '""'):
         return Resolved(Kind.FSDP, None, f"--fsdp {fsdp}")
