@@ -113,7 +113,9 @@ def repo_contexts(
             real_root = root.resolve()
             candidates = launcher_candidates(real_root, settings, folders, found_launchers)
             tracked = tracked_launchers(real_root, settings, candidates)
-            python_sources = python_launch_files(real_root, settings, _python_names(found, inside) if covered else None)
+            # Like the launchers: those the walk found, else the repository's, or only those beside a file named alone.
+            python_names = _python_names(found, inside) if covered else None if launchers is None else _python_beside(root)
+            python_sources = python_launch_files(real_root, settings, python_names)
             if candidates or tracked or python_sources:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 
@@ -143,6 +145,13 @@ def _anchor_tokens() -> tuple[bytes, ...]:
 def _python_names(found: Discovered, inside: str) -> list[str]:
     """The Python files the walk found under a root (`inside`: its folder, with a trailing separator)."""
     return [name for name in found.names if name.endswith(".py") and found.resolved(name).startswith(inside)]
+
+
+def _python_beside(folder: Path) -> list[str]:
+    try:
+        return sorted(str(p) for p in folder.iterdir() if p.name.endswith(".py") and p.is_file())
+    except OSError:
+        return []
 
 
 def _launchers_beside(folder: Path) -> list[str]:

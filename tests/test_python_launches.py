@@ -69,3 +69,22 @@ def test_only_files_that_start_processes_and_name_a_launcher_are_read(tmp_path: 
     (tmp_path / "train.py").write_text("import torch.distributed as dist\n")  # names a launcher's module, starts nothing
     (tmp_path / "note.py").write_text('import subprocess\nsubprocess.run(["ls"])\n# torchrun elsewhere\n')
     assert python_launch_files(tmp_path, Settings(root=tmp_path)) == [tmp_path / "launch.py"]
+
+
+def test_a_file_named_alone_outside_a_repository_reads_only_the_python_launchers_beside_it(tmp_path: Path) -> None:
+    from placement_lint.engine import run
+    from placement_lint.results import RunOptions
+
+    from helpers import CODES
+
+    (tmp_path / "train.py").write_text(
+        'from transformers import AutoModelForCausalLM, Trainer\nm = AutoModelForCausalLM.from_pretrained("x", device_map="auto")\n'
+        "Trainer(model=m).train()\n"
+    )
+    nested = tmp_path / "old" / "experiments"
+    nested.mkdir(parents=True)
+    (nested / "go.py").write_text('import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "../../train.py"])\n')
+    settings = Settings(root=tmp_path, codes=CODES)
+    assert run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings == []
+    (tmp_path / "go.py").write_text('import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py"])\n')
+    assert "DPL001" in {f.code for f in run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings}
