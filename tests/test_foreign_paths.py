@@ -43,3 +43,8 @@ def test_the_reader_says_which_rule_matched_and_leaves_relative_paths_alone(tmp_
         "(the only file of the repository ending in configs/ds_zero3.json)"
     )
     assert reader.find("missing/ds_zero3.json", tmp_path) is None and reader.note("missing/ds_zero3.json") == ""
+
+
+def test_a_tools_own_file_is_not_taken_for_the_repositorys(tmp_path: Path) -> None:
+    tree(tmp_path, "default_config.yaml")
+    assert ForeignPaths(tmp_path).find("/root/.cache/huggingface/accelerate/default_config.yaml") is None

@@ -88,3 +88,19 @@ def test_a_file_named_alone_outside_a_repository_reads_only_the_python_launchers
     assert run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings == []
     (tmp_path / "go.py").write_text('import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py"])\n')
     assert "DPL001" in {f.code for f in run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'import subprocess\nsubprocess.run("torchrun --nproc_per_node 8 t.py".split())\n',
+        'import subprocess, shlex\nsubprocess.run(shlex.split("torchrun --nproc_per_node 8 t.py"))\n',
+    ],
+)
+def test_a_command_split_into_words_is_read(source: str) -> None:
+    assert texts(source) == [(2, "torchrun --nproc_per_node 8 t.py")]
+
+
+def test_a_python_file_that_runs_a_launch_script_is_read(tmp_path: Path) -> None:
+    (tmp_path / "go.py").write_text('import os\nos.system("bash scripts/train.sh 4 3")\n')
+    assert python_launch_files(tmp_path, Settings(root=tmp_path)) == [tmp_path / "go.py"]

@@ -17,6 +17,9 @@ from placement_lint.git_index import tracked_paths
 from placement_lint.records import NamedTuple
 
 _MAX_LISTED = 200_000  # files listed when git's index cannot be read: a tree this large is not walked further
+# A path through one of these is a tool's or a library's file (`~/.cache/huggingface/accelerate/default_config.yaml`),
+# not a copy of the repository.
+_NOT_A_PROJECT = {".cache", ".config", ".local", "site-packages", "dist-packages", "etc", "usr"}
 _SKIPPED_FOLDERS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
 
 
@@ -35,7 +38,7 @@ class ForeignPaths:
 
     def find(self, name: str) -> Taken | None:
         written = PurePosixPath(name)
-        if not written.is_absolute() or len(written.parts) < 2:
+        if not written.is_absolute() or len(written.parts) < 2 or _NOT_A_PROJECT.intersection(written.parts):
             return None
         for destination, source, rule in self._dockerfile_copies():
             if name == destination or name.startswith(destination.rstrip("/") + "/"):

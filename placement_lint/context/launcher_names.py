@@ -74,6 +74,7 @@ MAX_PYTHON_LAUNCHER_BYTES = 512 * 1024
 _STARTS_PROCESSES = LazyPattern(rb"\b(?:subprocess|Popen|os\.system|os\.popen|os\.exec\w*|check_call|check_output)\b")
 _NAMES_A_LAUNCHER = LazyPattern(
     rb"""["'](?:[^"'\n]*[\s/])?(?:torchrun|deepspeed|accelerate|torch\.distributed\.(?:run|launch)|srun|mpirun)\b"""
+    rb"""|["'][^"'\n]*\.sh\b"""  # a launch script it runs (`os.system("bash scripts/train.sh 4 3")`)
 )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,6 +151,14 @@ class _Reader:
                 return func.value.value.join(args[0]) if len(args) == 1 and isinstance(args[0], list) else None
             if func.attr == "join" and _is_name(func.value, "shlex") and len(args) == 1 and isinstance(args[0], list):
                 return " ".join(args[0])
+            if func.attr == "split" and _is_name(func.value, "shlex") and len(args) == 1 and isinstance(args[0], str):
+                try:
+                    return shlex.split(args[0]) or None
+                except ValueError:  # an unclosed quote
+                    return None
+            if func.attr == "split" and not node.args and not node.keywords:  # "torchrun ... train.py".split()
+                text = self._value(func.value, values)
+                return text.split() if isinstance(text, str) and text.strip() else None
             if _dotted(func) in ("os.path.dirname", "os.path.abspath", "os.path.realpath") and len(args) == 1:
                 if not isinstance(args[0], str):
                     return None
