@@ -104,3 +104,12 @@ def test_a_command_split_into_words_is_read(source: str) -> None:
 def test_a_python_file_that_runs_a_launch_script_is_read(tmp_path: Path) -> None:
     (tmp_path / "go.py").write_text('import os\nos.system("bash scripts/train.sh 4 3")\n')
     assert python_launch_files(tmp_path, Settings(root=tmp_path)) == [tmp_path / "go.py"]
+
+
+def test_options_added_on_some_paths_are_one_unknown_word() -> None:
+    source = (
+        'import subprocess\ndef go(gpus, script="t.py"):\n    cmd = ["deepspeed"]\n    if gpus:\n'
+        '        cmd.extend(["--include", "localhost:0"])\n    else:\n        cmd.extend(["--num_gpus=8"])\n'
+        '    cmd += ["t.py"]\n    subprocess.Popen(cmd)\n'
+    )
+    assert texts(source) == [(9, "deepspeed $UNKNOWN $UNKNOWN t.py")]

@@ -52,7 +52,8 @@ class _Reader:
 
     def commands(self) -> Iterator[PythonCommand]:
         for scope in _scopes(self.tree):
-            statements = sorted(_own_nodes(scope), key=lambda node: (node.lineno, node.col_offset))
+            conditional: set[int] = set()
+            statements = sorted(_own_nodes(scope, conditional), key=lambda node: (node.lineno, node.col_offset))
             values: dict[str, object] = {} if scope is self.tree else dict(self._module_values())
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for parameter in ast.walk(scope.args):
@@ -63,7 +64,7 @@ class _Reader:
                     command = self._command(node, values)
                     if command is not None:
                         yield command
-                self._bind(node, values)
+                self._bind(node, values, id(node) in conditional)
 
     def _module_values(self) -> dict[str, object]:
         values: dict[str, object] = {}
@@ -71,9 +72,16 @@ class _Reader:
             self._bind(node, values)
         return {name: value for name, value in values.items() if value is not None}
 
-    def _bind(self, node: ast.AST, values: dict[str, object]) -> None:
+    def _bind(self, node: ast.AST, values: dict[str, object], conditional: bool = False) -> None:
         """What a statement does to the names the scope knows: an assignment binds (a second binding
-        of a name not built from itself makes it unknown), `+=`, `.append` and `.extend` grow a list."""
+        of a name not built from itself makes it unknown), `+=`, `.append` and `.extend` grow a list.
+        A list grown only on some paths (`conditional`: under an `if`, in a loop) grows by one unknown
+        word, as an unset shell variable: options we cannot see, never both branches' at once."""
+        if conditional and self._grows(node, values):
+            name = self._grown_name(node)
+            current = values.get(name)
+            values[name] = [*current, _UNKNOWN] if isinstance(current, list) else None
+            return
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             uses_itself = any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value))
@@ -104,6 +112,29 @@ class _Reader:
                 values[name] = [*current, *more] if isinstance(more, list) else None
             elif method in ("insert", "remove", "pop", "clear", "reverse", "sort"):
                 values[name] = None
+
+    def _grown_name(self, node: ast.AST) -> str:
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            return node.target.id
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            return node.targets[0].id
+        return node.value.func.value.id  # type: ignore[attr-defined, no-any-return]
+
+    def _grows(self, node: ast.AST, values: dict[str, object]) -> bool:
+        """`cmd += [...]`, `cmd = cmd + [...]`, `cmd.append(...)`, `cmd.extend(...)` of a name known here."""
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            return node.target.id in values
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            return name in values and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value))
+        return (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and node.value.func.attr in ("append", "extend", "insert")
+            and isinstance(node.value.func.value, ast.Name)
+            and node.value.func.value.id in values
+        )
 
     def _value(self, node: ast.expr, values: dict[str, object]) -> object:
         """A literal value: a str, a number, a list of words; None when not known statically."""
@@ -203,18 +234,32 @@ def _scopes(tree: ast.Module) -> Iterator[ast.AST]:
             yield node
 
 
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a scope, not those of the functions and classes defined in it (their own scopes)."""
-    pending = list(ast.iter_child_nodes(scope))
+def _own_nodes(scope: ast.AST, conditional: set[int]) -> Iterator[ast.AST]:
+    """The nodes of a scope, not those of the functions and classes defined in it (their own scopes);
+    the ids of those that run only on some paths (in a branch, a loop, an exception handler) are put
+    in `conditional`."""
+    pending = [(child, False) for child in ast.iter_child_nodes(scope)]
     while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.ClassDef):
+        node, maybe = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             continue
         if isinstance(node, (ast.stmt, ast.Call)):
+            if maybe:
+                conditional.add(id(node))
             yield node
-        pending.extend(ast.iter_child_nodes(node))
+        branches = _branch_bodies(node)
+        pending.extend((child, maybe or id(child) in branches) for child in ast.iter_child_nodes(node))
+
+
+def _branch_bodies(node: ast.AST) -> set[int]:
+    """The ids of the statements of `node` that run only on some paths."""
+    if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)):
+        return {id(statement) for statement in (*node.body, *node.orelse)}
+    if isinstance(node, ast.Try):
+        return {id(handler) for handler in node.handlers} | {id(statement) for statement in node.orelse}
+    if isinstance(node, ast.Match):
+        return {id(case) for case in node.cases}
+    return set()
 
 
 def _imported_runners(tree: ast.Module) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
