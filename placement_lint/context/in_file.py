@@ -222,17 +222,20 @@ class InFileEvidence:
             self._add(Kind.POSSIBLE, call, ast.unparse(call)[:80])
 
     def _ray_trainer(self, call: ast.Call) -> None:
-        """Ray Train's `TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=N))` runs the
-        function in N worker processes, with torch.distributed set up among them: DDP when N > 1."""
+        """Ray Train's `TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=N, use_gpu=True))`
+        runs the function in N worker processes, one GPU each, with torch.distributed set up among
+        them: DDP when N > 1."""
         scaling = keyword(call, "scaling_config")
         for candidate in self.resolver.candidates(scaling.value) if scaling is not None else ():
             config = candidate.value
             if not (isinstance(config, ast.Call) and last_segment(dotted(config.func) or "") == "ScalingConfig"):
                 continue
-            workers = keyword(config, "num_workers")
+            workers, gpu = keyword(config, "num_workers"), keyword(config, "use_gpu")
             count = workers.value if workers is not None else None
-            if isinstance(count, ast.Constant) and isinstance(count.value, int) and count.value > 1:
-                self._add(Kind.DDP, call, f"TorchTrainer(scaling_config=ScalingConfig(num_workers={count.value}))")
+            # Without use_gpu=True (Ray's default is False) the workers see no GPU: nothing to place.
+            on_gpu = gpu is not None and isinstance(gpu.value, ast.Constant) and gpu.value.value is True
+            if on_gpu and isinstance(count, ast.Constant) and isinstance(count.value, int) and count.value > 1:
+                self._add(Kind.DDP, call, f"TorchTrainer(scaling_config=ScalingConfig(num_workers={count.value}, use_gpu=True))")
                 return
 
     def _training_arguments(self, call: ast.Call, name: str) -> None:
