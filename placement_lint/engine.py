@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.context.launcher_names import launcher_candidates, launcher_name, tracked_launchers
+from placement_lint.context.launcher_names import launcher_candidates, launcher_name, python_launch_files, tracked_launchers
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
 from placement_lint.discover import Discovered, discover, forget_listings, real_folder, real_path, repository_root
@@ -127,13 +127,18 @@ def repo_contexts(
             else:
                 candidates = [Path(name) for name in launchers]
             tracked = track(candidates)
-            if candidates or tracked:
+            # Like the launchers: those the walk found, else the repository's, or only those beside a file named alone.
+            python_names = _python_names(found, inside) if covered else None if launchers is None else _python_beside(root)
+            python_sources = python_launch_files(real_root, settings, python_names)
+            if candidates or tracked or python_sources:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 
                 if before_building is not None:
                     before_building(len(candidates) + len(tracked))
                 with collections_paused():
-                    cached = build_repo_context(root, settings, display, candidates, _anchor_tokens(), tracked, stage, jobs)
+                    cached = build_repo_context(
+                        root, settings, display, candidates, _anchor_tokens(), tracked, stage, jobs, python_sources
+                    )
             else:
                 cached = RepoContext(real_root)  # nothing to read: no launch reaches any file
             if cache_folder is not None:
@@ -159,6 +164,18 @@ def _anchor_tokens() -> tuple[bytes, ...]:
     from placement_lint.rules import all_rules
 
     return tuple(sorted({token for rule in all_rules() if not rule.checks_suppressions for token in rule.anchor_tokens()}))
+
+
+def _python_names(found: Discovered, inside: str) -> list[str]:
+    """The Python files the walk found under a root (`inside`: its folder, with a trailing separator)."""
+    return [name for name in found.names if name.endswith(".py") and found.resolved(name).startswith(inside)]
+
+
+def _python_beside(folder: Path) -> list[str]:
+    try:
+        return sorted(str(p) for p in folder.iterdir() if p.name.endswith(".py") and p.is_file())
+    except OSError:
+        return []
 
 
 def _launchers_beside(folder: Path) -> list[str]:

@@ -651,4 +651,77 @@ def test_yaml_commands_out_of_order_and_repeated(tmp_path: Path) -> None:
         (4, "echo hi"),
         (2, "torchrun x.py"),
         (2, "torchrun y.py"),
+
+
+@pytest.mark.parametrize(
+    ("command", "several"),
+    [
+        ("srun --ntasks=1 python train.py", False),
+        ("srun -n1 python train.py", False),
+        ("srun -N 1 --ntasks-per-node 1 python train.py", False),
+        ("srun --ntasks-per-node=8 python train.py", True),
+        ("srun --ntasks-per-node=1 python train.py", True),  # as many tasks as the job has nodes
+        ("srun python train.py", True),
+    ],
+)
+def test_srun_of_one_task_starts_one_process(command: str, several: bool) -> None:
+    launch = parse_command(command)
+    assert launch is not None and (launch.wrapped_by == "srun") is several
+
+
+def test_a_batch_script_of_one_task_makes_its_bare_srun_one_task() -> None:
+    script = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=1\nsrun python train.py\nsrun -n 4 python eval.py\n"
+    texts = [command.text for command in commands_in(Path("/r/job.sbatch"), script, "shell")]
+    assert texts == ["srun --ntasks=1 python train.py", "srun -n 4 python eval.py"]
+
+
+_CASE_SCRIPT = """#!/bin/bash
+STAGE=${1:-2}
+case $STAGE in
+  2) CONFIG=ds_zero2.json ;;
+  3|zero3)
+    CONFIG=ds_zero3.json
+    ;;
+  *) CONFIG=ds_other.json ;;
+esac
+deepspeed train.py --deepspeed $CONFIG
+"""
+
+
+def test_a_case_on_a_known_word_runs_the_branch_it_takes() -> None:
+    texts = [command.text for command in commands_in(Path("/r/run.sh"), _CASE_SCRIPT, "shell")]
+    assert texts[-1] == "deepspeed train.py --deepspeed ds_zero2.json"
+
+
+def test_a_case_on_a_word_known_only_at_run_time_reads_every_line_as_before() -> None:
+    script = _CASE_SCRIPT.replace("STAGE=${1:-2}\n", "").replace("$STAGE", "$(cat stage)")
+    texts = [command.text for command in commands_in(Path("/r/run.sh"), script, "shell")]
+    # As before: the last line that is an assignment alone wins (`*) CONFIG=...` is not one).
+    assert texts[-1] == "deepspeed train.py --deepspeed ds_zero3.json"
+
+
+def test_a_script_run_with_arguments_is_read_with_them_at_the_call(tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "run.sh").write_text(_CASE_SCRIPT)
+    doc = tmp_path / "README.md"
+    text = "```bash\nbash scripts/run.sh zero3\nbash scripts/run.sh\n./scripts/run.sh 2\n```\n"
+    found = [(command.source.name, command.line, command.text) for command in commands_in(doc, text, "markdown")]
+    assert ("README.md", 2, "deepspeed train.py --deepspeed ds_zero3.json") in found
+    assert ("README.md", 4, "deepspeed train.py --deepspeed ds_zero2.json") in found
+    assert not any(line == 3 and "deepspeed" in launched for _, line, launched in found)  # no arguments: read on its own
+
+
+def test_a_script_that_shifts_its_arguments_is_not_read_with_them(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text(
+        'while [[ "$1" != "" ]]; do\n  case $1 in\n    -c) shift; CONFIG=$1 ;;\n  esac\n  shift\ndone\ndeepspeed train.py --deepspeed $CONFIG\n'
+    )
+    found = [command.text for command in commands_in(tmp_path / "go.sh", "bash run.sh -c ds_zero3.json\n", "shell")]
+    assert found == ["bash run.sh -c ds_zero3.json"]
+
+
+def test_what_a_called_script_exports_stays_with_its_commands(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text("export CUDA_VISIBLE_DEVICES=0\npython train.py --deepspeed $1\n")
+    found = commands_in(tmp_path / "go.sh", "export NCCL_DEBUG=INFO\nbash run.sh ds.json\n", "shell")
+    assert [(command.text, dict(command.env)) for command in found if "python" in command.text] == [
+        ("python train.py --deepspeed ds.json", {"NCCL_DEBUG": "INFO", "CUDA_VISIBLE_DEVICES": "0"})
     ]

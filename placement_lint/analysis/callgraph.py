@@ -17,7 +17,12 @@ from placement_lint.analysis.names import dotted, last_segment
 MODULE = 0  # the part holding module-level code
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Calls that start processes running the function they are given: (callee's last name, its keyword).
-_PROCESS_STARTERS = {"spawn": "fn", "start_processes": "fn", "notebook_launcher": "function"}
+_PROCESS_STARTERS = {
+    "spawn": "fn",
+    "start_processes": "fn",
+    "notebook_launcher": "function",
+    "TorchTrainer": "train_loop_per_worker",
+}
 
 
 class Parts:

@@ -171,6 +171,8 @@ def parse_command(text: str, programs: Container[str] = ()) -> Launch | None:
             break
     if not tokens:
         return None
+    if wrapped_by == "srun" and _one_task(wrapper_options):
+        wrapped_by = None  # `srun --ntasks=1 python train.py`: one process, as `python train.py` alone
     launch = _launcher(tokens, looked_up)
     if launch is None and wrapped_by and (tokens[0] in looked_up or tokens[0] in programs):
         # `srun NAME`: every process runs the program. Run alone, a console script may start its own
@@ -184,6 +186,17 @@ def parse_command(text: str, programs: Container[str] = ()) -> Launch | None:
     launch.env, launch.wrapped_by, launch.text = env, wrapped_by, " ".join(written.split())
     launch.wrapper_options = wrapper_options
     return launch
+
+
+def _one_task(options: dict[str, str]) -> bool:
+    """srun's options start one task in all: `-n 1` / `--ntasks=1` / `-n1`, or one task on one node."""
+    counts: dict[str, str] = {}
+    for name, value in options.items():
+        if name[:2] in ("-n", "-N") and len(name) > 2 and not name.startswith("--"):  # `-n1`
+            name, value = name[:2], name[2:]
+        counts[{"-n": "--ntasks", "-N": "--nodes"}.get(name, name)] = value
+    ntasks, per_node, nodes = counts.get("--ntasks"), counts.get("--ntasks-per-node"), counts.get("--nodes")
+    return ntasks == "1" or (ntasks is None and per_node == "1" and nodes == "1")
 
 
 def _skip_options(

@@ -6,10 +6,15 @@ Only files inside the repository root are read, and only up to a size cap.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from placement_lint.discover import real_path
+
+if TYPE_CHECKING:
+    from placement_lint.context.foreign_paths import ForeignPaths
 
 MAX_CONFIG_BYTES = 2 * 1024 * 1024
 
@@ -22,6 +27,8 @@ class ConfigReader:
         self.warnings: list[str] = []
         self.read: list[Path] = []  # every config read or looked for: the inputs a cached result depends on
         self.loaded: list[Path] = []  # every load asked for, in order, repeats included: what each launch read
+        self.taken_as: dict[str, str] = {}  # a path written for another machine -> the rule that found its file
+        self._foreign: ForeignPaths | None = None
 
     def find(self, name: str, near: Path) -> Path | None:
         """A config path as a script names it: relative to the script's folder, then to its project's
@@ -29,6 +36,8 @@ class ConfigReader:
         candidate = Path(name)
         project = self._project_of(near) if self._project_of is not None else None
         bases = [near, *([project] if project is not None else []), self.root]
+        if candidate.is_absolute() and not os.path.exists(candidate):
+            return self._from_another_machine(name)
         options = [candidate] if candidate.is_absolute() else [base / candidate for base in dict.fromkeys(bases)]
         for option in options:
             try:
@@ -40,6 +49,23 @@ class ConfigReader:
                     return real
                 self.read.append(real)  # not there yet: creating it must refresh cached results
         return None
+
+    def _from_another_machine(self, name: str) -> Path | None:
+        """`/workspace/configs/ds_zero3.json`: the repository file it names, by a Dockerfile's COPY or a
+        unique tail (foreign_paths); the rule that matched is kept in `taken_as`, for the launch's note."""
+        if self._foreign is None:
+            from placement_lint.context.foreign_paths import ForeignPaths
+
+            self._foreign = ForeignPaths(self.root)
+        taken = self._foreign.find(name)
+        if taken is None:
+            return None
+        self.taken_as[name] = f"{name} taken as {self._shown(taken.path)} ({taken.rule})"
+        return taken.path
+
+    def note(self, name: str) -> str:
+        """How a config path written for another machine was found here, or ""."""
+        return f", {self.taken_as[name]}" if name in self.taken_as else ""
 
     def _shown(self, path: Path) -> str:
         try:

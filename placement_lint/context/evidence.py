@@ -123,7 +123,7 @@ def _group_launches(
 
 
 # In-file evidence that starts processes of its own, whatever launched the file.
-_SPAWNS = LazyPattern(r"\b(spawn|start_processes|notebook_launcher|Process)\(")
+_SPAWNS = LazyPattern(r"\b(spawn|start_processes|notebook_launcher|Process|TorchTrainer)\(")
 
 
 class Context(Record):

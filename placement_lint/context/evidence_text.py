@@ -82,6 +82,7 @@ IN_FILE_EVIDENCE = _AnyOf(
     (b"DDP", rb"DDP" + _CALLED),
     (b"spawn", rb"spawn" + _CALLED),
     (b"notebook_launcher", rb"notebook_launcher" + _CALLED),
+    (b"TorchTrainer", rb"TorchTrainer" + _CALLED),
     (b"zero.Init", rb"zero\.Init" + _GAP + rb"\("),
     (b"placement-lint:", rb"placement-lint:"),
 )

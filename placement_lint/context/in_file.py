@@ -24,7 +24,7 @@ _EVIDENCE_CALLEES = frozenset(
     {
         "HfDeepSpeedConfig", "initialize", "init_distributed", "Init", "DeepSpeedPlugin", "FullyShardedDataParallelPlugin",
         "FullyShardedDataParallel", "fully_shard", "FSDP", "Accelerator", "init_process_group", "DistributedDataParallel",
-        "DDP", "spawn", "notebook_launcher", "PartialState",
+        "DDP", "spawn", "notebook_launcher", "PartialState", "TorchTrainer",
     }
 )  # fmt: skip
 _PRAGMA = LazyPattern(r"#\s*placement-lint:\s*context\s*=\s*([A-Za-z0-9_-]+)")
@@ -216,8 +216,27 @@ class InFileEvidence:
             value = count.value if count else (call.args[2] if len(call.args) > 2 else None)
             if isinstance(value, ast.Constant) and isinstance(value.value, int) and value.value > 1:
                 self._add(Kind.DDP, call, f"notebook_launcher(num_processes={value.value})")
+        elif name == "TorchTrainer" and qualified.startswith("ray."):
+            self._ray_trainer(call)
         elif name == "PartialState" or is_env_read(call, RANK_ENV | WORLD_ENV):
             self._add(Kind.POSSIBLE, call, ast.unparse(call)[:80])
+
+    def _ray_trainer(self, call: ast.Call) -> None:
+        """Ray Train's `TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=N, use_gpu=True))`
+        runs the function in N worker processes, one GPU each, with torch.distributed set up among
+        them: DDP when N > 1."""
+        scaling = keyword(call, "scaling_config")
+        for candidate in self.resolver.candidates(scaling.value) if scaling is not None else ():
+            config = candidate.value
+            if not (isinstance(config, ast.Call) and last_segment(dotted(config.func) or "") == "ScalingConfig"):
+                continue
+            workers, gpu = keyword(config, "num_workers"), keyword(config, "use_gpu")
+            count = workers.value if workers is not None else None
+            # Without use_gpu=True (Ray's default is False) the workers see no GPU: nothing to place.
+            on_gpu = gpu is not None and isinstance(gpu.value, ast.Constant) and gpu.value.value is True
+            if on_gpu and isinstance(count, ast.Constant) and isinstance(count.value, int) and count.value > 1:
+                self._add(Kind.DDP, call, f"TorchTrainer(scaling_config=ScalingConfig(num_workers={count.value}, use_gpu=True))")
+                return
 
     def _training_arguments(self, call: ast.Call, name: str) -> None:
         for kw in call.keywords:

@@ -34,6 +34,7 @@ LAUNCH_TOKENS = (
     b"mpiexec",
     b"python",
     b"trl ",
+    b".sh ",  # a script run with arguments (`bash scripts/launch.sh 4 3`): read with them
 )
 _YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "before_script", "after_script", "args"}
 _LAUNCH_WORDS = tuple(token.decode() for token in LAUNCH_TOKENS)
@@ -88,6 +89,8 @@ def launcher_kind(path: Path, head: bytes) -> str | None:
     suffix = path.suffix.lower()
     if is_notebook(name):
         return "notebook"
+    if suffix == ".py":  # read only when python_launches found it may start a launcher
+        return "python"
     if suffix in SHELL_SUFFIXES or head.startswith((b"#!/bin/bash", b"#!/bin/sh", b"#!/usr/bin/env bash", b"#!/usr/bin/env sh")):
         return "shell"
     if b"#SBATCH" in head or b"#PBS" in head:
@@ -129,6 +132,8 @@ def commands_in(path: Path, text: str, kind: str, problems: list[str] | None = N
         return list(_rst(path, text))
     if kind == "notebook":
         return list(_notebook(path, text))
+    if kind == "python":
+        return list(_python(path, text))
     return []
 
 
@@ -206,13 +211,23 @@ def _shell(
     environment: tuple[tuple[str, str], ...] | None = ()  # `exported` as the commands carry it, shared until it changes
     whole_file = functions is None  # not a function's body, nor a `bash -c` script in the file
     functions = _Functions() if functions is None else functions
-    for number, line in _unrolled(_without_functions(_statements(text, first_line), functions.bodies)):
+    pending = _Pending(_unrolled(_without_functions(_statements(text, first_line), functions.bodies)))
+    for number, line in pending:
         stripped = line.strip()
         if heredoc is not None:  # the text of a here-document is data, not commands
             if stripped == heredoc:
                 heredoc = None
             continue
+        if stripped.startswith("#SBATCH"):
+            _allocation(stripped, variables)
+            continue
         if not stripped or stripped.startswith("#"):
+            continue
+        case = _CASE.match(stripped)
+        if case is not None:
+            block = _case_block(pending)
+            chosen = _case_branch(expand(case.group(1), variables).strip("\"'"), block)
+            pending.push(block if chosen is None else chosen)  # a word known only at run time: every line, as written
             continue
         opened = _HEREDOC.search(stripped)
         if opened:
@@ -247,6 +262,14 @@ def _shell(
                     for line in _call(path, body, words[1:], cwd, variables, functions, depth):
                         yield line._replace(line=number)
                 continue
+            called = _called_script(words, cwd, path) if _CALLED not in variables else None
+            if called is not None:
+                # What a script run with arguments launches (`bash scripts/launch.sh 4 3` in a README), said
+                # at the call, as a shell function's: the script's own reading takes its defaults.
+                for line in _run_script(*called, cwd, exported):
+                    yield line._replace(source=path, line=number, env=tuple({**exported, **dict(line.env)}.items()))
+            if _ONE_TASK in variables and words and words[0] == "srun":
+                command = _one_task_srun(command, words)
             if environment is None:
                 environment = tuple(exported.items())
             yield CommandLine(path, number, command, cwd, environment)
@@ -255,6 +278,168 @@ def _shell(
             if name not in functions.called:
                 yield from _shell(path, "\n".join(line for _, line in body), body[0][0] if body else 0, cwd, dict(variables))
     return cwd
+
+
+# The SLURM allocation of a batch script, where its `#SBATCH` lines give it one task in all: kept among
+# the shell variables under a name no shell variable can have, so called functions see it too.
+_ONE_TASK = "#SBATCH one task"
+_SBATCH_TASKS = LazyPattern(r"^#SBATCH\s+(--ntasks|--ntasks-per-node|--nodes|-n|-N)(?:=|\s+)(\S+)")
+_SRUN_TASK_OPTIONS = ("-n", "--ntasks", "--ntasks-per-node", "-N", "--nodes")
+
+
+def _allocation(directive: str, variables: dict[str, str]) -> None:
+    """Record an `#SBATCH` task count: one task in all (`--ntasks=1`, or one node of one task) makes
+    every `srun` of the script that sets no count of its own start one process."""
+    found = _SBATCH_TASKS.match(directive)
+    if found is None:
+        return
+    name = {"-n": "--ntasks", "-N": "--nodes"}.get(found.group(1), found.group(1))
+    variables[f"#SBATCH {name}"] = found.group(2)
+    ntasks, per_node, nodes = (variables.get(f"#SBATCH {key}") for key in ("--ntasks", "--ntasks-per-node", "--nodes"))
+    one = ntasks == "1" or (ntasks is None and per_node == "1" and nodes == "1")
+    if one:
+        variables[_ONE_TASK] = ""
+    else:
+        variables.pop(_ONE_TASK, None)
+
+
+def _one_task_srun(command: str, words: list[str]) -> str:
+    """`srun python train.py` in a batch script of one task: srun starts that one task."""
+    if any(word.split("=", 1)[0] in _SRUN_TASK_OPTIONS or word[:2] in ("-n", "-N") for word in words[1:]):
+        return command  # srun says itself how many
+    return command.replace("srun", "srun --ntasks=1", 1)
+
+
+_CALLED = "#called script"  # among a called script's variables: the scripts it runs are not followed
+_SHELLS = ("bash", "sh", "zsh")
+_SHIFTS = LazyPattern(rb"(?:^|[\s;&|(])(?:shift|getopts)\b")
+
+
+def _called_script(words: list[str], cwd: Path, path: Path) -> tuple[Path, list[str]] | None:
+    """`bash scripts/run.sh 4 3` / `./run.sh 4 3`: the repository script run, and its arguments; None
+    for any other command, a script run without arguments (read on its own, it takes the same
+    defaults), or one that is not a file beside `cwd` or the calling file."""
+    if not words:
+        return None
+    if words[0].rsplit("/", 1)[-1] in _SHELLS:
+        at = 1
+        while at < len(words) and words[at].startswith("-"):  # `bash -x run.sh`; `bash -c` is read elsewhere
+            if "c" in words[at]:
+                return None
+            at += 1
+        if at >= len(words):
+            return None
+        name, arguments = words[at], words[at + 1 :]
+    elif words[0].endswith(".sh") and "/" in words[0]:
+        name, arguments = words[0], words[1:]
+    else:
+        return None
+    if not arguments or not name.endswith((".sh", ".bash")) or name.startswith(("/", "$", "~")) or "$" in name:
+        return None
+    for folder in dict.fromkeys((cwd, path.parent)):
+        script = folder / name
+        if os.path.isfile(script) and script != path:
+            return script, arguments
+    return None
+
+
+def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[str, str]) -> Iterator[CommandLine]:
+    """The commands of a repository script run with `arguments` from `cwd`; what the caller exported is
+    set in it."""
+    try:
+        if script.stat().st_size > MAX_LAUNCHER_BYTES:
+            return
+        raw = script.read_bytes()
+    except OSError:
+        return
+    if b"\0" in raw or _SHIFTS.search(raw):
+        return  # `shift` / `getopts` move the positional parameters: `$1` is not the first argument throughout
+    inside = {**exported, _CALLED: "", "@": " ".join(shlex.quote(word) for word in arguments)}
+    inside.update({str(index): word for index, word in enumerate(arguments[:9], start=1)})
+    yield from _shell(script, raw.decode("utf-8", errors="replace"), 1, cwd, inside)
+
+
+class _Pending:
+    """Statements to read, where some read ahead (a `case` block) can be put back in front."""
+
+    def __init__(self, statements: Iterator[tuple[int, str]]) -> None:
+        self._statements = statements
+        self._front: list[tuple[int, str]] = []
+
+    def __iter__(self) -> _Pending:
+        return self
+
+    def __next__(self) -> tuple[int, str]:
+        return self._front.pop() if self._front else next(self._statements)
+
+    def push(self, statements: list[tuple[int, str]]) -> None:
+        self._front.extend(reversed(statements))
+
+
+_CASE = LazyPattern(r"^case\s+(\S+)\s+in\s*(?:#.*)?$")
+_CASE_PATTERN = LazyPattern(r"^\(?\s*([^()]*?)\s*\)\s*(.*)$", re.DOTALL)
+_BRANCH_END = (";;", ";&", ";;&")
+_MAX_CASE_LINES = 500
+
+
+def _case_block(pending: _Pending) -> list[tuple[int, str]]:
+    """The statements of a `case` up to its `esac` (nested ones included), the `esac` too."""
+    block: list[tuple[int, str]] = []
+    depth = 1
+    for number, line in pending:
+        block.append((number, line))
+        words = line.strip().split()
+        if words[:1] == ["case"] and words[-1:] == ["in"]:
+            depth += 1
+        elif words[:1] == ["esac"] or words[-1:] == ["esac"]:
+            depth -= 1
+            if depth == 0:
+                break
+        if len(block) > _MAX_CASE_LINES:
+            break
+    return block
+
+
+def _case_branch(word: str, block: list[tuple[int, str]]) -> list[tuple[int, str]] | None:
+    """The statements of the branch of a `case` block that `word` takes (none when no pattern matches
+    it); None when the word is known only at run time, or the block is not one this reads."""
+    if not word or "$" in word or "`" in word or not block or block[-1][1].strip() != "esac":
+        return None
+    from fnmatch import fnmatchcase
+
+    branch: list[tuple[int, str]] | None = None  # the statements of the branch being read
+    taken = False  # the word matches its pattern: the first such branch is the one run
+    depth = 0
+    for number, line in block[:-1]:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if branch is None:  # a pattern comes next
+            opening = _CASE_PATTERN.match(stripped)
+            if opening is None:
+                return None
+            patterns = [pattern.strip().strip("\"'") for pattern in opening.group(1).split("|")]
+            branch = []
+            taken = any(fnmatchcase(word, pattern) for pattern in patterns)
+            stripped = opening.group(2).strip()
+            if not stripped:
+                continue
+        words = stripped.split()
+        if words[:1] == ["case"]:
+            depth += 1
+        elif words[:1] == ["esac"] or words[-1:] == ["esac"]:
+            depth -= 1
+        ends = depth == 0 and stripped.endswith(_BRANCH_END)
+        body = stripped.rstrip(";&").rstrip() if ends else stripped
+        if body:
+            branch.append((number, body))
+        if ends:
+            if taken:
+                return branch
+            branch = None
+    if taken and branch is not None:
+        return branch
+    return []
 
 
 class _Functions:
@@ -970,3 +1155,14 @@ def _notebook(path: Path, text: str) -> Iterator[CommandLine]:
             continue
         for line in _shell(path, command.text, command.row, cwd, {}):
             yield line._replace(cell=command.cell)
+
+
+def _python(path: Path, text: str) -> Iterator[CommandLine]:
+    """The commands a Python file runs (`subprocess.run([...])`, `os.system("...")`), each read as a
+    shell script's line and said at the line of the call."""
+    from placement_lint.context.python_launches import python_commands  # only for a file that may launch
+
+    for command in python_commands(path, text):
+        script = _argv_text(list(command.words)) if command.words else command.script
+        for line in _shell(path, script, command.line, path.parent, {}):
+            yield line._replace(line=command.line)

@@ -11,6 +11,7 @@ from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import EFFICIENT_LOADING, ZERO3_INIT_OFF, Kind
 from placement_lint.context.launch_files import MAX_LAUNCHER_BYTES, CommandLine
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
+from placement_lint.context.script_defaults import default_deepspeed_config
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
 
@@ -70,7 +71,11 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     deepspeed = launch.script_arg("--deepspeed", "--deepspeed_config")
     if deepspeed:
         stage = _json_stage(deepspeed, near, configs)
-        return _deepspeed(stage, f"--deepspeed {deepspeed}")
+        return _deepspeed(stage, f"--deepspeed {deepspeed}{configs.note(deepspeed)}")
+    default = default_deepspeed_config(launch, target)
+    if default:
+        stage = _json_stage(default, near, configs)
+        return _deepspeed(stage, f"the script's default --deepspeed {default}{configs.note(default)}")
     fsdp = launch.script_arg("--fsdp")
     if fsdp and fsdp.lower() not in ("false", "none", "''", '""'):
         return Resolved(Kind.FSDP, None, f"--fsdp {fsdp}")

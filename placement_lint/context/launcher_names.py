@@ -9,6 +9,7 @@ from pathlib import Path
 
 from placement_lint.discover import launch_excluded_by_settings, launch_files
 from placement_lint.git_index import tracked_paths
+from placement_lint.patterns import LazyPattern
 from placement_lint.settings import Settings
 
 SHELL_SUFFIXES = {".sh", ".bash", ".zsh", ".sbatch", ".slurm", ".pbs", ".job", ".qsub", ".lsf"}
@@ -63,3 +64,35 @@ def tracked_launchers(root: Path, settings: Settings, found: list[Path]) -> list
         if not excluded(path) and os.path.isfile(path):
             added.append(path)
     return added
+
+
+MAX_PYTHON_LAUNCHER_BYTES = 512 * 1024
+# A Python file is parsed for launches only if it starts processes and a string in it names a launcher.
+# Plain substring tests first: a regular expression over every Python file of a large tree cost ten times more.
+_PROCESS_WORDS = (b"subprocess", b"Popen", b"os.system", b"os.popen", b"os.exec", b"check_call", b"check_output")
+_NAMES_A_LAUNCHER = LazyPattern(
+    rb"""["'](?:[^"'\n]*[\s/])?(?:torchrun|deepspeed|accelerate|torch\.distributed\.(?:run|launch)|srun|mpirun)\b"""
+    rb"""|["'][^"'\n]*\.sh\b"""  # a launch script it runs (`os.system("bash scripts/train.sh 4 3")`)
+)
+
+
+def python_launch_files(root: Path, settings: Settings, names: list[str] | None = None) -> list[Path]:
+    """The Python files under `root` (`names`, when a walk already listed them) that may start a
+    launcher: they start processes and a string in them names a launcher. Read, not parsed."""
+    paths = [Path(name) for name in names] if names is not None else repository_files(root, settings, _is_python)
+    found: list[Path] = []
+    for path in paths:
+        try:
+            with open(path, "rb") as file:
+                raw = file.read(MAX_PYTHON_LAUNCHER_BYTES + 1)
+        except OSError:
+            continue
+        if len(raw) > MAX_PYTHON_LAUNCHER_BYTES or not any(word in raw for word in _PROCESS_WORDS):
+            continue
+        if _NAMES_A_LAUNCHER.search(raw):
+            found.append(path)
+    return found
+
+
+def _is_python(name: str) -> bool:
+    return name.endswith(".py")

@@ -27,7 +27,7 @@ from placement_lint.context.launch_files import (
 )
 from placement_lint.context.launch_setup import one_gpu, one_process, resolve_setup, script_arguments
 from placement_lint.context.launch_targets import console_script, folder_above_holding, folders_above, target_of
-from placement_lint.context.launcher_names import launcher_candidates, tracked_launchers
+from placement_lint.context.launcher_names import launcher_candidates, python_launch_files, tracked_launchers
 from placement_lint.context.launches import RepoContext
 from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.context.projects import Projects, ScriptNames
@@ -47,17 +47,21 @@ def build_repo_context(
     tracked: list[Path] | None = None,
     stage: Callable[[str, int, int | None], None] | None = None,
     jobs: int = 1,
+    python_sources: list[Path] | None = None,
 ) -> RepoContext:
     """`launchers`: the candidate files, when the caller's walk already covered the root.
     `anchors`: the tokens without which no rule can fire in a file (see ModuleGraph); None: follow
     every import. `tracked`: the launch files git tracks that no walk meets (tracked_launchers), when
     the caller has read them already. `stage(what, done, total)` hears how the building goes. `jobs`:
-    how many processes it may use."""
+    how many processes it may use. `python_sources`: the Python files that may start a launcher
+    (python_launch_files), when the caller has looked for them already."""
     root = root.resolve()
     context = RepoContext(root)
     walked = launcher_candidates(root, settings, launchers)
     context.tracked = tracked if tracked is not None else tracked_launchers(root, settings, walked)
     context.candidates = [*walked, *context.tracked]
+    if python_sources is None:
+        python_sources = python_launch_files(root, settings)
     projects = Projects(root, context.candidates)
     configs = ConfigReader(root, projects.root_of)
     graph = ModuleGraph(root, anchors=anchors, project_of=projects.root_of)
@@ -65,8 +69,9 @@ def build_repo_context(
     uses: dict[Path, set[str]] = {}  # what of each launched file runs: "__main__", or a console script's function
     shipped = ShippedAccelerateConfigs(root, context.candidates, configs)
     stage = stage or _unheard
-    for number, path in enumerate(context.candidates):
-        stage("Reading launch files", number, len(context.candidates))
+    sources = [*context.candidates, *python_sources]
+    for number, path in enumerate(sources):
+        stage("Reading launch files", number, len(sources))
         for command in _commands(path, context):
             launch = parse_command(command.text, ScriptNames(projects, command.cwd, command.source.parent))
             if launch is None:
@@ -142,6 +147,7 @@ def build_repo_context(
     modules_read = graph.read()
     context.inputs = [
         *context.candidates,
+        *python_sources,
         *configs.read,
         *pins_read,
         *modules_read,

@@ -1,0 +1,115 @@
+"""Launch commands written in Python (subprocess, os.system), read with `ast`, never run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from placement_lint.context.launch_files import commands_in, launcher_kind
+from placement_lint.context.launcher_names import python_launch_files
+from placement_lint.settings import Settings
+
+HERE = Path("/repo/tools/launch.py")
+
+
+def texts(source: str) -> list[tuple[int, str]]:
+    return [(command.line, command.text) for command in commands_in(HERE, source, launcher_kind(HERE, b""))]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (
+            'import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "t.py"])\n',
+            "torchrun --nproc_per_node 8 t.py",
+        ),
+        ('import os\nos.system("deepspeed t.py --deepspeed ds.json")\n', "deepspeed t.py --deepspeed ds.json"),
+        ('from subprocess import Popen as P\nP(["accelerate", "launch", "t.py"])\n', "accelerate launch t.py"),
+        ('import subprocess as sp\nsp.check_call("torchrun " + "t.py", shell=True)\n', "torchrun t.py"),
+        ('import os\nos.execvp("torchrun", ["torchrun", "t.py"])\n', "torchrun t.py"),
+        (
+            'import subprocess, sys\nsubprocess.run([sys.executable, "-m", "torch.distributed.run", "t.py"])\n',
+            "python -m torch.distributed.run t.py",
+        ),
+        # A name bound once, grown with +=, .append and .extend, an f-string of a module constant.
+        (
+            'import subprocess\nN = 4\ndef go():\n    c = ["torchrun"]\n    c += [f"--nproc_per_node={N}"]\n'
+            '    c.extend(["t.py"])\n    c.append("--x")\n    subprocess.Popen(c)\n',
+            "torchrun --nproc_per_node=4 t.py --x",
+        ),
+        ('import subprocess, shlex\nsubprocess.run(shlex.join(["deepspeed", "t.py"]), shell=True)\n', "deepspeed t.py"),
+    ],
+)
+def test_a_command_written_in_python_is_read_at_the_calls_line(source: str, expected: str) -> None:
+    assert texts(source) == [(source.count("\n") if "def " not in source else 8, expected)]
+
+
+def test_what_is_known_only_when_the_script_runs_is_an_unknown_word() -> None:
+    source = 'import subprocess\ndef go(n):\n    subprocess.run(["torchrun", "--nproc_per_node", str(n), "t.py"])\n'
+    assert texts(source) == [(3, "torchrun --nproc_per_node $UNKNOWN t.py")]
+
+
+def test_a_name_bound_twice_is_not_guessed() -> None:
+    source = 'import subprocess\ncmd = ["torchrun", "t.py"]\nif x:\n    cmd = ["python", "t.py"]\nsubprocess.run(cmd)\n'
+    assert texts(source) == []
+
+
+def test_a_parameter_hides_the_module_constant_of_its_name() -> None:
+    source = 'import subprocess\ncmd = ["torchrun", "t.py"]\ndef go(cmd):\n    subprocess.run(cmd)\n'
+    assert texts(source) == []
+
+
+def test_a_file_that_does_not_parse_holds_no_command() -> None:
+    assert texts('import os\nos.system("torchrun t.py"\n') == []
+
+
+def test_only_files_that_start_processes_and_name_a_launcher_are_read(tmp_path: Path) -> None:
+    (tmp_path / "launch.py").write_text('import subprocess\nsubprocess.run(["torchrun", "t.py"])\n')
+    (tmp_path / "train.py").write_text("import torch.distributed as dist\n")  # names a launcher's module, starts nothing
+    (tmp_path / "note.py").write_text('import subprocess\nsubprocess.run(["ls"])\n# torchrun elsewhere\n')
+    assert python_launch_files(tmp_path, Settings(root=tmp_path)) == [tmp_path / "launch.py"]
+
+
+def test_a_file_named_alone_outside_a_repository_reads_only_the_python_launchers_beside_it(tmp_path: Path) -> None:
+    from placement_lint.engine import run
+    from placement_lint.results import RunOptions
+
+    from helpers import CODES
+
+    (tmp_path / "train.py").write_text(
+        'from transformers import AutoModelForCausalLM, Trainer\nm = AutoModelForCausalLM.from_pretrained("x", device_map="auto")\n'
+        "Trainer(model=m).train()\n"
+    )
+    nested = tmp_path / "old" / "experiments"
+    nested.mkdir(parents=True)
+    (nested / "go.py").write_text('import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "../../train.py"])\n')
+    settings = Settings(root=tmp_path, codes=CODES)
+    assert run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings == []
+    (tmp_path / "go.py").write_text('import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py"])\n')
+    assert "DPL001" in {f.code for f in run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'import subprocess\nsubprocess.run("torchrun --nproc_per_node 8 t.py".split())\n',
+        'import subprocess, shlex\nsubprocess.run(shlex.split("torchrun --nproc_per_node 8 t.py"))\n',
+    ],
+)
+def test_a_command_split_into_words_is_read(source: str) -> None:
+    assert texts(source) == [(2, "torchrun --nproc_per_node 8 t.py")]
+
+
+def test_a_python_file_that_runs_a_launch_script_is_read(tmp_path: Path) -> None:
+    (tmp_path / "go.py").write_text('import os\nos.system("bash scripts/train.sh 4 3")\n')
+    assert python_launch_files(tmp_path, Settings(root=tmp_path)) == [tmp_path / "go.py"]
+
+
+def test_options_added_on_some_paths_are_one_unknown_word() -> None:
+    source = (
+        'import subprocess\ndef go(gpus, script="t.py"):\n    cmd = ["deepspeed"]\n    if gpus:\n'
+        '        cmd.extend(["--include", "localhost:0"])\n    else:\n        cmd.extend(["--num_gpus=8"])\n'
+        '    cmd += ["t.py"]\n    subprocess.Popen(cmd)\n'
+    )
+    assert texts(source) == [(9, "deepspeed $UNKNOWN $UNKNOWN t.py")]
