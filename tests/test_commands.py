@@ -651,6 +651,7 @@ def test_yaml_commands_out_of_order_and_repeated(tmp_path: Path) -> None:
         (4, "echo hi"),
         (2, "torchrun x.py"),
         (2, "torchrun y.py"),
+    ]
 
 
 @pytest.mark.parametrize(

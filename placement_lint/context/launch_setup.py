@@ -10,8 +10,8 @@ from placement_lint.context.commands import Launch
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import EFFICIENT_LOADING, ZERO3_INIT_OFF, Kind
 from placement_lint.context.launch_files import MAX_LAUNCHER_BYTES, CommandLine
-from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.context.script_defaults import default_deepspeed_config
+from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
 
