@@ -146,3 +146,43 @@ def test_export_leaves_out_a_blob_the_clone_lacks_and_the_note_says_the_tree_is_
     assert bench.tree_note(repo, target / "source") == "1 of the commit's 2 files"
     (target / "source" / "big.bin").write_bytes(b"\0" * 100)
     assert bench.tree_note(repo, target / "source") == ""
+
+
+def test_targets_say_met_not_met_and_not_known(bench):
+    transformers = f"transformers {bench.WHEELS['transformers']}, cold"
+    results = {
+        "corpora": [{"corpus": transformers, "ratio": 0.7}],
+        "repositories": {
+            "rows": [{"corpus": "diffusers", "pl_wall": 2.5}],
+            "worst": {"repository": "axolotl", "ratio": 7.0},
+            "median_ratio": 2.0,
+            "memory": {"tree_rss_mb": 250.0},
+        },
+        "scaling": {"growth": {"issue": {"ratio": 4.2, "lower_bound": False}, "nested": {"ratio": 3.0, "lower_bound": True}}},
+        "precommit": {
+            "repository": "diffusers",
+            "rows": [
+                {"kind": "library module", "edited": "lib.py", "path": "lib.py", "pl_wall": 0.4},
+                {"kind": "launch script", "edited": "run.sh", "path": "train.py", "pl_wall": 1.5},
+            ],
+        },
+    }
+    met = {check["target"]: check["met"] for check in bench.targets(results)}
+    assert met == {
+        "transformers wheel cold <= 0.8x ruff": True,
+        "every real repository cold <= 6x ruff --isolated": False,
+        "median of the real repositories <= 3x": True,
+        "diffusers cold <= 3 s": True,
+        "8 copies of trl: peak memory <= 200 MB (PSS, all processes)": False,
+        "long function (issue): t(8x)/t(2x) <= 5": True,
+        "long function (nested): t(8x)/t(2x) <= 5": None,
+        "pre-commit, warm, diffusers: library module edited <= 0.5 s": True,
+        "pre-commit, warm, diffusers: launch script edited, the script it launches checked <= 1 s": False,
+    }
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="reads /proc")
+def test_tree_memory_counts_the_child_processes(bench, tmp_path):
+    child = "import time; held = bytearray(60_000_000); time.sleep(0.5)"
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
+    assert bench.tree_peak_rss_mb([sys.executable, "-c", parent], tmp_path) > 60
