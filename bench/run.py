@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import random
+import shlex
 import shutil
 import signal
 import statistics
@@ -368,7 +369,7 @@ PRECOMMIT_CHANGES = {
 
 def how_to_fetch(repositories: tuple[Repository, ...] | list[Repository], into: str = "DIR") -> str:
     """Shell commands that put each tree at its commit, on a machine that reaches GitHub."""
-    lines = [f"mkdir -p {into} && cd {into}"]
+    lines = [f"mkdir -p {shlex.quote(into)} && cd {shlex.quote(into)}"]
     for repo in repositories:
         lines.append(
             f"git init -q {repo.folder} && git -C {repo.folder} fetch -q --depth 1 https://github.com/{repo.github} "
@@ -1155,7 +1156,9 @@ def main() -> None:
         help="first write each missing tree into --repos from a local clone at the manifest's commit; TEMPLATE names "
         "its git directory with {owner} and {name}, e.g. '/mirrors/{owner}+{name}/repo'",
     )
-    parser.add_argument("--print-fetch", action="store_true", help="print the commands that fetch the repositories, and exit")
+    parser.add_argument(
+        "--print-fetch", action="store_true", help="print the commands that fetch the repositories into --repos, and exit"
+    )
     parser.add_argument("--scales", default="1,2,4,8", help="sizes of the long function, in multiples of ~280 lines")
     parser.add_argument(
         "--max-seconds", type=float, default=60.0, help="stop a long-function run past this; larger sizes read '> cap'"
@@ -1165,7 +1168,7 @@ def main() -> None:
     args = parser.parse_args()
     repositories = [r for r in REPOSITORIES if not args.repo or r.folder in args.repo]
     if args.print_fetch:
-        print(how_to_fetch(repositories))
+        print(how_to_fetch(repositories, str(args.repos) if args.repos else "DIR"))
         return
     sections = args.only or SECTIONS
     compile_bytecode()
