@@ -445,11 +445,18 @@ def launch_excluded_by_settings(settings: Settings) -> Callable[[Path], bool]:
     return lambda path: ignores.force_excluded(path, False, launch=True)
 
 
-def launch_files(root: Path, settings: Settings, wanted: Callable[[str], bool], listed: list[str] | None = None) -> list[Path]:
+def launch_files(
+    root: Path,
+    settings: Settings,
+    wanted: Callable[[str], bool],
+    listed: list[str] | None = None,
+    python: bool = False,
+) -> list[Path]:
     """Every launch file under `root` whose name `wanted(name)` accepts, in the order of a walk that lists
     each folder sorted (launch evidence is gathered in this order). Folders `exclude` leaves out are
     looked in too: they are not reported on, but what they launch still runs. With `listed`, the
-    folders the walk listed are added to it."""
+    folders the walk listed are added to it. With `python`, Python files count as launch files (the
+    scripts that may start a launcher: python_launch_files)."""
     found: list[Path] = []
     _walk(
         root,
@@ -459,6 +466,7 @@ def launch_files(root: Path, settings: Settings, wanted: Callable[[str], bool], 
         listed=_sorted_listing,
         checks=False,
         entered=listed.append if listed is not None else None,
+        python_launchers=python,
     )
     return found
 
@@ -474,6 +482,7 @@ def _walk(
     checks: bool = True,
     launches: bool = True,
     entered: Callable[[str], None] | None = None,
+    python_launchers: bool = False,
 ) -> None:
     """Calls `add(path, name, folder, status, resolved path, role)` for each wanted file, paths as
     text, in the order the folders list (`listed` may sort each listing). `role`: CHECKED for a Python
@@ -481,7 +490,9 @@ def _walk(
     (and a notebook) that DEFAULT_EXCLUDE, `launch-exclude` and .gitignore leave in (with `launches`):
     a folder excluded from the checks is still walked for launch files. With `roots`, records each
     folder listed as `roots[folder] = (resolved folder, repository_root's answer)`, from the listings
-    the walk already holds; `entered(folder)` hears of each folder listed."""
+    the walk already holds; `entered(folder)` hears of each folder listed. With `python_launchers`, a
+    Python file is a launch file as any other (a script that starts `torchrun` with subprocess), not
+    a file to check."""
     # Paths stay strings until a file is wanted: a Path per directory entry was half the walk's time.
     # The top's own .gitignore joins its chain below, as every folder's does when it is listed.
     inherited = tuple(item for item in ignores.chain_of(top) if item[0] != str(top))
@@ -540,7 +551,7 @@ def _walk(
             if not is_regular(status.st_mode):
                 continue
             path = entry.path
-            if name.endswith(".py"):  # by far the most files: checked or not, never a launch file
+            if name.endswith(".py") and not python_launchers:  # by far the most files: checked or not, never a launch file
                 if not checks or name in excluded_names or (patterns and ignores.ignored(path, name, False, chain)):
                     continue
                 role = CHECKED

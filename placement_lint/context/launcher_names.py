@@ -79,7 +79,7 @@ _NAMES_A_LAUNCHER = LazyPattern(
 def python_launch_files(root: Path, settings: Settings, names: list[str] | None = None) -> list[Path]:
     """The Python files under `root` (`names`, when a walk already listed them) that may start a
     launcher: they start processes and a string in them names a launcher. Read, not parsed."""
-    paths = [Path(name) for name in names] if names is not None else launch_files(root, settings, _is_python)
+    paths = [Path(name) for name in names] if names is not None else launch_files(root, settings, _is_python, python=True)
     found: list[Path] = []
     for path in paths:
         try:
