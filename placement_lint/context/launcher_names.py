@@ -66,7 +66,10 @@ def tracked_launchers(root: Path, settings: Settings, found: list[Path]) -> list
     return added
 
 
-MAX_PYTHON_LAUNCHER_BYTES = 512 * 1024
+# A script that starts a launcher is small (a launch.py, a console script's command); a library module
+# that mentions subprocess and "deepspeed" (transformers' testing_utils.py, 200 KB) is not read as one:
+# parsing those cost a cold run over transformers 0.6 s.
+MAX_PYTHON_LAUNCHER_BYTES = 64 * 1024
 # A Python file is parsed for launches only if it starts processes and a string in it names a launcher.
 # Plain substring tests first: a regular expression over every Python file of a large tree cost ten times more.
 _PROCESS_WORDS = (b"subprocess", b"Popen", b"os.system", b"os.popen", b"os.exec", b"check_call", b"check_output")
@@ -89,9 +92,28 @@ def python_launch_files(root: Path, settings: Settings, names: list[str] | None 
             continue
         if len(raw) > MAX_PYTHON_LAUNCHER_BYTES or not any(word in raw for word in _PROCESS_WORDS):
             continue
-        if _NAMES_A_LAUNCHER.search(raw):
+        if _NAMES_A_LAUNCHER.search(raw) and _runs_a_command(path, raw):
             found.append(path)
     return found
+
+
+def _runs_a_command(path: Path, raw: bytes) -> bool:
+    """The file starts a command the launch readers can read (parsed, never run): a library that only
+    names `"deepspeed"` as an option beside a `subprocess` import is no launch file, and would make a
+    whole launch context be built for a tree with no launch in it."""
+    from placement_lint.context.python_launches import python_commands  # only for a file that may launch
+
+    for command in python_commands(path, raw.decode("utf-8", errors="replace")):  # as the launch files are read
+        text = " ".join(command.words) if command.words else command.script
+        if _STARTS_A_LAUNCHER.search(text.encode("utf-8", errors="replace")):
+            return True
+    return False
+
+
+# A command that starts a launcher or runs a launch script (`subprocess.check_output(["ninja", "--version"])` does not).
+_STARTS_A_LAUNCHER = LazyPattern(
+    rb"""(?:^|[\s/])(?:torchrun|deepspeed|accelerate|torch\.distributed\.(?:run|launch)|srun|mpirun)\b|\.sh\b"""
+)
 
 
 def _is_python(name: str) -> bool:
