@@ -14,7 +14,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.context.launcher_names import launcher_candidates, launcher_name, python_launch_files, tracked_launchers
+from placement_lint.context.launcher_names import (
+    MAX_PYTHON_LAUNCHER_BYTES,
+    launcher_candidates,
+    launcher_name,
+    python_launch_files,
+    tracked_launchers,
+)
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
 from placement_lint.discover import Discovered, discover, forget_listings, real_folder, real_path, repository_root
@@ -167,8 +173,16 @@ def _anchor_tokens() -> tuple[bytes, ...]:
 
 
 def _python_names(found: Discovered, inside: str) -> list[str]:
-    """The Python files the walk found under a root (`inside`: its folder, with a trailing separator)."""
-    return [name for name in found.names if name.endswith(".py") and found.resolved(name).startswith(inside)]
+    """The Python files the walk found under a root (`inside`: its folder, with a trailing separator)
+    that are small enough to be a launcher: the walk's sizes spare opening the big library modules."""
+    statuses = found.statuses
+    return [
+        name
+        for name in found.names
+        if name.endswith(".py")
+        and (name not in statuses or statuses[name].st_size <= MAX_PYTHON_LAUNCHER_BYTES)
+        and found.resolved(name).startswith(inside)
+    ]
 
 
 def _python_beside(folder: Path) -> list[str]:
