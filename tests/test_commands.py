@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
+import hypothesis
 import pytest
 
-from placement_lint.context.commands import expand, parse_command, split
+from placement_lint.context.commands import expand, parse_command, shell_words, split
 from placement_lint.context.launch_files import commands_in, launcher_kind
 
 
@@ -726,3 +728,18 @@ def test_what_a_called_script_exports_stays_with_its_commands(tmp_path: Path) ->
     assert [(command.text, dict(command.env)) for command in found if "python" in command.text] == [
         ("python train.py --deepspeed ds.json", {"NCCL_DEBUG": "INFO", "CUDA_VISIBLE_DEVICES": "0"})
     ]
+
+
+@hypothesis.settings(max_examples=3000, deadline=None)
+@hypothesis.given(hypothesis.strategies.text(alphabet="ab '\"\\\t\n\r#$=é", max_size=30))
+def test_shell_words_split_as_shlex_does(text: str) -> None:
+    """The regular-expression split gives shlex's words, and fails where shlex fails."""
+    try:
+        expected: list[str] | str = shlex.split(text, comments=False)
+    except ValueError as error:
+        expected = str(error)
+    try:
+        got: list[str] | str = shell_words(text)
+    except ValueError as error:
+        got = str(error)
+    assert got == expected

@@ -11,6 +11,7 @@ a guess.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import shlex
 from collections.abc import Iterator
@@ -35,12 +36,17 @@ class PythonCommand(NamedTuple):
 
 def python_commands(path: Path, text: str) -> list[PythonCommand]:
     """The launch commands a Python file runs, each at the line of the call that runs it."""
+    return list(_read_commands(path, text))
+
+
+@functools.lru_cache(maxsize=64)
+def _read_commands(path: Path, text: str) -> tuple[PythonCommand, ...]:
+    # Asked twice for a launch file: whether it is one (launcher_names), then for its lines.
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []  # the file's own check names the problem
-    reader = _Reader(path, tree)
-    return list(reader.commands())
+        return ()  # the file's own check names the problem
+    return tuple(_Reader(path, tree).commands())
 
 
 class _Reader:
@@ -51,10 +57,16 @@ class _Reader:
         self.modules, self.functions = _imported_runners(tree)
 
     def commands(self) -> Iterator[PythonCommand]:
+        running = self._scopes_running_commands()
+        module_values: dict[str, object] | None = None
         for scope in _scopes(self.tree):
+            if id(scope) not in running:
+                continue  # no call in it can run a command: nothing to read
             conditional: set[int] = set()
             statements = sorted(_own_nodes(scope, conditional), key=lambda node: (node.lineno, node.col_offset))
-            values: dict[str, object] = {} if scope is self.tree else dict(self._module_values())
+            if scope is not self.tree and module_values is None:
+                module_values = self._module_values()
+            values: dict[str, object] = {} if scope is self.tree else dict(module_values or {})
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for parameter in ast.walk(scope.args):
                     if isinstance(parameter, ast.arg):
@@ -65,6 +77,34 @@ class _Reader:
                     if command is not None:
                         yield command
                 self._bind(node, values, id(node) in conditional)
+
+    def _scopes_running_commands(self) -> set[int]:
+        """The ids of the scopes (as `_scopes` and `_own_nodes` cut them) holding a call of a runner,
+        found in one walk: a file of many functions reads only those that may start a process."""
+        found: set[int] = set()
+        pending: list[tuple[ast.AST, ast.AST | None]] = [(self.tree, self.tree)]
+        while pending:
+            node, scope = pending.pop()
+            if scope is not None and isinstance(node, ast.Call) and self._runner(node) is not None:
+                found.add(id(scope))
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    pending.append((child, child))
+                elif isinstance(child, (ast.Lambda, ast.ClassDef)):
+                    pending.append((child, None))  # read by no scope; the functions in a class are their own
+                else:
+                    pending.append((child, scope))
+        return found
+
+    def _runner(self, call: ast.Call) -> tuple[str, str] | None:
+        """(module, function) of the call, when it names one of `subprocess`'s or `os`'s functions."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            module = self.modules.get(func.value.id)
+            return (module, func.attr) if module is not None else None
+        if isinstance(func, ast.Name):
+            return self.functions.get(func.id)
+        return None
 
     def _module_values(self) -> dict[str, object]:
         values: dict[str, object] = {}
@@ -200,16 +240,10 @@ class _Reader:
 
     def _command(self, call: ast.Call, values: dict[str, object]) -> PythonCommand | None:
         """The commands a call runs, or None when it runs none (or none we can read)."""
-        func = call.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            module = self.modules.get(func.value.id)
-            name = func.attr
-        elif isinstance(func, ast.Name) and func.id in self.functions:
-            module, name = self.functions[func.id]
-        else:
+        runner = self._runner(call)
+        if runner is None or not call.args:
             return None
-        if module is None or not call.args:
-            return None
+        module, name = runner
         if module == "os" and name in _EXEC and len(call.args) > 1:
             argument = call.args[1]
         elif name in _RUNNERS.get(module, ()):
