@@ -8,7 +8,9 @@ is trusted unchanged when its mtime and size match, as ruff does; else its bytes
 launch-context key makes a changed launcher or config re-check the files it launches. A repository's
 launch context (`repo-<CRC>.json`) is keyed by its root, the working folder and the settings that
 decide which launch files count; it answers while no file it was built from changed, no file
-appeared or went in the folders it was built from, and git's index tracks the same launchers. JSON, never
+appeared or went in the folders it was built from, and git's index tracks the same launchers. A
+module edited since leaves it good for the files a run reports when the module's facet is the same
+and none of them is fed by its calls (context/facets.py). JSON, never
 pickle: a cache planted in a repository must not run code. Written atomically; with two runs at
 once the last one to finish wins, and both are valid. Entries not seen for 30 days are dropped.
 """
@@ -19,12 +21,13 @@ import json
 import os
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placement_lint.context.launcher_names import launcher_name
 from placement_lint.context.launches import DecodedOnRead, Encoded, PathList, RepoContext, decode_json, import_lines_digest
+from placement_lint.records import NamedTuple
 from placement_lint.settings import DEFAULT_EXCLUDE
 from placement_lint.version import __version__
 
@@ -42,8 +45,8 @@ _SEEN_RESOLUTION = 24 * 3600
 # 2: per-file launch digests in the repository context; 3: its details on a second line; 4: files named
 # by a CRC of the key they hold, which they are checked against; 6: launch contexts keyed by their settings,
 # with the folders their walk listed and git's index; a value written apart from its loads names each load
-# (findings of the same shape, but an older entry lacks those spans)
-_FORMAT = 6
+# (findings of the same shape, but an older entry lacks those spans); 7: the modules' facets on a third line
+_FORMAT = 7
 
 
 # A file's entry is a list, not an object, as it is stored: 30% less JSON to parse on every warm run.
@@ -275,6 +278,7 @@ def load_repo_context(
     settings: Settings,
     statuses: Mapping[str, os.stat_result] | None = None,
     track: Callable[[list[Path]], list[Path]] | None = None,
+    reuse: Reuse | None = None,
 ) -> RepoContext | None:
     """The cached launch context of `root` (resolved) as seen from `cwd` (its evidence names paths
     relative to it) under `settings`, if nothing it was built from changed. `candidates`: the launcher
@@ -285,18 +289,23 @@ def load_repo_context(
     files git tracks beyond those, is asked again when git's index changed. Per-file entries are
     decoded when read: a warm run over thousands of launched scripts needs only their digests.
     `statuses`: files the walk has just looked at, by path (most inputs are the launched scripts: not
-    looked at twice)."""
+    looked at twice). `reuse`: the files the run reports, and how to work out a module's facet now:
+    a module edited since the build leaves the context good for them when its facet is the same and
+    none of them imports it (context/facets.py); None: any edit builds the context again."""
     statuses = statuses or {}
     path = _repo_file(folder, root, cwd, settings)
     try:
         # Line 1: what tells whether the context is current, and each launched file's digest. Line 2:
         # what the launches say of each file, parsed only when a file has to be checked again.
-        index, _, details = path.read_bytes().partition(b"\n")
+        # Line 3: the facets, read only when a module it was built from was edited.
+        index, _, rest = path.read_bytes().partition(b"\n")
+        details, _, facets = rest.partition(b"\n")
         data = decode_json(index)
         if (
             data.get("format") != _FORMAT
             or data["key"] != _repo_key(root, cwd, settings)
             or data["details"] != _checksum(details)
+            or data["facets"] != _checksum(facets)
         ):
             return None  # another version's, or cut short (the cache is not written durably)
         if candidates is not None:
@@ -318,13 +327,18 @@ def load_repo_context(
                 return None
             data["git_index"], refreshed = _stamp(_git_index(root)), True
         digests = data.get("import_only", {})
+        edited: list[str] = []
         for input_path, stamp in data["inputs"].items():
             status = statuses.get(input_path)
             now = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(input_path)
             if now != stamp and not _same_imports(Path(input_path), digests.get(input_path)):
-                return None
+                if reuse is None:
+                    return None
+                edited.append(input_path)
+        if edited and not _still_holds(edited, decode_json(facets), reuse):  # type: ignore[arg-type]
+            return None
         if refreshed:  # what was looked at again need not be the next run's work
-            _write(path, json.dumps(data).encode() + b"\n" + details)
+            _write(path, json.dumps(data).encode() + b"\n" + details + b"\n" + facets)
         context = RepoContext(root, warnings=list(data["warnings"]))
         # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.
         encoded = Encoded(details)
@@ -380,8 +394,33 @@ def save_repo_context(
     }
     encoded = json.dumps(details).encode()
     index["details"] = _checksum(encoded)
-    # json.dumps escapes every newline inside strings, so the first newline ends the index.
-    _write(_repo_file(folder, context.root, cwd, settings), json.dumps(index).encode() + b"\n" + encoded)
+    facets = json.dumps({"facets": context.facets, "imports_of": context.imports_of}).encode()
+    index["facets"] = _checksum(facets)
+    # json.dumps escapes every newline inside strings, so the first newline ends the index, the second the details.
+    _write(_repo_file(folder, context.root, cwd, settings), json.dumps(index).encode() + b"\n" + encoded + b"\n" + facets)
+
+
+class Reuse(NamedTuple):
+    """What a run tells the cache so an edit need not build a launch context again: the files it
+    reports (resolved paths), and a module's facet as it is now (None: it cannot tell)."""
+
+    reported: Collection[str]
+    facet: Callable[[Path, list[object]], str | None]
+
+
+def _still_holds(edited: list[str], stored: dict[str, Any], reuse: Reuse) -> bool:
+    """The context holds for the files the run reports although `edited` changed since it was built:
+    each edited module's facet is the same, and no reported file imports one of them, directly or
+    not (what their function bodies do decides only the entries of the modules they import)."""
+    from placement_lint.context.facets import descendants
+
+    facets, imports_of = stored["facets"], stored["imports_of"]
+    for name in edited:
+        known = facets.get(name)
+        if not isinstance(known, list) or len(known) != 2 or reuse.facet(Path(name), known[1]) != known[0]:
+            return False
+    reported = reuse.reported
+    return not any(name in reported for name in descendants(edited, imports_of))
 
 
 def _folder_stamp(folder: str) -> int | None:

@@ -104,6 +104,7 @@ def repo_contexts(
         folders_with_files = {*folders_with_files, *(os.path.dirname(name) for name in found.named_inputs)}
     # Paths only for the few roots, sorted as Paths (part by part) as before.
     roots = sorted({Path(root) for root in {root_of(folder) for folder in folders_with_files}})
+    reported = frozenset(found.resolved(name) for name in found.names)
     contexts = []
     for root in roots:
         real_root = root.resolve()
@@ -124,9 +125,13 @@ def repo_contexts(
 
         cached = None
         if cache_folder is not None:
-            from placement_lint.cache import load_repo_context
+            from placement_lint.cache import Reuse, load_repo_context
 
-            cached = load_repo_context(cache_folder, real_root, launchers, base, settings, found.statuses, track)
+            # An edit since the context was built need not build it again (a pre-commit run after changing
+            # a script), unless the run also checks what a launch file or config named on the command line
+            # launches: which files those are is only known from the context.
+            reuse = None if found.named_inputs else Reuse(reported, functools.partial(_facet_now, real_root, settings))
+            cached = load_repo_context(cache_folder, real_root, launchers, base, settings, found.statuses, track, reuse)
         if cached is None:
             if launchers is None:
                 candidates = launcher_candidates(real_root, settings, None, folders)
@@ -143,7 +148,16 @@ def repo_contexts(
                     before_building(len(candidates) + len(tracked))
                 with collections_paused():
                     cached = build_repo_context(
-                        root, settings, display, candidates, _anchor_tokens(), tracked, stage, jobs, python_sources
+                        root,
+                        settings,
+                        display,
+                        candidates,
+                        _anchor_tokens(),
+                        tracked,
+                        stage,
+                        jobs,
+                        python_sources,
+                        facets=cache_folder is not None,
                     )
             else:
                 cached = RepoContext(real_root)  # nothing to read: no launch reaches any file
@@ -153,6 +167,15 @@ def repo_contexts(
                 save_repo_context(cache_folder, cached, base, settings, folders, walked)
         contexts.append(cached)
     return contexts
+
+
+def _facet_now(root: Path, settings: Settings, path: Path, role: list[object]) -> str | None:
+    """A module's facet as it is now (context/facets.py); None when it now starts a launcher itself."""
+    if python_launch_files(root, settings, [str(path)]):
+        return None
+    from placement_lint.context.facets import facet_now
+
+    return facet_now(path, role, root, _anchor_tokens())
 
 
 def _listed_inside(found: Discovered, real_root: Path) -> list[str]:

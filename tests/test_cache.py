@@ -537,3 +537,93 @@ def test_the_warm_pass_answers_only_what_a_lookup_finds_clean_with_nothing_to_up
     assert cache.lookup(names[0], statuses[names[0]], "") == [] and not cache.changed
     assert cache.entries == before
     assert [name for name in names if cache.lookup(name, statuses[name], "") == [] and name not in cache.changed] == names[:1]
+
+
+HELPER = 'from transformers import AutoModelForCausalLM\n\n\ndef load(for_eval=False):\n    if for_eval:\n        return AutoModelForCausalLM.from_pretrained("m", device_map={"": 0})\n    return AutoModelForCausalLM.from_pretrained("m")\n'
+TRAIN = "from transformers import Trainer\nfrom helper import load\n\n\ndef main():\n    model = load({})\n    Trainer(model=model).train()\n\n\nmain()\n"
+
+
+@pytest.fixture
+def launched_package(tmp_path: Path) -> Path:
+    """train.py, launched on 8 GPUs, loads through helper.py, which puts every rank's model on GPU 0
+    (DPL003) only when the call passes for_eval=True."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "helper.py").write_text(HELPER)
+    (tmp_path / "train.py").write_text(TRAIN.format(""))
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 8 train.py\n")
+    return tmp_path
+
+
+def check_paths(root: Path, *names: str, cache: bool = True) -> list[tuple[str, int, str]]:
+    result = run(
+        [root / name for name in names], Settings(root=root, codes=CODES), RunOptions(), root, root / ".placement_lint_cache" if cache else None
+    )
+    return [(f.display, f.row, f.code) for f in result.findings]
+
+
+def forbid_building(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*_: object, **__: object) -> None:
+        raise AssertionError("rebuilt a launch context the cache holds")
+
+    monkeypatch.setattr("placement_lint.context.repo.build_repo_context", fail)
+
+
+def test_an_edit_inside_a_function_keeps_the_context_for_the_edited_file(launched_package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pre-commit run after changing a training script's body: what the body decides goes only to the
+    modules it imports, none of them checked, so the cached context answers for the script."""
+    assert check_paths(launched_package, ".") == []
+    (launched_package / "train.py").write_text(TRAIN.format("").replace("    model = load()\n", "    model = load()\n    print('a line more')\n"))
+    fresh = check_paths(launched_package, "train.py", cache=False)
+    forbid_building(monkeypatch)
+    assert check_paths(launched_package, "train.py") == fresh == []
+
+
+def test_an_edit_that_changes_what_an_imported_module_is_called_with_rebuilds_for_that_module(
+    launched_package: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The script now calls the loader with for_eval=True, which the loader's `if for_eval:` reads: a run
+    that reports the loader builds the context again; one that reports only the script need not."""
+    assert check_paths(launched_package, ".") == []
+    (launched_package / "train.py").write_text(TRAIN.format("for_eval=True"))
+    assert check_paths(launched_package, "train.py", cache=False) == []
+    with monkeypatch.context() as patched:
+        forbid_building(patched)
+        assert check_paths(launched_package, "train.py") == []
+        with pytest.raises(AssertionError, match="rebuilt"):
+            check_paths(launched_package, "helper.py")
+    assert check_paths(launched_package, "helper.py") == check_paths(launched_package, "helper.py", cache=False) == [
+        ("helper.py", 6, "DPL003")
+    ]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda text: text.replace("def load(for_eval=False)", "def load(for_eval=True)"), id="a default"),
+        pytest.param(lambda text: "import os\n" + text, id="an import"),
+        pytest.param(lambda text: text + "\n\ndef build():\n    return load()\n", id="a top-level definition"),
+        pytest.param(lambda text: text.replace("    if for_eval:", "    for_eval = True\n    if for_eval:"), id="a parameter rebound"),
+    ],
+)
+def test_an_edit_of_what_the_context_takes_from_a_module_itself_rebuilds(
+    launched_package: Path, monkeypatch: pytest.MonkeyPatch, edit: object
+) -> None:
+    """Its facet (context/facets.py) changes: the module's own entries may, so the context is built again."""
+    check_paths(launched_package, ".")
+    helper = launched_package / "helper.py"
+    helper.write_text(edit(helper.read_text()))  # type: ignore[operator]
+    with monkeypatch.context() as patched:
+        forbid_building(patched)
+        with pytest.raises(AssertionError, match="rebuilt"):
+            check_paths(launched_package, "helper.py")
+    assert check_paths(launched_package, "helper.py") == check_paths(launched_package, "helper.py", cache=False)
+
+
+def test_an_edited_module_that_now_starts_a_launcher_rebuilds(launched_package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    check_paths(launched_package, ".")
+    helper = launched_package / "helper.py"
+    helper.write_text(helper.read_text() + '\n\ndef go():\n    import subprocess\n    subprocess.run(["deepspeed", "train.py"])\n')
+    with monkeypatch.context() as patched:
+        forbid_building(patched)
+        with pytest.raises(AssertionError, match="rebuilt"):
+            check_paths(launched_package, "helper.py")

@@ -48,14 +48,53 @@ Trainer(model=model).train()
 MODEL_UTILS = {
     "auto": 'from transformers import AutoModelForCausalLM\n\n\ndef load():\n    return AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n',
     "none": 'from transformers import AutoModelForCausalLM\n\n\ndef load():\n    return AutoModelForCausalLM.from_pretrained("m")\n',
+    # Edits inside a function's body, which a cached context may outlive (context/facets.py): what the
+    # importers' calls decide, a parser field read, the helper module the loader goes through.
+    "for_eval": (  # DPL003 only when a launched importer passes for_eval=True
+        "from transformers import AutoModelForCausalLM\n\n\ndef load(for_eval=False):\n    if for_eval:\n"
+        '        return AutoModelForCausalLM.from_pretrained("m", device_map={"": 0})\n'
+        '    return AutoModelForCausalLM.from_pretrained("m")\n'
+    ),
+    "quantized": (
+        "from transformers import AutoModelForCausalLM, BitsAndBytesConfig\n\n\ndef load(args=None):\n"
+        "    if args.use_4bit:\n"
+        '        return AutoModelForCausalLM.from_pretrained("m", quantization_config=BitsAndBytesConfig(load_in_4bit=True))\n'
+        '    return AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n'
+    ),
+    "through_helper": "from helpers import build\n\n\ndef load():\n    model = build()\n    return model\n",
 }
-LAUNCHED_TRAIN = "from transformers import Trainer\nfrom model_utils import load\n\nTrainer(model=load()).train()\n"
+HELPERS = {
+    "auto": 'from transformers import AutoModelForCausalLM\n\n\ndef build():\n    return AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n',
+    "moved": 'from transformers import AutoModelForCausalLM\n\n\ndef build():\n    model = AutoModelForCausalLM.from_pretrained("m")\n    model.cuda()\n    return model\n',
+}
+LAUNCHED_TRAIN = {
+    "plain": "from transformers import Trainer\nfrom model_utils import load\n\nTrainer(model=load()).train()\n",
+    # The same outline: only main's body differs (the literals passed, what the model goes to).
+    "main": "from transformers import Trainer\nfrom model_utils import load\n\n\ndef main():\n    model = load()\n    Trainer(model=model).train()\n\n\nmain()\n",
+    "main_eval": (
+        "from transformers import Trainer\nfrom model_utils import load\n\n\ndef main():\n    model = load(for_eval=True)\n"
+        "    model.cuda()\n    Trainer(model=model).train()\n\n\nmain()\n"
+    ),
+    "main_unused": "from transformers import Trainer\nfrom model_utils import load\n\n\ndef main():\n    model = load()\n    print(model)\n\n\nmain()\n",
+    "parser": (
+        "import argparse\n\nfrom transformers import Trainer\nfrom model_utils import load\n\n\ndef parse():\n"
+        "    parser = argparse.ArgumentParser()\n    parser.add_argument('--use_4bit', action='store_true')\n"
+        "    return parser.parse_args()\n\n\nargs = parse()\nTrainer(model=load(args)).train()\n"
+    ),
+    "parser_on": (
+        "import argparse\n\nfrom transformers import Trainer\nfrom model_utils import load\n\n\ndef parse():\n"
+        "    parser = argparse.ArgumentParser()\n    parser.add_argument('--use_4bit', default=True)\n"
+        "    return parser.parse_args()\n\n\nargs = parse()\nTrainer(model=load(args)).train()\n"
+    ),
+}
 ZERO = {stage: f'{{"zero_optimization": {{"stage": {stage}}}}}\n' for stage in (2, 3)}
 
 # Each file the steps change, and what it may hold (None: removed).
 FILES: dict[str, list[str | None]] = {
     "train.py": [*TRAIN.values(), None],
     "launch/model_utils.py": [*MODEL_UTILS.values(), None],
+    "launch/helpers.py": [*HELPERS.values(), None],
+    "launch/train.py": [*LAUNCHED_TRAIN.values(), None],
     "scripts/run.sh": [
         "torchrun --nproc_per_node 8 train.py --deepspeed configs/ds.json\n",
         "python train.py\n",
@@ -63,7 +102,12 @@ FILES: dict[str, list[str | None]] = {
         "deepspeed train.py --deepspeed launch/ds.json\n",
         None,
     ],
-    "launch/run.sh": ["deepspeed launch/train.py --deepspeed launch/ds.json\n", "python launch/train.py\n", None],
+    "launch/run.sh": [
+        "deepspeed launch/train.py --deepspeed launch/ds.json\n",
+        "torchrun --nproc_per_node 8 launch/train.py\n",
+        "python launch/train.py\n",
+        None,
+    ],
     "README.md": [
         "# Train\n\n```bash\ntorchrun --nproc_per_node 4 train.py --deepspeed configs/ds.json\n```\n",
         "# Train\n",
@@ -79,6 +123,7 @@ PATHS = [
     "train.py",
     "launch",
     "launch/model_utils.py",
+    "launch/helpers.py",
     "launch/train.py",
     "other.py",
     "scripts",
@@ -97,7 +142,6 @@ class CachedAsFresh(RuleBasedStateMachine):
         super().__init__()
         self.root = Path(tempfile.mkdtemp(prefix="placement-lint-stateful-"))
         (self.root / "launch").mkdir()
-        (self.root / "launch" / "train.py").write_text(LAUNCHED_TRAIN)
         (self.root / "other.py").write_text("print('hello')\n")
         for name, contents in FILES.items():
             self._write(name, contents[0])

@@ -161,6 +161,12 @@ class RepoContext:
         # Per file (resolved path, as a string): a digest of what the launches say of it, which the
         # result cache keys the file's findings on. Filled on demand, or from the cache.
         self.digests: dict[str, str] = {}
+        # Per module the build summarized (a resolved path as a string), [its facet, its role]: what the
+        # context takes from it for its own entries (context/facets.py); and per module, the modules its
+        # import lines may load. A run checking a file edited since the build reuses the context when the
+        # file's facet is the same and no file it checks imports the edited one.
+        self.facets: dict[str, list[object]] = {}
+        self.imports_of: dict[str, list[str]] = {}
         # The module graph the context was built with, for the class lookups of the files checked
         # next (None when the context came from the cache: never stored).
         self.graph: ModuleGraph | None = None

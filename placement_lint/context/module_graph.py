@@ -27,6 +27,7 @@ from placement_lint.context.setup_py import literal, setup_py_tree
 from placement_lint.discover import real_name
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
+from placement_lint.source import content_hash
 
 # What a local name is bound to by an import: (module, relative level, name imported from it; None
 # when the name is the module itself, `import trainers` / `import a.b as ab`).
@@ -554,6 +555,14 @@ class ModuleGraph:
         self._leading = leading
         return leading
 
+    def summarized(self) -> Iterator[tuple[Path, bytes, ModuleSummary, bool, tuple[Path, ...]]]:
+        """Each module summarized so far, with its bytes, whether it holds an anchor and the folders it
+        adds to `sys.path`: what a cached context's facets are made of (context/facets.py)."""
+        for path, summary in self._summaries.items():
+            file = self._files.get(path)
+            if summary is not None and file is not None and file.raw is not None:
+                yield path, file.raw, summary, file.anchored, self._sys_path.get(path, ())
+
     def release(self) -> None:
         """Drop the summaries once the launch context is built; keep what the checker asks
         (resolutions, class tables, which files were read, and the trees it would parse again)."""
@@ -684,6 +693,12 @@ _IMPORT_STATEMENT = LazyPattern(
     rb"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n;#]*)|import[ \t]+([^\n;#]*))", re.MULTILINE
 )
 _NAME = LazyPattern(rb"([\w.]+)(?:[ \t]+as[ \t]+\w+)?")
+
+
+def text_import_lines(raw: bytes) -> str:
+    """A digest of the import statements a module's text holds, as the graph reads them to tell which
+    modules it may load (see ModuleGraph._text_imports)."""
+    return content_hash(b"\n".join(match.group(0) for match in _IMPORT_STATEMENT.finditer(raw)))
 
 
 def _names(written: bytes) -> list[str]:

@@ -151,11 +151,24 @@ def _propagate_launch(
                 queue.append((module, new))
 
 
+class ParserReads:
+    """What attach_parsers read, for the facets of a cached context (context/facets.py): each launched
+    script's parser modules (in the order read) and fields, the modules read for a parser, and the
+    attribute names of each file that carries fields."""
+
+    def __init__(self) -> None:
+        self.parsers: dict[Path, list[Path]] = {}
+        self.tables: dict[Path, tuple[tuple[object, ...], ...]] = {}
+        self.parser_modules: set[Path] = set()
+        self.attributes: dict[Path, frozenset[str]] = {}
+
+
 def attach_parsers(
     context: RepoContext,
     launched: dict[Path, list[Evidence]],
     graph: ModuleGraph,
     display: Callable[[Path], str],
+    reads: ParserReads | None = None,
 ) -> list[Path]:
     """Give each launch's evidence, and what the modules its script imports inherit of it, the
     script's parser fields: `utils.py` reads `args.use_4bit_quantization`, which `train.py`'s
@@ -174,11 +187,14 @@ def attach_parsers(
         summary = graph.summary(target)
         if summary is None:
             continue
-        imported = [module for path in _local_imports(summary) if (module := _parser_module(path, graph, parsed, read))]
-        fields = parser_fields(summary.module, imported)
+        parser_paths = [path for path in _local_imports(summary) if _parser_module(path, graph, parsed, read)]
+        fields = parser_fields(summary.module, [parsed[path] for path in parser_paths])  # type: ignore[misc]
+        table = tuple((key, *field) for key, field in fields.items())
+        if reads is not None:
+            reads.parsers[target], reads.tables[target] = parser_paths, table
+            reads.parser_modules.update(parser_paths)
         if not fields:
             continue
-        table = tuple((key, *field) for key, field in fields.items())
         script = display(target)
         if reached is None:  # which files each launched script's evidence reached, once
             reached = {}
@@ -193,6 +209,8 @@ def attach_parsers(
             carried.setdefault(path, {})[script] = tuple(row for row in table if row[1] in attributes[path])
     # Each file's evidence rewritten once, for every script whose fields it carries (once a script, it
     # was copied once for each of the thousands of launched scripts reaching a shared module).
+    if reads is not None:
+        reads.attributes = attributes
     for path, owns in carried.items():
         context.by_file[path] = tuple(
             e._replace(parser=owns[e.chain[-1]]) if e.chain and e.chain[-1] in owns else e for e in context.by_file[path]

@@ -31,7 +31,14 @@ from placement_lint.context.launcher_names import launcher_candidates, python_la
 from placement_lint.context.launches import RepoContext
 from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.context.projects import Projects, ScriptNames
-from placement_lint.context.propagation import attach_parsers, follow_returns, propagate_to_imports, record_importer_calls
+from placement_lint.context.facets import facets_of, feeds_of
+from placement_lint.context.propagation import (
+    ParserReads,
+    attach_parsers,
+    follow_returns,
+    propagate_to_imports,
+    record_importer_calls,
+)
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.process import Aside
 from placement_lint.settings import Settings
@@ -48,13 +55,15 @@ def build_repo_context(
     stage: Callable[[str, int, int | None], None] | None = None,
     jobs: int = 1,
     python_sources: list[Path] | None = None,
+    facets: bool = False,
 ) -> RepoContext:
     """`launchers`: the candidate files, when the caller's walk already covered the root.
     `anchors`: the tokens without which no rule can fire in a file (see ModuleGraph); None: follow
     every import. `tracked`: the launch files git tracks that no walk meets (tracked_launchers), when
     the caller has read them already. `stage(what, done, total)` hears how the building goes. `jobs`:
     how many processes it may use. `python_sources`: the Python files that may start a launcher
-    (python_launch_files), when the caller has looked for them already."""
+    (python_launch_files), when the caller has looked for them already. `facets`: work out what a
+    cache needs to reuse the context after an edit (context/facets.py), when it is to be cached."""
     root = root.resolve()
     context = RepoContext(root)
     walked = launcher_candidates(root, settings, launchers)
@@ -128,7 +137,8 @@ def build_repo_context(
     looked_at, projects_known = graph.files_looked_at(), len(projects.read)
     aside = _returns_aside(context, graph, edges, display, projects, looked_at, projects_known, jobs)
     try:
-        parsers_read = attach_parsers(context, launched, graph, display)
+        reads = ParserReads()
+        parsers_read = attach_parsers(context, launched, graph, display, reads)
         calls_from, projects_from = graph.files_looked_at(), len(projects.read)
         called_read = record_importer_calls(context, graph, edges)
     except BaseException:  # Ctrl-C, or a file that broke a reader: the child does not outlive this build
@@ -160,6 +170,12 @@ def build_repo_context(
     # A module read for its class bases (a trainer subclass), its parser or its functions' defaults
     # counts whole, not by its import lines.
     context.import_only = graph.import_only(launched) - set(classes_read) - set(parsers_read) - set(called_read)
+    # What a pre-commit run after an edit needs to tell whether this context still holds for the files
+    # it checks (context/facets.py): taken from the trees before they are dropped.
+    if facets:
+        hard = {*context.candidates, *python_sources, *configs.read, *pins_read, *graph.layout.read, *projects.read}
+        context.facets = facets_of(graph, launched, context.calls, reads, hard | reads.parser_modules)
+        context.imports_of = feeds_of(graph, edges)
     graph.release()
     context.graph = graph
     return context
