@@ -73,7 +73,17 @@ def tracked_launchers(root: Path, settings: Settings, found: list[Path]) -> list
 MAX_PYTHON_LAUNCHER_BYTES = 64 * 1024
 # A Python file is parsed for launches only if it starts processes and a string in it names a launcher.
 # Plain substring tests first: a regular expression over every Python file of a large tree cost ten times more.
-_PROCESS_WORDS = (b"subprocess", b"Popen", b"os.system", b"os.popen", b"os.exec", b"check_call", b"check_output")
+
+
+def _may_start_processes(raw: bytes) -> bool:
+    """A word of a process runner (subprocess, Popen, os.system, os.popen, os.exec, check_call,
+    check_output) is in the file, where _IMPORTS_A_RUNNER may hold: each substring test reads the
+    whole file when the word is absent (most files), so the rarest come first and the `os.` ones only
+    after `os.` (transformers' 2,860 files: 0.59 s for the seven words, 0.2 s this way)."""
+    if b"subprocess" in raw or (b"os." in raw and (b"os.system" in raw or b"os.popen" in raw or b"os.exec" in raw)):
+        return True
+    # Popen, check_call and check_output without those: only beside an `os` imported under another name.
+    return (b"Popen" in raw or b"check_call" in raw or b"check_output" in raw) and _IMPORTS_A_RUNNER.search(raw) is not None
 # Only a runner the file imports starts a process (python_launches reads `import subprocess [as sp]`,
 # `import os [as o]`, `from subprocess import run`): "Number of subprocesses" in a help text, as in
 # 60 of diffusers' training scripts, is none, and parsing those cost a cold run over diffusers 1.4 s.
@@ -99,7 +109,7 @@ def python_launch_files(root: Path, settings: Settings, names: list[str] | None 
                 raw = file.read(MAX_PYTHON_LAUNCHER_BYTES + 1)
         except OSError:
             continue
-        if len(raw) > MAX_PYTHON_LAUNCHER_BYTES or not any(word in raw for word in _PROCESS_WORDS):
+        if len(raw) > MAX_PYTHON_LAUNCHER_BYTES or not _may_start_processes(raw):
             continue
         if _IMPORTS_A_RUNNER.search(raw) and _NAMES_A_LAUNCHER.search(raw) and _runs_a_command(path, raw):
             found.append(path)
