@@ -556,7 +556,11 @@ def launched_package(tmp_path: Path) -> Path:
 
 def check_paths(root: Path, *names: str, cache: bool = True) -> list[tuple[str, int, str]]:
     result = run(
-        [root / name for name in names], Settings(root=root, codes=CODES), RunOptions(), root, root / ".placement_lint_cache" if cache else None
+        [root / name for name in names],
+        Settings(root=root, codes=CODES),
+        RunOptions(),
+        root,
+        root / ".placement_lint_cache" if cache else None,
     )
     return [(f.display, f.row, f.code) for f in result.findings]
 
@@ -568,11 +572,15 @@ def forbid_building(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("placement_lint.context.repo.build_repo_context", fail)
 
 
-def test_an_edit_inside_a_function_keeps_the_context_for_the_edited_file(launched_package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_edit_inside_a_function_keeps_the_context_for_the_edited_file(
+    launched_package: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A pre-commit run after changing a training script's body: what the body decides goes only to the
     modules it imports, none of them checked, so the cached context answers for the script."""
     assert check_paths(launched_package, ".") == []
-    (launched_package / "train.py").write_text(TRAIN.format("").replace("    model = load()\n", "    model = load()\n    print('a line more')\n"))
+    (launched_package / "train.py").write_text(
+        TRAIN.format("").replace("    model = load()\n", "    model = load()\n    print('a line more')\n")
+    )
     fresh = check_paths(launched_package, "train.py", cache=False)
     forbid_building(monkeypatch)
     assert check_paths(launched_package, "train.py") == fresh == []
@@ -591,9 +599,11 @@ def test_an_edit_that_changes_what_an_imported_module_is_called_with_rebuilds_fo
         assert check_paths(launched_package, "train.py") == []
         with pytest.raises(AssertionError, match="rebuilt"):
             check_paths(launched_package, "helper.py")
-    assert check_paths(launched_package, "helper.py") == check_paths(launched_package, "helper.py", cache=False) == [
-        ("helper.py", 6, "DPL003")
-    ]
+    assert (
+        check_paths(launched_package, "helper.py")
+        == check_paths(launched_package, "helper.py", cache=False)
+        == [("helper.py", 6, "DPL003")]
+    )
 
 
 @pytest.mark.parametrize(
@@ -602,7 +612,9 @@ def test_an_edit_that_changes_what_an_imported_module_is_called_with_rebuilds_fo
         pytest.param(lambda text: text.replace("def load(for_eval=False)", "def load(for_eval=True)"), id="a default"),
         pytest.param(lambda text: "import os\n" + text, id="an import"),
         pytest.param(lambda text: text + "\n\ndef build():\n    return load()\n", id="a top-level definition"),
-        pytest.param(lambda text: text.replace("    if for_eval:", "    for_eval = True\n    if for_eval:"), id="a parameter rebound"),
+        pytest.param(
+            lambda text: text.replace("    if for_eval:", "    for_eval = True\n    if for_eval:"), id="a parameter rebound"
+        ),
     ],
 )
 def test_an_edit_of_what_the_context_takes_from_a_module_itself_rebuilds(
@@ -622,7 +634,9 @@ def test_an_edit_of_what_the_context_takes_from_a_module_itself_rebuilds(
 def test_an_edited_module_that_now_starts_a_launcher_rebuilds(launched_package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     check_paths(launched_package, ".")
     helper = launched_package / "helper.py"
-    helper.write_text(helper.read_text() + '\n\ndef go():\n    import subprocess\n    subprocess.run(["deepspeed", "train.py"])\n')
+    helper.write_text(
+        helper.read_text() + '\n\ndef go():\n    import subprocess\n    subprocess.run(["deepspeed", "train.py"])\n'
+    )
     with monkeypatch.context() as patched:
         forbid_building(patched)
         with pytest.raises(AssertionError, match="rebuilt"):

@@ -256,7 +256,24 @@ def test_a_run_where_no_file_passes_never_imports_the_checker(tmp_path: Path) ->
 _BACKTRACKING_IMPORT = re.compile(
     rb"deepspeed[\w.]*(?:\s|\\\r?\n|#[^\n]*)*import(?:[\w\s,(\\]|#[^\n]*)*?\b(?:initialize|init_distributed|zero|Init)\b"
 )
-_PIECES = [b"deepspeed", b" import ", b"import", b"zero", b"Init", b"#", b"# c ", b"\n", b" ", b"x", b",", b"(", b"\\", b".", b"a#b", b"="]
+_PIECES = [
+    b"deepspeed",
+    b" import ",
+    b"import",
+    b"zero",
+    b"Init",
+    b"#",
+    b"# c ",
+    b"\n",
+    b" ",
+    b"x",
+    b",",
+    b"(",
+    b"\\",
+    b".",
+    b"a#b",
+    b"=",
+]
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property
@@ -1138,7 +1139,17 @@ _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, 
 if hasattr(ast, "TryStar"):
     _COMPOUND = (*_COMPOUND, ast.TryStar)  # type: ignore[assignment]
 _SIMPLE_BINDERS = frozenset(
-    {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Delete, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom}
+    {
+        ast.Assign,
+        ast.AnnAssign,
+        ast.AugAssign,
+        ast.Delete,
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.ClassDef,
+        ast.Import,
+        ast.ImportFrom,
+    }
 )
 
 
@@ -1261,7 +1272,7 @@ def _known_absent(state: FlowState | Scratch, base: str) -> bool:
     return key_of(base, _KNOWN_DICT) in state and key_of(base, _COMPUTED_KEYS) not in state
 
 
-def call_literals(call: ast.Call, function: ast.FunctionDef, rebound: set[str] | None = None) -> dict[str, ast.expr]:
+def call_literals(call: ast.Call, function: ast.FunctionDef, rebound: frozenset[str] | None = None) -> dict[str, ast.expr]:
     """The parameters of `function` this call fixes to a literal: the literal arguments it passes,
     and the literal defaults of those it leaves out. Nothing when the call spreads `*args`/`**kw` or
     passes what the function does not take; a parameter the function re-binds is left out
@@ -1288,9 +1299,20 @@ def call_literals(call: ast.Call, function: ast.FunctionDef, rebound: set[str] |
     }
 
 
-def rebound_names(function: ast.FunctionDef) -> set[str]:
-    """The names the function's own body assigns (its parameters among them, if it re-binds one)."""
-    return {n.id for n in _own_nodes(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+def rebound_names(function: ast.FunctionDef) -> frozenset[str]:
+    """The names the function's own body assigns (its parameters among them, if it re-binds one):
+    walked once a function, however many of its calls are asked about (accelerate's checks asked
+    118 times of a few functions, each a walk of the body)."""
+    found = _REBOUND.get(function)
+    if found is None:
+        found = _REBOUND[function] = frozenset(
+            n.id for n in _own_nodes(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+        )
+    return found
+
+
+# Per function node, while its tree lives.
+_REBOUND: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 def _plain_function(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

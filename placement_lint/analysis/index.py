@@ -67,8 +67,11 @@ class ModuleIndex:
         # more passes over every node (a millisecond of each big file's check).
         calls: list[ast.Call] = []
         classes: list[ast.ClassDef] = []
+        # Calls and assignments in the walk's order: where device maps are looked for (placements.py),
+        # a tenth of the nodes to go through.
+        calls_and_assigns: list[ast.Call | ast.Assign] = []
         append, AST, indexed = nodes.append, ast.AST, _INDEXED_FIELDS
-        Call, ClassDef = ast.Call, ast.ClassDef
+        Call, ClassDef, Assign = ast.Call, ast.ClassDef, ast.Assign
         for node in nodes:  # the list grows as the walk goes: a list iterator reads to its current end
             kind = type(node)
             fields = indexed.get(kind)
@@ -76,6 +79,9 @@ class ModuleIndex:
                 fields = child_fields(kind)
             if kind is Call:
                 calls.append(node)  # type: ignore[arg-type]
+                calls_and_assigns.append(node)  # type: ignore[arg-type]
+            elif kind is Assign:
+                calls_and_assigns.append(node)  # type: ignore[arg-type]
             elif kind is ClassDef:
                 classes.append(node)  # type: ignore[arg-type]
             for name in fields:
@@ -92,6 +98,7 @@ class ModuleIndex:
         self.parents = parents
         self.calls = calls
         self.classes = classes
+        self.calls_and_assigns = calls_and_assigns
 
     @cached_property
     def calls_by_name(self) -> dict[str, list[ast.Call]]:

@@ -188,10 +188,9 @@ class PlacementAnalysis:
         return found
 
     def _collect_device_maps(self, found: list[DeviceMap], seen: set[tuple[int, int]]) -> None:
-        Call, Assign, Attribute = ast.Call, ast.Assign, ast.Attribute
-        for node in self.resolver.index.nodes:
-            kind = type(node)
-            if kind is Call:
+        Call, Attribute = ast.Call, ast.Attribute
+        for node in self.resolver.index.calls_and_assigns:
+            if type(node) is Call:
                 # Most calls are methods of something else (`x.mean()`): only a loader's name, or a
                 # TRL init-kwargs keyword, can give a map; the callee is qualified for those alone.
                 func = node.func  # type: ignore[attr-defined]
@@ -201,8 +200,6 @@ class PlacementAnalysis:
                     and not any(kw.arg in TRL_INIT_KWARGS for kw in node.keywords)  # type: ignore[attr-defined]
                 ):
                     continue
-            elif kind is not Assign:
-                continue
             for loader, candidates in self._loader_values(node):
                 quantized = self._quantized(loader)
                 after_state = self._after(loader, self._state_creations)
@@ -245,7 +242,11 @@ class PlacementAnalysis:
         """The calls that create what makes ZeRO-3 visible to transformers, in source order (with
         their positions, to find the first after a point by bisection: a file asks once per load)."""
         calls = sorted(
-            (call for call in self.resolver.index.calls if _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)),
+            (
+                call
+                for call in self.resolver.index.calls
+                if _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)
+            ),
             key=lambda c: (c.lineno, c.col_offset),
         )
         return [(c.lineno, c.col_offset) for c in calls], calls

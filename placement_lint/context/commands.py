@@ -9,7 +9,6 @@ anything that cannot be resolved statically is left out.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Container
 
 from placement_lint.patterns import LazyPattern

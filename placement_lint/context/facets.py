@@ -23,7 +23,6 @@ import ast
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from placement_lint.context.launch_files import MAX_LAUNCHER_BYTES
@@ -146,7 +145,9 @@ class _Text:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 pieces += [self.of(decorator) for decorator in statement.decorator_list]
                 first = statement.body[0]
-                head = self.raw[self._offset(statement.lineno, statement.col_offset) : self._offset(first.lineno, first.col_offset)]
+                head = self.raw[
+                    self._offset(statement.lineno, statement.col_offset) : self._offset(first.lineno, first.col_offset)
+                ]
                 pieces.append(head)
                 if isinstance(statement, ast.ClassDef):
                     pieces.append(b"{")

@@ -84,6 +84,8 @@ def _may_start_processes(raw: bytes) -> bool:
         return True
     # Popen, check_call and check_output without those: only beside an `os` imported under another name.
     return (b"Popen" in raw or b"check_call" in raw or b"check_output" in raw) and _IMPORTS_A_RUNNER.search(raw) is not None
+
+
 # Only a runner the file imports starts a process (python_launches reads `import subprocess [as sp]`,
 # `import os [as o]`, `from subprocess import run`): "Number of subprocesses" in a help text, as in
 # 60 of diffusers' training scripts, is none, and parsing those cost a cold run over diffusers 1.4 s.

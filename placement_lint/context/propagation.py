@@ -318,7 +318,7 @@ def record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict[
     from placement_lint.analysis.dataflow import call_literals, rebound_names
 
     trees: dict[Path, ast.Module | None] = {}
-    rebound: dict[int, set[str]] = {}  # by function (its node's id: the trees live as long as this)
+    rebound: dict[int, frozenset[str]] = {}  # by function (its node's id: the trees live as long as this)
     listed: dict[tuple[Path, str], set[frozenset[tuple[str, object]]]] = {}
     for importer in sorted(edges):
         summary = graph.summary(importer)

@@ -16,6 +16,7 @@ from pathlib import Path
 from placement_lint.context.commands import parse_command
 from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Evidence, Kind
+from placement_lint.context.facets import facets_of, feeds_of
 from placement_lint.context.launch_files import (
     DOC_CODE_MARKERS,
     DOC_KINDS,
@@ -31,7 +32,6 @@ from placement_lint.context.launcher_names import launcher_candidates, python_la
 from placement_lint.context.launches import RepoContext
 from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.context.projects import Projects, ScriptNames
-from placement_lint.context.facets import facets_of, feeds_of
 from placement_lint.context.propagation import (
     ParserReads,
     attach_parsers,
