@@ -404,7 +404,7 @@ class Reuse(NamedTuple):
     """What a run tells the cache so an edit need not build a launch context again: the files it
     reports (resolved paths), and a module's facet as it is now (None: it cannot tell)."""
 
-    reported: Collection[str]
+    reported: Callable[[], Collection[str]]
     facet: Callable[[Path, list[object]], str | None]
 
 
@@ -419,7 +419,7 @@ def _still_holds(edited: list[str], stored: dict[str, Any], reuse: Reuse) -> boo
         known = facets.get(name)
         if not isinstance(known, list) or len(known) != 2 or reuse.facet(Path(name), known[1]) != known[0]:
             return False
-    reported = reuse.reported
+    reported = reuse.reported()
     return not any(name in reported for name in descendants(edited, imports_of))
 
 

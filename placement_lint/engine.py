@@ -104,7 +104,11 @@ def repo_contexts(
         folders_with_files = {*folders_with_files, *(os.path.dirname(name) for name in found.named_inputs)}
     # Paths only for the few roots, sorted as Paths (part by part) as before.
     roots = sorted({Path(root) for root in {root_of(folder) for folder in folders_with_files}})
-    reported = frozenset(found.resolved(name) for name in found.names)
+
+    @functools.cache
+    def reported() -> frozenset[str]:  # asked only after an edit: a warm run over thousands of files resolves none
+        return frozenset(found.resolved(name) for name in found.names)
+
     contexts = []
     for root in roots:
         real_root = root.resolve()
