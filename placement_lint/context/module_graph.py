@@ -931,13 +931,14 @@ class ModuleSummary:
         return summary
 
     def _walk(self, top: ast.stmt, names: set[str]) -> None:
-        Name, Attribute, imports = ast.Name, ast.Attribute, (ast.Import, ast.ImportFrom)
-        for node in walk(top):  # most of what a summary costs
-            if isinstance(node, Name):
-                names.add(node.id)
-            elif isinstance(node, imports):
-                self.imports_.append(node)
-            elif isinstance(node, Attribute) and isinstance(node.ctx, ast.Load):
+        Name, Attribute, Import, ImportFrom, Load = ast.Name, ast.Attribute, ast.Import, ast.ImportFrom, ast.Load
+        for node in walk(top):  # most of what a summary costs; by exact type, as a tree's nodes are
+            kind = type(node)
+            if kind is Name:
+                names.add(node.id)  # type: ignore[attr-defined]
+            elif kind is Import or kind is ImportFrom:
+                self.imports_.append(node)  # type: ignore[arg-type]
+            elif kind is Attribute and type(node.ctx) is Load:  # type: ignore[attr-defined]
                 chain: list[str] = []
                 current: ast.AST = node
                 while isinstance(current, ast.Attribute):

@@ -364,13 +364,14 @@ def _named_otherwise(module: ast.Module) -> set[str]:
     index = index_of(module)  # built already for the importer's parser fields
     called = {id(call.func) for call in index.calls}
     named: set[str] = set()
-    for node in index.nodes:
-        if id(node) in called:
-            continue
-        if isinstance(node, ast.Name):
-            named.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            named.add(node.attr)
+    Name, Attribute = ast.Name, ast.Attribute
+    for node in index.nodes:  # by exact type: a name or an attribute is never subclassed in a tree
+        kind = type(node)
+        if kind is Name:
+            if id(node) not in called:
+                named.add(node.id)  # type: ignore[attr-defined]
+        elif kind is Attribute and id(node) not in called:
+            named.add(node.attr)  # type: ignore[attr-defined]
     return named
 
 
