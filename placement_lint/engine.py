@@ -23,7 +23,16 @@ from placement_lint.context.launcher_names import (
 )
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
-from placement_lint.discover import Discovered, discover, forget_listings, real_folder, real_path, repository_root
+from placement_lint.discover import (
+    Discovered,
+    discover,
+    forget_listings,
+    is_shared_folder,
+    launch_excluded_by_settings,
+    real_folder,
+    real_path,
+    repository_root,
+)
 from placement_lint.process import collect_garbage_rarely, collections_paused, leave_alone_what_lives, thaw
 from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
@@ -80,9 +89,16 @@ def repo_contexts(
     walked = [(str(w), os.path.join(str(w), "")) for w in found.walked]
     listed = found.roots
 
+    # Outside any repository, the working folder stands for one (as ruff's project root): `check .`
+    # from there, `check training/` and `check training/scripts/train.py` see the same launches. Not
+    # the home or temporary folder, nor the filesystem root: those hold many unrelated projects.
+    working = str(base) if not is_shared_folder(str(base)) else None
+    in_working = os.path.join(str(base), "")
+
     def root_of(folder: str) -> str:
         """A folder's repository root as text, as the walk found it (repository_root for the folder
-        of a file named on the command line). Outside any repository, the folder the user named."""
+        of a file named on the command line). Outside any repository, the outermost of the working
+        folder and the folders the user named that hold it; else the folder itself."""
         known = listed.get(folder)
         if known is None:
             repository = repository_root(Path(folder))
@@ -94,10 +110,10 @@ def repo_contexts(
             if root is not None:
                 return root
         inside = real + os.sep
-        for name, prefix in walked:
-            if inside.startswith(prefix):
-                return name
-        return real
+        holding = [name for name, prefix in walked if inside.startswith(prefix)]
+        if working is not None and inside.startswith(in_working):
+            holding.append(working)
+        return min(holding, key=len) if holding else real
 
     folders_with_files = found.folders or {os.path.dirname(name) for name in found.names}  # or a Discovered built by hand
     if found.named_inputs:  # a launch script, config or doc named on the command line: its repository's too
@@ -114,9 +130,9 @@ def repo_contexts(
         launchers = [name for name in found.others if found.resolved(name).startswith(inside)] if covered else None
         folders = _listed_inside(found, real_root) if covered else []
         walked = True  # the launch files are those of a walk of the whole root
-        if not covered and repository_root(root) is None:
-            # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
-            # speak for it, or a file in a home folder would make us read the whole home folder.
+        if not covered and str(root) != working and repository_root(root) is None:
+            # A file named alone outside any repository and the working folder (/tmp/train.py): only the
+            # launchers beside it speak for it, or a file in a home folder would make us read all of it.
             launchers, folders, walked = _launchers_beside(root), [str(real_root)], False
 
         def track(candidates: list[Path], real_root: Path = real_root) -> list[Path]:
@@ -134,7 +150,9 @@ def repo_contexts(
                 candidates = [Path(name) for name in launchers]
             tracked = track(candidates)
             # Like the launchers: those the walk found, else the repository's, or only those beside a file named alone.
-            python_names = _python_names(found, inside) if covered else None if launchers is None else _python_beside(root)
+            python_names = (
+                _python_names(found, inside, settings) if covered else None if launchers is None else _python_beside(root)
+            )
             python_sources = python_launch_files(real_root, settings, python_names)
             if candidates or tracked or python_sources:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
@@ -172,13 +190,21 @@ def _anchor_tokens() -> tuple[bytes, ...]:
     return tuple(sorted({token for rule in all_rules() if not rule.checks_suppressions for token in rule.anchor_tokens()}))
 
 
-def _python_names(found: Discovered, inside: str) -> list[str]:
+def _python_names(found: Discovered, inside: str, settings: Settings) -> list[str]:
     """The Python files the walk found under a root (`inside`: its folder, with a trailing separator)
-    that are small enough to be a launcher: the walk's sizes spare opening the big library modules."""
+    that are small enough to be a launcher: the walk's sizes spare opening the big library modules.
+    As a walk for launch files finds them (python_launch_files without names): those `exclude` leaves
+    out of the checks count, those `launch-exclude` covers do not."""
     statuses = found.statuses
+    names = found.names
+    if found.python_launch_only:
+        names = sorted([*names, *found.python_launch_only])
+    if settings.launch_exclude:
+        launch_excluded = launch_excluded_by_settings(settings)
+        names = [name for name in names if not launch_excluded(Path(name))]
     return [
         name
-        for name in found.names
+        for name in names
         if name.endswith(".py")
         and (name not in statuses or statuses[name].st_size <= MAX_PYTHON_LAUNCHER_BYTES)
         and found.resolved(name).startswith(inside)

@@ -67,12 +67,22 @@ def no_root(tmp_path: Path) -> Path:
 
 
 def test_git_init_gives_a_file_checked_alone_its_repository_s_launches(no_root: Path) -> None:
-    # No root is known: only launchers beside train.py count, and there are none (documented).
-    assert check(no_root, "train.py")[0] == 0
+    # No root is known, and train.py is outside the working folder: only launchers beside it count,
+    # and there are none (documented).
+    assert check(no_root / "configs", "../train.py")[0] == 0
     git_init(no_root)
-    cached, fresh = both(no_root, "train.py")
+    cached, fresh = both(no_root / "configs", "../train.py")
     assert fresh[0] == 1 and "DPL001" in fresh[1]
     assert cached == fresh
+
+
+def test_without_a_root_the_working_folder_stands_for_the_repository(no_root: Path) -> None:
+    """From the top of a tree with no marker, a file or folder checked alone sees the launches `check .`
+    sees, cached or not, in any order."""
+    answers = {paths: both(no_root, *paths) for paths in [("train.py",), (".",), ("train.py",), ("scripts", "train.py")]}
+    for cached, fresh in answers.values():
+        assert cached == fresh and fresh[0] == 1 and "DPL001" in fresh[1] and "scripts/run.sh:1" in fresh[1]
+    assert len({fresh for _, fresh in answers.values()}) == 1
 
 
 @pytest.fixture
