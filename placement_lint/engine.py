@@ -405,8 +405,10 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
     cwd = cwd or Path.cwd()
     path = Path(os.path.abspath(path))
     forget_listings()
-    root = repository_root(path) or real_path(path).parent
     base = cwd.resolve()
+    # Outside any repository, the working folder stands for one, as for `check` (repo_contexts).
+    in_working = real_path(path).is_relative_to(base) and not is_shared_folder(str(base))
+    root = repository_root(path) or (base if in_working else real_path(path).parent)
     repo = build_repo_context(root, settings, lambda p: display_path(p, base), None, _anchor_tokens())
     result = FileChecker(settings, options, cwd, Launches([repo])).check(path, raw, write=False)
     return RunResult([result], 1, [], list(repo.warnings), rule_url_base=settings.rule_url_base)
