@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from placement_lint.context.launcher_names import launcher_name
+from placement_lint.context.launcher_names import launcher_name, python_launch_files
 from placement_lint.context.launches import DecodedOnRead, Encoded, PathList, RepoContext, decode_json, import_lines_digest
 from placement_lint.settings import DEFAULT_EXCLUDE
 from placement_lint.version import __version__
@@ -42,8 +42,13 @@ _SEEN_RESOLUTION = 24 * 3600
 # 2: per-file launch digests in the repository context; 3: its details on a second line; 4: files named
 # by a CRC of the key they hold, which they are checked against; 6: launch contexts keyed by their settings,
 # with the folders their walk listed and git's index; a value written apart from its loads names each load
-# (findings of the same shape, but an older entry lacks those spans)
-_FORMAT = 6
+# (findings of the same shape, but an older entry lacks those spans); 7: launch contexts name their Python
+# launchers, and hold on a third line the stamp of every Python file their search looked at
+_FORMAT = 7
+# Up to this many Python files the result cache does not vouch for are tested for a launcher directly
+# (read, and parsed only when the byte tests pass); more are first narrowed to those whose stamp changed
+# since the context was built, which costs parsing every Python file's stamp.
+_TESTED_DIRECTLY = 32
 
 
 # A file's entry is a list, not an object, as it is stored: 30% less JSON to parse on every warm run.
@@ -168,6 +173,26 @@ class Cache:
             left.append(name)
         return left
 
+    def unknown_python(self, names: list[str], statuses: Mapping[str, os.stat_result]) -> list[str]:
+        """Of `names`, the Python files no entry knows as they are (mtime and size): new or changed
+        since a run checked them, so possibly a launcher now. One loop, as `unanswered`."""
+        entries = self.entries
+        left = []
+        for name in names:
+            if not name.endswith(".py"):
+                continue
+            entry = entries.get(name)
+            status = statuses.get(name)
+            if (
+                status is None
+                or entry.__class__ is not list
+                or len(entry) < _CLEAN  # type: ignore[arg-type]
+                or entry[_MTIME] != status.st_mtime_ns  # type: ignore[index]
+                or entry[_SIZE] != status.st_size  # type: ignore[index]
+            ):
+                left.append(name)
+        return left
+
     def lookup(
         self, path: str | Path, status: os.stat_result, launch_key: str, digest: str | None = None
     ) -> list[Violation] | None:
@@ -275,6 +300,8 @@ def load_repo_context(
     settings: Settings,
     statuses: Mapping[str, os.stat_result] | None = None,
     track: Callable[[list[Path]], list[Path]] | None = None,
+    python_names: list[str] | None = None,
+    vouched: bool = False,
 ) -> RepoContext | None:
     """The cached launch context of `root` (resolved) as seen from `cwd` (its evidence names paths
     relative to it) under `settings`, if nothing it was built from changed. `candidates`: the launcher
@@ -285,18 +312,23 @@ def load_repo_context(
     files git tracks beyond those, is asked again when git's index changed. Per-file entries are
     decoded when read: a warm run over thousands of launched scripts needs only their digests.
     `statuses`: files the walk has just looked at, by path (most inputs are the launched scripts: not
-    looked at twice)."""
+    looked at twice). A Python file edited into a launcher makes the context stale too: `python_names`
+    are the Python files a walk met now that may have become one (`vouched`: all of them the result
+    cache does not know unchanged, so they are tested for a launcher directly when few), None without
+    a walk (every Python file the context's search looked at is then looked at by its stamp)."""
     statuses = statuses or {}
     path = _repo_file(folder, root, cwd, settings)
     try:
         # Line 1: what tells whether the context is current, and each launched file's digest. Line 2:
         # what the launches say of each file, parsed only when a file has to be checked again.
-        index, _, details = path.read_bytes().partition(b"\n")
+        index, _, rest = path.read_bytes().partition(b"\n")
+        details, _, stamps = rest.partition(b"\n")
         data = decode_json(index)
         if (
             data.get("format") != _FORMAT
             or data["key"] != _repo_key(root, cwd, settings)
             or data["details"] != _checksum(details)
+            or data["stamps"] != _checksum(stamps)
         ):
             return None  # another version's, or cut short (the cache is not written durably)
         if candidates is not None:
@@ -323,8 +355,14 @@ def load_repo_context(
             now = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(input_path)
             if now != stamp and not _same_imports(Path(input_path), digests.get(input_path)):
                 return None
+        restamped = _python_restamped(root, settings, data["python_sources"], stamps, statuses, python_names, vouched)
+        if restamped is None:
+            return None  # a Python file became a launcher
+        if restamped:
+            stamps, refreshed = restamped, True
         if refreshed:  # what was looked at again need not be the next run's work
-            _write(path, json.dumps(data).encode() + b"\n" + details)
+            data["stamps"] = _checksum(stamps)
+            _write(path, json.dumps(data).encode() + b"\n" + details + b"\n" + stamps)
         context = RepoContext(root, warnings=list(data["warnings"]))
         # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.
         encoded = Encoded(details)
@@ -371,6 +409,7 @@ def save_repo_context(
         "import_only": {str(p): _digest(p) for p in context.import_only},
         "digests": {str(p): context.digest(str(p)) for p in context.by_file},
         "warnings": context.warnings,
+        "python_sources": sorted(map(str, context.python_sources)),
     }
     details = {
         "by_file": {str(p): [evidence_json(e) for e in items] for p, items in context.by_file.items()},
@@ -380,8 +419,44 @@ def save_repo_context(
     }
     encoded = json.dumps(details).encode()
     index["details"] = _checksum(encoded)
-    # json.dumps escapes every newline inside strings, so the first newline ends the index.
-    _write(_repo_file(folder, context.root, cwd, settings), json.dumps(index).encode() + b"\n" + encoded)
+    # The third line, read only when some Python file may have changed: each searched file's stamp.
+    stamps = json.dumps({name: _stamp(name) for name in context.python_searched}).encode("utf-8", "surrogatepass")
+    index["stamps"] = _checksum(stamps)
+    # json.dumps escapes every newline inside strings, so the first newline ends the index, the second the details.
+    _write(_repo_file(folder, context.root, cwd, settings), json.dumps(index).encode() + b"\n" + encoded + b"\n" + stamps)
+
+
+def _python_restamped(
+    root: Path,
+    settings: Settings,
+    sources: list[str],
+    stamps: bytes,
+    statuses: Mapping[str, os.stat_result],
+    names: list[str] | None,
+    vouched: bool,
+) -> bytes | None:
+    """None when one of the Python files that may have changed (`names`, or all of `stamps` when None)
+    now starts a launcher the context does not know of; else the stamps line to write back when some
+    changed and were tested (b"" when none was). A launcher the context knows is one of its inputs:
+    a change to it was looked at already."""
+    known = set(sources)
+    if vouched and names is not None and len(names) <= _TESTED_DIRECTLY:
+        tested = [name for name in names if name not in known]
+        return None if tested and python_launch_files(root, settings, tested) else b""
+    recorded = decode_json(stamps)
+    changed: dict[str, list[int] | None] = {}
+    for name in recorded if names is None else names:
+        status = statuses.get(name)
+        now = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(name)
+        if now != recorded.get(name):
+            changed[name] = now
+    if not changed:
+        return b""
+    tested = [name for name, now in changed.items() if now is not None and name not in known]
+    if tested and python_launch_files(root, settings, tested):
+        return None
+    recorded.update(changed)
+    return json.dumps(recorded).encode("utf-8", "surrogatepass")
 
 
 def _folder_stamp(folder: str) -> int | None:

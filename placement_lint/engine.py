@@ -18,6 +18,7 @@ from placement_lint.context.launcher_names import (
     MAX_PYTHON_LAUNCHER_BYTES,
     launcher_candidates,
     launcher_name,
+    python_files,
     python_launch_files,
     tracked_launchers,
 )
@@ -76,12 +77,14 @@ def repo_contexts(
     before_building: Callable[[int], None] | None = None,
     stage: Stage | None = None,
     jobs: int = 1,
+    unvouched: Callable[[list[str]], list[str]] | None = None,
 ) -> list[RepoContext]:
     """The launch context of every repository the files belong to, each built once, from the
     repository's launch files whatever paths the run was given. `before_building` is told how many
     launch files a context is built from, before it is (not when the cache has it, or there is
     nothing to read). `stage` hears how the building goes (a progress bar); `jobs`: how many
-    processes a build may use."""
+    processes a build may use. `unvouched(names)`: of the Python files the walk met, those the result
+    cache does not know unchanged (a changed or new one may have become a launcher)."""
 
     base = cwd.resolve()
     display = functools.partial(display_path, cwd=base)
@@ -121,6 +124,7 @@ def repo_contexts(
     # Paths only for the few roots, sorted as Paths (part by part) as before.
     roots = sorted({Path(root) for root in {root_of(folder) for folder in folders_with_files}})
     contexts = []
+    walked_python: list[str] | None = None  # the walk's Python files the result cache does not vouch for
     for root in roots:
         real_root = root.resolve()
         # When the walk covered the whole root, its launcher candidates are already known, and the
@@ -142,7 +146,22 @@ def repo_contexts(
         if cache_folder is not None:
             from placement_lint.cache import load_repo_context
 
-            cached = load_repo_context(cache_folder, real_root, launchers, base, settings, found.statuses, track)
+            # The Python files that may have become launchers since the context was built: of a walk of
+            # the root, those the result cache does not vouch for; beside a file named alone, those there;
+            # else (no walk) None: every Python file the context's search looked at, by its stamp.
+            python_names: list[str] | None = None
+            vouched = False
+            if covered and unvouched is not None:
+                if walked_python is None:
+                    walked_python = unvouched([*found.names, *found.python_launch_only])
+                python_names, vouched = _python_names(found, inside, settings, walked_python), True
+            elif covered:
+                python_names = _python_names(found, inside, settings)
+            elif launchers is not None:
+                python_names = _python_beside(root)
+            cached = load_repo_context(
+                cache_folder, real_root, launchers, base, settings, found.statuses, track, python_names, vouched
+            )
         if cached is None:
             if launchers is None:
                 candidates = launcher_candidates(real_root, settings, None, folders)
@@ -150,10 +169,11 @@ def repo_contexts(
                 candidates = [Path(name) for name in launchers]
             tracked = track(candidates)
             # Like the launchers: those the walk found, else the repository's, or only those beside a file named alone.
-            python_names = (
-                _python_names(found, inside, settings) if covered else None if launchers is None else _python_beside(root)
-            )
-            python_sources = python_launch_files(real_root, settings, python_names)
+            if covered:
+                python_searched = _python_names(found, inside, settings)
+            else:
+                python_searched = [str(p) for p in python_files(real_root, settings)] if launchers is None else _python_beside(root)
+            python_sources = python_launch_files(real_root, settings, _small_enough(python_searched, found.statuses))
             if candidates or tracked or python_sources:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 
@@ -165,6 +185,7 @@ def repo_contexts(
                     )
             else:
                 cached = RepoContext(real_root)  # nothing to read: no launch reaches any file
+            cached.python_searched = python_searched
             if cache_folder is not None:
                 from placement_lint.cache import save_repo_context
 
@@ -190,25 +211,22 @@ def _anchor_tokens() -> tuple[bytes, ...]:
     return tuple(sorted({token for rule in all_rules() if not rule.checks_suppressions for token in rule.anchor_tokens()}))
 
 
-def _python_names(found: Discovered, inside: str, settings: Settings) -> list[str]:
-    """The Python files the walk found under a root (`inside`: its folder, with a trailing separator)
-    that are small enough to be a launcher: the walk's sizes spare opening the big library modules.
-    As a walk for launch files finds them (python_launch_files without names): those `exclude` leaves
+def _python_names(found: Discovered, inside: str, settings: Settings, among: list[str] | None = None) -> list[str]:
+    """The Python files the walk found under a root (`inside`: its folder, with a trailing separator),
+    or those of `among`, as a walk for launch files finds them (python_files): those `exclude` leaves
     out of the checks count, those `launch-exclude` covers do not."""
-    statuses = found.statuses
-    names = found.names
-    if found.python_launch_only:
-        names = sorted([*names, *found.python_launch_only])
+    names = among
+    if names is None:
+        names = sorted([*found.names, *found.python_launch_only]) if found.python_launch_only else found.names
     if settings.launch_exclude:
         launch_excluded = launch_excluded_by_settings(settings)
         names = [name for name in names if not launch_excluded(Path(name))]
-    return [
-        name
-        for name in names
-        if name.endswith(".py")
-        and (name not in statuses or statuses[name].st_size <= MAX_PYTHON_LAUNCHER_BYTES)
-        and found.resolved(name).startswith(inside)
-    ]
+    return [name for name in names if name.endswith(".py") and found.resolved(name).startswith(inside)]
+
+
+def _small_enough(names: list[str], statuses: dict[str, os.stat_result]) -> list[str]:
+    """Those that may be a launcher by their size: the walk's sizes spare opening the big library modules."""
+    return [name for name in names if name not in statuses or statuses[name].st_size <= MAX_PYTHON_LAUNCHER_BYTES]
 
 
 def _python_beside(folder: Path) -> list[str]:
@@ -262,6 +280,7 @@ def run(
             ahead.start if _CAN_FORK and restrict is None else None,
             stage,
             _jobs(options),
+            functools.partial(cache.unknown_python, statuses=found.statuses) if cache is not None else None,
         )
     finally:
         screened_ahead = ahead.stop()
