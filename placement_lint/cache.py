@@ -381,11 +381,18 @@ def load_repo_context(
 
 
 def save_repo_context(
-    folder: Path, context: RepoContext, cwd: Path, settings: Settings, listed: Iterable[str], walked: bool = True
+    folder: Path,
+    context: RepoContext,
+    cwd: Path,
+    settings: Settings,
+    listed: Iterable[str],
+    walked: bool = True,
+    statuses: Mapping[str, os.stat_result] | None = None,
 ) -> None:
     """`listed`: the folders the context was built from: those the walk that found its launch files
     listed; `walked`: whether that walk covered the whole root (not when the launch files are only
-    those beside a file named outside any repository, in its folder)."""
+    those beside a file named outside any repository, in its folder). `statuses`: files the walk has
+    just looked at, by path (not looked at twice)."""
     from placement_lint.cache_json import consumers_json, evidence_json
 
     try:  # before the folders are looked at: the cache's own folder appearing changes nothing
@@ -420,7 +427,12 @@ def save_repo_context(
     encoded = json.dumps(details).encode()
     index["details"] = _checksum(encoded)
     # The third line, read only when some Python file may have changed: each searched file's stamp.
-    stamps = json.dumps({name: _stamp(name) for name in context.python_searched}).encode("utf-8", "surrogatepass")
+    statuses = statuses or {}
+    stamped: dict[str, list[int] | None] = {}
+    for name in context.python_searched:
+        status = statuses.get(name)
+        stamped[name] = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(name)
+    stamps = json.dumps(stamped).encode("utf-8", "surrogatepass")
     index["stamps"] = _checksum(stamps)
     # json.dumps escapes every newline inside strings, so the first newline ends the index, the second the details.
     _write(_repo_file(folder, context.root, cwd, settings), json.dumps(index).encode() + b"\n" + encoded + b"\n" + stamps)

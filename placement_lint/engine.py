@@ -172,7 +172,9 @@ def repo_contexts(
             if covered:
                 python_searched = _python_names(found, inside, settings)
             else:
-                python_searched = [str(p) for p in python_files(real_root, settings)] if launchers is None else _python_beside(root)
+                python_searched = (
+                    [str(p) for p in python_files(real_root, settings)] if launchers is None else _python_beside(root)
+                )
             python_sources = python_launch_files(real_root, settings, _small_enough(python_searched, found.statuses))
             if candidates or tracked or python_sources:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
@@ -189,7 +191,7 @@ def repo_contexts(
             if cache_folder is not None:
                 from placement_lint.cache import save_repo_context
 
-                save_repo_context(cache_folder, cached, base, settings, folders, walked)
+                save_repo_context(cache_folder, cached, base, settings, folders, walked, found.statuses)
         contexts.append(cached)
     return contexts
 

@@ -205,9 +205,7 @@ def test_a_new_file_that_launches_nothing_keeps_the_launch_context(repo: Path, m
 # -- Python files edited in place into launchers ---------------------------------------------------------
 
 NOT_A_LAUNCHER = 'import subprocess\n\nprint("hello")\n'
-TORCHRUN_ZERO3 = (
-    'import subprocess\n\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py", "--deepspeed", "configs/ds_z3.json"])\n'
-)
+TORCHRUN_ZERO3 = 'import subprocess\n\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py", "--deepspeed", "configs/ds_z3.json"])\n'
 
 
 @pytest.fixture
@@ -248,7 +246,9 @@ def test_a_call_added_under_imports_that_stay_the_same_is_seen(python_launch: Pa
     """A launcher the context reads for its launches counts whole, not by its import lines."""
     (python_launch / "tools" / "run.py").write_text('import os\n\nos.system("python train.py")\n')
     assert check(python_launch, ".")[0] == 0  # one process: nothing to report
-    (python_launch / "tools" / "run.py").write_text('import os\n\nos.system("deepspeed train.py --deepspeed configs/ds_z3.json")\n')
+    (python_launch / "tools" / "run.py").write_text(
+        'import os\n\nos.system("deepspeed train.py --deepspeed configs/ds_z3.json")\n'
+    )
     cached, fresh = both(python_launch, "train.py")
     assert fresh[0] == 1 and cached == fresh
 

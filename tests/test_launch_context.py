@@ -131,7 +131,9 @@ def test_outside_a_repository_the_working_folder_stands_for_one(tmp_path: Path) 
     (top / "training" / "configs" / "z3.json").write_text('{"zero_optimization": {"stage": 3}}\n')
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1,
             "source": "!deepspeed --num_gpus=8 scripts/run_sft.py --deepspeed configs/z3.json"}  # fmt: skip
-    (top / "training" / "train.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (top / "training" / "train.ipynb").write_text(
+        json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
     settings = Settings(root=top, codes=CODES)
     shown = set()
     for cache in (None, top / CACHE_DIR_NAME, top / CACHE_DIR_NAME):

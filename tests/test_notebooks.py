@@ -475,14 +475,26 @@ def test_a_markdown_cell_s_fenced_block_launches_as_a_doc_s_does(tmp_path: Path)
     (tmp_path / "train.py").write_text(TRAIN_PY)
     cells = [
         {"cell_type": "markdown", "metadata": {}, "source": "Run it:\n\n```bash\ncd scripts\n```\n"},
-        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1, "source": "!torchrun --nproc_per_node 2 train.py"},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": 1,
+            "source": "!torchrun --nproc_per_node 2 train.py",
+        },
         {"cell_type": "markdown", "metadata": {}, "source": "```\n$ torchrun --nproc_per_node 4 train.py\n```"},
     ]
     write(tmp_path / "run.ipynb", {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
     result = run_script("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     assert "scripts/train.py:2:62: DPL001" in result.stdout and "(launched by run.ipynb:cell 3:2)" in result.stdout
     assert "train.py:2:62: DPL001" in result.stdout.replace("scripts/train.py", "") and "run.ipynb:cell 2:1" in result.stdout
-    prose = [{"cell_type": "markdown", "metadata": {}, "source": "Run `torchrun --nproc_per_node 4 train.py`\nor torchrun --nproc_per_node 8 train.py.\n"}]
+    prose = [
+        {
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": "Run `torchrun --nproc_per_node 4 train.py`\nor torchrun --nproc_per_node 8 train.py.\n",
+        }
+    ]
     write(tmp_path / "run.ipynb", {"cells": prose, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
     assert run_script("check", "--no-cache", ".", cwd=tmp_path).returncode == 0, "prose names a command, a reader runs none"
 

@@ -111,7 +111,9 @@ def test_a_python_launcher_counts_the_same_whatever_paths_are_checked(tmp_path: 
         'from transformers import AutoModelForCausalLM, Trainer\nm = AutoModelForCausalLM.from_pretrained("x", device_map="auto")\n'
         "Trainer(model=m).train()\n"
     )
-    (tmp_path / "tools" / "run.py").write_text('import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py"])\n')
+    (tmp_path / "tools" / "run.py").write_text(
+        'import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py"])\n'
+    )
     (tmp_path / "pyproject.toml").write_text(f"[tool.placement-lint]\n{setting}\n")
     settings = load_settings(tmp_path / "pyproject.toml", tmp_path, CODES)
     for paths in ([tmp_path], [tmp_path / "train.py"], [tmp_path / "tools", tmp_path / "train.py"]):
