@@ -77,14 +77,14 @@ def repo_contexts(
     before_building: Callable[[int], None] | None = None,
     stage: Stage | None = None,
     jobs: int = 1,
-    unvouched: Callable[[list[str]], list[str]] | None = None,
+    unvouched: list[str] | None = None,
 ) -> list[RepoContext]:
     """The launch context of every repository the files belong to, each built once, from the
     repository's launch files whatever paths the run was given. `before_building` is told how many
     launch files a context is built from, before it is (not when the cache has it, or there is
     nothing to read). `stage` hears how the building goes (a progress bar); `jobs`: how many
-    processes a build may use. `unvouched(names)`: of the Python files the walk met, those the result
-    cache does not know unchanged (a changed or new one may have become a launcher)."""
+    processes a build may use. `unvouched`: the Python files the walk met that the result cache does
+    not know as they are (a changed or new one may have become a launcher); None without a result cache."""
 
     base = cwd.resolve()
     display = functools.partial(display_path, cwd=base)
@@ -124,7 +124,6 @@ def repo_contexts(
     # Paths only for the few roots, sorted as Paths (part by part) as before.
     roots = sorted({Path(root) for root in {root_of(folder) for folder in folders_with_files}})
     contexts = []
-    walked_python: list[str] | None = None  # the walk's Python files the result cache does not vouch for
     for root in roots:
         real_root = root.resolve()
         # When the walk covered the whole root, its launcher candidates are already known, and the
@@ -152,9 +151,7 @@ def repo_contexts(
             python_names: list[str] | None = None
             vouched = False
             if covered and unvouched is not None:
-                if walked_python is None:
-                    walked_python = unvouched([*found.names, *found.python_launch_only])
-                python_names, vouched = _python_names(found, inside, settings, walked_python), True
+                python_names, vouched = _python_names(found, inside, settings, unvouched), True
             elif covered:
                 python_names = _python_names(found, inside, settings)
             elif launchers is not None:
@@ -272,6 +269,9 @@ def run(
         from placement_lint.cache import Cache  # with json and zlib: a run with --no-cache reads no cache
 
         cache = Cache(cache_folder, _settings_key(settings, options, cwd))
+    # The files a clean entry does not answer for as they are: asked once, for the launch context (a
+    # Python file among them may have become a launcher) and, in a run no launch reaches, for the lookups.
+    unclean = cache.unanswered(found.names, found.statuses) if cache is not None else []
     ahead = _ScreenAhead(found, cache, settings, options, cwd)
     try:
         repos = repo_contexts(
@@ -282,7 +282,7 @@ def run(
             ahead.start if _CAN_FORK and restrict is None else None,
             stage,
             _jobs(options),
-            functools.partial(cache.unknown_python, statuses=found.statuses) if cache is not None else None,
+            cache.unknown_python([*unclean, *found.python_launch_only], found.statuses) if cache is not None else None,
         )
     finally:
         screened_ahead = ahead.stop()
@@ -301,7 +301,10 @@ def run(
     launched = cache is not None and bool(launches)  # asked once: a warm run looks up thousands of files
     statuses = found.statuses
     # A warm run: the clean, unchanged files no launch reaches are answered in one pass first.
-    looked_up = cache.unanswered(files, statuses) if cache is not None and not launched else files
+    if cache is None or launched:
+        looked_up = files
+    else:
+        looked_up = unclean if files is found.names else cache.unanswered(files, statuses)  # not restricted nor added to
     for name in looked_up:
         try:
             status = statuses.get(name) or os.stat(name)  # a Discovered built by hand has no statuses

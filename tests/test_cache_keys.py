@@ -275,3 +275,12 @@ def test_a_warm_run_tests_only_the_python_files_that_changed(python_launch: Path
     (python_launch / "tools" / "run.py").write_text(NOT_A_LAUNCHER + "# edited\n")
     check(python_launch, ".")
     assert tested == [["run.py"]]
+
+
+def test_damaged_python_stamps_are_not_trusted(python_launch: Path) -> None:
+    check(python_launch, ".")
+    (stamps,) = (python_launch / ".placement_lint_cache").rglob("repo-*.stamps")
+    stamps.write_bytes(stamps.read_bytes()[:-3])
+    (python_launch / "tools" / "run.py").write_text(TORCHRUN_ZERO3)
+    cached, fresh = both(python_launch, "train.py")  # no walk: every Python file's stamp is read
+    assert fresh[0] == 1 and cached == fresh
