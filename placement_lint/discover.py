@@ -64,6 +64,9 @@ class Discovered:
         # Files named on the command line that are not checked but may launch or configure Python files
         # (a launch script, a config, a doc), when the walk looked for launch files: the run checks those.
         self.named_inputs: list[str] = []
+        # Python files the walk met that are not checked (`exclude` leaves them out) but may still start
+        # a launcher (python_launch_files), as a walk for launch files meets them; when it looked for those.
+        self.python_launch_only: list[str] = []
 
     @cached_property
     def files(self) -> list[Path]:
@@ -182,6 +185,11 @@ class _Tops:
 
 
 _NO_TOPS = _Tops(None, None)
+
+
+def is_shared_folder(folder: str) -> bool:
+    """Whether a resolved folder is one that holds many unrelated projects (see _shared_folders)."""
+    return folder in _shared_folders()
 
 
 @functools.cache
@@ -358,6 +366,7 @@ def discover(
     folders: set[str] = set()
     roots: dict[str, tuple[str, str | None]] = {}
     named_inputs: list[str] = []
+    python_launch_only: list[str] = []
 
     def add(path: str, name: str, folder: str, status: os.stat_result, real: str, role: int = CHECKED | LAUNCHER) -> None:
         key = (status.st_dev, status.st_ino)
@@ -373,8 +382,11 @@ def discover(
         if counted is not None and not len(statuses) % 512:
             counted(len(statuses))
         if name.endswith(".py"):  # by far the most files: one question each
-            names.append(path)
-            folders.add(folder)
+            if role & CHECKED:
+                names.append(path)
+                folders.add(folder)
+            else:  # excluded, yet it may start a launcher
+                python_launch_only.append(path)
         elif name.endswith(NOTEBOOK_SUFFIX):
             if role & CHECKED:
                 names.append(path)
@@ -423,6 +435,7 @@ def discover(
     if dropped:
         names = [name for name in names if name not in dropped]
         others = [name for name in others if name not in dropped]
+        python_launch_only = [name for name in python_launch_only if name not in dropped]
         folders = {os.path.dirname(name) for name in names}
     # Sorted once, by their text: as fast as a string sort, where comparing Paths part by part is not.
     names.sort()
@@ -430,6 +443,7 @@ def discover(
     found = Discovered(names, missing, others, tuple(walked), unreadable, statuses, real_names, frozenset(folders))
     found.roots = roots
     found.named_inputs = named_inputs
+    found.python_launch_only = sorted(python_launch_only)
     return found
 
 
@@ -551,10 +565,18 @@ def _walk(
             if not is_regular(status.st_mode):
                 continue
             path = entry.path
-            if name.endswith(".py") and not python_launchers:  # by far the most files: checked or not, never a launch file
-                if not checks or name in excluded_names or (patterns and ignores.ignored(path, name, False, chain)):
-                    continue
+            if name.endswith(".py") and not python_launchers:  # by far the most files: one question each
                 role = CHECKED
+                if not checks or name in excluded_names or (patterns and ignores.ignored(path, name, False, chain)):
+                    # Left out of the checks: still a launch file where a walk for launch files meets
+                    # it (a launcher script in an excluded folder), asked of these few only.
+                    if not (
+                        launches
+                        and name not in launch_excluded_names
+                        and not (launch_patterns and ignores.launch_ignored(path, name, False, chain))
+                    ):
+                        continue
+                    role = LAUNCHER
             else:
                 role = (
                     CHECKED

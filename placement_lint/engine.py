@@ -18,12 +18,22 @@ from placement_lint.context.launcher_names import (
     MAX_PYTHON_LAUNCHER_BYTES,
     launcher_candidates,
     launcher_name,
+    python_files,
     python_launch_files,
     tracked_launchers,
 )
 from placement_lint.context.launches import Launches, RepoContext
 from placement_lint.decode import read_source
-from placement_lint.discover import Discovered, discover, forget_listings, real_folder, real_path, repository_root
+from placement_lint.discover import (
+    Discovered,
+    discover,
+    forget_listings,
+    is_shared_folder,
+    launch_excluded_by_settings,
+    real_folder,
+    real_path,
+    repository_root,
+)
 from placement_lint.process import collect_garbage_rarely, collections_paused, leave_alone_what_lives, thaw
 from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
@@ -67,12 +77,14 @@ def repo_contexts(
     before_building: Callable[[int], None] | None = None,
     stage: Stage | None = None,
     jobs: int = 1,
+    unvouched: list[str] | None = None,
 ) -> list[RepoContext]:
     """The launch context of every repository the files belong to, each built once, from the
     repository's launch files whatever paths the run was given. `before_building` is told how many
     launch files a context is built from, before it is (not when the cache has it, or there is
     nothing to read). `stage` hears how the building goes (a progress bar); `jobs`: how many
-    processes a build may use."""
+    processes a build may use. `unvouched`: the Python files the walk met that the result cache does
+    not know as they are (a changed or new one may have become a launcher); None without a result cache."""
 
     base = cwd.resolve()
     display = functools.partial(display_path, cwd=base)
@@ -80,9 +92,16 @@ def repo_contexts(
     walked = [(str(w), os.path.join(str(w), "")) for w in found.walked]
     listed = found.roots
 
+    # Outside any repository, the working folder stands for one (as ruff's project root): `check .`
+    # from there, `check training/` and `check training/scripts/train.py` see the same launches. Not
+    # the home or temporary folder, nor the filesystem root: those hold many unrelated projects.
+    working = str(base) if not is_shared_folder(str(base)) else None
+    in_working = os.path.join(str(base), "")
+
     def root_of(folder: str) -> str:
         """A folder's repository root as text, as the walk found it (repository_root for the folder
-        of a file named on the command line). Outside any repository, the folder the user named."""
+        of a file named on the command line). Outside any repository, the outermost of the working
+        folder and the folders the user named that hold it; else the folder itself."""
         known = listed.get(folder)
         if known is None:
             repository = repository_root(Path(folder))
@@ -94,10 +113,10 @@ def repo_contexts(
             if root is not None:
                 return root
         inside = real + os.sep
-        for name, prefix in walked:
-            if inside.startswith(prefix):
-                return name
-        return real
+        holding = [name for name, prefix in walked if inside.startswith(prefix)]
+        if working is not None and inside.startswith(in_working):
+            holding.append(working)
+        return min(holding, key=len) if holding else real
 
     folders_with_files = found.folders or {os.path.dirname(name) for name in found.names}  # or a Discovered built by hand
     if found.named_inputs:  # a launch script, config or doc named on the command line: its repository's too
@@ -119,9 +138,9 @@ def repo_contexts(
         launchers = [name for name in found.others if found.resolved(name).startswith(inside)] if covered else None
         folders = _listed_inside(found, real_root) if covered else []
         walked = True  # the launch files are those of a walk of the whole root
-        if not covered and repository_root(root) is None:
-            # A file named alone outside any repository (/tmp/train.py): only the launchers beside it
-            # speak for it, or a file in a home folder would make us read the whole home folder.
+        if not covered and str(root) != working and repository_root(root) is None:
+            # A file named alone outside any repository and the working folder (/tmp/train.py): only the
+            # launchers beside it speak for it, or a file in a home folder would make us read all of it.
             launchers, folders, walked = _launchers_beside(root), [str(real_root)], False
 
         def track(candidates: list[Path], real_root: Path = real_root) -> list[Path]:
@@ -131,11 +150,24 @@ def repo_contexts(
         if cache_folder is not None:
             from placement_lint.cache import Reuse, load_repo_context
 
+            # The Python files that may have become launchers since the context was built: of a walk of
+            # the root, those the result cache does not vouch for; beside a file named alone, those there;
+            # else (no walk) None: every Python file the context's search looked at, by its stamp.
+            python_names: list[str] | None = None
+            vouched = False
+            if covered and unvouched is not None:
+                python_names, vouched = _python_names(found, inside, settings, unvouched), True
+            elif covered:
+                python_names = _python_names(found, inside, settings)
+            elif launchers is not None:
+                python_names = _python_beside(root)
             # An edit since the context was built need not build it again (a pre-commit run after changing
             # a script), unless the run also checks what a launch file or config named on the command line
             # launches: which files those are is only known from the context.
             reuse = None if found.named_inputs else Reuse(reported, functools.partial(_facet_now, real_root, settings))
-            cached = load_repo_context(cache_folder, real_root, launchers, base, settings, found.statuses, track, reuse)
+            cached = load_repo_context(
+                cache_folder, real_root, launchers, base, settings, found.statuses, track, python_names, vouched, reuse
+            )
         if cached is None:
             if launchers is None:
                 candidates = launcher_candidates(real_root, settings, None, folders)
@@ -143,8 +175,13 @@ def repo_contexts(
                 candidates = [Path(name) for name in launchers]
             tracked = track(candidates)
             # Like the launchers: those the walk found, else the repository's, or only those beside a file named alone.
-            python_names = _python_names(found, inside) if covered else None if launchers is None else _python_beside(root)
-            python_sources = python_launch_files(real_root, settings, python_names)
+            if covered:
+                python_searched = _python_names(found, inside, settings)
+            else:
+                python_searched = (
+                    [str(p) for p in python_files(real_root, settings)] if launchers is None else _python_beside(root)
+                )
+            python_sources = python_launch_files(real_root, settings, _small_enough(python_searched, found.statuses))
             if candidates or tracked or python_sources:
                 from placement_lint.context.repo import build_repo_context  # it parses: only when some file may launch
 
@@ -165,10 +202,11 @@ def repo_contexts(
                     )
             else:
                 cached = RepoContext(real_root)  # nothing to read: no launch reaches any file
+            cached.python_searched = python_searched
             if cache_folder is not None:
                 from placement_lint.cache import save_repo_context
 
-                save_repo_context(cache_folder, cached, base, settings, folders, walked)
+                save_repo_context(cache_folder, cached, base, settings, folders, walked, found.statuses)
         contexts.append(cached)
     return contexts
 
@@ -199,17 +237,22 @@ def _anchor_tokens() -> tuple[bytes, ...]:
     return tuple(sorted({token for rule in all_rules() if not rule.checks_suppressions for token in rule.anchor_tokens()}))
 
 
-def _python_names(found: Discovered, inside: str) -> list[str]:
-    """The Python files the walk found under a root (`inside`: its folder, with a trailing separator)
-    that are small enough to be a launcher: the walk's sizes spare opening the big library modules."""
-    statuses = found.statuses
-    return [
-        name
-        for name in found.names
-        if name.endswith(".py")
-        and (name not in statuses or statuses[name].st_size <= MAX_PYTHON_LAUNCHER_BYTES)
-        and found.resolved(name).startswith(inside)
-    ]
+def _python_names(found: Discovered, inside: str, settings: Settings, among: list[str] | None = None) -> list[str]:
+    """The Python files the walk found under a root (`inside`: its folder, with a trailing separator),
+    or those of `among`, as a walk for launch files finds them (python_files): those `exclude` leaves
+    out of the checks count, those `launch-exclude` covers do not."""
+    names = among
+    if names is None:
+        names = sorted([*found.names, *found.python_launch_only]) if found.python_launch_only else found.names
+    if settings.launch_exclude:
+        launch_excluded = launch_excluded_by_settings(settings)
+        names = [name for name in names if not launch_excluded(Path(name))]
+    return [name for name in names if name.endswith(".py") and found.resolved(name).startswith(inside)]
+
+
+def _small_enough(names: list[str], statuses: dict[str, os.stat_result]) -> list[str]:
+    """Those that may be a launcher by their size: the walk's sizes spare opening the big library modules."""
+    return [name for name in names if name not in statuses or statuses[name].st_size <= MAX_PYTHON_LAUNCHER_BYTES]
 
 
 def _python_beside(folder: Path) -> list[str]:
@@ -253,6 +296,9 @@ def run(
         from placement_lint.cache import Cache  # with json and zlib: a run with --no-cache reads no cache
 
         cache = Cache(cache_folder, _settings_key(settings, options, cwd))
+    # The files a clean entry does not answer for as they are: asked once, for the launch context (a
+    # Python file among them may have become a launcher) and, in a run no launch reaches, for the lookups.
+    unclean = cache.unanswered(found.names, found.statuses) if cache is not None else []
     ahead = _ScreenAhead(found, cache, settings, options, cwd)
     try:
         repos = repo_contexts(
@@ -263,6 +309,7 @@ def run(
             ahead.start if _CAN_FORK and restrict is None else None,
             stage,
             _jobs(options),
+            cache.unknown_python([*unclean, *found.python_launch_only], found.statuses) if cache is not None else None,
         )
     finally:
         screened_ahead = ahead.stop()
@@ -281,7 +328,10 @@ def run(
     launched = cache is not None and bool(launches)  # asked once: a warm run looks up thousands of files
     statuses = found.statuses
     # A warm run: the clean, unchanged files no launch reaches are answered in one pass first.
-    looked_up = cache.unanswered(files, statuses) if cache is not None and not launched else files
+    if cache is None or launched:
+        looked_up = files
+    else:
+        looked_up = unclean if files is found.names else cache.unanswered(files, statuses)  # not restricted nor added to
     for name in looked_up:
         try:
             status = statuses.get(name) or os.stat(name)  # a Discovered built by hand has no statuses
@@ -406,8 +456,10 @@ def run_source(raw: bytes, path: Path, settings: Settings, options: RunOptions, 
     cwd = cwd or Path.cwd()
     path = Path(os.path.abspath(path))
     forget_listings()
-    root = repository_root(path) or real_path(path).parent
     base = cwd.resolve()
+    # Outside any repository, the working folder stands for one, as for `check` (repo_contexts).
+    in_working = real_path(path).is_relative_to(base) and not is_shared_folder(str(base))
+    root = repository_root(path) or (base if in_working else real_path(path).parent)
     repo = build_repo_context(root, settings, lambda p: display_path(p, base), None, _anchor_tokens())
     result = FileChecker(settings, options, cwd, Launches([repo])).check(path, raw, write=False)
     return RunResult([result], 1, [], list(repo.warnings), rule_url_base=settings.rule_url_base)

@@ -114,6 +114,19 @@ class Notebook(NamedTuple):
                 i += 1
         return found
 
+    def markdown_cells(self) -> list[tuple[int, str]]:
+        """Each markdown cell's number and text, in order: documentation, whose fenced shell blocks
+        are read as a Markdown doc's (a launch command a reader runs in a terminal, not the kernel)."""
+        found: list[tuple[int, str]] = []
+        for index, cell in enumerate(self.data["cells"]):
+            if isinstance(cell, dict) and cell.get("cell_type") == "markdown":
+                source = cell.get("source", "")
+                if isinstance(source, list):
+                    source = "".join(line for line in source if isinstance(line, str))
+                if isinstance(source, str):
+                    found.append((index + 1, source))
+        return found
+
 
 # The notebooks this process has decoded, by their bytes: the launch context reads a notebook's shell
 # cells, the pre-check and the check its code cells, a fix reads its result back, and all of them
@@ -365,13 +378,16 @@ class NotebookSource(SourceFile):
         return f"cell {cell.number}, line {cell_row}"
 
     def frame_source(self, cell: int | None) -> SourceFile:
-        """The cell as written (magics included), for a code frame with the cell's own line numbers."""
+        """The cell as written (magics included), for a code frame with the cell's own line numbers; a
+        markdown cell too (a launch command in its fenced block)."""
         if self.notebook is None or cell is None:
             return self
-        found = next((c for c in self.notebook.cells if c.number == cell), None)
+        found = next((c.source for c in self.notebook.cells if c.number == cell), None)
+        if found is None:
+            found = next((text for number, text in self.notebook.markdown_cells() if number == cell), None)
         if found is None:
             return self
-        text = found.source
+        text = found
         return SourceFile(self.path, _encode(text), text, "utf-8", False, line_starts_of(text))
 
 

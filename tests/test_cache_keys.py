@@ -67,12 +67,22 @@ def no_root(tmp_path: Path) -> Path:
 
 
 def test_git_init_gives_a_file_checked_alone_its_repository_s_launches(no_root: Path) -> None:
-    # No root is known: only launchers beside train.py count, and there are none (documented).
-    assert check(no_root, "train.py")[0] == 0
+    # No root is known, and train.py is outside the working folder: only launchers beside it count,
+    # and there are none (documented).
+    assert check(no_root / "configs", "../train.py")[0] == 0
     git_init(no_root)
-    cached, fresh = both(no_root, "train.py")
+    cached, fresh = both(no_root / "configs", "../train.py")
     assert fresh[0] == 1 and "DPL001" in fresh[1]
     assert cached == fresh
+
+
+def test_without_a_root_the_working_folder_stands_for_the_repository(no_root: Path) -> None:
+    """From the top of a tree with no marker, a file or folder checked alone sees the launches `check .`
+    sees, cached or not, in any order."""
+    answers = {paths: both(no_root, *paths) for paths in [("train.py",), (".",), ("train.py",), ("scripts", "train.py")]}
+    for cached, fresh in answers.values():
+        assert cached == fresh and fresh[0] == 1 and "DPL001" in fresh[1] and "scripts/run.sh:1" in fresh[1]
+    assert len({fresh for _, fresh in answers.values()}) == 1
 
 
 @pytest.fixture
@@ -190,3 +200,87 @@ def test_a_new_file_that_launches_nothing_keeps_the_launch_context(repo: Path, m
 
     monkeypatch.setattr("placement_lint.context.repo.build_repo_context", fail)
     assert check(repo, ".") == first
+
+
+# -- Python files edited in place into launchers ---------------------------------------------------------
+
+NOT_A_LAUNCHER = 'import subprocess\n\nprint("hello")\n'
+TORCHRUN_ZERO3 = 'import subprocess\n\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py", "--deepspeed", "configs/ds_z3.json"])\n'
+
+
+@pytest.fixture
+def python_launch(tmp_path: Path) -> Path:
+    """train.py and a ZeRO-3 config, no launch script: tools/run.py is a Python file that launches nothing."""
+    git_init(tmp_path)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "configs" / "ds_z3.json").write_text(ZERO3_JSON)
+    (tmp_path / "tools" / "run.py").write_text(NOT_A_LAUNCHER)
+    return tmp_path
+
+
+@pytest.mark.parametrize("paths", [["."], ["train.py"], ["tools/run.py", "train.py"]])
+def test_a_python_file_edited_in_place_into_a_launcher_is_seen(python_launch: Path, paths: list[str]) -> None:
+    assert check(python_launch, ".")[0] == 0  # warm
+    (python_launch / "tools" / "run.py").write_text(TORCHRUN_ZERO3)
+    cached, fresh = both(python_launch, *paths)
+    assert fresh[0] == 1 and "DPL001" in fresh[1] and "tools/run.py:3" in fresh[1]
+    assert cached == fresh
+
+
+@pytest.mark.parametrize("paths", [["."], ["train.py"]])
+def test_a_launcher_edited_back_and_a_new_one_beside_it_are_seen(python_launch: Path, paths: list[str]) -> None:
+    (python_launch / "tools" / "run.py").write_text(TORCHRUN_ZERO3)
+    assert check(python_launch, ".")[0] == 1  # warm, launched
+    (python_launch / "tools" / "run.py").write_text(NOT_A_LAUNCHER)
+    cached, fresh = both(python_launch, *paths)
+    assert cached == fresh == (0, "All checks passed!\n")
+    (python_launch / "tools" / "go.py").write_text(TORCHRUN_ZERO3)
+    cached, fresh = both(python_launch, *paths)
+    assert fresh[0] == 1 and "tools/go.py:3" in fresh[1]
+    assert cached == fresh
+
+
+def test_a_call_added_under_imports_that_stay_the_same_is_seen(python_launch: Path) -> None:
+    """A launcher the context reads for its launches counts whole, not by its import lines."""
+    (python_launch / "tools" / "run.py").write_text('import os\n\nos.system("python train.py")\n')
+    assert check(python_launch, ".")[0] == 0  # one process: nothing to report
+    (python_launch / "tools" / "run.py").write_text(
+        'import os\n\nos.system("deepspeed train.py --deepspeed configs/ds_z3.json")\n'
+    )
+    cached, fresh = both(python_launch, "train.py")
+    assert fresh[0] == 1 and cached == fresh
+
+
+def test_a_warm_run_tests_only_the_python_files_that_changed(python_launch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The result cache knows which files changed: a warm run reads no unchanged Python file to tell
+    whether it became a launcher."""
+    from placement_lint import cache
+
+    (python_launch / "other.py").write_text("print('hello')\n")
+    (python_launch / "scripts").mkdir()
+    (python_launch / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 2 other.py\n")  # a context to keep
+    check(python_launch, ".")
+    tested: list[list[str]] = []
+    real = cache.python_launch_files
+
+    def recorded(root: Path, settings: object, names: list[str] | None = None) -> list[Path]:
+        tested.append(sorted(Path(name).name for name in names or []))
+        return real(root, settings, names)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cache, "python_launch_files", recorded)
+    check(python_launch, ".")
+    assert tested == []
+    (python_launch / "tools" / "run.py").write_text(NOT_A_LAUNCHER + "# edited\n")
+    check(python_launch, ".")
+    assert tested == [["run.py"]]
+
+
+def test_damaged_python_stamps_are_not_trusted(python_launch: Path) -> None:
+    check(python_launch, ".")
+    (stamps,) = (python_launch / ".placement_lint_cache").rglob("repo-*.stamps")
+    stamps.write_bytes(stamps.read_bytes()[:-3])
+    (python_launch / "tools" / "run.py").write_text(TORCHRUN_ZERO3)
+    cached, fresh = both(python_launch, "train.py")  # no walk: every Python file's stamp is read
+    assert fresh[0] == 1 and cached == fresh

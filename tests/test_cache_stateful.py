@@ -1,7 +1,8 @@
 """A cached run answers as a fresh one, whatever happened to the repository in between: random steps
 (git init or removal, settings written or removed, a launch script, doc or config edited, removed or
-restored, a Python file edited, a subset of paths checked), each followed by a cached run and a
-`--no-cache` run of the command line, in this process, over the same paths: same output, same exit.
+restored, a Python file edited, in place, into a launcher written in Python and back, a subset of
+paths checked), each followed by a cached run and a `--no-cache` run of the command line, in this
+process, over the same paths: same output, same exit.
 
 CI runs a short sequence; `PLACEMENT_LINT_STATEFUL_EXAMPLES=300 PLACEMENT_LINT_STATEFUL_STEPS=40`
 runs a long one (12,000 steps)."""
@@ -117,9 +118,22 @@ FILES: dict[str, list[str | None]] = {
     ],
     "configs/ds.json": [ZERO[3], ZERO[2], None],
     "launch/ds.json": [ZERO[3], ZERO[2], None],
-    ".gitignore": ["scripts/\n", "launch/\n", "*.json\n", None],
+    ".gitignore": ["scripts/\n", "launch/\n", "*.json\n", "tools/\n", None],
+    # Python files edited in place into launchers and back (their folders' names do not change).
+    "other.py": [
+        "print('hello')\n",
+        'import subprocess\n\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py", "--deepspeed", "configs/ds.json"])\n',
+        'import os\n\nos.system("deepspeed launch/train.py --deepspeed launch/ds.json")\n',
+        'import subprocess\n\nsubprocess.run(["python", "train.py"])\n',
+    ],
+    "tools/run.py": [
+        'import subprocess\n\nprint("hello")\n',
+        'import subprocess\n\nsubprocess.run(["accelerate", "launch", "--num_processes", "2", "train.py"])\n',
+        'import subprocess\n\nsubprocess.run(["deepspeed", "launch/train.py", "--deepspeed", "launch/ds.json"])\n',
+        None,
+    ],
 }
-FOLDERS = ["launch", "scripts", "configs"]
+FOLDERS = ["launch", "scripts", "configs", "tools"]
 MODULES = ["launch/train.py", "launch/model_utils.py", "launch/helpers.py"]
 PATHS = [
     ".",
@@ -133,6 +147,8 @@ PATHS = [
     "scripts/run.sh",
     "README.md",
     "configs/ds.json",
+    "tools",
+    "tools/run.py",
 ]
 
 
@@ -192,6 +208,19 @@ class CachedAsFresh(RuleBasedStateMachine):
         often), and the modules it calls, or itself, are checked: a pre-commit run."""
         self._run(["."], cache=True)
         self._write(name, data.draw(st.sampled_from([c for c in FILES[name] if c is not None]), label=name))
+        self._compare(paths)
+
+    @rule(
+        name=st.sampled_from(["other.py", "tools/run.py"]),
+        launcher=st.booleans(),
+        paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=2),
+    )
+    def python_file_into_a_launcher_and_back(self, name: str, launcher: bool, paths: list[str]) -> None:
+        """In place, as an editor that rewrites the file does: no name changes in its folder."""
+        contents = [content for content in FILES[name] if content is not None]
+        path = self.root / name
+        if path.exists():
+            path.write_text(contents[1] if launcher else contents[0])
         self._compare(paths)
 
     @rule(name=st.sampled_from(sorted(FILES)), paths=st.lists(st.sampled_from(PATHS), min_size=1, max_size=2))

@@ -8,6 +8,7 @@ PLACEMENT_LINT_UPDATE_GOLDENS=1, then read the diff); `warnings.txt`, where pres
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -78,21 +79,68 @@ def test_launch_reaches_a_loader_through_a_plain_helper_module(tmp_path: Path) -
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
 
 
-def test_a_file_named_alone_outside_a_repository_reads_only_the_launchers_beside_it(tmp_path: Path) -> None:
-    """No .git and no pyproject.toml: the folder beside the file speaks for it, not every folder below
-    (checking ~/train.py must not read the whole home folder)."""
-    (tmp_path / "train.py").write_text(
+@pytest.mark.parametrize("working", ["elsewhere", "home"])
+def test_a_file_named_alone_outside_a_repository_reads_only_the_launchers_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, working: str
+) -> None:
+    """No .git and no pyproject.toml, and the file is outside the working folder, or the working folder
+    is the home folder: the folder beside the file speaks for it, not every folder below (checking
+    ~/train.py must not read the whole home folder)."""
+    from placement_lint import discover
+
+    project = tmp_path / "project"
+    nested = project / "old" / "experiments"
+    nested.mkdir(parents=True)
+    (project / "train.py").write_text(
         'from transformers import AutoModelForCausalLM, Trainer\nm = AutoModelForCausalLM.from_pretrained("x", device_map="auto")\n'
         "Trainer(model=m).train()\n"
     )
-    (tmp_path / "z3.yaml").write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n")
-    nested = tmp_path / "old" / "experiments"
-    nested.mkdir(parents=True)
+    (project / "z3.yaml").write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n")
     (nested / "run.sh").write_text("accelerate launch --config_file ../../z3.yaml ../../train.py\n")
-    settings = Settings(root=tmp_path, codes=CODES)
-    assert run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings == []
-    (tmp_path / "run.sh").write_text("accelerate launch --config_file z3.yaml train.py\n")
-    assert "DPL001" in {f.code for f in run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings}
+    cwd = tmp_path / "elsewhere"
+    if working == "home":
+        cwd = project
+        monkeypatch.setenv("HOME", str(project))
+    cwd.mkdir(exist_ok=True)
+    discover._shared_folders.cache_clear()
+    try:
+        settings = Settings(root=project, codes=CODES)
+        assert run([project / "train.py"], settings, RunOptions(), cwd).findings == []
+        (project / "run.sh").write_text("accelerate launch --config_file z3.yaml train.py\n")
+        assert "DPL001" in {f.code for f in run([project / "train.py"], settings, RunOptions(), cwd).findings}
+    finally:
+        monkeypatch.undo()
+        discover._shared_folders.cache_clear()
+
+
+def test_outside_a_repository_the_working_folder_stands_for_one(tmp_path: Path) -> None:
+    """No marker anywhere (a downloaded archive): from its top, a notebook's launch of a script in a
+    folder below is seen whether the run names the script, its folder, the notebook's folder or the
+    top, cached or not."""
+    from placement_lint.cache import CACHE_DIR_NAME
+
+    top = tmp_path / "archive"
+    scripts = top / "training" / "scripts"
+    (top / "training" / "configs").mkdir(parents=True)
+    scripts.mkdir()
+    (scripts / "run_sft.py").write_text(
+        "from transformers import AutoModelForCausalLM, HfArgumentParser, Seq2SeqTrainingArguments\n"
+        "(args,) = HfArgumentParser(Seq2SeqTrainingArguments).parse_args_into_dataclasses()\n"
+        'm = AutoModelForCausalLM.from_pretrained("x", device_map="auto")\n'
+    )
+    (top / "training" / "configs" / "z3.json").write_text('{"zero_optimization": {"stage": 3}}\n')
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1,
+            "source": "!deepspeed --num_gpus=8 scripts/run_sft.py --deepspeed configs/z3.json"}  # fmt: skip
+    (top / "training" / "train.ipynb").write_text(
+        json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    settings = Settings(root=top, codes=CODES)
+    shown = set()
+    for cache in (None, top / CACHE_DIR_NAME, top / CACHE_DIR_NAME):
+        for path in (scripts / "run_sft.py", scripts, top / "training", top):
+            findings = run([path], settings, RunOptions(), top, cache).findings
+            shown.add(tuple((f.display, f.row, f.code) for f in findings))
+    assert shown == {(("training/scripts/run_sft.py", 3, "DPL001"),)}
 
 
 def test_an_importers_use_reaches_a_loader_through_a_helper_module(tmp_path: Path) -> None:

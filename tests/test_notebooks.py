@@ -466,6 +466,39 @@ def test_a_shell_escape_that_only_mentions_a_launcher_launches_nothing(tmp_path:
     assert run_script("check", "--no-cache", ".", cwd=tmp_path).returncode == 0
 
 
+def test_a_markdown_cell_s_fenced_block_launches_as_a_doc_s_does(tmp_path: Path) -> None:
+    """A markdown cell is documentation: its fenced shell blocks are read as a README's, in cell order
+    with the code cells; a `cd` in one moves the next markdown cell's commands, not the kernel's."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text(TRAIN_PY)
+    (tmp_path / "train.py").write_text(TRAIN_PY)
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": "Run it:\n\n```bash\ncd scripts\n```\n"},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": 1,
+            "source": "!torchrun --nproc_per_node 2 train.py",
+        },
+        {"cell_type": "markdown", "metadata": {}, "source": "```\n$ torchrun --nproc_per_node 4 train.py\n```"},
+    ]
+    write(tmp_path / "run.ipynb", {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    result = run_script("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
+    assert "scripts/train.py:2:62: DPL001" in result.stdout and "(launched by run.ipynb:cell 3:2)" in result.stdout
+    assert "train.py:2:62: DPL001" in result.stdout.replace("scripts/train.py", "") and "run.ipynb:cell 2:1" in result.stdout
+    prose = [
+        {
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": "Run `torchrun --nproc_per_node 4 train.py`\nor torchrun --nproc_per_node 8 train.py.\n",
+        }
+    ]
+    write(tmp_path / "run.ipynb", {"cells": prose, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    assert run_script("check", "--no-cache", ".", cwd=tmp_path).returncode == 0, "prose names a command, a reader runs none"
+
+
 def test_notebook_launcher_is_evidence_for_the_notebook(tmp_path: Path) -> None:
     data = notebook(
         "from accelerate import notebook_launcher\nfrom transformers import AutoModelForCausalLM",

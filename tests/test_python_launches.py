@@ -77,17 +77,48 @@ def test_a_file_named_alone_outside_a_repository_reads_only_the_python_launchers
 
     from helpers import CODES
 
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"  # the file is outside the working folder
+    elsewhere.mkdir()
+    nested = project / "old" / "experiments"
+    nested.mkdir(parents=True)
+    (project / "train.py").write_text(
+        'from transformers import AutoModelForCausalLM, Trainer\nm = AutoModelForCausalLM.from_pretrained("x", device_map="auto")\n'
+        "Trainer(model=m).train()\n"
+    )
+    (nested / "go.py").write_text('import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "../../train.py"])\n')
+    settings = Settings(root=project, codes=CODES)
+    assert run([project / "train.py"], settings, RunOptions(), elsewhere).findings == []
+    (project / "go.py").write_text('import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py"])\n')
+    assert "DPL001" in {f.code for f in run([project / "train.py"], settings, RunOptions(), elsewhere).findings}
+
+
+@pytest.mark.parametrize(
+    ("setting", "counts"),
+    [('extend-exclude = ["tools"]', True), ('launch-exclude = ["tools"]', False), ('extend-exclude = ["tools/run.py"]', True)],
+)
+def test_a_python_launcher_counts_the_same_whatever_paths_are_checked(tmp_path: Path, setting: str, counts: bool) -> None:
+    """`exclude` leaves a launcher out of the report, not out of the launches (`launch-exclude` does):
+    as a walk for launch files finds it when the run names one file, so when it walks the folder."""
+    from placement_lint.engine import run
+    from placement_lint.results import RunOptions
+    from placement_lint.settings import load_settings
+
+    from helpers import CODES
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "tools").mkdir()
     (tmp_path / "train.py").write_text(
         'from transformers import AutoModelForCausalLM, Trainer\nm = AutoModelForCausalLM.from_pretrained("x", device_map="auto")\n'
         "Trainer(model=m).train()\n"
     )
-    nested = tmp_path / "old" / "experiments"
-    nested.mkdir(parents=True)
-    (nested / "go.py").write_text('import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "../../train.py"])\n')
-    settings = Settings(root=tmp_path, codes=CODES)
-    assert run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings == []
-    (tmp_path / "go.py").write_text('import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py"])\n')
-    assert "DPL001" in {f.code for f in run([tmp_path / "train.py"], settings, RunOptions(), tmp_path).findings}
+    (tmp_path / "tools" / "run.py").write_text(
+        'import subprocess\nsubprocess.run(["torchrun", "--nproc_per_node", "8", "train.py"])\n'
+    )
+    (tmp_path / "pyproject.toml").write_text(f"[tool.placement-lint]\n{setting}\n")
+    settings = load_settings(tmp_path / "pyproject.toml", tmp_path, CODES)
+    for paths in ([tmp_path], [tmp_path / "train.py"], [tmp_path / "tools", tmp_path / "train.py"]):
+        codes = [f.code for f in run(paths, settings, RunOptions(), tmp_path).findings]
+        assert codes == (["DPL001"] if counts else []), paths
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,13 @@ def test_stdin_is_checked_as_the_named_file_with_its_launch_context(repo: Path) 
     assert not (repo / ".placement_lint_cache").exists(), "stdin runs write no cache"
 
 
+def test_stdin_outside_any_repository_sees_the_launches_check_sees(repo: Path) -> None:
+    """No marker: the working folder stands for the repository, for an editor's buffer as for `check`."""
+    (repo / ".git").rmdir()
+    done = stdin(["--no-color", "--stdin-filename", "src/train.py", "-"], LOADER, repo)
+    assert done.returncode == 1 and "scripts/run.sh:2" in done.stdout.decode(), done.stderr
+
+
 def test_stdin_filename_alone_reads_stdin_and_dash_alone_too(repo: Path) -> None:
     assert stdin(["--stdin-filename", "src/train.py"], LOADER, repo).returncode == 1
     plain = stdin(["-", "--context", "zero3", "--output-format", "concise"], LOADER, repo)

@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import ast
 import bisect
+import heapq
 import json
 import os
 import re
 import shlex
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from placement_lint.context.commands import expand, parse_command, split
 from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, RST_SUFFIXES, SHELL_SUFFIXES
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
 from placement_lint.source import SourceError, is_notebook
+
+if TYPE_CHECKING:
+    from placement_lint.notebook import Notebook
 
 MAX_LAUNCHER_BYTES = 1024 * 1024
 # A launcher file is read only if it mentions one of these.
@@ -951,10 +956,14 @@ _NEWLINE = LazyPattern("\n")
 
 def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
     """Fenced blocks (``` or ~~~ of any length, indented in a list or quoted) of any language label."""
+    yield from _markdown_blocks(path, text, path.parent, _cloned_names(text))
+
+
+def _markdown_blocks(path: Path, text: str, cwd: Path, clones: frozenset[str]) -> Generator[CommandLine, None, Path]:
+    """The commands of a Markdown text's fenced blocks, the first run in `cwd`, and (returned) the
+    folder the next block runs in (a notebook's markdown cells go on from where the last one left)."""
     lines = text.splitlines()
     number = 0
-    cwd = path.parent
-    clones = _cloned_names(text)
     while number < len(lines):
         prefix = _QUOTE_OR_INDENT.match(lines[number]).group()  # type: ignore[union-attr]
         opening = _FENCE_OPEN.match(lines[number][len(prefix) :])
@@ -972,6 +981,7 @@ def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
                 break
             body.append(line[len(prefix) :] if line.startswith(prefix) else inner)
         cwd = yield from _doc_block(path, body, first, language, cwd, clones)
+    return cwd
 
 
 _RST_CODE = LazyPattern(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::[ \t]*([A-Za-z0-9_+-]*)")
@@ -1141,20 +1151,47 @@ def _console_commands(lines: list[str]) -> list[str]:
 
 def _notebook(path: Path, text: str) -> Iterator[CommandLine]:
     """Shell escapes (`!accelerate launch train.py`, `%sx ...`), `%%bash` cells, and `%cd`, which
-    moves every later command; a `!cd` runs in its own shell and moves nothing after it."""
+    moves every later command; a `!cd` runs in its own shell and moves nothing after it. And the
+    fenced blocks of markdown cells, read as a Markdown doc's are (a `cd` in one moves the next
+    markdown cell's, not the kernel's). In cell order."""
     from placement_lint.notebook import read_notebook  # a tree without notebooks never imports it
 
     try:
-        commands = read_notebook(text.encode("utf-8", "surrogatepass")).shell_commands()
+        notebook = read_notebook(text.encode("utf-8", "surrogatepass"))
     except SourceError:
         return  # the notebook's own check names the problem
+    yield from heapq.merge(_code_cell_commands(path, notebook), _markdown_cell_commands(path, notebook), key=_cell_of)
+
+
+def _cell_of(command: CommandLine) -> int:
+    return command.cell or 0
+
+
+def _code_cell_commands(path: Path, notebook: Notebook) -> Iterator[CommandLine]:
     cwd = path.parent
-    for command in commands:
+    for command in notebook.shell_commands():
         if command.kind == "cd":
             cwd = _change_directory(path, cwd, command.text)
             continue
         for line in _shell(path, command.text, command.row, cwd, {}):
             yield line._replace(cell=command.cell)
+
+
+def _markdown_cell_commands(path: Path, notebook: Notebook) -> Iterator[CommandLine]:
+    cells = [(number, text) for number, text in notebook.markdown_cells() if "```" in text or "~~~" in text]
+    if not cells:
+        return
+    cwd = path.parent
+    clones = _cloned_names("\n".join(text for _, text in cells))
+    for number, text in cells:
+        blocks = _markdown_blocks(path, text, cwd, clones)
+        while True:
+            try:
+                line = next(blocks)
+            except StopIteration as done:
+                cwd = done.value
+                break
+            yield line._replace(cell=number)
 
 
 def _python(path: Path, text: str) -> Iterator[CommandLine]:

@@ -100,10 +100,17 @@ _NAMES_A_LAUNCHER = LazyPattern(
 )
 
 
+def python_files(root: Path, settings: Settings) -> list[Path]:
+    """Every Python file under `root` that a launch context looks at for Python launchers, as a walk
+    for launch files finds them (`exclude` does not leave them out, `launch-exclude` does)."""
+    return launch_files(root, settings, _is_python, python=True)
+
+
 def python_launch_files(root: Path, settings: Settings, names: list[str] | None = None) -> list[Path]:
     """The Python files under `root` (`names`, when a walk already listed them) that may start a
-    launcher: they start processes and a string in them names a launcher. Read, not parsed."""
-    paths = [Path(name) for name in names] if names is not None else launch_files(root, settings, _is_python, python=True)
+    launcher: they start processes and a string in them names a launcher. Read, and parsed only
+    when those cheap tests pass."""
+    paths = [Path(name) for name in names] if names is not None else python_files(root, settings)
     found: list[Path] = []
     for path in paths:
         try:

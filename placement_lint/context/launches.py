@@ -149,6 +149,10 @@ class RepoContext:
         # Of the candidates, those read from git's index, not met by a walk (under an ignored folder).
         self.tracked: Sequence[Path] = []
         self.inputs: Sequence[Path] = []
+        # The Python files found to start a launcher (python_launch_files), and every Python file the
+        # search for them looked at: one edited into a launcher makes a cached context stale.
+        self.python_sources: Sequence[Path] = []
+        self.python_searched: Sequence[str] = []
         # Launched scripts read only for their import lines: a change elsewhere in them changes nothing here.
         self.import_only: Collection[Path] = set()
         # Per imported module, per top-level function: where its importers send what their calls of it

@@ -170,6 +170,9 @@ def build_repo_context(
     # A module read for its class bases (a trainer subclass), its parser or its functions' defaults
     # counts whole, not by its import lines.
     context.import_only = graph.import_only(launched) - set(classes_read) - set(parsers_read) - set(called_read)
+    # A Python launcher counts whole: a change to its calls, not only to its imports, changes what it launches.
+    context.import_only -= {*python_sources, *(path.resolve() for path in python_sources)}
+    context.python_sources = python_sources
     # What a pre-commit run after an edit needs to tell whether this context still holds for the files
     # it checks (context/facets.py): taken from the trees before they are dropped.
     if facets:
