@@ -10,6 +10,7 @@ import pytest
 
 from placement_lint.context.commands import expand, parse_command, shell_words, split
 from placement_lint.context.launch_files import commands_in, launcher_kind
+from placement_lint.context.launch_setup import one_gpu, one_process
 
 
 @pytest.mark.parametrize(
@@ -670,6 +671,32 @@ def test_yaml_commands_out_of_order_and_repeated(tmp_path: Path) -> None:
 def test_srun_of_one_task_starts_one_process(command: str, several: bool) -> None:
     launch = parse_command(command)
     assert launch is not None and (launch.wrapped_by == "srun") is several
+
+
+@pytest.mark.parametrize(
+    ("command", "processes", "gpus_each"),
+    [
+        ("deepspeed train.py", "several", "several"),
+        ("CUDA_VISIBLE_DEVICES=0 deepspeed train.py", "one", "one"),  # runner.py: --include localhost:0
+        ("CUDA_VISIBLE_DEVICES=2,3 deepspeed train.py", "several", "several"),  # each sees the node's two
+        ("CUDA_VISIBLE_DEVICES=0 deepspeed --num_gpus 2 train.py", "several", "several"),  # the variable is dropped
+        ("CUDA_VISIBLE_DEVICES=0,1 deepspeed --include localhost:1 train.py", "one", "one"),
+        ("deepspeed --include=localhost:1 train.py", "one", "one"),
+        ("deepspeed -i localhost:0,1 train.py", "several", "several"),
+        ("deepspeed --include worker-0:0@worker-1:0 train.py", "several", "several"),
+        ("deepspeed --num_gpus=1 train.py", "one", "one"),
+        ("deepspeed --num_accelerators 1 train.py", "one", "one"),
+        ("deepspeed --hostfile hosts --num_gpus 1 train.py", "several", "one"),  # one on each host of the file
+        ("deepspeed --hostfile hosts --num_nodes 1 --num_gpus 1 train.py", "one", "one"),
+        ("deepspeed --num_gpus $NGPU train.py", "several", "several"),
+    ],
+)
+def test_the_deepspeed_launcher_counts_processes_and_gpus_as_its_runner_does(command: str, processes: str, gpus_each: str) -> None:
+    launch = parse_command(command)
+    assert launch is not None
+    env = launch.env
+    assert ("one" if one_process(launch, env) else "several") == processes
+    assert ("one" if one_gpu(launch, env) else "several") == gpus_each
 
 
 def test_a_batch_script_of_one_task_makes_its_bare_srun_one_task() -> None:

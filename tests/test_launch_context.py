@@ -200,6 +200,16 @@ def test_a_bare_accelerate_launch_takes_the_nearest_shipped_config(tmp_path: Pat
         ("python -m torch.distributed.run --nproc-per-node=gpu train.py", True),
         ("python -m torch.distributed.launch --nproc_per_node 2 --use_env train.py", True),
         ("deepspeed train.py", True),  # every GPU without --num_gpus
+        # deepspeed/launcher/runner.py: CUDA_VISIBLE_DEVICES becomes `--include localhost:<devices>`
+        # when nothing names resources, and is dropped when something does.
+        ("CUDA_VISIBLE_DEVICES=0 deepspeed train.py", False),
+        ("CUDA_VISIBLE_DEVICES=0,1 deepspeed train.py", True),
+        ("CUDA_VISIBLE_DEVICES=0 deepspeed --num_gpus 2 train.py", True),
+        ("CUDA_VISIBLE_DEVICES=0,1 deepspeed --include localhost:1 train.py", False),
+        ("deepspeed --include localhost:1 train.py", False),
+        ("deepspeed -i localhost:1 train.py", False),
+        ("deepspeed --num_gpus 1 train.py", False),
+        ("deepspeed --num_accelerators=1 train.py", False),
         ("CUDA_VISIBLE_DEVICES=0,1 python train.py", False),
     ],
 )
