@@ -481,6 +481,46 @@ def test_shell_variables_as_real_scripts_use_them(tmp_path: Path, script: str, e
     assert texts(tmp_path / "run.sh", script + "\n", "shell") == [expected]
 
 
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # The script and its arguments in a variable, then the launcher (SLURM jobs that build their command).
+        (
+            'CMD="scripts/run.py --config recipes/x.yaml"\nsrun accelerate launch --config_file z3.yaml $CMD',
+            "srun accelerate launch --config_file z3.yaml scripts/run.py --config recipes/x.yaml",
+        ),
+        (
+            "export CMD='scripts/run.py --config x.yaml'\naccelerate launch --config_file z3.yaml ${CMD}",
+            "accelerate launch --config_file z3.yaml scripts/run.py --config x.yaml",
+        ),
+        (
+            'export CMD=" \\\n    scripts/run.py --config x.yaml\n    "\nL="accelerate launch --config_file z3.yaml"\n'
+            'srun --jobid 1 bash -c "$L $CMD" 2>&1',
+            "srun --jobid 1 accelerate launch --config_file z3.yaml scripts/run.py --config x.yaml",
+        ),
+        ('L="torchrun --nproc_per_node 2"\nbash -c "$L a.py" > log.txt', "torchrun --nproc_per_node 2 a.py"),
+        ("CMD=a.py\nbash -c \"torchrun $CMD\" >>log 2>/dev/null", "torchrun a.py"),
+        # Set in the branches of an `if`: known only where every way through it agrees.
+        (
+            'if [ "$X" = 1 ]; then\n  CMD=a.py\nelse\n  CMD=b.py\nfi\ntorchrun --nproc_per_node 2 $CMD',
+            "torchrun --nproc_per_node 2 $CMD",
+        ),
+        ('CMD=a.py\nif [ -n "$X" ]; then CMD=b.py; fi\ntorchrun $CMD', "torchrun $CMD"),
+        ('if [ -n "$X" ]; then CMD=a.py; else CMD=a.py; fi\ntorchrun $CMD', "torchrun a.py"),
+        ('CMD=a.py\nif [ -n "$X" ]; then N=2; fi\ntorchrun $CMD', "torchrun a.py"),
+        ('if [ -n "$X" ]; then\n  CMD=b.py\n  torchrun $CMD\nfi', "torchrun b.py"),  # inside its branch
+        (
+            'if [ "$A" ]; then\n  if [ "$B" ]; then C=x.py; fi\nelif [ "$D" ]; then\n  C=y.py\nelse\n  C=z.py\nfi\ntorchrun $C',
+            "torchrun $C",
+        ),
+    ],
+)
+def test_a_launch_built_from_variables_resolves_as_the_shell_would(tmp_path: Path, script: str, expected: str) -> None:
+    assert [text for text in texts(tmp_path / "run.sh", script + "\n", "shell") if "torchrun" in text or "launch" in text] == [
+        expected
+    ]
+
+
 def test_an_unknown_variable_before_the_script_hides_options_not_the_launch() -> None:
     launch = parse_command("torchrun $DISTRIBUTED_ARGS train.py --bf16 True")
     assert launch is not None and launch.target == "train.py" and launch.script_args == {"--bf16": "True"}
