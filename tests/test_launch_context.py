@@ -372,3 +372,12 @@ def test_many_launches_of_scripts_sharing_a_module_give_it_each_launch_once(tmp_
     assert [e.chain[-1] for e in evidence] == [f"s{i}.py" for i in range(scripts)]
     assert all([row[1] for row in e.parser] == ["lr"] for e in evidence), "each carries the fields the module reads"
     assert copies == [1] * scripts, "each launch handed the module its own item, not the module's whole evidence"
+
+
+def test_a_map_passed_to_an_imported_helper_names_the_load_in_the_helper_as_a_location(tmp_path: Path) -> None:
+    case = Path(__file__).parent / "fixtures" / "launch" / "bad_device_map_passed_to_an_imported_loading_helper"
+    result = check_case(case, tmp_path)
+    (finding,) = result.findings
+    spans = [(span.role, Path(span.path).name, span.row, span.message) for span in finding.violation.related]
+    assert ("origin", "ppo.py", 11, "the device_map value") in spans, "the finding is the value at the call"
+    assert ("load", "common.py", 6, "loaded here") in spans, "the load is where the helper's module has it"
