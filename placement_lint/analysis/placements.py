@@ -262,11 +262,7 @@ class PlacementAnalysis:
         """The calls that create what makes ZeRO-3 visible to transformers, in source order (with
         their positions, to find the first after a point by bisection: a file asks once per load)."""
         calls = sorted(
-            (
-                call
-                for call in self.resolver.index.calls
-                if _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)
-            ),
+            (call for call in self.resolver.index.calls if _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)),
             key=lambda c: (c.lineno, c.col_offset),
         )
         return [(c.lineno, c.col_offset) for c in calls], calls

@@ -376,33 +376,42 @@ def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[st
     yield from _shell(script, raw.decode("utf-8", errors="replace"), 1, cwd, inside)
 
 
+class _IfBlock:
+    """One `if` being read: the variables it started with, and those each way through it ended with so far."""
+
+    def __init__(self, variables: dict[str, str], exported: dict[str, str]) -> None:
+        self.before = (dict(variables), dict(exported))
+        self.ways: list[tuple[dict[str, str], dict[str, str]]] = []
+        self.has_else = False
+
+
 class _Branches:
     """The `if` blocks being read. Each branch is read in turn from the variables the `if` started with;
     after its `fi`, a variable keeps a value only if every way through the block leaves it the same
     (no `else`: the way past it too), else it is unknown, as a value computed at run time is."""
 
     def __init__(self) -> None:
-        self._open: list[tuple[dict[str, str], dict[str, str], list[tuple[dict[str, str], dict[str, str]]], list[bool]]] = []
+        self._open: list[_IfBlock] = []
 
     def follow(self, word: str, variables: dict[str, str], exported: dict[str, str]) -> bool:
         """Take the keyword `word` into account; True when the variables changed."""
         if word == "if":
-            self._open.append((dict(variables), dict(exported), [], [False]))
+            self._open.append(_IfBlock(variables, exported))
             return False
         if not self._open or word == "then":
             return False
-        before, before_exported, ways, has_else = self._open[-1]
-        ways.append((dict(variables), dict(exported)))
+        block = self._open[-1]
+        block.ways.append((dict(variables), dict(exported)))
         if word in ("elif", "else"):
-            has_else[0] = has_else[0] or word == "else"
-            _replace(variables, before)
-            _replace(exported, before_exported)
+            block.has_else = block.has_else or word == "else"
+            _replace(variables, block.before[0])
+            _replace(exported, block.before[1])
             return True
         self._open.pop()  # `fi`
-        if not has_else[0]:
-            ways.append((before, before_exported))
-        _replace(variables, _agreed([way[0] for way in ways]))
-        _replace(exported, _agreed([way[1] for way in ways]))
+        if not block.has_else:
+            block.ways.append(block.before)
+        _replace(variables, _agreed([way[0] for way in block.ways]))
+        _replace(exported, _agreed([way[1] for way in block.ways]))
         return True
 
 
