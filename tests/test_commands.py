@@ -508,6 +508,11 @@ def test_shell_variables_as_real_scripts_use_them(tmp_path: Path, script: str, e
         ('CMD=a.py\nif [ -n "$X" ]; then CMD=b.py; fi\ntorchrun $CMD', "torchrun $CMD"),
         ('if [ -n "$X" ]; then CMD=a.py; else CMD=a.py; fi\ntorchrun $CMD', "torchrun a.py"),
         ('CMD=a.py\nif [ -n "$X" ]; then N=2; fi\ntorchrun $CMD', "torchrun a.py"),
+        # The test of a default: set only where it was unset, as `N=${N:-8}`.
+        ('if [ -z "$N" ]; then\n  N=8\nfi\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node 8 a.py"),
+        ("if [[ -z ${N} ]]; then export N=8; fi\ntorchrun --nproc_per_node $N a.py", "torchrun --nproc_per_node 8 a.py"),
+        ('N=4\nif [ -z "$N" ]; then N=8; fi\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node 4 a.py"),
+        ('if [ -z "$N" ]; then N=8; else N=2; fi\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node $N a.py"),
         ('if [ -n "$X" ]; then\n  CMD=b.py\n  torchrun $CMD\nfi', "torchrun b.py"),  # inside its branch
         (
             'if [ "$A" ]; then\n  if [ "$B" ]; then C=x.py; fi\nelif [ "$D" ]; then\n  C=y.py\nelse\n  C=z.py\nfi\ntorchrun $C',

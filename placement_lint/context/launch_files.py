@@ -246,7 +246,7 @@ def _shell(
             segment = segment.removeprefix("$ ").strip()
             branch = _BRANCH_WORD.match(segment) if segment[:1] in "eift" else None
             if branch is not None:
-                if branches.follow(branch.group(1), variables, exported):
+                if branches.follow(branch.group(1), variables, exported, branch.group(2) or ""):
                     environment = None
                 segment = (branch.group(2) or "").strip() if branch.group(1) in ("then", "else") else ""
                 if not segment:
@@ -376,13 +376,23 @@ def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[st
     yield from _shell(script, raw.decode("utf-8", errors="replace"), 1, cwd, inside)
 
 
-class _IfBlock:
-    """One `if` being read: the variables it started with, and those each way through it ended with so far."""
+# `[ -z "$X" ]`, `[[ -z ${X} ]]`: the test of a default, `if [ -z "$N" ]; then N=8; fi` being `N=${N:-8}`.
+_UNSET_TEST = LazyPattern(r"^\[\[?\s+-z\s+\"?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?\"?\s+\]\]?$")
 
-    def __init__(self, variables: dict[str, str], exported: dict[str, str]) -> None:
+
+class _IfBlock:
+    """One `if` being read: the variables it started with, and those each way through it ended with so far.
+    `defaulted`: the variable its condition tests for being unset, when nothing set it before."""
+
+    def __init__(self, variables: dict[str, str], exported: dict[str, str], condition: str) -> None:
         self.before = (dict(variables), dict(exported))
         self.ways: list[tuple[dict[str, str], dict[str, str]]] = []
         self.has_else = False
+        unset = _UNSET_TEST.match(condition.strip())
+        self.defaulted = unset.group(1) if unset is not None and unset.group(1) not in variables else None
+        # Tested for being unset, with a value set before: the first branch is not taken.
+        self.untaken = unset is not None and variables.get(unset.group(1), "") != ""
+        self.elif_seen = False
 
 
 class _Branches:
@@ -393,10 +403,11 @@ class _Branches:
     def __init__(self) -> None:
         self._open: list[_IfBlock] = []
 
-    def follow(self, word: str, variables: dict[str, str], exported: dict[str, str]) -> bool:
-        """Take the keyword `word` into account; True when the variables changed."""
+    def follow(self, word: str, variables: dict[str, str], exported: dict[str, str], condition: str = "") -> bool:
+        """Take the keyword `word` (of `if` and `elif`, with its `condition`) into account; True when
+        the variables changed."""
         if word == "if":
-            self._open.append(_IfBlock(variables, exported))
+            self._open.append(_IfBlock(variables, exported, condition))
             return False
         if not self._open or word == "then":
             return False
@@ -404,10 +415,24 @@ class _Branches:
         block.ways.append((dict(variables), dict(exported)))
         if word in ("elif", "else"):
             block.has_else = block.has_else or word == "else"
+            block.elif_seen = block.elif_seen or word == "elif"
             _replace(variables, block.before[0])
             _replace(exported, block.before[1])
             return True
         self._open.pop()  # `fi`
+        if block.untaken and not block.elif_seen:  # the way past the first branch: its `else`, or nothing
+            taken = block.ways[1] if block.has_else else block.before
+            _replace(variables, taken[0])
+            _replace(exported, taken[1])
+            return True
+        default = block.defaulted
+        if default is not None and len(block.ways) == 1 and not block.has_else and default in block.ways[0][0]:
+            # Set only where it was unset: its value from here is the default, as `${N:-8}` gives it.
+            before, before_exported = dict(block.before[0]), dict(block.before[1])
+            before[default] = block.ways[0][0][default]
+            if default in block.ways[0][1]:
+                before_exported[default] = block.ways[0][1][default]
+            block.before = (before, before_exported)
         if not block.has_else:
             block.ways.append(block.before)
         _replace(variables, _agreed([way[0] for way in block.ways]))
