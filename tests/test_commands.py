@@ -513,6 +513,7 @@ def test_shell_variables_as_real_scripts_use_them(tmp_path: Path, script: str, e
         ("if [[ -z ${N} ]]; then export N=8; fi\ntorchrun --nproc_per_node $N a.py", "torchrun --nproc_per_node 8 a.py"),
         ('N=4\nif [ -z "$N" ]; then N=8; fi\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node 4 a.py"),
         ('if [ -z "$N" ]; then N=8; else N=2; fi\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node $N a.py"),
+        ('N=$1\nif [ "$N" == "" ]; then\n    N=8\nfi\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node 8 a.py"),
         ('if [ -n "$X" ]; then\n  CMD=b.py\n  torchrun $CMD\nfi', "torchrun b.py"),  # inside its branch
         (
             'if [ "$A" ]; then\n  if [ "$B" ]; then C=x.py; fi\nelif [ "$D" ]; then\n  C=y.py\nelse\n  C=z.py\nfi\ntorchrun $C',

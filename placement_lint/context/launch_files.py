@@ -376,8 +376,11 @@ def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[st
     yield from _shell(script, raw.decode("utf-8", errors="replace"), 1, cwd, inside)
 
 
-# `[ -z "$X" ]`, `[[ -z ${X} ]]`: the test of a default, `if [ -z "$N" ]; then N=8; fi` being `N=${N:-8}`.
-_UNSET_TEST = LazyPattern(r"^\[\[?\s+-z\s+\"?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?\"?\s+\]\]?$")
+# `[ -z "$X" ]`, `[[ -z ${X} ]]`, `[ "$X" == "" ]`: the test of a default, `if [ -z "$N" ]; then N=8; fi`
+# being `N=${N:-8}`.
+_UNSET_TEST = LazyPattern(
+    r"""^\[\[?\s+(?:-z\s+"?\$\{?([A-Za-z_]\w*)\}?"?|"?\$\{?([A-Za-z_]\w*)\}?"?\s*==?\s*(?:""|''))\s+\]\]?$"""
+)
 
 
 class _IfBlock:
@@ -389,9 +392,12 @@ class _IfBlock:
         self.ways: list[tuple[dict[str, str], dict[str, str]]] = []
         self.has_else = False
         unset = _UNSET_TEST.match(condition.strip())
-        self.defaulted = unset.group(1) if unset is not None and unset.group(1) not in variables else None
+        tested = (unset.group(1) or unset.group(2)) if unset is not None else None
+        value = variables.get(tested, "") if tested is not None else ""
+        # Unset, or set to what is known only at run time (`X=$1`): the branch gives its default.
+        self.defaulted = tested if tested is not None and (tested not in variables or "$" in value) else None
         # Tested for being unset, with a value set before: the first branch is not taken.
-        self.untaken = unset is not None and variables.get(unset.group(1), "") != ""
+        self.untaken = tested is not None and value != "" and "$" not in value
         self.elif_seen = False
 
 
