@@ -381,3 +381,31 @@ def test_a_map_passed_to_an_imported_helper_names_the_load_in_the_helper_as_a_lo
     spans = [(span.role, Path(span.path).name, span.row, span.message) for span in finding.violation.related]
     assert ("origin", "ppo.py", 11, "the device_map value") in spans, "the finding is the value at the call"
     assert ("load", "common.py", 6, "loaded here") in spans, "the load is where the helper's module has it"
+
+
+@pytest.mark.parametrize(
+    ("script", "zero3"),
+    [
+        ("ACCELERATE_USE_DEEPSPEED=true ACCELERATE_DEEPSPEED_ZERO_STAGE=3 torchrun --nproc_per_node 2 train.py", True),
+        ("ACCELERATE_USE_DEEPSPEED=yes ACCELERATE_DEEPSPEED_ZERO_STAGE=3 torchrun --nproc_per_node 2 train.py", True),
+        ("export ACCELERATE_USE_DEEPSPEED=1\nexport ACCELERATE_DEEPSPEED_ZERO_STAGE=3\npython train.py", True),
+        ("ACCELERATE_USE_DEEPSPEED=true ACCELERATE_DEEPSPEED_ZERO_STAGE=2 torchrun --nproc_per_node 2 train.py", False),
+        ("ACCELERATE_USE_DEEPSPEED=no ACCELERATE_DEEPSPEED_ZERO_STAGE=3 torchrun --nproc_per_node 2 train.py", False),
+        ("ACCELERATE_DEEPSPEED_ZERO_STAGE=3 torchrun --nproc_per_node 2 train.py", False),
+        # The script's own --deepspeed decides over the environment, as TrainingArguments reads it first.
+        ("ACCELERATE_USE_DEEPSPEED=true ACCELERATE_DEEPSPEED_ZERO_STAGE=3 torchrun train.py --deepspeed z2.json", False),
+    ],
+)
+def test_deepspeed_from_the_launch_environment_takes_the_stage_it_names(tmp_path: Path, script: str, zero3: bool) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text(script + "\n")
+    (tmp_path / "z2.json").write_text('{"zero_optimization": {"stage": 2}}\n')
+    (tmp_path / "train.py").write_text(
+        "import os\n"
+        "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n"
+        "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": int(os.environ["LOCAL_RANK"])})\n'
+        "Trainer(model=model, args=args).train()\n"
+    )
+    result = lint_repo(tmp_path)
+    assert [f.code for f in result.findings] == (["DPL002"] if zero3 else [])
