@@ -10,6 +10,7 @@ import pytest
 
 from placement_lint.context.commands import expand, parse_command, shell_words, split
 from placement_lint.context.launch_files import commands_in, launcher_kind
+from placement_lint.context.launch_setup import one_gpu, one_process
 
 
 @pytest.mark.parametrize(
@@ -480,6 +481,52 @@ def test_shell_variables_as_real_scripts_use_them(tmp_path: Path, script: str, e
     assert texts(tmp_path / "run.sh", script + "\n", "shell") == [expected]
 
 
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # The script and its arguments in a variable, then the launcher (SLURM jobs that build their command).
+        (
+            'CMD="scripts/run.py --config recipes/x.yaml"\nsrun accelerate launch --config_file z3.yaml $CMD',
+            "srun accelerate launch --config_file z3.yaml scripts/run.py --config recipes/x.yaml",
+        ),
+        (
+            "export CMD='scripts/run.py --config x.yaml'\naccelerate launch --config_file z3.yaml ${CMD}",
+            "accelerate launch --config_file z3.yaml scripts/run.py --config x.yaml",
+        ),
+        (
+            'export CMD=" \\\n    scripts/run.py --config x.yaml\n    "\nL="accelerate launch --config_file z3.yaml"\n'
+            'srun --jobid 1 bash -c "$L $CMD" 2>&1',
+            "srun --jobid 1 accelerate launch --config_file z3.yaml scripts/run.py --config x.yaml",
+        ),
+        ('L="torchrun --nproc_per_node 2"\nbash -c "$L a.py" > log.txt', "torchrun --nproc_per_node 2 a.py"),
+        ('CMD=a.py\nbash -c "torchrun $CMD" >>log 2>/dev/null', "torchrun a.py"),
+        # Set in the branches of an `if`: known only where every way through it agrees.
+        (
+            'if [ "$X" = 1 ]; then\n  CMD=a.py\nelse\n  CMD=b.py\nfi\ntorchrun --nproc_per_node 2 $CMD',
+            "torchrun --nproc_per_node 2 $CMD",
+        ),
+        ('CMD=a.py\nif [ -n "$X" ]; then CMD=b.py; fi\ntorchrun $CMD', "torchrun $CMD"),
+        ('if [ -n "$X" ]; then CMD=a.py; else CMD=a.py; fi\ntorchrun $CMD', "torchrun a.py"),
+        ('CMD=a.py\nif [ -n "$X" ]; then N=2; fi\ntorchrun $CMD', "torchrun a.py"),
+        # The test of a default: set only where it was unset, as `N=${N:-8}`.
+        ('if [ -z "$N" ]; then\n  N=8\nfi\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node 8 a.py"),
+        ("if [[ -z ${N} ]]; then export N=8; fi\ntorchrun --nproc_per_node $N a.py", "torchrun --nproc_per_node 8 a.py"),
+        ('N=4\nif [ -z "$N" ]; then N=8; fi\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node 4 a.py"),
+        ('if [ -z "$N" ]; then N=8; else N=2; fi\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node $N a.py"),
+        ('N=$1\nif [ "$N" == "" ]; then\n    N=8\nfi\ntorchrun --nproc_per_node $N a.py', "torchrun --nproc_per_node 8 a.py"),
+        ('if [ -n "$X" ]; then\n  CMD=b.py\n  torchrun $CMD\nfi', "torchrun b.py"),  # inside its branch
+        (
+            'if [ "$A" ]; then\n  if [ "$B" ]; then C=x.py; fi\nelif [ "$D" ]; then\n  C=y.py\nelse\n  C=z.py\nfi\ntorchrun $C',
+            "torchrun $C",
+        ),
+    ],
+)
+def test_a_launch_built_from_variables_resolves_as_the_shell_would(tmp_path: Path, script: str, expected: str) -> None:
+    assert [text for text in texts(tmp_path / "run.sh", script + "\n", "shell") if "torchrun" in text or "launch" in text] == [
+        expected
+    ]
+
+
 def test_an_unknown_variable_before_the_script_hides_options_not_the_launch() -> None:
     launch = parse_command("torchrun $DISTRIBUTED_ARGS train.py --bf16 True")
     assert launch is not None and launch.target == "train.py" and launch.script_args == {"--bf16": "True"}
@@ -670,6 +717,34 @@ def test_yaml_commands_out_of_order_and_repeated(tmp_path: Path) -> None:
 def test_srun_of_one_task_starts_one_process(command: str, several: bool) -> None:
     launch = parse_command(command)
     assert launch is not None and (launch.wrapped_by == "srun") is several
+
+
+@pytest.mark.parametrize(
+    ("command", "processes", "gpus_each"),
+    [
+        ("deepspeed train.py", "several", "several"),
+        ("CUDA_VISIBLE_DEVICES=0 deepspeed train.py", "one", "one"),  # runner.py: --include localhost:0
+        ("CUDA_VISIBLE_DEVICES=2,3 deepspeed train.py", "several", "several"),  # each sees the node's two
+        ("CUDA_VISIBLE_DEVICES=0 deepspeed --num_gpus 2 train.py", "several", "several"),  # the variable is dropped
+        ("CUDA_VISIBLE_DEVICES=0,1 deepspeed --include localhost:1 train.py", "one", "one"),
+        ("deepspeed --include=localhost:1 train.py", "one", "one"),
+        ("deepspeed -i localhost:0,1 train.py", "several", "several"),
+        ("deepspeed --include worker-0:0@worker-1:0 train.py", "several", "several"),
+        ("deepspeed --num_gpus=1 train.py", "one", "one"),
+        ("deepspeed --num_accelerators 1 train.py", "one", "one"),
+        ("deepspeed --hostfile hosts --num_gpus 1 train.py", "several", "one"),  # one on each host of the file
+        ("deepspeed --hostfile hosts --num_nodes 1 --num_gpus 1 train.py", "one", "one"),
+        ("deepspeed --num_gpus $NGPU train.py", "several", "several"),
+    ],
+)
+def test_the_deepspeed_launcher_counts_processes_and_gpus_as_its_runner_does(
+    command: str, processes: str, gpus_each: str
+) -> None:
+    launch = parse_command(command)
+    assert launch is not None
+    env = launch.env
+    assert ("one" if one_process(launch, env) else "several") == processes
+    assert ("one" if one_gpu(launch, env) else "several") == gpus_each
 
 
 def test_a_batch_script_of_one_task_makes_its_bare_srun_one_task() -> None:

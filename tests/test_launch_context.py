@@ -248,6 +248,16 @@ def test_a_bare_accelerate_launch_takes_the_nearest_shipped_config(tmp_path: Pat
         ("python -m torch.distributed.run --nproc-per-node=gpu train.py", True),
         ("python -m torch.distributed.launch --nproc_per_node 2 --use_env train.py", True),
         ("deepspeed train.py", True),  # every GPU without --num_gpus
+        # deepspeed/launcher/runner.py: CUDA_VISIBLE_DEVICES becomes `--include localhost:<devices>`
+        # when nothing names resources, and is dropped when something does.
+        ("CUDA_VISIBLE_DEVICES=0 deepspeed train.py", False),
+        ("CUDA_VISIBLE_DEVICES=0,1 deepspeed train.py", True),
+        ("CUDA_VISIBLE_DEVICES=0 deepspeed --num_gpus 2 train.py", True),
+        ("CUDA_VISIBLE_DEVICES=0,1 deepspeed --include localhost:1 train.py", False),
+        ("deepspeed --include localhost:1 train.py", False),
+        ("deepspeed -i localhost:1 train.py", False),
+        ("deepspeed --num_gpus 1 train.py", False),
+        ("deepspeed --num_accelerators=1 train.py", False),
         ("CUDA_VISIBLE_DEVICES=0,1 python train.py", False),
     ],
 )
@@ -410,3 +420,40 @@ def test_many_launches_of_scripts_sharing_a_module_give_it_each_launch_once(tmp_
     assert [e.chain[-1] for e in evidence] == [f"s{i}.py" for i in range(scripts)]
     assert all([row[1] for row in e.parser] == ["lr"] for e in evidence), "each carries the fields the module reads"
     assert copies == [1] * scripts, "each launch handed the module its own item, not the module's whole evidence"
+
+
+def test_a_map_passed_to_an_imported_helper_names_the_load_in_the_helper_as_a_location(tmp_path: Path) -> None:
+    case = Path(__file__).parent / "fixtures" / "launch" / "bad_device_map_passed_to_an_imported_loading_helper"
+    result = check_case(case, tmp_path)
+    (finding,) = result.findings
+    spans = [(span.role, Path(span.path).name, span.row, span.message) for span in finding.violation.related]
+    assert ("origin", "ppo.py", 11, "the device_map value") in spans, "the finding is the value at the call"
+    assert ("load", "common.py", 6, "loaded here") in spans, "the load is where the helper's module has it"
+
+
+@pytest.mark.parametrize(
+    ("script", "zero3"),
+    [
+        ("ACCELERATE_USE_DEEPSPEED=true ACCELERATE_DEEPSPEED_ZERO_STAGE=3 torchrun --nproc_per_node 2 train.py", True),
+        ("ACCELERATE_USE_DEEPSPEED=yes ACCELERATE_DEEPSPEED_ZERO_STAGE=3 torchrun --nproc_per_node 2 train.py", True),
+        ("export ACCELERATE_USE_DEEPSPEED=1\nexport ACCELERATE_DEEPSPEED_ZERO_STAGE=3\npython train.py", True),
+        ("ACCELERATE_USE_DEEPSPEED=true ACCELERATE_DEEPSPEED_ZERO_STAGE=2 torchrun --nproc_per_node 2 train.py", False),
+        ("ACCELERATE_USE_DEEPSPEED=no ACCELERATE_DEEPSPEED_ZERO_STAGE=3 torchrun --nproc_per_node 2 train.py", False),
+        ("ACCELERATE_DEEPSPEED_ZERO_STAGE=3 torchrun --nproc_per_node 2 train.py", False),
+        # The script's own --deepspeed decides over the environment, as TrainingArguments reads it first.
+        ("ACCELERATE_USE_DEEPSPEED=true ACCELERATE_DEEPSPEED_ZERO_STAGE=3 torchrun train.py --deepspeed z2.json", False),
+    ],
+)
+def test_deepspeed_from_the_launch_environment_takes_the_stage_it_names(tmp_path: Path, script: str, zero3: bool) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text(script + "\n")
+    (tmp_path / "z2.json").write_text('{"zero_optimization": {"stage": 2}}\n')
+    (tmp_path / "train.py").write_text(
+        "import os\n"
+        "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n"
+        "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map={"": int(os.environ["LOCAL_RANK"])})\n'
+        "Trainer(model=model, args=args).train()\n"
+    )
+    result = lint_repo(tmp_path)
+    assert [f.code for f in result.findings] == (["DPL002"] if zero3 else [])

@@ -678,15 +678,10 @@ class Resolver:
             return None
         if any(isinstance(step, HelperReturn) and step.name == name for step in via):
             return [Candidate(None, guards, via)]  # a recursive helper: what it returns is not known here
-        function = self._local_function(call) if isinstance(call.func, ast.Name) else None
-        foreign: ForeignFunction | None = None
-        if function is None:
-            if self.helpers is None or not self._importing or not self._imported(name, call):
-                return None
-            foreign = self.helpers(name, self.setup)
-            if foreign is None:
-                return None
-            function = foreign.function
+        called = self.called_function(call, name)
+        if called is None:
+            return None
+        function, foreign = called
         resolver = foreign.resolver if foreign else None
         if not _plain_function(function):
             return [Candidate(None, guards, via)]
@@ -719,6 +714,20 @@ class Resolver:
         if _falls_off_end(function):
             out.append(Candidate(None, guards, via))  # returns None at the end: nothing to judge, but not a value
         return out
+
+    def called_function(self, call: ast.Call, name: str) -> tuple[ast.FunctionDef, ForeignFunction | None] | None:
+        """The first-party function `call` (its callee written `name`) calls: one `def` of this module
+        a bare name is bound to (foreign: None), or, while imports are followed, a function of another
+        module of the repository the file imports."""
+        if name.split(".")[0] not in self._callable_names:
+            return None  # cheap: most calls are of a library (or a method), never of a helper here
+        function = self._local_function(call) if isinstance(call.func, ast.Name) else None
+        if function is not None:
+            return function, None
+        if self.helpers is None or not self._importing or not self._imported(name, call):
+            return None
+        foreign = self.helpers(name, self.setup)
+        return None if foreign is None else (foreign.function, foreign)
 
     @cached_property
     def _has_walrus(self) -> bool:
@@ -1306,7 +1315,7 @@ def rebound_names(function: ast.FunctionDef) -> frozenset[str]:
     found = _REBOUND.get(function)
     if found is None:
         found = _REBOUND[function] = frozenset(
-            n.id for n in _own_nodes(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+            n.id for n in own_nodes(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
         )
     return found
 
@@ -1320,10 +1329,10 @@ def _plain_function(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     decorator is harmless, but `@contextmanager` and friends change what a call gives)."""
     if not isinstance(function, ast.FunctionDef) or function.decorator_list:
         return False
-    return not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(function))
+    return not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(function))
 
 
-def _own_nodes(function: ast.FunctionDef) -> Iterable[ast.AST]:
+def own_nodes(function: ast.FunctionDef) -> Iterable[ast.AST]:
     """The nodes of a function's body, without those of functions and classes nested in it."""
     stack: list[ast.AST] = list(function.body)
     while stack:
@@ -1334,7 +1343,7 @@ def _own_nodes(function: ast.FunctionDef) -> Iterable[ast.AST]:
 
 
 def _returns(function: ast.FunctionDef) -> list[ast.Return]:
-    found = [n for n in _own_nodes(function) if isinstance(n, ast.Return)]
+    found = [n for n in own_nodes(function) if isinstance(n, ast.Return)]
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 

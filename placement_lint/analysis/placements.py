@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
-from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver
+from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver, own_nodes, rebound_names
 from placement_lint.analysis.flow import ModelFlow, no_ancestors
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
 from placement_lint.analysis.values import Classified, classify
@@ -48,10 +48,26 @@ class LoaderKind(enum.Enum):
     TRL_INIT_KWARGS = "trl-init-kwargs"  # a trainer loads a model id string with these kwargs
 
 
+class ForwardedLoad(NamedTuple):
+    """A model load in a helper function that takes its device_map from one of the helper's parameters:
+    `def make_lm(path, device_map=None): return AutoModelForCausalLM.from_pretrained(path, device_map=device_map)`,
+    or `**kwargs` it splats into the load."""
+
+    call: ast.Call  # the load, in the helper's module
+    name: str  # its callee as written: "AutoModelForCausalLM.from_pretrained"
+    function: str  # the helper: "make_lm"
+    parameter: str  # what carries the map: "device_map", "**kwargs"
+    path: str | None  # the helper's module, when it is another file (None: the checked one)
+
+
 class Loader(NamedTuple):
     node: ast.AST  # the call (or, for `args.model_init_kwargs = {...}`, the assignment)
     kind: LoaderKind
     name: str  # for messages: "AutoModelForCausalLM.from_pretrained", "SFTConfig(model_init_kwargs=...)"
+    # A call of a helper that loads (`node`), with the value passed for the helper's parameter: the
+    # loads in the helper it reaches. The call stands for the load here (its place in the file, its
+    # conditions, where its result goes); the loads are where the value is used.
+    through: tuple[ForwardedLoad, ...] = ()
 
     @property
     def line(self) -> int:
@@ -168,6 +184,7 @@ class PlacementAnalysis:
         self.resolver = resolver
         self.flow = ModelFlow(module, imports, resolver, remote, ancestors)
         self._consumers_cache: dict[int, tuple[Consumer, ...]] = {}
+        self._forwarding: dict[int, dict[str, list[ast.Call]]] = {}  # per helper (by id), see forwarded_device_maps
         # What its device maps and loads ask back through: a plain reference from each would make a cycle
         # (the analysis keeps them in its lists), and the file's whole tree would then wait for the cycle
         # collector (2-7 ms a file of trl's trainers, 22 ms of its run's CPU).
@@ -197,7 +214,7 @@ class PlacementAnalysis:
                 if (
                     type(func) is Attribute
                     and func.attr not in _LOADER_NAMES
-                    and not any(kw.arg in TRL_INIT_KWARGS for kw in node.keywords)  # type: ignore[attr-defined]
+                    and not any(kw.arg in TRL_INIT_KWARGS or kw.arg == "device_map" for kw in node.keywords)  # type: ignore[attr-defined]
                 ):
                     continue
             for loader, candidates in self._loader_values(node):
@@ -307,7 +324,72 @@ class PlacementAnalysis:
             value = argument(node, "device_map", 1 if func == "dispatch_model" else 2)
             if value is not None:
                 out.append((loader, self.resolver.candidates(value)))
+        elif not out:
+            out += self._forwarded_values(node)
         return out
+
+    def _forwarded_values(self, call: ast.Call) -> list[tuple[Loader, list[Candidate]]]:
+        """The map a call passes to a helper that hands it to a model load: the argument for the helper's
+        parameter the load reads (`make_lm(path, device_map={"": rank})`), or a `device_map=` it takes
+        in `**kwargs` and splats into the load. The helper is defined in this file or imported from the
+        repository (`common.make_generative_lm`); one that re-binds the parameter, or changes the kwargs
+        dict, before the load decides its map itself and is not followed."""
+        name = dotted(call.func)
+        if name is None:
+            return []
+        if keyword(call, "device_map") is None and name not in self._forwarding_here:
+            return []  # most calls: a map can only come positionally or spread, into this file's helpers
+        called = self.resolver.called_function(call, name)
+        if called is None:
+            return []
+        function, foreign = called
+        key = id(function)
+        if key not in self._forwarding:
+            self._forwarding[key] = forwarded_device_maps(function)
+        out: list[tuple[Loader, list[Candidate]]] = []
+        for parameter, loads in self._forwarding[key].items():
+            values = self._passed_for(call, function, parameter)
+            if not values:
+                continue
+            carried = parameter if parameter != _KWARGS else f"**{function.args.kwarg.arg}"  # type: ignore[union-attr]
+            path = foreign.path if foreign is not None else None
+            through = tuple(ForwardedLoad(load, _loader_name(load), function.name, carried, path) for load in loads)
+            out.append((Loader(call, LoaderKind.FROM_PRETRAINED, f"{name}(...)", through), values))
+        return out
+
+    @cached_property
+    def _forwarding_here(self) -> frozenset[str]:
+        """The names of this file's functions that hand a parameter to a model load as its device_map."""
+        loads: dict[int, tuple[ast.FunctionDef, list[ast.Call]]] = {}
+        for call in self.resolver.index.calls_by_name.get("from_pretrained", []):
+            function = self.resolver.scope_of(call)
+            if isinstance(function, ast.FunctionDef):
+                loads.setdefault(id(function), (function, []))[1].append(call)
+        for key, (function, calls) in loads.items():
+            self._forwarding[key] = forwarded_device_maps(function, calls)
+        return frozenset(function.name for key, (function, _) in loads.items() if self._forwarding[key])
+
+    def _passed_for(self, call: ast.Call, function: ast.FunctionDef, parameter: str) -> list[Candidate]:
+        """The values `call` gives the helper's `parameter` (_KWARGS: its `device_map=` caught by `**kwargs`):
+        a keyword, a positional argument, or a `device_map` key of a dict it splats."""
+        name = "device_map" if parameter == _KWARGS else parameter
+        given = keyword(call, name)
+        if given is not None:
+            return self.resolver.candidates(given.value)
+        if parameter != _KWARGS:
+            positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+            if parameter in positional:
+                index = positional.index(parameter)
+                before = call.args[: index + 1]
+                if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in before):
+                    return self.resolver.candidates(call.args[index])
+        if name != "device_map":
+            return []
+        found: list[Candidate] = []
+        for splat in (k for k in call.keywords if k.arg is None):
+            values = self.resolver.key_candidates(splat.value, "device_map")
+            found += [c for c in values or () if isinstance(c.value, ast.expr)]
+        return found
 
     def _call_values(self, loader: Loader, call: ast.Call) -> list[tuple[Loader, list[Candidate]]]:
         out = []
@@ -489,6 +571,71 @@ class PlacementAnalysis:
                 arms[id(ancestor)] = child is ancestor.body
             child = ancestor
         return arms
+
+
+_KWARGS = "**"  # the parameter that catches keywords the helper does not name
+# What changes a kwargs dict in place (`kwargs.pop("device_map")`, `kwargs.update(device_map=...)`).
+_DICT_CHANGES = frozenset({"pop", "popitem", "update", "setdefault", "clear", "__setitem__", "__delitem__"})
+
+
+def forwarded_device_maps(function: ast.FunctionDef, calls: list[ast.Call] | None = None) -> dict[str, list[ast.Call]]:
+    """The model loads of `function` (`X.from_pretrained`, not a tokenizer's or config's) whose device_map
+    is one of its parameters, by parameter: `device_map=<parameter>`, or (under `_KWARGS`) the `**kwargs`
+    they splat, when the function names no `device_map` parameter of its own. A parameter the function
+    assigns anywhere, or a kwargs dict it changes (`kwargs.pop("device_map")`, `kwargs["x"] = ...`, `del`),
+    is its own decision, not the caller's: left out. `calls`: its `from_pretrained` calls, when known."""
+    args = function.args
+    named = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    kwargs = args.kwarg.arg if args.kwarg is not None else None
+    if calls is None:
+        calls = [
+            n
+            for n in own_nodes(function)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "from_pretrained"
+        ]
+    found: dict[str, list[ast.Call]] = {}
+    for call in calls:
+        if not isinstance(call.func, ast.Attribute) or _NOT_A_MODEL.search(last_segment(dotted(call.func.value)) or "x"):
+            continue
+        given = keyword(call, "device_map")
+        if given is not None:
+            if isinstance(given.value, ast.Name) and given.value.id in named:
+                found.setdefault(given.value.id, []).append(call)
+        elif (
+            kwargs is not None
+            and "device_map" not in named
+            and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs for k in call.keywords)
+        ):
+            found.setdefault(_KWARGS, []).append(call)
+    if not found:
+        return found  # most functions: no walk of their body below
+    rebound = rebound_names(function)
+    changed = _changed_dicts(function)
+    return {
+        parameter: loads
+        for parameter, loads in found.items()
+        if (parameter if parameter != _KWARGS else kwargs) not in rebound and (parameter != _KWARGS or kwargs not in changed)
+    }
+
+
+def _changed_dicts(function: ast.FunctionDef) -> set[str]:
+    """Names the function stores into, deletes from, or calls a changing method of (`kw["a"] = 1`, `kw.pop("a")`)."""
+    changed: set[str] = set()
+    for node in own_nodes(function):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Name):
+            changed.add(node.value.id)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _DICT_CHANGES
+            and isinstance(node.func.value, ast.Name)
+        ):
+            changed.add(node.func.value.id)
+    return changed
+
+
+def _loader_name(call: ast.Call) -> str:
+    return f"{dotted(call.func.value) or '...'}.{call.func.attr}" if isinstance(call.func, ast.Attribute) else "from_pretrained"
 
 
 def _other_arm(first: dict[int, bool], second: dict[int, bool]) -> bool:

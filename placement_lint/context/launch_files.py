@@ -69,6 +69,11 @@ _ASSIGNMENT = LazyPattern(r"^(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?([A-Za-
 _OPEN_ASSIGNMENT = LazyPattern(r"^\s*(?:export\s+|local\s+|declare\s+(?:-a\s+)?)?[A-Za-z_][A-Za-z0-9_]*\+?=([\"'(])")
 _ARRAY_USE = LazyPattern(r"\"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}\"?")
 _SHELL_C = LazyPattern(r"(?:^|\s)(?:\S*/)?(?:ba|z|da)?sh\s+-[a-z]*c[a-z]*\s+(['\"])(.*)\1$", re.DOTALL)
+# Redirections after a command (`2>&1`, `> log.txt`, `>>out`, `&> log`, `2>/dev/null`), and the `2>` a
+# segment keeps of `2>&1` (its `&` splits segments): not words of the command.
+_REDIRECTIONS = LazyPattern(r"(?:\s+(?:\d+|&)?(?:>>?|<)(?:&(?:\d+|-))?(?:\s*[^\s'\"<>&|;]+)?)+\s*$")
+# `if`, `then`, `elif`, `else` and `fi` as the first word of a segment (`if [ -n "$X" ]; then CMD=a; fi`).
+_BRANCH_WORD = LazyPattern(r"^(if|then|elif|else|fi)(?:\s+(.*))?$", re.DOTALL)
 _EVAL = LazyPattern(r"^eval\s+(.*)$", re.DOTALL)
 _WRAPPERS = ("srun", "mpirun", "mpiexec", "horovodrun", "env", "nohup", "time", "exec")
 _MAX_JOINED_LINES = 100  # an unclosed quote in an assignment takes at most this many lines with it
@@ -213,6 +218,7 @@ def _shell(
     (`depth`: calls within calls)."""
     heredoc: str | None = None
     exported: dict[str, str] = {}
+    branches = _Branches()
     environment: tuple[tuple[str, str], ...] | None = ()  # `exported` as the commands carry it, shared until it changes
     whole_file = functions is None  # not a function's body, nor a `bash -c` script in the file
     functions = _Functions() if functions is None else functions
@@ -243,6 +249,13 @@ def _shell(
             continue
         for segment in _segments(stripped):
             segment = segment.removeprefix("$ ").strip()
+            branch = _BRANCH_WORD.match(segment) if segment[:1] in "eift" else None
+            if branch is not None:
+                if branches.follow(branch.group(1), variables, exported, branch.group(2) or ""):
+                    environment = None
+                segment = (branch.group(2) or "").strip() if branch.group(1) in ("then", "else") else ""
+                if not segment:
+                    continue
             if _assign(segment, variables, exported):
                 environment = None
                 continue
@@ -254,7 +267,11 @@ def _shell(
             inner = _inner_script(command)
             if inner is not None:
                 wrapper, script = inner
+                if _ONE_TASK in variables and wrapper.startswith("srun"):
+                    wrapper = _one_task_srun(wrapper, split(wrapper))
                 for line in _shell(path, script, number, cwd, dict(variables), functions, depth):
+                    if exported:  # the shell it starts inherits what this one exported
+                        line = line._replace(env=tuple({**exported, **dict(line.env)}.items()))
                     yield line._replace(text=f"{wrapper} {line.text}") if wrapper else line
                 continue
             words = split(command)
@@ -362,6 +379,88 @@ def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[st
     inside = {**exported, _CALLED: "", "@": " ".join(shlex.quote(word) for word in arguments)}
     inside.update({str(index): word for index, word in enumerate(arguments[:9], start=1)})
     yield from _shell(script, raw.decode("utf-8", errors="replace"), 1, cwd, inside)
+
+
+# `[ -z "$X" ]`, `[[ -z ${X} ]]`, `[ "$X" == "" ]`: the test of a default, `if [ -z "$N" ]; then N=8; fi`
+# being `N=${N:-8}`.
+_UNSET_TEST = LazyPattern(
+    r"""^\[\[?\s+(?:-z\s+"?\$\{?([A-Za-z_]\w*)\}?"?|"?\$\{?([A-Za-z_]\w*)\}?"?\s*==?\s*(?:""|''))\s+\]\]?$"""
+)
+
+
+class _IfBlock:
+    """One `if` being read: the variables it started with, and those each way through it ended with so far.
+    `defaulted`: the variable its condition tests for being unset, when nothing set it before."""
+
+    def __init__(self, variables: dict[str, str], exported: dict[str, str], condition: str) -> None:
+        self.before = (dict(variables), dict(exported))
+        self.ways: list[tuple[dict[str, str], dict[str, str]]] = []
+        self.has_else = False
+        unset = _UNSET_TEST.match(condition.strip())
+        tested = (unset.group(1) or unset.group(2)) if unset is not None else None
+        value = variables.get(tested, "") if tested is not None else ""
+        # Unset, or set to what is known only at run time (`X=$1`): the branch gives its default.
+        self.defaulted = tested if tested is not None and (tested not in variables or "$" in value) else None
+        # Tested for being unset, with a value set before: the first branch is not taken.
+        self.untaken = tested is not None and value != "" and "$" not in value
+        self.elif_seen = False
+
+
+class _Branches:
+    """The `if` blocks being read. Each branch is read in turn from the variables the `if` started with;
+    after its `fi`, a variable keeps a value only if every way through the block leaves it the same
+    (no `else`: the way past it too), else it is unknown, as a value computed at run time is."""
+
+    def __init__(self) -> None:
+        self._open: list[_IfBlock] = []
+
+    def follow(self, word: str, variables: dict[str, str], exported: dict[str, str], condition: str = "") -> bool:
+        """Take the keyword `word` (of `if` and `elif`, with its `condition`) into account; True when
+        the variables changed."""
+        if word == "if":
+            self._open.append(_IfBlock(variables, exported, condition))
+            return False
+        if not self._open or word == "then":
+            return False
+        block = self._open[-1]
+        block.ways.append((dict(variables), dict(exported)))
+        if word in ("elif", "else"):
+            block.has_else = block.has_else or word == "else"
+            block.elif_seen = block.elif_seen or word == "elif"
+            _replace(variables, block.before[0])
+            _replace(exported, block.before[1])
+            return True
+        self._open.pop()  # `fi`
+        if block.untaken and not block.elif_seen:  # the way past the first branch: its `else`, or nothing
+            taken = block.ways[1] if block.has_else else block.before
+            _replace(variables, taken[0])
+            _replace(exported, taken[1])
+            return True
+        default = block.defaulted
+        if default is not None and len(block.ways) == 1 and not block.has_else and default in block.ways[0][0]:
+            # Set only where it was unset: its value from here is the default, as `${N:-8}` gives it.
+            before, before_exported = dict(block.before[0]), dict(block.before[1])
+            before[default] = block.ways[0][0][default]
+            if default in block.ways[0][1]:
+                before_exported[default] = block.ways[0][1][default]
+            block.before = (before, before_exported)
+        if not block.has_else:
+            block.ways.append(block.before)
+        _replace(variables, _agreed([way[0] for way in block.ways]))
+        _replace(exported, _agreed([way[1] for way in block.ways]))
+        return True
+
+
+def _replace(mapping: dict[str, str], values: dict[str, str]) -> None:
+    if mapping != values:
+        mapping.clear()
+        mapping.update(values)
+
+
+def _agreed(ways: list[dict[str, str]]) -> dict[str, str]:
+    """The variables every way leaves with the same value."""
+    first, *others = ways
+    return {name: value for name, value in first.items() if all(other.get(name) == value for other in others)}
 
 
 class _Pending:
@@ -526,6 +625,9 @@ def _inner_script(command: str) -> tuple[str, str] | None:
     if evaluated:
         return "", " ".join(split(evaluated.group(1)))
     shell = _SHELL_C.search(command)
+    if shell is None and (">" in command or "<" in command):
+        command = _REDIRECTIONS.sub("", command)
+        shell = _SHELL_C.search(command)
     if shell is None:
         return None
     before = command[: shell.start()].strip()

@@ -4,6 +4,7 @@ evidence's kind, ZeRO stage and details; and the script arguments a parser would
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from placement_lint.context.commands import Launch
@@ -39,9 +40,12 @@ def resolve_setup(
     configs: ConfigReader,
     target: Path | None = None,
     shipped: ShippedAccelerateConfigs | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Resolved:
-    """What setup a launch runs its target under (domain.md §5.3)."""
+    """What setup a launch runs its target under (domain.md §5.3). `env`: the variables the launch runs
+    with (exported earlier, or written before the command), which accelerate and transformers read."""
     near = command.cwd
+    env = {} if env is None else env
     script = _script_settings(launch, near, configs, target)
     if launch.launcher == "accelerate":
         beside = (command.source.parent, target.parent) if target else (command.source.parent,)
@@ -49,7 +53,7 @@ def resolve_setup(
     elif launch.launcher == "torchrun":
         base = Resolved(Kind.DDP, None, _torchrun_details(launch))
     elif launch.launcher == "deepspeed":
-        base = Resolved(Kind.DEEPSPEED, None, _deepspeed_launcher_details(launch))
+        base = Resolved(Kind.DEEPSPEED, None, _deepspeed_launcher_details(launch, env))
     elif launch.launcher == "trl":
         base = _trl(launch, near, configs)
     elif launch.wrapped_by:
@@ -59,11 +63,60 @@ def resolve_setup(
     if launch.wrapped_by and base.kind is Kind.SINGLE:
         base = Resolved(Kind.DDP, None, f"{launch.wrapped_by} starts several processes")
     if script is None:
-        return base
+        return _environment_settings(base, env, near, configs)
     if base.kind in (Kind.ZERO3, Kind.DEEPSPEED) and script.kind not in (Kind.ZERO3, Kind.DEEPSPEED):
         return base
     details = ", ".join(d for d in (base.details, script.details) if d)
     return Resolved(script.kind, script.stage, details)
+
+
+# The spellings of "true" that Python's strtobool (transformers' `strtobool`, accelerate's `str_to_bool`) accepts.
+_STRTOBOOL_TRUE = frozenset({"y", "yes", "t", "true", "on", "1"})
+
+
+def _environment_settings(base: Resolved, env: Mapping[str, str], near: Path, configs: ConfigReader) -> Resolved:
+    """The setup the launch's environment turns on, where neither the launcher, its config nor the
+    script's arguments chose DeepSpeed or FSDP (they set these variables themselves, over the user's).
+
+    - `ACCELERATE_USE_DEEPSPEED`: transformers' `TrainingArguments.__post_init__` reads it with
+      `strtobool` and builds a `DeepSpeedPlugin()` the Trainer hands to accelerate (accelerate's own
+      `Accelerator`/`AcceleratorState` ask for "true"). The plugin takes its stage from
+      `ACCELERATE_DEEPSPEED_CONFIG_FILE`, else `ACCELERATE_DEEPSPEED_ZERO_STAGE`, else 2
+      (accelerate utils/dataclasses.py `DeepSpeedPlugin.__post_init__`). One process or several, as launched.
+    - `ACCELERATE_USE_FSDP`: accelerate turns FSDP on only for "true" (`AcceleratorState`: `.lower() ==
+      "true"` since 1.10, `== "true"` before; nothing in transformers' Trainer reads it with `strtobool`),
+      and only over several processes (a MULTI_GPU state). With it, `FSDP_CPU_RAM_EFFICIENT_LOADING`
+      makes transformers load on rank 0 only (integrations/fsdp.py `is_fsdp_enabled`, `strtobool` on both)."""
+    if base.kind in (Kind.DEEPSPEED, Kind.ZERO3, Kind.FSDP) or not env:
+        return base
+    deepspeed = env.get("ACCELERATE_USE_DEEPSPEED")
+    if deepspeed is not None and deepspeed.lower() in _STRTOBOOL_TRUE:
+        said = f"ACCELERATE_USE_DEEPSPEED={deepspeed}"
+        config = env.get("ACCELERATE_DEEPSPEED_CONFIG_FILE", "")
+        written = env.get("ACCELERATE_DEEPSPEED_ZERO_STAGE", "")
+        if config and config != "none" and "$" not in config:
+            stage = _json_stage(config, near, configs)
+            said += f", ACCELERATE_DEEPSPEED_CONFIG_FILE={config}{configs.note(config)}"
+        elif written:
+            stage = int(written) if written.isdigit() else None
+            said += f", ACCELERATE_DEEPSPEED_ZERO_STAGE={written}"
+        else:
+            stage = 2  # DeepSpeedPlugin's default
+        details = ", ".join(d for d in (base.details, said) if d)
+        return _deepspeed(stage, details)
+    fsdp = env.get("ACCELERATE_USE_FSDP")
+    if fsdp is None or base.kind is not Kind.DDP:
+        return base
+    if fsdp.lower() != "true":
+        if fsdp.lower() in _STRTOBOOL_TRUE:  # said, so the reader sees why the launch is not FSDP
+            note = f'ACCELERATE_USE_FSDP={fsdp} (accelerate turns FSDP on only for "true")'
+            return Resolved(base.kind, base.stage, ", ".join(d for d in (base.details, note) if d))
+        return base
+    details = f"{base.details}, ACCELERATE_USE_FSDP={fsdp}" if base.details else f"ACCELERATE_USE_FSDP={fsdp}"
+    efficient = env.get("FSDP_CPU_RAM_EFFICIENT_LOADING", "")
+    if efficient.lower() in _STRTOBOOL_TRUE:
+        details += f", FSDP_CPU_RAM_EFFICIENT_LOADING={efficient}: {EFFICIENT_LOADING}"
+    return Resolved(Kind.FSDP, None, details)
 
 
 def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: Path | None = None) -> Resolved | None:
@@ -133,11 +186,61 @@ def _torchrun_details(launch: Launch) -> str:
     return f"torchrun --nproc_per_node {count}" if count else "torchrun"
 
 
-def _deepspeed_launcher_details(launch: Launch) -> str:
-    if launch.option("--num_gpus", "--num_nodes", "--include", "--hostfile", "-H") is None:
-        # deepspeed/launcher/runner.py: with no hostfile, --num_gpus or --include, every local GPU is used.
-        return "the deepspeed launcher, one process per GPU (no --num_gpus)"
-    return "the deepspeed launcher"
+def _deepspeed_launcher_details(launch: Launch, env: Mapping[str, str]) -> str:
+    if _deepspeed_filters(launch):
+        return "the deepspeed launcher"
+    visible = _visible_devices(env)
+    if visible is not None:
+        # deepspeed/launcher/runner.py `main`: with no hostfile and no --include/--exclude/--num_gpus/
+        # --num_nodes, CUDA_VISIBLE_DEVICES becomes `--include localhost:<devices>`.
+        return f"the deepspeed launcher, CUDA_VISIBLE_DEVICES={visible}: --include localhost:{visible}"
+    # deepspeed/launcher/runner.py: with no hostfile, --num_gpus or --include, every local GPU is used.
+    return "the deepspeed launcher, one process per GPU (no --num_gpus)"
+
+
+_DEEPSPEED_GPUS = ("--num_gpus", "--num_accelerators")
+_DEEPSPEED_INCLUDE = ("--include", "-i")
+_DEEPSPEED_EXCLUDE = ("--exclude", "-e")
+_DEEPSPEED_HOSTFILE = ("--hostfile", "-H")
+
+
+def _deepspeed_filters(launch: Launch) -> bool:
+    """The launch names its resources itself (deepspeed's runner then ignores CUDA_VISIBLE_DEVICES)."""
+    return (
+        launch.option(*_DEEPSPEED_GPUS, "--num_nodes", *_DEEPSPEED_INCLUDE, *_DEEPSPEED_EXCLUDE, *_DEEPSPEED_HOSTFILE) is not None
+    )
+
+
+def _visible_devices(env: Mapping[str, str]) -> str | None:
+    visible = env.get("CUDA_VISIBLE_DEVICES", "").strip().strip("\"'")
+    return visible if visible and "$" not in visible else None
+
+
+def _deepspeed_local_gpus(launch: Launch, env: Mapping[str, str]) -> int | None:
+    """How many GPUs the deepspeed launcher uses on each node, the way deepspeed/launcher/runner.py
+    `main` works them out: `--num_gpus N`; the slots of `--include` on its one host; else, with no
+    hostfile nor filter, the devices of CUDA_VISIBLE_DEVICES (as `--include localhost:...`). None: all
+    of them, or unknown. Each process it starts sees all of these (launch.py sets CUDA_VISIBLE_DEVICES
+    to the node's list and the process picks its own by LOCAL_RANK)."""
+    gpus = launch.option(*_DEEPSPEED_GPUS)
+    if gpus is not None:
+        return int(gpus) if gpus.isdigit() else None
+    include = launch.option(*_DEEPSPEED_INCLUDE)
+    if include is None and not _deepspeed_filters(launch):
+        visible = _visible_devices(env)
+        include = f"localhost:{visible}" if visible is not None else None
+    if not include or "@" in include or ":" not in include or "$" in include:
+        return None
+    return len([slot for slot in include.split(":", 1)[1].split(",") if slot.strip()])
+
+
+def _deepspeed_one_node(launch: Launch) -> bool:
+    """The deepspeed launcher runs on this machine alone: no hostfile (its default, /job/hostfile, is a
+    cluster's), or one asked for by `--num_nodes 1` or an `--include` of one host."""
+    if launch.option(*_DEEPSPEED_HOSTFILE) is None:
+        return True
+    include = launch.option(*_DEEPSPEED_INCLUDE)
+    return launch.option("--num_nodes") == "1" or (include is not None and "@" not in include and "$" not in include)
 
 
 def _accelerate(
@@ -272,7 +375,7 @@ def _deepspeed(stage: int | None, details: str) -> Resolved:
     return Resolved(Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED, stage, details)
 
 
-def one_process(launch: Launch) -> bool:
+def one_process(launch: Launch, env: Mapping[str, str] | None = None) -> bool:
     """The launch starts a single process (distributed machinery may still be on: DeepSpeed, MULTI_GPU)."""
     if launch.wrapped_by:
         return False
@@ -282,7 +385,7 @@ def one_process(launch: Launch) -> bool:
         nodes = launch.option("--nnodes")
         return launch.option("--nproc_per_node") == "1" and (nodes in (None, "1", "1:1"))
     if launch.launcher == "deepspeed":
-        return launch.option("--num_gpus") == "1" or _single_device(launch.option("--include"))
+        return _deepspeed_local_gpus(launch, env or {}) == 1 and _deepspeed_one_node(launch)
     if launch.launcher == "accelerate":
         return launch.option("--num_processes") == "1" and launch.option("--num_machines") in (None, "1")
     return False
@@ -290,22 +393,14 @@ def one_process(launch: Launch) -> bool:
 
 def one_gpu(launch: Launch, env: dict[str, str]) -> bool:
     """Each process sees exactly one GPU, so a spreading map resolves to that one device (domain.md §2.2)."""
-    visible = env.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible.strip() and "," not in visible and "$" not in visible:
-        return True
     if launch.wrapped_by == "srun" and launch.wrapper_options.get("--gpus-per-task") == "1":
         return True
     if launch.launcher == "deepspeed":
-        return launch.option("--num_gpus") == "1" or _single_device(launch.option("--include"))
-    return False
-
-
-def _single_device(include: str | None) -> bool:
-    """`--include localhost:0` (one host, one GPU)."""
-    if not include or "@" in include:
-        return False
-    hosts = include.split("@")
-    return len(hosts) == 1 and ":" in hosts[0] and "," not in hosts[0].split(":", 1)[1]
+        # deepspeed's runner replaces CUDA_VISIBLE_DEVICES with the GPUs it chose on the node (all of
+        # them, for each process), taking the variable's devices only when nothing else names any.
+        return _deepspeed_local_gpus(launch, env) == 1
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    return visible is not None and bool(visible.strip()) and "," not in visible and "$" not in visible
 
 
 def script_arguments(

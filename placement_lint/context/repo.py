@@ -97,14 +97,14 @@ def build_repo_context(
                 # `bash scripts/run.sh` runs from the folder whose paths it names: its configs are there too.
                 command = command._replace(cwd=above)
             asked = len(configs.loaded)
-            resolved = resolve_setup(launch, command, configs, target, shipped)
+            env = {**dict(command.env), **launch.env}
+            resolved = resolve_setup(launch, command, configs, target, shipped, env)
             read = tuple(dict.fromkeys(display(path) for path in configs.loaded[asked:]))
             where = f"{display(command.source)}:{command.where}"
             # A folder the script computed (`$SCRIPT_DIR/train.py`) is absolute: shown from the root.
             text = f"{where} ({_short(launch.text.replace(f'{root}{os.sep}', ''))})"
             for said in (found_from, script.describe(display(script.declared_in)) if script else "", resolved.details):
                 text += f", {said}" if said else ""
-            env = {**dict(command.env), **launch.env}
             evidence = Evidence(
                 resolved.kind,
                 display(command.source),
@@ -114,7 +114,7 @@ def build_repo_context(
                 "launch",
                 (display(target),),
                 script_arguments(launch, command.cwd, configs, target),
-                single_process=one_process(launch),
+                single_process=one_process(launch, env),
                 one_gpu=one_gpu(launch, env),
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
                 entry=script.function if script else "",

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     # A rule module imports no analysis: the pre-check reads the rules' tokens, and only a file it
     # lets through is analysed (rules/checked_file.py imports the analyses then).
     from placement_lint.analysis.dataflow import ForeignFunction
-    from placement_lint.analysis.placements import DeviceMap, Loader, ModelLoad
+    from placement_lint.analysis.placements import DeviceMap, ForwardedLoad, Loader, ModelLoad
     from placement_lint.rules.spans import Related  # made only for findings: a clean run never creates their classes
 
 
@@ -48,6 +48,20 @@ def _load_span(file: CheckedFile, load: Loader) -> tuple[Related, str]:
     start, end = file.source.node_span(named)
     span = Related("load", file.display, *file.source.position(start), *file.source.position(end), "loaded here")
     return span, written(file, named, 80)
+
+
+def _forwarded_span(file: CheckedFile, load: ForwardedLoad) -> tuple[Related, str]:
+    """A load in a helper that the value reaches through the helper's parameter: in this file, or in
+    the helper's module (its rows as written there)."""
+    from placement_lint.rules.spans import Related
+
+    named = load.call.func
+    callee = f"{load.name} in {load.function}" + (f" ({load.path})" if load.path is not None else "")
+    if load.path is None:
+        start, end = file.source.node_span(named)
+        return Related("load", file.display, *file.source.position(start), *file.source.position(end), "loaded here"), callee
+    end_row, end_column = named.end_lineno or named.lineno, (named.end_col_offset or 0) + 1
+    return Related("load", load.path, named.lineno, named.col_offset + 1, end_row, end_column, "loaded here"), callee
 
 
 def _within(file: CheckedFile, node: ast.AST, container: ast.AST) -> bool:
@@ -125,9 +139,10 @@ class Rule:
         consumers: Iterable[Consumer] = (),
         role: str = "finding",
         loads: Sequence[Loader] = (),
+        forwarded: Sequence[ForwardedLoad] = (),
     ) -> Violation:
         """The finding, with its path (launch, config, imports, this span as `role`, the `loads` it
-        reaches when it is not one, consumer) as data and notes."""
+        reaches when it is not one, and the loads in helpers it is `forwarded` to, consumer) as data and notes."""
         start, end = file.source.node_span(node)
         said = message if isinstance(message, Message) else Message.of(message)
         if not said.error and not said.help and not said.facts and context is None:
@@ -139,7 +154,8 @@ class Rule:
         end_row, end_column = file.source.position(end)
         label = _PRIMARY_LABELS.get(role, self.code)
         primary = Related(role, file.display, row, column, end_row, end_column, label)
-        related, chain_notes = path_of(file, context, primary, consumers, [_load_span(file, load) for load in loads])
+        load_spans = [*(_load_span(file, load) for load in loads), *(_forwarded_span(file, load) for load in forwarded)]
+        related, chain_notes = path_of(file, context, primary, consumers, load_spans)
         notes = (*chain_notes, *said.notes(fix))
         return Violation(self.code, headline(said.headline), start, end, fix, context, notes, related)
 
@@ -170,12 +186,15 @@ class Rule:
         loads, is one finding: it is changed in one place)."""
         site = file.site(device_map).node
         loads: Sequence[Loader] = ()
-        if _within(file, site, device_map.loader.node):
+        forwarded = device_map.loader.through
+        if forwarded:  # passed to a helper's parameter: the value here, the load in the helper
+            role = "helper" if device_map.candidate.foreign is not None else "origin"
+        elif _within(file, site, device_map.loader.node):
             role = "load"
         else:
             role = "helper" if device_map.candidate.foreign is not None else "origin"
             loads = file.loads_reached(device_map)
-        violation = self.violation(file, site, message, fix, context, device_map.consumers, role, loads)
+        violation = self.violation(file, site, message, fix, context, device_map.consumers, role, loads, forwarded)
         origins = value_origins(file, device_map)
         if not origins:
             return violation
@@ -284,6 +303,9 @@ def value_facts(file: CheckedFile, device_map: DeviceMap) -> tuple[tuple[str, st
     elif helper is not None:
         row = file.source.position(file.source.node_span(helper.call)[0])[0]
         facts.append(("returned by", f"{written(file, helper.call)}, line {row}"))
+    forwarded = device_map.loader.through
+    if forwarded:
+        facts.append(("passed to", f"the {forwarded[0].parameter} parameter of {forwarded[0].function}, which loads with it"))
     entries = device_map.candidate.entries
     loop = entries.spread_by if entries is not None else None
     if loop is not None:
