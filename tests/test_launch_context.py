@@ -234,7 +234,7 @@ def test_a_bare_accelerate_launch_takes_the_nearest_shipped_config(tmp_path: Pat
     result = lint_repo(tmp_path)
     messages = {(f.display, f.code): f.message + notes_of(f) for f in result.findings}
     assert "the repository ships sft/zero3.yaml (distributed_type DEEPSPEED, zero_stage 3)" in messages["sft/train.py", "DPL003"]
-    assert "the repository ships configs/fsdp.yaml (distributed_type FSDP)" in messages["dpo/train.py", "DPL003"]
+    assert "the repository ships configs/fsdp.yaml (distributed_type FSDP, fsdp_cpu_ram_efficient_loading true" in messages["dpo/train.py", "DPL003"]
 
 
 @pytest.mark.parametrize(

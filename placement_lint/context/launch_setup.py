@@ -257,7 +257,7 @@ def _accelerate(
         loaded = configs.load(path) if path else None
         if isinstance(loaded, dict):
             config = loaded
-    kind, stage, details = _accelerate_config(config, near, configs) if config else (None, None, "")
+    kind, stage, details = _accelerate_config(config, near, configs, launch) if config else (None, None, "")
     if launch.option("--use_deepspeed") is not None:
         zero = launch.option("--zero_stage")
         stage = int(zero) if zero and zero.isdigit() else stage
@@ -269,7 +269,7 @@ def _accelerate(
         if stage == 3 and (launch.option("--zero3_init_flag") or "").lower() == "false":
             details += f", {ZERO3_INIT_OFF}"
     elif launch.option("--use_fsdp") is not None:
-        kind, details = Kind.FSDP, "--use_fsdp"
+        kind, details = Kind.FSDP, "--use_fsdp" + _efficient_loading(None, launch)
     elif launch.option("--multi_gpu") is not None:
         kind, details = Kind.DDP, "--multi_gpu"
     processes = launch.option("--num_processes")
@@ -321,7 +321,24 @@ def _accelerate_default(beside: tuple[Path, ...], configs: ConfigReader, shipped
     )
 
 
-def _accelerate_config(config: dict[str, object], near: Path, configs: ConfigReader) -> tuple[Kind, int | None, str]:
+def _efficient_loading(section: object, launch: Launch | None) -> str:
+    """What an `accelerate launch` under FSDP says of efficient loading, as details: the config's
+    `fsdp_cpu_ram_efficient_loading` when it names it (accelerate copies the config's FSDP keys over
+    its options), else the launch's `--fsdp_cpu_ram_efficient_loading`, else that option's default,
+    "true" (accelerate >= 0.24, commands/launch.py; every TRL that loads a model id with "auto" needs
+    a later accelerate): `FSDP_CPU_RAM_EFFICIENT_LOADING` is set from it for the script."""
+    written = section.get("fsdp_cpu_ram_efficient_loading") if isinstance(section, dict) else None
+    if written is not None:
+        return f", {EFFICIENT_LOADING}" if str(written).lower() == "true" else ""
+    option = launch.option("--fsdp_cpu_ram_efficient_loading") if launch is not None else None
+    if option is not None:
+        return f", {EFFICIENT_LOADING}" if option.lower() == "true" else ""
+    return f", {EFFICIENT_LOADING} by accelerate launch's default"
+
+
+def _accelerate_config(
+    config: dict[str, object], near: Path, configs: ConfigReader, launch: Launch | None = None
+) -> tuple[Kind, int | None, str]:
     kind_name = str(config.get("distributed_type", "NO"))
     if kind_name in ("NO", "False", "None"):
         return Kind.SINGLE, None, "distributed_type NO"
@@ -338,9 +355,7 @@ def _accelerate_config(config: dict[str, object], near: Path, configs: ConfigRea
             details += f", {ZERO3_INIT_OFF}"
         return (Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED), stage, details
     if kind_name == "FSDP":
-        section = config.get("fsdp_config")
-        efficient = isinstance(section, dict) and str(section.get("fsdp_cpu_ram_efficient_loading")).lower() == "true"
-        return Kind.FSDP, None, "distributed_type FSDP" + (f", {EFFICIENT_LOADING}" if efficient else "")
+        return Kind.FSDP, None, "distributed_type FSDP" + _efficient_loading(config.get("fsdp_config"), launch)
     if kind_name == "MULTI_CPU":
         # Processes on the CPU (as `--cpu`): no GPU for a device_map to spread over or pile onto.
         return Kind.POSSIBLE, None, "distributed_type MULTI_CPU: processes on the CPU"
