@@ -461,3 +461,37 @@ def test_many_launches_of_scripts_sharing_a_module_give_it_each_launch_once(tmp_
     assert [e.chain[-1] for e in evidence] == [f"s{i}.py" for i in range(scripts)]
     assert all([row[1] for row in e.parser] == ["lr"] for e in evidence), "each carries the fields the module reads"
     assert copies == [1] * scripts, "each launch handed the module its own item, not the module's whole evidence"
+
+
+def test_an_importer_whose_calls_reach_only_helpers_is_not_followed_for_returned_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a call returns matters where a rule can fire, or in an importer that passes it on: a
+    module that only calls a logger of the repository gets no flow worked out (a library's modules
+    mostly do); the loader's importer does, and the finding is the same."""
+    import placement_lint.context.propagation as propagation
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "train.py").write_text(
+        "from transformers import Trainer\nimport report\nfrom loader import load\nreport.done()\nTrainer(model=load()).train()\n"
+    )
+    (tmp_path / "report.py").write_text("from log import get_logger\ndef done():\n    return get_logger('x').info('ok')\n")
+    (tmp_path / "log.py").write_text("def get_logger(name):\n    return print\n")
+    (tmp_path / "loader.py").write_text(
+        'from transformers import AutoModelForCausalLM\nfrom log import get_logger\ndef load():\n    get_logger("l")\n'
+        '    return AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n'
+    )
+    # A word a rule needs, so its imports are followed (a library module holds one where it loads).
+    (tmp_path / "report.py").write_text((tmp_path / "report.py").read_text() + "# from_pretrained in a comment\n")
+    flowed: list[str] = []
+    inputs = propagation._flow_inputs
+
+    def recorded(summary, graph):  # type: ignore[no-untyped-def]
+        flowed.append(summary.path.name)
+        return inputs(summary, graph)
+
+    monkeypatch.setattr(propagation, "_flow_inputs", recorded)
+    result = lint_repo(tmp_path, jobs=1)
+    assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
+    assert sorted(flowed) == ["train.py"]

@@ -66,6 +66,13 @@ def propagate_to_imports(
             if module != script:
                 inherited.add(module, items)
     inherited.write()
+    # What each importer calls of the modules it passes evidence to is asked twice: by the returned
+    # values' flow, which a forked child follows, and by the calls' literals, recorded meanwhile here.
+    # Worked out once, before the fork, the child inherits it (diffusers: 500 importers, 0.4 s).
+    for importer in edges:
+        summary = graph.summary(importer)
+        if summary is not None:
+            summary.calls_into()
     return edges
 
 
@@ -358,9 +365,9 @@ def follow_returns(
                 continue
             if importer not in calls:
                 calls[importer] = summary.calls_into()
-            wanted = {target: calls[importer][target] for target in sorted(edges[importer]) if target in calls[importer]}
+            wanted = _calls_that_matter(graph, edges, importer, calls[importer])
             if not wanted:
-                continue
+                continue  # its calls reach no module a rule can fire in, nor one that passes values on
             if importer not in parsed:
                 parsed[importer] = _flow_inputs(summary, graph)
             resolver, imports, classes = parsed[importer]
@@ -382,6 +389,25 @@ def follow_returns(
         pending = {path for path in changed if path in edges}
     context.consumers = {path: uses for path, uses in context.consumers.items() if uses}
     return sorted({path for _, _, classes in parsed.values() for path in classes.read})
+
+
+def _calls_that_matter(
+    graph: ModuleGraph, edges: dict[Path, set[Path]], importer: Path, calls: dict[Path, dict[str, list[ast.Call]]]
+) -> dict[Path, dict[str, list[ast.Call]]]:
+    """Of an importer's calls into the modules it passes evidence to, those of functions defined
+    where what they return matters: a module a rule can fire in, or an importer, which passes it on.
+    A library's importers mostly call its helpers (a logger, a version check): their flow is not
+    worked out for nothing."""
+    wanted: dict[Path, dict[str, list[ast.Call]]] = {}
+    for target in sorted(edges[importer]):
+        by_name = {
+            name: nodes
+            for name, nodes in calls.get(target, {}).items()
+            if any(graph.holds_anchor(module) or module in edges for module, _ in graph.definitions(target, name))
+        }
+        if by_name:
+            wanted[target] = by_name
+    return wanted
 
 
 def record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict[Path, set[Path]]) -> list[Path]:
