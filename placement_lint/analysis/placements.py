@@ -20,6 +20,7 @@ from functools import cached_property
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver
 from placement_lint.analysis.flow import ModelFlow, no_ancestors
+from placement_lint.analysis.index import ModuleIndex
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
 from placement_lint.analysis.values import Classified, classify
 from placement_lint.patterns import LazyPattern
@@ -153,6 +154,38 @@ class ModelLoad:
         return any(c.trains for c in self.consumers)
 
 
+# Per module index, the nodes that may give a device map, whatever the setup: a file a launch reaches
+# is analysed under each setup and launch arguments it runs under (a library module that 74 launches
+# reach, under 16), and the walk that finds them is made once.
+_SOURCES: weakref.WeakKeyDictionary[ModuleIndex, list[ast.AST]] = weakref.WeakKeyDictionary()
+
+
+def _device_map_sources(index: ModuleIndex, imports: ImportTable) -> list[ast.AST]:
+    """The calls and assignments `_loader_values` can read a device map from, in the index's order: a
+    loader's call, a TRL init-kwargs keyword, an assignment to a TRL init-kwargs attribute."""
+    sources = _SOURCES.get(index)
+    if sources is None:
+        sources = _SOURCES[index] = [node for node in index.nodes if _may_give_device_map(node, imports)]
+    return sources
+
+
+def _may_give_device_map(node: ast.AST, imports: ImportTable) -> bool:
+    kind = type(node)
+    if kind is ast.Assign:
+        targets = node.targets  # type: ignore[attr-defined]
+        return len(targets) == 1 and type(targets[0]) is ast.Attribute and targets[0].attr in TRL_INIT_KWARGS
+    if kind is not ast.Call:
+        return False
+    if any(kw.arg in TRL_INIT_KWARGS for kw in node.keywords):  # type: ignore[attr-defined]
+        return True
+    # Most calls are methods of something else (`x.mean()`): only a loader's name can give a map, and
+    # the callee is qualified for those alone.
+    func = node.func  # type: ignore[attr-defined]
+    if type(func) is ast.Attribute and func.attr not in _LOADER_NAMES:
+        return False
+    return last_segment(imports.qualify(func) or "") in _LOADER_NAMES
+
+
 class PlacementAnalysis:
     def __init__(
         self,
@@ -188,21 +221,7 @@ class PlacementAnalysis:
         return found
 
     def _collect_device_maps(self, found: list[DeviceMap], seen: set[tuple[int, int]]) -> None:
-        Call, Assign, Attribute = ast.Call, ast.Assign, ast.Attribute
-        for node in self.resolver.index.nodes:
-            kind = type(node)
-            if kind is Call:
-                # Most calls are methods of something else (`x.mean()`): only a loader's name, or a
-                # TRL init-kwargs keyword, can give a map; the callee is qualified for those alone.
-                func = node.func  # type: ignore[attr-defined]
-                if (
-                    type(func) is Attribute
-                    and func.attr not in _LOADER_NAMES
-                    and not any(kw.arg in TRL_INIT_KWARGS for kw in node.keywords)  # type: ignore[attr-defined]
-                ):
-                    continue
-            elif kind is not Assign:
-                continue
+        for node in _device_map_sources(self.resolver.index, self.imports):
             for loader, candidates in self._loader_values(node):
                 quantized = self._quantized(loader)
                 after_state = self._after(loader, self._state_creations)
@@ -245,7 +264,11 @@ class PlacementAnalysis:
         """The calls that create what makes ZeRO-3 visible to transformers, in source order (with
         their positions, to find the first after a point by bisection: a file asks once per load)."""
         calls = sorted(
-            (call for call in self.resolver.index.calls if _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)),
+            (
+                call
+                for call in self.resolver.index.calls
+                if _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)
+            ),
             key=lambda c: (c.lineno, c.col_offset),
         )
         return [(c.lineno, c.col_offset) for c in calls], calls
