@@ -308,3 +308,34 @@ def test_a_value_bound_again_to_a_literal_the_later_test_rules_out_is_still_excl
     )
     assert _excluded(source)
     assert not _excluded(source.replace("'8bit'", "''"))  # now the later test can pass after the first
+
+
+def test_the_device_maps_of_a_file_are_looked_for_once_whatever_the_setups_it_is_analysed_under(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A module many launches reach is analysed under each setup and arguments they give: which of
+    its nodes may give a device map does not depend on them, and is worked out once a file."""
+    from placement_lint.analysis import placements
+    from placement_lint.analysis.names import ImportTable
+
+    module = ast.parse(
+        "from transformers import AutoModelForCausalLM, pipeline\nimport torch\n"
+        'def load(rank):\n    torch.cuda.set_device(rank)\n    x = len("a")\n'
+        '    return AutoModelForCausalLM.from_pretrained("m", device_map="auto"), pipeline("text-generation", "m")\n'
+    )
+    imports = ImportTable.of(module)
+    asked: list[ast.AST] = []
+    may_give = placements._may_give_device_map
+
+    def counted(node: ast.AST, table: ImportTable, forwarding: frozenset[str]) -> bool:
+        asked.append(node)
+        return may_give(node, table, forwarding)
+
+    monkeypatch.setattr(placements, "_may_give_device_map", counted)
+    setups = [Setup(Mode.DDP), Setup(Mode.DEEPSPEED, 3), Setup(Mode.FSDP)]
+    found = [
+        [d.classified.placement for d in placements.PlacementAnalysis(module, imports, Resolver(module, setup)).device_maps]
+        for setup in setups
+    ]
+    assert found[0] and found == [found[0]] * len(setups)
+    assert len(asked) == len({id(node) for node in asked}), "each node is asked once, not once a setup"

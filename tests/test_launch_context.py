@@ -234,7 +234,10 @@ def test_a_bare_accelerate_launch_takes_the_nearest_shipped_config(tmp_path: Pat
     result = lint_repo(tmp_path)
     messages = {(f.display, f.code): f.message + notes_of(f) for f in result.findings}
     assert "the repository ships sft/zero3.yaml (distributed_type DEEPSPEED, zero_stage 3)" in messages["sft/train.py", "DPL003"]
-    assert "the repository ships configs/fsdp.yaml (distributed_type FSDP, fsdp_cpu_ram_efficient_loading true" in messages["dpo/train.py", "DPL003"]
+    assert (
+        "the repository ships configs/fsdp.yaml (distributed_type FSDP, fsdp_cpu_ram_efficient_loading true"
+        in messages["dpo/train.py", "DPL003"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -317,14 +320,14 @@ def test_a_parser_the_tool_cannot_follow_leaves_the_branch_as_unknown(tmp_path: 
     assert [(f.code, f.row) for f in result.findings] == [("DPL001", 10)]  # the same code, followed: the flag decides
 
 
-def test_a_launch_that_walks_a_whole_library_package_stops_after_the_nearest_modules(tmp_path: Path) -> None:
-    """diffusers' examples import all of src/diffusers: the nearest modules carry the launch, the
-    rest are not followed (and not parsed), and the run says so."""
-    from placement_lint.context.propagation import MAX_MODULES_PER_LAUNCH
+def test_a_launch_reaches_every_module_of_a_long_chain(tmp_path: Path) -> None:
+    """A launch once stopped after the 64 modules nearest its script (and warned): it now reaches its
+    whole import closure, the last module of a chain longer than that too."""
+    from placement_lint.context.propagation import NEAREST_MODULES
 
     (tmp_path / ".git").mkdir()
     (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
-    count = MAX_MODULES_PER_LAUNCH + 20
+    count = NEAREST_MODULES + 20
     (tmp_path / "train.py").write_text("from transformers import Trainer\nfrom m0 import load\nTrainer(model=load()).train()\n")
     for i in range(count):
         nxt = f"from m{i + 1} import load as _next\n" if i + 1 < count else "_next = print\n"
@@ -332,10 +335,109 @@ def test_a_launch_that_walks_a_whole_library_package_stops_after_the_nearest_mod
             nxt + 'def load():\n    _next()\n    return X.from_pretrained("m", device_map="auto")\n'
         )
     result = lint_repo(tmp_path)
-    reported = {f.display for f in result.findings}
-    assert "m0.py" in reported and "m1.py" in reported
-    assert f"m{count - 1}.py" not in reported
-    assert any("reaches more than" in w and "train.py" in w for w in result.warnings)
+    assert {f.display for f in result.findings} == {f"m{i}.py" for i in range(count)}
+    assert not any("modules" in w for w in result.warnings)
+
+
+def _package_launched_many_times(root: Path, launches: int, modules: int) -> None:
+    """`launches` scripts, each launched, each importing one package of `modules` modules (a registry
+    of them), whose loader is three imports down: diffusers' examples and src/diffusers, in small."""
+    (root / ".git").mkdir()
+    (root / "pkg" / "models").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "models" / "__init__.py").write_text("")
+    (root / "pkg" / "layers.py").write_text("class Block:\n    pass\n")
+    for i in range(modules):
+        (root / "pkg" / "models" / f"arch{i}.py").write_text(
+            f"from pkg.layers import Block\nclass Arch{i}(Block):\n    @classmethod\n    def from_pretrained(cls, path):\n        return cls()\n"
+        )
+    (root / "pkg" / "registry.py").write_text(
+        "".join(f"from pkg.models.arch{i} import Arch{i}\n" for i in range(modules))
+        + "MODELS = {"
+        + ", ".join(f'"{i}": Arch{i}' for i in range(modules))
+        + "}\n"
+        + "def build(name):\n    return MODELS[name].from_pretrained(name)\n"
+    )
+    (root / "pkg" / "pipeline.py").write_text("from pkg.stages import stage\ndef prepare(name):\n    return stage(name)\n")
+    (root / "pkg" / "stages.py").write_text("from pkg.loader import load\ndef stage(name):\n    return load(name)\n")
+    (root / "pkg" / "loader.py").write_text(
+        "from transformers import AutoModelForCausalLM\n"
+        'def load(name):\n    return AutoModelForCausalLM.from_pretrained(name, device_map="auto")\n'
+    )
+    commands = []
+    for i in range(launches):
+        (root / f"train{i}.py").write_text(
+            "import sys\nfrom transformers import Trainer\nfrom pkg.registry import build\nfrom pkg.pipeline import prepare\n"
+            'model = build(sys.argv[1]) if len(sys.argv) > 1 else prepare("m")\nTrainer(model=model).train()\n'
+        )
+        launcher = "torchrun --nproc_per_node 2" if i % 2 else "accelerate launch --multi_gpu --num_processes 2"
+        commands.append(f"{launcher} train{i}.py\n")
+    (root / "run.sh").write_text("".join(commands))
+
+
+def test_launches_that_reach_a_whole_package_are_walked_together_as_each_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Launches past the nearest modules are walked together: each module a launch reaches gets its
+    evidence once, with a chain of importers as short as walking that launch alone finds, and each
+    module is used for, and passed to by, what walking them one by one finds."""
+    import placement_lint.context.propagation as propagation
+    from placement_lint.context.repo import build_repo_context
+
+    _package_launched_many_times(tmp_path, launches=6, modules=propagation.NEAREST_MODULES + 10)
+    settings = Settings(root=tmp_path, codes=CODES)
+    together = build_repo_context(tmp_path, settings, lambda p: p.relative_to(tmp_path).as_posix())
+    monkeypatch.setattr(propagation, "NEAREST_MODULES", 10**6)
+    alone = build_repo_context(tmp_path, settings, lambda p: p.relative_to(tmp_path).as_posix())
+
+    def reached(context):  # type: ignore[no-untyped-def]
+        return {
+            path: sorted((e.kind, e.path, e.line, e.origin, e.chain[0], e.chain[-1], len(e.chain)) for e in items)
+            for path, items in context.by_file.items()
+        }
+
+    assert reached(together) == reached(alone)
+    assert len(together.by_file[tmp_path / "pkg" / "loader.py"]) == 6
+    assert dict(together.used) == dict(alone.used)
+    assert together.consumers == alone.consumers and together.calls == alone.calls
+
+
+def test_a_module_many_launches_reach_is_followed_once_for_all_of_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a module imports for a name is looked up once for all the launches past the nearest
+    modules, not once a launch: 12 launches of a 90-module package cost about one walk of it."""
+    from placement_lint.context import module_graph
+    from placement_lint.context.propagation import NEAREST_MODULES
+
+    modules = NEAREST_MODULES + 26
+    _package_launched_many_times(tmp_path, launches=12, modules=modules)
+    asked: list[tuple[Path, frozenset[str]]] = []
+    imports = module_graph.ModuleSummary.imports
+
+    def counted(self, wanted):  # type: ignore[no-untyped-def]
+        asked.append((self.path, wanted))
+        return imports(self, wanted)
+
+    monkeypatch.setattr(module_graph.ModuleSummary, "imports", counted)
+    result = lint_repo(tmp_path)
+    assert {f.display for f in result.findings} == {"pkg/loader.py"}
+    past_the_nearest = [path for path, _ in asked if path.name.startswith("arch")]
+    # Each launch walks alone only as far as its nearest modules, which end before the architectures.
+    assert len(past_the_nearest) <= modules
+
+
+def test_a_package_that_imports_a_launched_script_back_does_not_give_it_its_own_launch(tmp_path: Path) -> None:
+    """A launch does not import its own script, however far its walk goes: the script's evidence is
+    its launch, not an import of it through the package."""
+    from placement_lint.context.repo import build_repo_context
+
+    _package_launched_many_times(tmp_path, launches=2, modules=80)
+    (tmp_path / "pkg" / "stages.py").write_text(
+        "from pkg.loader import load\nfrom train0 import model\ndef stage(name):\n    return load(name), model\n"
+    )
+    context = build_repo_context(tmp_path, Settings(root=tmp_path, codes=CODES), lambda p: p.relative_to(tmp_path).as_posix())
+    script = context.by_file[tmp_path / "train0.py"]
+    assert [e.origin for e in script] == ["launch", "import"]  # its launch, and train1's through the package
+    assert script[1].chain[-1] == "train1.py"
 
 
 def test_an_unsafe_fix_in_one_arm_leaves_the_other_arm_judged(tmp_path: Path) -> None:
@@ -457,3 +559,37 @@ def test_deepspeed_from_the_launch_environment_takes_the_stage_it_names(tmp_path
     )
     result = lint_repo(tmp_path)
     assert [f.code for f in result.findings] == (["DPL002"] if zero3 else [])
+
+
+def test_an_importer_whose_calls_reach_only_helpers_is_not_followed_for_returned_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a call returns matters where a rule can fire, or in an importer that passes it on: a
+    module that only calls a logger of the repository gets no flow worked out (a library's modules
+    mostly do); the loader's importer does, and the finding is the same."""
+    import placement_lint.context.propagation as propagation
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "train.py").write_text(
+        "from transformers import Trainer\nimport report\nfrom loader import load\nreport.done()\nTrainer(model=load()).train()\n"
+    )
+    (tmp_path / "report.py").write_text("from log import get_logger\ndef done():\n    return get_logger('x').info('ok')\n")
+    (tmp_path / "log.py").write_text("def get_logger(name):\n    return print\n")
+    (tmp_path / "loader.py").write_text(
+        'from transformers import AutoModelForCausalLM\nfrom log import get_logger\ndef load():\n    get_logger("l")\n'
+        '    return AutoModelForCausalLM.from_pretrained("m", device_map="auto")\n'
+    )
+    # A word a rule needs, so its imports are followed (a library module holds one where it loads).
+    (tmp_path / "report.py").write_text((tmp_path / "report.py").read_text() + "# from_pretrained in a comment\n")
+    flowed: list[str] = []
+    inputs = propagation._flow_inputs
+
+    def recorded(summary, graph):  # type: ignore[no-untyped-def]
+        flowed.append(summary.path.name)
+        return inputs(summary, graph)
+
+    monkeypatch.setattr(propagation, "_flow_inputs", recorded)
+    result = lint_repo(tmp_path, jobs=1)
+    assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
+    assert sorted(flowed) == ["train.py"]

@@ -20,6 +20,7 @@ from functools import cached_property
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver, own_nodes, rebound_names
 from placement_lint.analysis.flow import ModelFlow, no_ancestors
+from placement_lint.analysis.index import ModuleIndex
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
 from placement_lint.analysis.values import Classified, classify
 from placement_lint.patterns import LazyPattern
@@ -169,6 +170,39 @@ class ModelLoad:
         return any(c.trains for c in self.consumers)
 
 
+# Per module index, the nodes that may give a device map, whatever the setup: a file a launch reaches
+# is analysed under each setup and launch arguments it runs under (a library module that 74 launches
+# reach, under 16), and the walk that finds them is made once.
+_SOURCES: weakref.WeakKeyDictionary[ModuleIndex, list[ast.AST]] = weakref.WeakKeyDictionary()
+
+
+def _device_map_sources(index: ModuleIndex, imports: ImportTable, forwarding: frozenset[str]) -> list[ast.AST]:
+    """The calls and assignments `_loader_values` can read a device map from, in the index's order: a
+    loader's call, a call passing `device_map=` or a TRL init-kwargs keyword, a call of one of this
+    file's functions that hand a parameter to a load (`forwarding`), an assignment to a TRL
+    init-kwargs attribute. Once a file, whatever setups it is analysed under."""
+    sources = _SOURCES.get(index)
+    if sources is None:
+        sources = _SOURCES[index] = [node for node in index.calls_and_assigns if _may_give_device_map(node, imports, forwarding)]
+    return sources
+
+
+def _may_give_device_map(node: ast.AST, imports: ImportTable, forwarding: frozenset[str]) -> bool:
+    if type(node) is ast.Assign:
+        targets = node.targets  # type: ignore[attr-defined]
+        return len(targets) == 1 and type(targets[0]) is ast.Attribute and targets[0].attr in TRL_INIT_KWARGS
+    if any(kw.arg in TRL_INIT_KWARGS or kw.arg == "device_map" for kw in node.keywords):  # type: ignore[attr-defined]
+        return True
+    # Most calls are methods of something else (`x.mean()`): only a loader's name can give a map, and
+    # the callee is qualified for those alone.
+    func = node.func  # type: ignore[attr-defined]
+    if type(func) is ast.Attribute and func.attr not in _LOADER_NAMES:
+        return False
+    if type(func) is ast.Name and func.id in forwarding:
+        return True
+    return last_segment(imports.qualify(func) or "") in _LOADER_NAMES
+
+
 class PlacementAnalysis:
     def __init__(
         self,
@@ -205,18 +239,7 @@ class PlacementAnalysis:
         return found
 
     def _collect_device_maps(self, found: list[DeviceMap], seen: set[tuple[int, int]]) -> None:
-        Call, Attribute = ast.Call, ast.Attribute
-        for node in self.resolver.index.calls_and_assigns:
-            if type(node) is Call:
-                # Most calls are methods of something else (`x.mean()`): only a loader's name, or a
-                # TRL init-kwargs keyword, can give a map; the callee is qualified for those alone.
-                func = node.func  # type: ignore[attr-defined]
-                if (
-                    type(func) is Attribute
-                    and func.attr not in _LOADER_NAMES
-                    and not any(kw.arg in TRL_INIT_KWARGS or kw.arg == "device_map" for kw in node.keywords)  # type: ignore[attr-defined]
-                ):
-                    continue
+        for node in _device_map_sources(self.resolver.index, self.imports, self._forwarding_here):
             for loader, candidates in self._loader_values(node):
                 quantized = self._quantized(loader)
                 after_state = self._after(loader, self._state_creations)

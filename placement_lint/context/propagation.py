@@ -3,8 +3,8 @@ inherits (breadth first, what of each module is used), the parser fields the scr
 importers send what the modules' functions return, and the literal arguments of their calls.
 
 Each phase reads the graph's summaries, each made once a module and run (one parse, one walk); a
-launch walks at most MAX_MODULES_PER_LAUNCH modules, and what a module imports for a name is worked
-out once, however many launches reach it.
+launch reaches every module it imports, to any depth, and what a module imports for a name is
+worked out once, however many launches reach it.
 """
 
 from __future__ import annotations
@@ -49,27 +49,66 @@ def propagate_to_imports(
     # Modules whose imports cannot lead to a file a rule can fire in are not parsed to follow them.
     # Every launched script is read: the context depends on its import lines, whatever it launches under.
     stage("Following imports", 0, len(scripts))
-    worth_following = graph.leading_to_anchors(launched)
-    stopped: list[Path] = []
+    imports = _Imports(graph, graph.leading_to_anchors(launched))
     inherited = _Inherited(context, display)
+    given: dict[Path, dict[Path, tuple[Evidence, ...]]] = {}
+    wide: dict[Path, tuple[Evidence, ...]] = {}
     for number, (script, carried) in enumerate(scripts.items()):
         stage("Following imports", number, len(scripts))
-        _propagate_launch(context, script, carried, graph, inherited, edges, worth_following, stopped)
+        walked = _propagate_launch(context, script, carried, imports, inherited, edges)
+        if walked is None:
+            wide[script] = carried
+        given[script] = walked or {}
+    if wide:
+        given.update(_propagate_wide_launches(context, wide, imports, inherited, edges))
+    for script, reached in given.items():  # in the launches' order, each in the order its walk reached them
+        for module, items in reached.items():
+            if module != script:
+                inherited.add(module, items)
     inherited.write()
-    if stopped:
-        more = f" and {len(stopped) - 1} more" if len(stopped) > 1 else ""
-        context.warnings.append(
-            f"{display(stopped[0])}{more}: a launch reaches more than {MAX_MODULES_PER_LAUNCH} modules of the "
-            "repository (a library's own package): the nearest ones carry it, the rest are not followed"
-        )
+    # What each importer calls of the modules it passes evidence to is asked twice: by the returned
+    # values' flow, which a forked child follows, and by the calls' literals, recorded meanwhile here.
+    # Worked out once, before the fork, the child inherits it (diffusers: 500 importers, 0.4 s).
+    for importer in edges:
+        summary = graph.summary(importer)
+        if summary is not None:
+            summary.calls_into()
     return edges
 
 
 # Breadth first, a launch reaches the modules its script imports, then theirs. A training script's
-# loader is a few imports away; past this many modules, the launch is walking a library's own package
-# (diffusers' examples import all of src/diffusers), whose loads are the library's, and whose parse
-# would cost seconds per run.
-MAX_MODULES_PER_LAUNCH = 64
+# loader is a few imports away; a launch that reaches more modules than this is walking a package
+# (diffusers' examples import all of src/diffusers), and is walked with the others that do, all at
+# once: each module and name is then followed once for all of them, not once a launch.
+NEAREST_MODULES = 64
+
+
+class _Imports:
+    """What the modules import, for the names wanted of them: None for a module not worth following
+    (no rule can fire in what it leads to) or that imports nothing of the repository."""
+
+    def __init__(self, graph: ModuleGraph, worth_following: set[Path] | None) -> None:
+        self._graph = graph
+        self._worth_following = worth_following
+        self._by_name: dict[tuple[Path, str], list[tuple[Path, frozenset[str]]] | None] = {}
+
+    def of(self, path: Path, wanted: frozenset[str]) -> list[tuple[Path, frozenset[str]]] | None:
+        if self._worth_following is not None and path not in self._worth_following:
+            return None
+        summary = self._graph.summary(path)
+        return summary.imports(wanted) if summary is not None else None
+
+    def of_name(self, path: Path, name: str) -> list[tuple[Path, frozenset[str]]] | None:
+        """For one name, kept: the launches walked together ask it of a module once a depth."""
+        key = (path, name)
+        if key not in self._by_name:
+            self._by_name[key] = self.of(path, frozenset({name}))
+        return self._by_name[key]
+
+
+def _imported(items: tuple[Evidence, ...], shown: str) -> tuple[Evidence, ...]:
+    """An importer's launch evidence as the module it imports gets it: its chain one importer longer."""
+    return tuple(e._replace(origin="import", chain=(shown, *e.chain), entry="") for e in items)
 
 
 class _Inherited:
@@ -108,40 +147,36 @@ def _propagate_launch(
     context: RepoContext,
     script: Path,
     items: tuple[Evidence, ...],
-    graph: ModuleGraph,
+    imports: _Imports,
     inherited: _Inherited,
     edges: dict[Path, set[Path]],
-    worth_following: set[Path] | None,
-    stopped: list[Path],
-) -> None:
-    """Breadth first from one launched script (`stopped` gets it when it reaches too many modules). Each module gets the script's evidence once, with the
-    shortest chain of importers; reached again, it is followed only for the names not yet followed
-    (what a module imports for a set of names is what it imports for each), so every module is
-    followed at most once per name and cycles end."""
+) -> dict[Path, tuple[Evidence, ...]] | None:
+    """Breadth first from one launched script: the evidence each module it reaches gets, in the order
+    reached. Each module gets the script's evidence once, with the shortest chain of importers;
+    reached again, it is followed only for the names not yet followed (what a module imports for a
+    set of names is what it imports for each), so every module is followed at most once per name
+    and cycles end. None, with nothing recorded, when the walk goes past the NEAREST_MODULES."""
     given: dict[Path, tuple[Evidence, ...]] = {script: items}
+    used_by: dict[Path, frozenset[str]] = {}
+    passed: list[tuple[Path, Path]] = []
     # A launched script runs all of itself; a console script's module, what its function reaches.
     used = context.used.get(script, frozenset({"__main__"}))
     followed: dict[Path, frozenset[str]] = {script: frozenset({"*"}) if "__main__" in used else used}
     queue = deque([(script, followed[script])])
     while queue:
         path, wanted = queue.popleft()
-        if worth_following is not None and path not in worth_following:
+        found = imports.of(path, wanted)
+        if found is None:
             continue
-        if len(given) > MAX_MODULES_PER_LAUNCH:
-            stopped.append(script)
-            return
-        summary = graph.summary(path)
-        if summary is None:
-            continue
-        for module, names in summary.imports(wanted):
+        if len(given) > NEAREST_MODULES:
+            return None
+        for module, names in found:
             if module == script:
                 continue  # the launched script itself: launched, not imported
             if module not in given:
-                shown = inherited.shown(module)
-                given[module] = tuple(e._replace(origin="import", chain=(shown, *e.chain), entry="") for e in given[path])
-                inherited.add(module, given[module])
-            context.used[module] = context.used.get(module, frozenset()) | names
-            edges.setdefault(path, set()).add(module)
+                given[module] = _imported(given[path], inherited.shown(module))
+            used_by[module] = used_by.get(module, frozenset()) | names
+            passed.append((path, module))
             done = followed.get(module, frozenset())
             new = frozenset() if "*" in done else names - done
             if new:
@@ -149,6 +184,67 @@ def _propagate_launch(
                 # nothing of the repository costs a read and a regex, not a parse.
                 followed[module] = followed.get(module, frozenset()) | new
                 queue.append((module, new))
+    for module, names in used_by.items():
+        context.used[module] = context.used.get(module, frozenset()) | names
+    for path, module in passed:
+        edges.setdefault(path, set()).add(module)
+    return given
+
+
+def _propagate_wide_launches(
+    context: RepoContext,
+    launches: dict[Path, tuple[Evidence, ...]],
+    imports: _Imports,
+    inherited: _Inherited,
+    edges: dict[Path, set[Path]],
+) -> dict[Path, dict[Path, tuple[Evidence, ...]]]:
+    """The launches that reach more than the NEAREST_MODULES, walked together breadth first: each
+    launch is a bit, and a module followed for a name at one depth is followed once for all the
+    launches reaching it there (diffusers' 74 example scripts each reach some 400 modules of
+    src/diffusers). Each module gets each launch's evidence once, with a shortest chain of
+    importers from that launch's script; what a module is used for, and which importers pass to
+    it, are what walking the launches one by one finds."""
+    scripts = list(launches)
+    given: list[dict[Path, tuple[Evidence, ...]]] = [{script: launches[script]} for script in scripts]
+    reached: dict[Path, int] = {}  # module -> the launches that gave it their evidence
+    followed: dict[tuple[Path, str], int] = {}  # (module, name) -> the launches that followed it
+    for bit, script in enumerate(scripts):
+        reached[script] = reached.get(script, 0) | 1 << bit  # launched, not imported, by its launch
+        used = context.used.get(script, frozenset({"__main__"}))
+        for name in sorted({"*"} if "__main__" in used else used):
+            followed[(script, name)] = followed.get((script, name), 0) | 1 << bit
+    launched_as = dict(reached)
+    frontier = dict(followed)
+    used_by: dict[Path, set[str]] = {}
+    while frontier:
+        ahead: dict[tuple[Path, str], int] = {}
+        for (path, name), walking in frontier.items():
+            for module, names in imports.of_name(path, name) or ():
+                carrying = walking & ~launched_as.get(module, 0)
+                if not carrying:
+                    continue
+                new = carrying & ~reached.get(module, 0)
+                if new:
+                    reached[module] = reached.get(module, 0) | new
+                    shown = inherited.shown(module)
+                    while new:
+                        lowest = new & -new
+                        bit = lowest.bit_length() - 1
+                        given[bit][module] = _imported(given[bit][path], shown)
+                        new ^= lowest
+                used_by.setdefault(module, set()).update(names)
+                edges.setdefault(path, set()).add(module)
+                everything = followed.get((module, "*"), 0)
+                for each in sorted(names):
+                    state = (module, each)
+                    fresh = carrying & ~(followed.get(state, 0) | everything)
+                    if fresh:
+                        followed[state] = followed.get(state, 0) | fresh
+                        ahead[state] = ahead.get(state, 0) | fresh
+        frontier = ahead
+    for module, names in used_by.items():
+        context.used[module] = context.used.get(module, frozenset()) | names
+    return dict(zip(scripts, given, strict=True))
 
 
 class ParserReads:
@@ -195,6 +291,7 @@ def attach_parsers(
             reads.parser_modules.update(parser_paths)
         if not fields:
             continue
+        table_names = frozenset(row[1] for row in table)
         script = display(target)
         if reached is None:  # which files each launched script's evidence reached, once
             reached = {}
@@ -206,7 +303,9 @@ def attach_parsers(
             if path not in attributes:
                 attributes[path] = _attribute_names(path, graph.bytes_of(path))
                 read.append(path)  # what it reads decides what it carries: a change must rebuild the context
-            carried.setdefault(path, {})[script] = tuple(row for row in table if row[1] in attributes[path])
+            # The intersection first: a library module a launch reaches reads few of the fields, if any.
+            read_here = attributes[path] & table_names
+            carried.setdefault(path, {})[script] = tuple(row for row in table if row[1] in read_here) if read_here else ()
     # Each file's evidence rewritten once, for every script whose fields it carries (once a script, it
     # was copied once for each of the thousands of launched scripts reaching a shared module).
     if reads is not None:
@@ -284,9 +383,9 @@ def follow_returns(
                 continue
             if importer not in calls:
                 calls[importer] = summary.calls_into()
-            wanted = {target: calls[importer][target] for target in sorted(edges[importer]) if target in calls[importer]}
+            wanted = _calls_that_matter(graph, edges, importer, calls[importer])
             if not wanted:
-                continue
+                continue  # its calls reach no module a rule can fire in, nor one that passes values on
             if importer not in parsed:
                 parsed[importer] = _flow_inputs(summary, graph)
             resolver, imports, classes = parsed[importer]
@@ -310,6 +409,25 @@ def follow_returns(
     return sorted({path for _, _, classes in parsed.values() for path in classes.read})
 
 
+def _calls_that_matter(
+    graph: ModuleGraph, edges: dict[Path, set[Path]], importer: Path, calls: dict[Path, dict[str, list[ast.Call]]]
+) -> dict[Path, dict[str, list[ast.Call]]]:
+    """Of an importer's calls into the modules it passes evidence to, those of functions defined
+    where what they return matters: a module a rule can fire in, or an importer, which passes it on.
+    A library's importers mostly call its helpers (a logger, a version check): their flow is not
+    worked out for nothing."""
+    wanted: dict[Path, dict[str, list[ast.Call]]] = {}
+    for target in sorted(edges[importer]):
+        by_name = {
+            name: nodes
+            for name, nodes in calls.get(target, {}).items()
+            if any(graph.holds_anchor(module) or module in edges for module, _ in graph.definitions(target, name))
+        }
+        if by_name:
+            wanted[target] = by_name
+    return wanted
+
+
 def record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict[Path, set[Path]]) -> list[Path]:
     """Fill `context.calls`: for each module a launch reaches through imports, per top-level function,
     the literal arguments (and the defaults they leave) of every call its launched importers make of
@@ -325,18 +443,17 @@ def record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict[
         if summary is None:
             continue
         by_target = summary.calls_into()
-        named_otherwise: set[str] | None = None  # worked out once an importer, at its first call
+        named_otherwise: set[str] | None = None  # worked out once an importer, at its first call that counts
         for target in sorted(edges[importer]):
             for name, nodes in by_target.get(target, {}).items():
-                if named_otherwise is None:
-                    named_otherwise = _named_otherwise(summary.module)
-                passed_around = name in named_otherwise
                 for module, function_name in graph.definitions(target, name):
                     if not graph.holds_anchor(module):
                         continue  # no rule fires there: what its functions are called with decides nothing
+                    if named_otherwise is None:
+                        named_otherwise = _named_otherwise(summary.module)
                     function = _top_level_function(_tree(graph, module, trees), function_name)
                     known = context.calls.setdefault(module, {})
-                    if function is None or passed_around or (function_name in known and known[function_name] is None):
+                    if function is None or name in named_otherwise or (function_name in known and known[function_name] is None):
                         known[function_name] = None
                         continue
                     bindings = known.setdefault(function_name, [])
