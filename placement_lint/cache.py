@@ -49,8 +49,8 @@ _SEEN_RESOLUTION = 24 * 3600
 # with the folders their walk listed and git's index; a value written apart from its loads names each load
 # (findings of the same shape, but an older entry lacks those spans); 7: launch contexts name their Python
 # launchers, and keep beside them (`.stamps`) the stamp of every Python file their search looked at, and
-# the modules' facets on a third line
-_FORMAT = 7
+# the modules' facets on a third line; 8: each file's details entry its own JSON text, where the index says
+_FORMAT = 8
 # Up to this many Python files the result cache does not vouch for are tested for a launcher directly
 # (read, and parsed only when the byte tests pass); more are first narrowed to those whose stamp changed
 # since the context was built, which costs parsing every Python file's stamp.
@@ -333,8 +333,15 @@ def load_repo_context(
         # Line 1: what tells whether the context is current, and each launched file's digest. Line 2:
         # what the launches say of each file, parsed only when a file has to be checked again.
         # Line 3: the facets, read only when a module it was built from was edited.
-        index, _, rest = path.read_bytes().partition(b"\n")
-        details, _, facets = rest.partition(b"\n")
+        # Views of the one read, not copies: the details of a repository whose launches reach hundreds of
+        # modules are tens of megabytes.
+        raw = path.read_bytes()
+        first = raw.find(b"\n")
+        second = raw.find(b"\n", first + 1) if first >= 0 else -1
+        if second < 0:
+            return None  # cut short
+        whole = memoryview(raw)
+        index, details, facets = raw[:first], whole[first + 1 : second], whole[second + 1 :]
         data = decode_json(index)
         if (
             data.get("format") != _FORMAT
@@ -370,7 +377,7 @@ def load_repo_context(
                 if reuse is None:
                     return None
                 edited.append(input_path)
-        if edited and not _still_holds(edited, decode_json(facets), reuse):  # type: ignore[arg-type]
+        if edited and not _still_holds(edited, decode_json(bytes(facets)), reuse):  # type: ignore[arg-type]
             return None
         stamps = _Stamps(path, data["stamps"])
         restamped = _python_restamped(root, settings, data["python_sources"], stamps, statuses, python_names, vouched)
@@ -380,10 +387,10 @@ def load_repo_context(
             _write(stamps.path, restamped)
             data["stamps"], refreshed = _checksum(restamped), True
         if refreshed:  # what was looked at again need not be the next run's work
-            _write(path, json.dumps(data).encode() + b"\n" + details + b"\n" + facets)
+            _write(path, b"".join((json.dumps(data).encode(), b"\n", details, b"\n", facets)))
         context = RepoContext(root, warnings=list(data["warnings"]))
         # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.
-        encoded = Encoded(details)
+        encoded = Encoded(details, data["slices"])
         context.digests = data["digests"]  # one per file the launches reach: the keys of by_file
         context.by_file = DecodedOnRead(encoded, "by_file", _evidence_from_json, frozenset(context.digests))
         context.used = DecodedOnRead(encoded, "used", frozenset)
@@ -436,13 +443,25 @@ def save_repo_context(
         "warnings": context.warnings,
         "python_sources": sorted(map(str, context.python_sources)),
     }
-    details = {
+    sections: dict[str, dict[str, object]] = {
         "by_file": {str(p): [evidence_json(e) for e in items] for p, items in context.by_file.items()},
         "used": {str(p): sorted(names) for p, names in context.used.items()},
         "consumers": {str(p): consumers_json(by_name) for p, by_name in context.consumers.items()},
         "calls": {str(p): by_name for p, by_name in context.calls.items()},
     }
-    encoded = json.dumps(details).encode()
+    # Each entry its own JSON text, where the index says: a run decodes only the files it checks.
+    pieces: list[bytes] = []
+    slices: dict[str, dict[str, list[int]]] = {}
+    at = 0
+    for section, entries in sections.items():
+        placed = slices[section] = {}
+        for name, value in entries.items():
+            piece = json.dumps(value).encode()
+            placed[name] = [at, len(piece)]
+            pieces.append(piece)
+            at += len(piece)
+    encoded = b"".join(pieces)
+    index["slices"] = slices
     index["details"] = _checksum(encoded)
     facets = json.dumps({"facets": context.facets, "imports_of": context.imports_of}).encode()
     index["facets"] = _checksum(facets)
@@ -632,7 +651,7 @@ def _git_index(root: Path) -> Path:
     return root / ".git" / "index"
 
 
-def _checksum(details: bytes) -> list[int]:
+def _checksum(details: bytes | memoryview) -> list[int]:
     """Tells a details line cut short or damaged from the one written, before a run relies on it: it is
     parsed only later, when a file is checked again, where a damaged one could no longer be rebuilt."""
     return [len(details), zlib.adler32(details)]
