@@ -619,7 +619,7 @@ def test_a_hash_starts_a_comment_only_at_the_start_of_a_word(text: str, target: 
         "accelerate\tlaunch\r\n  train.py  # a comment",
         "deepspeed ${#GPUS[@]} train.py #note",
         "python\x0btrain.py\xa0--x",  # whitespace shlex does not split on
-        "a=b ./run.sh $(dirname $0)/x.py; echo done && true | cat",
+        "a=b ./run.sh $(pwd)/x.py; echo done && true | cat",
         "",
     ],
 )
@@ -630,6 +630,35 @@ def test_a_command_without_quotes_splits_as_shlex_would(text: str) -> None:
     words = shlex.split(text, comments=False)
     comment = next((i for i, word in enumerate(words) if word.startswith("#")), None)
     assert split(text) == (words if comment is None else words[:comment])
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("torchrun --master_port=$(( RANDOM + 1000 )) run.py", ["torchrun", "--master_port=$(( RANDOM + 1000 ))", "run.py"]),
+        ("a=b ./run.sh $(dirname $0)/x.py; echo", ["a=b", "./run.sh", "$(dirname $0)/x.py;", "echo"]),
+        ("python x.py --n $(( (A + B) * 2 )) --m 1", ["python", "x.py", "--n", "$(( (A + B) * 2 ))", "--m", "1"]),
+        # Quotes inside a substitution are its own; the ones around it are the shell's.
+        (
+            'torchrun "$(cd "$(dirname "$0")" && pwd)"/t.py --a "b c"',
+            ["torchrun", '$(cd "$(dirname "$0")" && pwd)/t.py', "--a", "b c"],
+        ),
+        ('python x.py --name "$(date +%F) $(echo a b) run"', ["python", "x.py", "--name", "$(date +%F) $(echo a b) run"]),
+        ("python x.py --s $(echo ')' b)", ["python", "x.py", "--s", "$(echo ')' b)"]),
+        # Single quotes make it text; one never closed is split as before.
+        ("echo '$(a b)' x", ["echo", "$(a b)", "x"]),
+        ("python x.py $(never closed", ["python", "x.py", "$(never", "closed"]),
+    ],
+)
+def test_a_substitution_is_part_of_one_word_spaces_and_all(text: str, words: list[str]) -> None:
+    assert split(text) == words
+
+
+def test_a_computed_word_before_the_script_is_unknown_as_an_unset_variable_is() -> None:
+    launch = parse_command("torchrun --nproc_per_node 2 --master_port=$(( RANDOM + 1000 )) train.py --bf16 True")
+    assert launch is not None and launch.target == "train.py" and launch.option("--master_port") == "$(( RANDOM + 1000 ))"
+    launch = parse_command("torchrun $(get_launch_args a b) train.py --bf16 True")
+    assert launch is not None and launch.target == "train.py" and launch.script_args == {"--bf16": "True"}
 
 
 @pytest.mark.parametrize(

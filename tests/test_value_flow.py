@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from placement_lint.analysis.dataflow import ABSENT, ForeignFunction, Resolver
 from placement_lint.cache_json import violation_from_json, violation_json
 from placement_lint.distributed import SINGLE, Mode, Setup
@@ -299,3 +301,16 @@ def test_a_cuda_probe_is_true_in_a_multi_process_run_and_unknown_in_one() -> Non
     single = [c.value.value for c in Resolver(module, SINGLE).candidates(value)]  # type: ignore[union-attr]
     assert multi == ["auto"]
     assert single == ["auto", "cpu"]
+
+
+@pytest.mark.parametrize("probe", ["torch.distributed.is_available()", "dist.is_available()"])
+def test_a_torch_distributed_probe_is_true_in_a_multi_process_run_and_unknown_in_one(probe: str) -> None:
+    # Every CUDA build of torch has torch.distributed, and a multi-process launch runs on GPUs; one
+    # process may run a build without it (an old Windows or macOS wheel), so there both stay possible.
+    source = f"import torch\nimport torch.distributed as dist\nload(device_map=0 if {probe} else 'auto')\n"
+    module = ast.parse(source)
+    value = module.body[-1].value.keywords[0].value  # type: ignore[attr-defined]
+    multi = [c.value.value for c in Resolver(module, DDP).candidates(value)]  # type: ignore[union-attr]
+    single = [c.value.value for c in Resolver(module, SINGLE).candidates(value)]  # type: ignore[union-attr]
+    assert multi == [0]
+    assert single == [0, "auto"]

@@ -226,6 +226,10 @@ class _Evaluator:
             return self._fsdp()
         if func == "is_initialized" and ("distributed" in name or name.startswith("dist.")):
             return self._pick(True, False)
+        if func == "is_available" and ("distributed" in name or name.startswith("dist.")):
+            # torch.distributed is built into every CUDA build of torch, so a multi-process launch on
+            # GPUs has it; one process may run a build without it, so there it stays unknown.
+            return True if self.multi else UNKNOWN
         if func == "get_world_size":
             return self._pick(Span(2, float("inf")), 1)
         if func in ("get_rank", "get_local_rank"):

@@ -17,8 +17,9 @@ from placement_lint.records import Record
 _ENV_PREFIX = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # A whole word that is a variable nobody set (`torchrun $DISTRIBUTED_ARGS train.py`): launcher options
 # we cannot see, not the script. The script's own arguments too (`$1`, `$@`, `${1}`): LMFlow's
-# `deepspeed_args="$1"` ... `deepspeed ${deepspeed_args} examples/finetune.py`.
-_UNKNOWN_WORD = LazyPattern(r"^\$(?:[A-Za-z_]\w*|[0-9@*#]|\{(?:[A-Za-z_]\w*(?:\[[@*]\])?|[0-9]+|[@*])\})$")
+# `deepspeed_args="$1"` ... `deepspeed ${deepspeed_args} examples/finetune.py`. A whole word computed
+# when the script runs (`$(get_launch_args 2)`) is as unknown.
+_UNKNOWN_WORD = LazyPattern(r"^\$(?:[A-Za-z_]\w*|[0-9@*#]|\{(?:[A-Za-z_]\w*(?:\[[@*]\])?|[0-9]+|[@*])\}|\(.*\))$", re.DOTALL)
 _PYTHON = LazyPattern(r"^(.*/)?python(\d(\.\d+)?)?$")
 # `$(which NAME)`, `` `which NAME` ``, `$(command -v NAME)`: the path of an installed program, a console
 # script when the repository declares NAME; python runs that file.
@@ -164,7 +165,13 @@ def _unclosed(piece: str, rest: str) -> str:
 
 def split(text: str) -> list[str]:
     """The command's words. A `#` starts a comment only at the start of a word (`${#GPUS[@]}`, the
-    length of an array, is a word of its own), so the comment is cut after splitting, not by shlex."""
+    length of an array, is a word of its own), so the comment is cut after splitting, not by shlex.
+    A `$( ... )` or `$(( ... ))` is part of one word, spaces and quotes inside it included, as the
+    shell reads it (`--master_port=$(( RANDOM + 1000 ))`); shlex knows no substitutions and would
+    cut it at its spaces."""
+    substitutions: list[str] = []
+    if "$(" in text and "\x00" not in text:
+        text = _hold_substitutions(text, substitutions)
     if _NEEDS_QUOTING_RULES.search(text) is None:
         words = _PLAIN_WORD.findall(text)
     else:
@@ -172,8 +179,86 @@ def split(text: str) -> list[str]:
             words = shell_words(text)
         except ValueError:
             words = text.split()
+    if substitutions:
+        words = [_HELD.sub(lambda held: substitutions[int(held.group(1))], word) for word in words]
     comment = next((index for index, word in enumerate(words) if word.startswith("#")), None)
     return words if comment is None else words[:comment]
+
+
+# A substitution held out of the split: its number among the held ones, between NULs (never in a command).
+_HELD = LazyPattern("\x00([0-9]+)\x00")
+
+
+def _hold_substitutions(text: str, held: list[str]) -> str:
+    """`text` with each outermost `$( ... )` outside single quotes replaced by a placeholder word
+    piece, appended to `held`; one never closed is left as written."""
+    out: list[str] = []
+    at, quote = 0, ""
+    while at < len(text):
+        char = text[at]
+        if char == "\\" and quote != "'":
+            out.append(text[at : at + 2])
+            at += 2
+            continue
+        if quote == "" and char in "'\"" or char == quote:
+            quote = "" if char == quote else char
+        elif quote != "'" and text.startswith("$(", at):
+            end = _substitution_end(text, at + 1)
+            if end is not None:
+                out.append(f"\x00{len(held)}\x00")
+                held.append(text[at:end])
+                at = end
+                continue
+        out.append(char)
+        at += 1
+    return "".join(out)
+
+
+def _substitution_end(text: str, opening: int) -> int | None:
+    """Where the parenthesis at `opening` is closed (the index after it), skipping quoted text and
+    nested parentheses; None when it never is."""
+    depth, at = 0, opening
+    while at < len(text):
+        char = text[at]
+        if char == "\\":
+            at += 2
+            continue
+        if char == "'":
+            closing = text.find("'", at + 1)
+            if closing < 0:
+                return None
+            at = closing + 1
+            continue
+        if char == '"':
+            closing = _double_quoted_end(text, at + 1)
+            if closing is None:
+                return None
+            at = closing
+            continue
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        at += 1
+        if depth == 0:
+            return at
+    return None
+
+
+def _double_quoted_end(text: str, at: int) -> int | None:
+    """The index after the `"` closing a double-quoted run that starts at `at`, past any `$( ... )`
+    inside it (whose own quotes do not close the run)."""
+    while at < len(text):
+        char = text[at]
+        if char == "\\":
+            at += 2
+        elif char == '"':
+            return at + 1
+        elif text.startswith("$(", at):
+            end = _substitution_end(text, at + 1)
+            if end is None:
+                return None
+            at = end
+        else:
+            at += 1
+    return None
 
 
 def parse_command(text: str, programs: Container[str] = ()) -> Launch | None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 from placement_lint.analysis.arguments import parser_fields, shown
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.index import walk
+from placement_lint.analysis.names import WRAPPERS, dotted, last_segment
 from placement_lint.context.evidence import Context
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.patterns import LazyPattern
@@ -256,6 +257,16 @@ def _lets_main_process_only(file: CheckedFile, test: ast.expr, depth: int) -> bo
             isinstance(v, ast.expr) and v is not test and _lets_main_process_only(file, v, depth + 1) for v in values
         )
     return bool(_MAIN_PROCESS.search(ast.unparse(test)))
+
+
+# The PEFT wrappers that take the model as their first argument (the rest of WRAPPERS load one).
+PEFT_WRAPPERS = frozenset(name for name in WRAPPERS if "." not in name)
+
+
+def wrapped_model(call: ast.Call) -> ast.expr | None:
+    """The model a PEFT wrapper call takes and hands back wrapped (`get_peft_model(model, config)`:
+    `model`); None for any other call."""
+    return call.args[0] if call.args and last_segment(dotted(call.func)) in PEFT_WRAPPERS else None
 
 
 def wrapped_by_ddp(device_map: DeviceMap) -> bool:

@@ -24,6 +24,7 @@ from placement_lint.rules.base import (
     state_exists_at_load,
     under,
     value_facts,
+    wrapped_model,
     written,
     zero3_live_at_load,
 )
@@ -221,14 +222,18 @@ def _to_current_device(file: CheckedFile, call: ast.Call) -> bool:
     )
 
 
-def _holds_a_model(file: CheckedFile, owner: ast.expr, loads: set[int]) -> bool:
-    """`from_pretrained(...).to(...)`, or a name every binding of which is a model load."""
+def _holds_a_model(file: CheckedFile, owner: ast.expr, loads: set[int], depth: int = 0) -> bool:
+    """`from_pretrained(...).to(...)`, or a name every binding of which is a model load, or a PEFT
+    wrapper of one (`model = get_peft_model(model, config)`, as DPL006 follows it)."""
     if isinstance(owner, ast.Call):
+        wrapped = wrapped_model(owner)
+        if wrapped is not None and depth < 3:
+            return _holds_a_model(file, wrapped, loads, depth + 1)
         return id(owner) in loads
     if not isinstance(owner, (ast.Name, ast.Attribute)):
         return False
     values = [c.value for c in file.resolver.candidates(owner)]
-    return bool(values) and all(isinstance(v, ast.Call) and id(v) in loads for v in values)
+    return bool(values) and all(isinstance(v, ast.Call) and _holds_a_model(file, v, loads, depth) for v in values)
 
 
 def _in_device_block(file: CheckedFile, node: ast.AST) -> bool:

@@ -7,19 +7,28 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
-from placement_lint.analysis.names import WRAPPERS, dotted, keyword, last_segment
+from placement_lint.analysis.names import dotted, keyword, last_segment
 from placement_lint.distributed import SINGLE, Mode
 from placement_lint.edits import Applicability, Fix
 from placement_lint.patterns import LazyPattern
-from placement_lint.rules.base import CheckedFile, FixAvailability, Message, Rule, Violation, fix, under, written
+from placement_lint.rules.base import (
+    PEFT_WRAPPERS,
+    CheckedFile,
+    FixAvailability,
+    Message,
+    Rule,
+    Violation,
+    fix,
+    under,
+    wrapped_model,
+    written,
+)
 
 if TYPE_CHECKING:
     from placement_lint.analysis.dataflow import Candidate
     from placement_lint.analysis.placements import ModelLoad
 
 _DTYPES = {"float16", "half", "bfloat16", "float32", "float", "float64", "double"}
-# The PEFT wrappers that take the model as their first argument (the rest of WRAPPERS load one).
-_WRAPPERS = {name for name in WRAPPERS if "." not in name}
 # These hand back the transformers model itself; the others wrap it in a new module, whose own `.to()` and
 # `.cuda()` are torch's and never reach transformers' bitsandbytes checks.
 _SAME_MODEL = {"prepare_model_for_kbit_training", "prepare_model_for_int8_training"}
@@ -195,11 +204,11 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         for value in candidates:
             if id(value) in loads:
                 return loads[id(value)], False
-            name = last_segment(dotted(value.func))
-            if name in _WRAPPERS and value.args:
-                found = self._model_of(file, value.args[0], loads, depth + 1)
+            model = wrapped_model(value)
+            if model is not None:
+                found = self._model_of(file, model, loads, depth + 1)
                 if found is not None:
-                    return found[0], found[1] or name not in _SAME_MODEL
+                    return found[0], found[1] or last_segment(dotted(value.func)) not in _SAME_MODEL
         return None
 
     @staticmethod
@@ -262,7 +271,7 @@ def _model_holders(file: CheckedFile, loads: dict[int, ModelLoad]) -> set[str]:
     for node in file.resolver.index.nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
             value = node.value
-            if id(value) in loads or last_segment(dotted(value.func)) in _WRAPPERS or _loads_inside(value, loads):
+            if id(value) in loads or last_segment(dotted(value.func)) in PEFT_WRAPPERS or _loads_inside(value, loads):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     for element in target.elts if isinstance(target, ast.Tuple) else [target]:
