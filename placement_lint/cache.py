@@ -55,6 +55,9 @@ _FORMAT = 8
 # (read, and parsed only when the byte tests pass); more are first narrowed to those whose stamp changed
 # since the context was built, which costs parsing every Python file's stamp.
 _TESTED_DIRECTLY = 32
+# A cached context larger than this is not written again only to refresh what was looked at (see
+# load_repo_context): writing it costs more than looking again.
+_REWRITTEN_WHOLE_BYTES = 4 * 1024 * 1024
 
 
 # A file's entry is a list, not an object, as it is stored: 30% less JSON to parse on every warm run.
@@ -384,9 +387,13 @@ def load_repo_context(
         if restamped is None:
             return None  # a Python file became a launcher
         if restamped:
-            _write(stamps.path, restamped)
             data["stamps"], refreshed = _checksum(restamped), True
-        if refreshed:  # what was looked at again need not be the next run's work
+        # What was looked at again need not be the next run's work, unless saving it means writing a
+        # large context whole (84 MB for diffusers' whole import closures, on every pre-commit run): then
+        # the next run looks again (a stat per folder or Python file, and the few changed files' bytes).
+        if refreshed and len(raw) <= _REWRITTEN_WHOLE_BYTES:
+            if restamped:
+                _write(stamps.path, restamped)
             _write(path, b"".join((json.dumps(data).encode(), b"\n", details, b"\n", facets)))
         context = RepoContext(root, warnings=list(data["warnings"]))
         # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.
