@@ -397,6 +397,8 @@ def load_repo_context(
             _write(path, b"".join((json.dumps(data).encode(), b"\n", details, b"\n", facets)))
         context = RepoContext(root, warnings=list(data["warnings"]))
         # Decoders are module functions, not lambdas: the context travels to pool workers that do not fork.
+        if not _sound_slices(data["slices"], len(details), data["digests"]):
+            return None  # damaged or planted: an entry would be read from the wrong bytes, or not at all
         encoded = Encoded(details, data["slices"])
         context.digests = data["digests"]  # one per file the launches reach: the keys of by_file
         context.by_file = DecodedOnRead(encoded, "by_file", _evidence_from_json, frozenset(context.digests))
@@ -656,6 +658,33 @@ def _folder_names(folder: str) -> int | None:
 
 def _git_index(root: Path) -> Path:
     return root / ".git" / "index"
+
+
+_SECTIONS = ("by_file", "used", "consumers", "calls")
+
+
+def _sound_slices(slices: object, length: int, digests: object) -> bool:
+    """The index's places of the details' entries are as save_repo_context writes them: the four
+    sections, the entries one after the other, covering the details exactly (a place off by a byte,
+    or past the end, would read the wrong bytes), and an evidence entry for every file the index has
+    a digest of."""
+    if not isinstance(slices, dict) or sorted(slices) != sorted(_SECTIONS) or not isinstance(digests, dict):
+        return False
+    places: list[tuple[int, int]] = []
+    for section in _SECTIONS:
+        entries = slices[section]
+        if not isinstance(entries, dict):
+            return False
+        for place in entries.values():
+            if not (isinstance(place, list) and len(place) == 2 and all(type(number) is int for number in place)):
+                return False
+            places.append((place[0], place[1]))
+    at = 0
+    for start, size in sorted(places):
+        if start != at or size <= 0:
+            return False
+        at = start + size
+    return at == length and all(name in slices["by_file"] for name in digests)
 
 
 def _checksum(details: bytes | memoryview) -> list[int]:

@@ -151,7 +151,7 @@ def test_a_launch_context_whose_details_are_damaged_is_rebuilt(repo: Path, damag
     assert check(repo) == first
 
 
-@pytest.mark.parametrize("key", ["walked", "folders", "git_index", "candidates", "tracked", "inputs", "key"])
+@pytest.mark.parametrize("key", ["walked", "folders", "git_index", "candidates", "tracked", "inputs", "key", "slices"])
 @pytest.mark.parametrize("value", [None, "planted", [[1, 2]], {"/": ["x", None]}, True])
 @pytest.mark.parametrize("relaunch", [False, True])
 def test_a_launch_context_whose_index_is_damaged_or_planted_is_rebuilt(
@@ -641,3 +641,33 @@ def test_an_edited_module_that_now_starts_a_launcher_rebuilds(launched_package: 
         forbid_building(patched)
         with pytest.raises(AssertionError, match="rebuilt"):
             check_paths(launched_package, "helper.py")
+
+
+@pytest.mark.parametrize("planted", [None, {"by_file": {}}, "sections", "out of bounds", "shifted"])
+def test_a_launch_context_whose_entry_places_are_damaged_or_planted_is_rebuilt(repo: Path, planted: object) -> None:
+    """Each file's entry is read from the place the index names, when the file is checked again: a
+    place that is missing, outside the details or off by a byte rebuilds the context, never reads
+    another file's entry or fails."""
+    import json
+
+    (repo / "run.sh").write_text("torchrun --nproc_per_node 8 b.py\n")
+    first = check(repo)
+    assert ("b.py", 2, "DPL001") in first
+    (context_file,) = (repo / ".placement_lint_cache").rglob("repo-*.json")
+    index, _, rest = context_file.read_bytes().partition(b"\n")
+    data = json.loads(index)
+    slices = data["slices"]
+    name = next(iter(slices["by_file"]))
+    if planted == "sections":
+        slices.pop("calls")
+    elif planted == "out of bounds":
+        slices["by_file"][name] = [0, 10**9]
+    elif planted == "shifted":
+        start, length = slices["by_file"][name]
+        slices["by_file"][name] = [start + 1, length]
+    else:
+        data["slices"] = planted
+    context_file.write_bytes(json.dumps(data).encode() + b"\n" + rest)
+    (repo / "b.py").write_text(LAUNCHED + "# edited: checked again, so its launch evidence is read\n")
+    fresh = run([repo], Settings(root=repo, codes=CODES), RunOptions(), repo, None)
+    assert check(repo) == [(f.display, f.row, f.code) for f in fresh.findings] == first
