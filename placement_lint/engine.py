@@ -164,7 +164,7 @@ def repo_contexts(
             # An edit since the context was built need not build it again (a pre-commit run after changing
             # a script), unless the run also checks what a launch file or config named on the command line
             # launches: which files those are is only known from the context.
-            reuse = None if found.named_inputs else Reuse(reported, functools.partial(_facet_now, real_root, settings))
+            reuse = None if found.named_inputs else Reuse(reported, functools.partial(_facet_now, real_root))
             cached = load_repo_context(
                 cache_folder, real_root, launchers, base, settings, found.statuses, track, python_names, vouched, reuse
             )
@@ -211,11 +211,10 @@ def repo_contexts(
     return contexts
 
 
-def _facet_now(root: Path, settings: Settings, path: Path, role: list[object]) -> str | None:
-    """A module's facet as it is now (context/facets.py); None when it now starts a launcher itself."""
-    if python_launch_files(root, settings, [str(path)]):
-        return None
-    from placement_lint.context.facets import facet_now
+def _facet_now(root: Path, path: Path, role: list[object]) -> str | None:
+    """A module's facet as it is now (context/facets.py). Whether it now starts a launcher is not
+    asked here: the cache tests every changed Python file for that on every load (_python_restamped)."""
+    from placement_lint.context.facets import facet_now  # the readers: only once a module was edited
 
     return facet_now(path, role, root, _anchor_tokens())
 
