@@ -12,6 +12,11 @@ class Applicability(enum.Enum):
     UNSAFE = "unsafe"  # applied only with --unsafe-fixes: may change behaviour the user relies on
 
 
+def applicable(unsafe_fixes: bool) -> set[Applicability]:
+    """The fixes a run applies: safe ones, and unsafe ones too with --unsafe-fixes."""
+    return {Applicability.SAFE, Applicability.UNSAFE} if unsafe_fixes else {Applicability.SAFE}
+
+
 class Edit(NamedTuple):
     start: int  # character offsets into the decoded text
     end: int

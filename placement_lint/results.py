@@ -37,9 +37,9 @@ class RunOptions(NamedTuple):
 
     @property
     def allowed(self) -> set[Applicability]:
-        from placement_lint.edits import Applicability  # asked only of a run with fixes to show or apply
+        from placement_lint.edits import applicable  # asked only of a run with fixes to show or apply
 
-        return {Applicability.SAFE, Applicability.UNSAFE} if self.unsafe_fixes else {Applicability.SAFE}
+        return applicable(self.unsafe_fixes)
 
     @property
     def fixing(self) -> bool:

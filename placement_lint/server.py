@@ -44,7 +44,7 @@ from placement_lint.context.launcher_names import (
     SHELL_SUFFIXES,
     launcher_name,
 )
-from placement_lint.edits import Applicability, Edit
+from placement_lint.edits import Edit, applicable
 from placement_lint.fixes.noqa import noqa_edits
 from placement_lint.notebook import mask, notebook_source, read_notebook
 from placement_lint.patterns import LazyPattern
@@ -360,11 +360,11 @@ class PlacementLintServer(LanguageServer):
         positions = [Positions(text, self.count_units) for text in texts]
         url_base = _rule_url_base(cells.path)
         by_cell: list[list[tuple[Finding, types.Diagnostic]]] = [[] for _ in cells.uris]
+        related = [RelatedPositions(cells.path, cell) for cell in positions]  # one per cell: its files read once
         for finding in outcome.findings:
             index = (finding.cell or 1) - 1
             if index < len(cells.uris):
-                related = RelatedPositions(cells.path, positions[index])
-                by_cell[index].append((finding, _diagnostic(finding, positions[index], related, url_base)))
+                by_cell[index].append((finding, _diagnostic(finding, positions[index], related[index], url_base)))
         problems: list[list[types.Diagnostic]] = [[] for _ in cells.uris]
         for reported in outcome.problems:
             for index, problem in _cell_problems(reported, texts, cells.code):
@@ -654,7 +654,7 @@ def _action(
 
 def fixable(findings: Iterable[Finding], unsafe_fixes: bool) -> bool:
     """Would `--fix` (with `--unsafe-fixes`, if so) change anything?"""
-    allowed = {Applicability.SAFE, Applicability.UNSAFE} if unsafe_fixes else {Applicability.SAFE}
+    allowed = applicable(unsafe_fixes)
     return any(finding.violation.fix is not None and finding.violation.fix.applicability in allowed for finding in findings)
 
 

@@ -379,7 +379,7 @@ Fact = tuple[ast.expr, str, tuple[object, ...]]
 # a value the later fact allows (it is not bound again, or only to literals the later fact rules out).
 SameValue = Callable[[Fact, Fact], bool]
 _FLIPPED = {"in": "not in", "not in": "in", "truthy": "falsy", "falsy": "truthy"}
-_NO_LITERAL = NO_LITERAL = object()
+NO_LITERAL = object()
 
 
 def facts_of(test: ast.expr, outcome: bool) -> list[Fact]:
@@ -402,14 +402,14 @@ def _comparison_fact(left: ast.expr, op: ast.cmpop, right: ast.expr, outcome: bo
     if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
         if not _is_subject(left):
             left, right = right, left
-        value = _literal(right)
-        if not _is_subject(left) or value is _NO_LITERAL:
+        value = literal(right)
+        if not _is_subject(left) or value is NO_LITERAL:
             return []
         kind = "in" if isinstance(op, (ast.Eq, ast.Is)) else "not in"
         return [(left, kind if outcome else _FLIPPED[kind], (value,))]
     if isinstance(op, (ast.In, ast.NotIn)) and _is_subject(left) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
-        values = tuple(_literal(element) for element in right.elts)
-        if _NO_LITERAL in values:
+        values = tuple(literal(element) for element in right.elts)
+        if NO_LITERAL in values:
             return []
         kind = "in" if isinstance(op, ast.In) else "not in"
         return [(left, kind if outcome else _FLIPPED[kind], values)]
@@ -425,23 +425,19 @@ def _is_subject(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Name)
 
 
-def _literal(expr: ast.expr) -> object:
+def literal(expr: ast.expr) -> object:
+    """The value of a literal (`16`, `-1`, `"8bit"`, `None`); NO_LITERAL for anything else."""
     if isinstance(expr, ast.Constant):
         return expr.value
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub) and isinstance(expr.operand, ast.Constant):
         if isinstance(expr.operand.value, (int, float)) and not isinstance(expr.operand.value, bool):
             return -expr.operand.value
-    return _NO_LITERAL
+    return NO_LITERAL
 
 
 def fails(value: object, fact: Fact) -> bool:
     """The literal `value` does not satisfy the fact."""
     return contradict((fact[0], "in", (value,)), fact)
-
-
-def literal(expr: ast.expr) -> object:
-    """The value of a literal (`16`, `-1`, `"8bit"`, `None`); NO_LITERAL for anything else."""
-    return _literal(expr)
 
 
 def contradict(first: Fact, second: Fact) -> bool:

@@ -29,8 +29,11 @@ from placement_lint.records import NamedTuple, Record
 # Loaders whose device_map is ignored; also `config_class.from_pretrained`, `self.tokenizer.from_pretrained`.
 _NOT_A_MODEL = LazyPattern(r"(tokenizer|processor|config|extractor|scheduler)(_?class|_?cls)?$", re.I)
 TRL_INIT_KWARGS = ("model_init_kwargs", "ref_model_init_kwargs", "teacher_model_init_kwargs")
-# The callees `_loader_values` reads a device map from (as their name's last part).
-_LOADER_NAMES = frozenset({"from_pretrained", "pipeline", "dispatch_model", "load_checkpoint_and_dispatch"})
+# accelerate's dispatchers, by the position of their device_map argument.
+_DISPATCH_POSITIONS = {"dispatch_model": 1, "load_checkpoint_and_dispatch": 2}
+# The callees `_loader_values` reads a device map from (as their name's last part): what the
+# pre-filter of `_device_map_sources` lets through.
+_LOADER_NAMES = frozenset({"from_pretrained", "pipeline", *_DISPATCH_POSITIONS})
 # What makes transformers see a ZeRO-3 config (`is_deepspeed_zero3_enabled()`, domain.md §5.1.3): the
 # arguments objects, an explicit HfDeepSpeedConfig, an Accelerator with a DeepSpeed plugin.
 _ZERO3_CONFIG = {"TrainingArguments", "Seq2SeqTrainingArguments", "Accelerator", "HfDeepSpeedConfig"}
@@ -104,12 +107,7 @@ class DeviceMap(Record):
         """Where the loaded model goes, when it holds this value; followed only when a rule asks (it is the
         costly part). A consumer in a branch the value's path excludes (the map set only for `moe`
         models, the trainer run only for `dense` ones) never gets a model with this value."""
-        found = self.analysis.consumers_of(self.loader)
-        conditions = self.candidate.conditions
-        if not conditions or not found:
-            return found
-        resolver = self.analysis.resolver
-        return tuple(c for c in found if c.node is None or not resolver.excludes(conditions, resolver.enclosing_guards(c.node)))
+        return self.analysis.consumers_under(self.loader, self.candidate.conditions)
 
     @property
     def node(self) -> ast.expr:
@@ -218,6 +216,7 @@ class PlacementAnalysis:
         self.resolver = resolver
         self.flow = ModelFlow(module, imports, resolver, remote, ancestors)
         self._consumers_cache: dict[int, tuple[Consumer, ...]] = {}
+        self._consumers_under: dict[tuple[int, tuple[object, ...]], tuple[Consumer, ...]] = {}
         self._forwarding: dict[int, dict[str, list[ast.Call]]] = {}  # per helper (by id), see forwarded_device_maps
         # What its device maps and loads ask back through: a plain reference from each would make a cycle
         # (the analysis keeps them in its lists), and the file's whole tree would then wait for the cycle
@@ -228,6 +227,20 @@ class PlacementAnalysis:
         if id(loader.node) not in self._consumers_cache:
             self._consumers_cache[id(loader.node)] = tuple(self._consumers(loader))
         return self._consumers_cache[id(loader.node)]
+
+    def consumers_under(self, loader: Loader, conditions: tuple[object, ...]) -> tuple[Consumer, ...]:
+        """The load's consumers that a value holding under `conditions` reaches (DeviceMap.consumers),
+        worked out once: the rules ask it of one map many times."""
+        found = self.consumers_of(loader)
+        if not conditions or not found:
+            return found
+        key = (id(loader.node), conditions)
+        if key not in self._consumers_under:
+            resolver = self.resolver
+            self._consumers_under[key] = tuple(
+                c for c in found if c.node is None or not resolver.excludes(conditions, resolver.enclosing_guards(c.node))
+            )
+        return self._consumers_under[key]
 
     @cached_property
     def device_maps(self) -> list[DeviceMap]:
@@ -342,9 +355,9 @@ class PlacementAnalysis:
                 values = self.resolver.key_candidates(model_kwargs.value, "device_map")
                 if values:
                     out.append((loader, values))
-        elif func in ("dispatch_model", "load_checkpoint_and_dispatch"):
+        elif func in _DISPATCH_POSITIONS:
             loader = Loader(node, LoaderKind.DISPATCH, func)
-            value = argument(node, "device_map", 1 if func == "dispatch_model" else 2)
+            value = argument(node, "device_map", _DISPATCH_POSITIONS[func])
             if value is not None:
                 out.append((loader, self.resolver.candidates(value)))
         elif not out:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from placement_lint.edits import applicable
 from placement_lint.source import displayed_path, quoted_lines
 
 if TYPE_CHECKING:
@@ -241,7 +242,8 @@ def statistic_counts(result: RunResult, unsafe_fixes: bool) -> tuple[Counter[str
     """Per rule: its findings, and those with a fix that --fix (with `unsafe_fixes`, --fix
     --unsafe-fixes) applies."""
     counts = Counter(f.code for f in result.findings)
-    fixable = Counter(f.code for f in result.findings if f.violation.fix is not None and (unsafe_fixes or f.violation.fix.safe))
+    allowed = applicable(unsafe_fixes)
+    fixable = Counter(f.code for f in result.findings if f.violation.fix is not None and f.violation.fix.applicability in allowed)
     return counts, fixable
 
 
