@@ -27,8 +27,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from placement_lint.context.import_lines import import_lines_digest
 from placement_lint.context.launcher_names import launcher_name, python_launch_files
-from placement_lint.context.launches import DecodedOnRead, Encoded, PathList, RepoContext, decode_json, import_lines_digest
+from placement_lint.context.launches import DecodedOnRead, Encoded, PathList, RepoContext, decode_json
 from placement_lint.records import NamedTuple
 from placement_lint.settings import DEFAULT_EXCLUDE
 from placement_lint.version import __version__
@@ -360,17 +361,20 @@ def load_repo_context(
             return None  # built from the launchers beside a file outside any repository: not from a walk of it
         refreshed = False
         for name, stamp in data["folders"].items():
-            if _folder_stamp(name) == stamp[0]:
+            now = _folder_stamp(name)
+            if now == stamp[0]:
                 continue
             # Touched: a file was added, removed or replaced (an editor's save). Only the names decide.
+            # The stamp kept is the one taken before the names were read: a change after it shows next run.
             if _folder_names(name) != stamp[1]:
                 return None
-            stamp[0], refreshed = _folder_stamp(name), True
-        if data["git_index"] != _stamp(_git_index(root)):
+            stamp[0], refreshed = now, True
+        index_now = _stamp(_git_index(root))
+        if data["git_index"] != index_now:
             walked = [Path(name) for name in data["candidates"]]
             if track is None or sorted(map(str, track(walked))) != data["tracked"]:
                 return None
-            data["git_index"], refreshed = _stamp(_git_index(root)), True
+            data["git_index"], refreshed = index_now, True
         digests = data.get("import_only", {})
         edited: list[str] = []
         for input_path, stamp in data["inputs"].items():

@@ -34,7 +34,7 @@ from placement_lint.discover import (
     real_path,
     repository_root,
 )
-from placement_lint.process import collect_garbage_rarely, collections_paused, leave_alone_what_lives, thaw
+from placement_lint.process import CAN_FORK, collect_garbage_rarely, collections_paused, leave_alone_what_lives, thaw
 from placement_lint.records import NamedTuple
 from placement_lint.results import FileResult, RunOptions, RunResult, Screened, display_path, finding_at
 from placement_lint.settings import Settings
@@ -651,9 +651,9 @@ def _pooled(checker: FileChecker, pending: list[_Pending], jobs: int, hashing: b
         yield from _executor(checker, pending, ordered, jobs, hashing)
 
 
-# Forking is cheap where the platform forks safely: two forks cost 2.5 ms where a ProcessPoolExecutor
-# costs 23 ms to import, start and stop. macOS forks unsafely (system libraries) and Windows not at all.
-_CAN_FORK = hasattr(os, "fork") and sys.platform != "darwin"
+# Forking is cheap where the platform forks safely (process.CAN_FORK): two forks cost 2.5 ms where a
+# ProcessPoolExecutor costs 23 ms to import, start and stop. A name of this module: tests turn it off.
+_CAN_FORK = CAN_FORK
 _CLAIMS_PER_WORKER = 64  # how finely the files are cut for the processes to take in turn
 
 

@@ -13,13 +13,13 @@ from placement_lint.discover import gitignore_spec, real_path
 from placement_lint.patterns import LazyPattern
 from placement_lint.results import FileResult, RunOptions, Screened, display_path
 from placement_lint.rules import all_rules
+from placement_lint.rules.noqa import NOQA_TOKENS, unknown_code
 from placement_lint.scan import Found, Present, TokenScanner
 from placement_lint.settings import Settings
 from placement_lint.source import MAX_NOTEBOOK_BYTES, SourceError, content_hash, is_notebook, read_bytes
 
 _IN_FILE_LITERALS = IN_FILE_EVIDENCE.literals()
-# A noqa comment, as DPL100's pre-check spells it, and the DPL codes after it on its line.
-NOQA_TOKENS = (b"noqa", b"NOQA", b"Noqa")
+# A noqa comment's DPL codes after it on its line.
 _NOQA_TO_LINE_END = LazyPattern(rb"noqa[^\r\n]*", re.IGNORECASE)
 _DPL_CODE = LazyPattern(rb"DPL[0-9]+", re.IGNORECASE)
 # A Python file this large is generated data, not a training script: it is not parsed (a 10 MB
@@ -125,7 +125,7 @@ class PreCheck:
         for comment in comments:
             if b"dpl" in comment.lower():
                 for code in _DPL_CODE.finditer(comment):
-                    if code.group().upper().decode() not in self.known_codes:
+                    if unknown_code(code.group().upper().decode(), self.known_codes):
                         return WORTH_ALONE | WORTH_LAUNCHED
         return 0
 

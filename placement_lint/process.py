@@ -115,9 +115,13 @@ class Aside:
             try:
                 os.kill(self._pid, signal.SIGKILL)
                 os.waitpid(self._pid, 0)
-                os.close(self._reader)
             except OSError:
                 pass
+            finally:
+                try:
+                    os.close(self._reader)  # whether or not the child was still there to be stopped
+                except OSError:
+                    pass
             self._pid = 0
 
 

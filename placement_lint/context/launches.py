@@ -8,7 +8,6 @@ from collections.abc import Callable, Collection, Iterable, Iterator, MutableMap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from placement_lint.context.import_lines import import_lines_digest  # noqa: F401 (cache.py reads it from here)
 from placement_lint.records import NamedTuple
 from placement_lint.source import content_hash
 

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.edits import applicable
 from placement_lint.source import displayed_path, quoted_lines
 
 if TYPE_CHECKING:
@@ -242,6 +241,8 @@ def statistic_counts(result: RunResult, unsafe_fixes: bool) -> tuple[Counter[str
     """Per rule: its findings, and those with a fix that --fix (with `unsafe_fixes`, --fix
     --unsafe-fixes) applies."""
     counts = Counter(f.code for f in result.findings)
+    from placement_lint.edits import applicable  # only for --statistics: a warm run imports no edits
+
     allowed = applicable(unsafe_fixes)
     fixable = Counter(f.code for f in result.findings if f.violation.fix is not None and f.violation.fix.applicability in allowed)
     return counts, fixable

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from placement_lint.edits import Applicability, Edit
 from placement_lint.patterns import LazyPattern
 from placement_lint.rules.base import CheckedFile, FixAvailability, Rule, Violation, fix
-from placement_lint.rules.noqa import Code, Directive, Suppressions, noqa_row, unknown_code
+from placement_lint.rules.noqa import NOQA_TOKENS, Code, Directive, Suppressions, noqa_row, unknown_code
 
 # The text pre-check: a directive naming one of our codes. Without one there is nothing to report,
 # so a file that no other rule would parse stays unparsed.
@@ -21,7 +21,7 @@ class UnusedNoqa(Rule):
     summary = "A `# noqa: DPL...` comment, or a DPL code in one, that suppresses nothing"
     fix_availability = FixAvailability.ALWAYS
     triggers = ()  # could_fire looks for a directive naming a DPL code instead
-    anchors = (b"noqa", b"NOQA", b"Noqa")
+    anchors = NOQA_TOKENS
     context_free = True  # a comment that suppresses nothing does so in every setup
     checks_suppressions = True
     valid = (

@@ -168,6 +168,11 @@ def read_suppressions(source: SourceFile, module: ast.Module, known: frozenset[s
     return Suppressions(lines, tuple(file), tuple(problems))
 
 
+# How a file that may hold a noqa comment is told apart without decoding it (DPL100's anchors, the
+# pre-check's scan): the spellings people write.
+NOQA_TOKENS = (b"noqa", b"NOQA", b"Noqa")
+
+
 def unknown_code(code: str, known: frozenset[str]) -> bool:
     """A code of ours that no rule has (other tools' codes are theirs to judge)."""
     return code.startswith("DPL") and code not in known
