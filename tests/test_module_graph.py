@@ -334,3 +334,24 @@ def test_the_folders_a_module_adds_to_sys_path_from_its_own_location(tmp_path: P
     script = root / "app" / "jobs" / "train.py"
     raw = f"import os\nimport pathlib\nimport sys\nfrom pathlib import Path\n{line}\n".encode()
     assert sys_path_additions(raw, script, root) == ((root / added,) if added else ())
+
+
+_IMPORT_PIECES = [
+    "import os\n", "from . import a, b\n", "from .x import (\n    A,\n    import_b,\n)\n", "    import torch\n",
+    "import a; import b\n", "x = 'import y'\n", "# import z\n", "from ..pkg.mod import name as other\n",
+    "important = 1\n", "from x import *\r\n", "\timport tab\n", "def f():\n    from .y import z\n",
+    "s = '''\nimport in_a_string\n'''\n", "from\timport_lib import x\n", "import", "from a import (b,\n",
+]
+
+
+@given(st.lists(st.sampled_from(_IMPORT_PIECES), max_size=12))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_import_lines_are_found_as_the_pattern_finds_them(pieces: list[str]) -> None:
+    """Import lines are looked for only where the word `import` is: the same matches as the
+    pattern's own scan of every position, whatever the text around them."""
+    from placement_lint.context.import_lines import IMPORT_LINE, import_matches
+    from placement_lint.context.module_graph import _IMPORT_STATEMENT
+
+    raw = "".join(pieces).encode()
+    for pattern in (IMPORT_LINE, _IMPORT_STATEMENT):
+        assert [m.span() for m in import_matches(pattern, raw)] == [m.span() for m in pattern.finditer(raw)]

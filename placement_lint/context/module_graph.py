@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from placement_lint.analysis.index import walk
-from placement_lint.context.import_lines import IMPORT_LINE
+from placement_lint.context.import_lines import IMPORT_LINE, import_matches
 from placement_lint.context.setup_py import literal, setup_py_tree
 from placement_lint.discover import real_name
 from placement_lint.patterns import LazyPattern
@@ -230,6 +230,9 @@ class ModuleGraph:
         self._folders: dict[Path, Path] = {}  # importer -> its folder
         self._top_level: dict[tuple[str, Path] | tuple[str, Path, tuple[Path, ...]], bool] = {}
         self._listings: dict[str, frozenset[str] | None] = {}  # folder -> its entries, lowercase (see _may_hold)
+        # (base, names, package file, a module asked) -> the file: relative imports of one package ask
+        # for the same modules from each of its folders, under keys of their own in `_resolved`.
+        self._candidates: dict[tuple[str, tuple[str, ...], str, bool], Path | None] = {}
         self._files: dict[Path, _File | None] = {}
         self._summaries: dict[Path, ModuleSummary | None] = {}
         self._tables: dict[Path, ClassTable | None] = {}
@@ -332,9 +335,21 @@ class ModuleGraph:
         return None
 
     def _candidate(self, base: Path, parts: list[str], package_file: str) -> Path | None:
-        # Strings, not Paths: thousands of candidates are looked at in a big package.
-        folder = os.path.join(str(base), *[part for part in parts if part])
-        candidates = (os.path.join(folder, package_file),) if not parts else (folder + ".py", os.path.join(folder, package_file))
+        names = tuple(part for part in parts if part)
+        key = (str(base), names, package_file, bool(parts))
+        found = self._candidates.get(key, _UNRESOLVED)
+        if found is _UNRESOLVED:
+            found = self._candidates[key] = self._find_candidate(key[0], names, package_file, bool(parts))
+        return found  # type: ignore[return-value]
+
+    def _find_candidate(self, base: str, names: tuple[str, ...], package_file: str, module: bool) -> Path | None:
+        # Strings, not Paths: thousands of candidates are looked at in a big package. Most are names
+        # imported from a module, tried as its submodules first (`from .x import A` tries `x/A.py`):
+        # the folder's listing rules them out, where two stats each did.
+        if names and not self._may_hold(os.path.join(base, *names[:-1]), names[-1]):
+            return None
+        folder = os.path.join(base, *names)
+        candidates = (folder + ".py", os.path.join(folder, package_file)) if module else (os.path.join(folder, package_file),)
         for candidate in candidates:
             if os.path.isfile(candidate):
                 try:
@@ -372,7 +387,7 @@ class ModuleGraph:
 
     def imports_something_local(self, raw: bytes, folder: Path, added: tuple[Path, ...] = ()) -> bool:
         """A cheap look at the import lines: does any name a module of the repository?"""
-        for match in IMPORT_LINE.finditer(raw):
+        for match in import_matches(IMPORT_LINE, raw):
             if match.group(1):
                 return True  # a relative import
             name = (match.group(2) or match.group(3) or b"").decode("ascii", "replace").split(".")[0]
@@ -513,7 +528,7 @@ class ModuleGraph:
         """Every repository module an import line may load (more than the imports a parse would
         follow, never fewer: in functions and strings too, every name of `from x import a, b`)."""
         seen: set[Path] = set()
-        for match in _IMPORT_STATEMENT.finditer(raw):
+        for match in import_matches(_IMPORT_STATEMENT, raw):
             level, base, names, plain = match.groups()
             if plain is not None:
                 modules = [(n, 0) for n in _names(plain)]
@@ -698,7 +713,7 @@ _NAME = LazyPattern(rb"([\w.]+)(?:[ \t]+as[ \t]+\w+)?")
 def text_import_lines(raw: bytes) -> str:
     """A digest of the import statements a module's text holds, as the graph reads them to tell which
     modules it may load (see ModuleGraph._text_imports)."""
-    return content_hash(b"\n".join(match.group(0) for match in _IMPORT_STATEMENT.finditer(raw)))
+    return content_hash(b"\n".join(match.group(0) for match in import_matches(_IMPORT_STATEMENT, raw)))
 
 
 def _names(written: bytes) -> list[str]:
