@@ -112,6 +112,9 @@ def test_precheck_reads_a_file_whose_noqa_names_an_unknown_code(tmp_path: Path) 
     assert checker(tmp_path).worth_parsing(b"# placement-lint: noqa: DPL999\n", path)
     assert not checker(tmp_path).worth_parsing(b"x = 1  # noqa: DPL001, E501\n", path)
     assert not checker(tmp_path).worth_parsing(b"x = 1  # DPL999\n", path)
+    # The comment is read without case, so it is looked for in every casing, not only the usual three.
+    for spelling in ("NoQA", "nOqA", "noQA"):
+        assert checker(tmp_path).worth_parsing(f"x = 1  # {spelling}: DPL999\n".encode(), path), spelling
     assert not checker(tmp_path, ignore_noqa=True).worth_parsing(b"x = 1  # noqa: DPL999\n", path)
 
 

@@ -169,8 +169,13 @@ def read_suppressions(source: SourceFile, module: ast.Module, known: frozenset[s
 
 
 # How a file that may hold a noqa comment is told apart without decoding it (DPL100's anchors, the
-# pre-check's scan): the spellings people write.
-NOQA_TOKENS = (b"noqa", b"NOQA", b"Noqa")
+# pre-check's scan): the word in each of its sixteen casings, as the comment is read without case
+# (`# NoQA: DPL999` is a suppression too; with only the usual three spellings looked for, a file whose
+# one comment was written so was never read, and its unknown code never reported).
+NOQA_TOKENS = tuple(
+    "".join(letter.upper() if mask >> place & 1 else letter for place, letter in enumerate("noqa")).encode()
+    for mask in (0, 15, 1, *range(2, 15))  # the usual spellings first: `noqa`, `NOQA`, `Noqa`
+)
 
 
 def unknown_code(code: str, known: frozenset[str]) -> bool:
