@@ -196,6 +196,39 @@ def test_returned_values_followed_in_a_second_process_give_the_same_context(
     assert {path: shared.by_file[path] for path in shared.by_file} == dict(alone.by_file)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="launch files are read on both cores where processes fork")
+def test_launch_files_read_in_two_processes_give_the_same_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With two processes, a forked child reads every other launch file: the launches, the warnings
+    (in the files' order) and the files read are those a single process finds."""
+    from placement_lint.context import repo
+    from placement_lint.process import Aside
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "scripts").mkdir()
+    for number in range(9):
+        launcher = ("torchrun --nproc_per_node 2", "deepspeed --num_gpus 8", "python")[number % 3]
+        (tmp_path / "scripts" / f"run_{number}.sh").write_text(f"{launcher} train_{number % 2}.py --seed {number}\n")
+    (tmp_path / "scripts" / "run_7.sh").write_bytes(b"torchrun train_0.py\0\n")  # binary: a warning in its place
+    (tmp_path / "scripts" / "run_2.sh").write_text("torchrun --nproc_per_node 2 train_1.py\n" + "#" * 1_100_000)
+    for number in range(2):
+        (tmp_path / f"train_{number}.py").write_text('model = X.from_pretrained("m", device_map="auto")\n')
+    answered: list[object] = []
+
+    class Watched(Aside):
+        def result(self) -> object | None:
+            answered.append(super().result())
+            return answered[-1]
+
+    monkeypatch.setattr(repo, "SPLIT_READING_FILES", 4)
+    monkeypatch.setattr(repo, "Aside", Watched)
+    settings = Settings(root=tmp_path, codes=CODES)
+    alone, shared = (repo.build_repo_context(tmp_path, settings, str, jobs=jobs) for jobs in (1, 2))
+    assert len(answered) == 1 and answered[0] is not None, "the second build took the child's reading"
+    assert len(alone.warnings) == 2 and shared.warnings == alone.warnings
+    assert dict(shared.by_file) == dict(alone.by_file) and len(alone.by_file) == 2
+    assert list(shared.inputs) == list(alone.inputs)
+
+
 def test_a_trainer_subclass_from_another_module_counts_with_in_file_evidence(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "custom.py").write_text("from trl.experimental.xpo import XPOTrainer\n\n\nclass MyXPO(XPOTrainer):\n    pass\n")
