@@ -51,7 +51,7 @@ _SEEN_RESOLUTION = 24 * 3600
 # (findings of the same shape, but an older entry lacks those spans); 7: launch contexts name their Python
 # launchers, and keep beside them (`.stamps`) the stamp of every Python file their search looked at, and
 # the modules' facets on a third line; 8: each file's details entry its own JSON text, where the index says
-_FORMAT = 8
+_FORMAT = 9
 # Up to this many Python files the result cache does not vouch for are tested for a launcher directly
 # (read, and parsed only when the byte tests pass); more are first narrowed to those whose stamp changed
 # since the context was built, which costs parsing every Python file's stamp.
@@ -375,12 +375,16 @@ def load_repo_context(
             if track is None or sorted(map(str, track(walked))) != data["tracked"]:
                 return None
             data["git_index"], refreshed = index_now, True
-        digests = data.get("import_only", {})
+        digests, commands = data.get("import_only", {}), data["launch_commands"]
         edited: list[str] = []
         for input_path, stamp in data["inputs"].items():
             status = statuses.get(input_path)
             now = [status.st_mtime_ns, status.st_size] if status is not None else _stamp(input_path)
-            if now != stamp and not _same_imports(Path(input_path), digests.get(input_path)):
+            if (
+                now != stamp
+                and not _same_imports(Path(input_path), digests.get(input_path))
+                and not _same_commands(Path(input_path), root, commands.get(input_path))
+            ):
                 if reuse is None:
                     return None
                 edited.append(input_path)
@@ -452,6 +456,7 @@ def save_repo_context(
         "git_index": _stamp(_git_index(context.root)),
         "inputs": {str(p): _stamp(p) for p in context.inputs},
         "import_only": {str(p): _digest(p) for p in context.import_only},
+        "launch_commands": {str(p): digest for p, digest in context.launch_digests.items()},
         "digests": {str(p): context.digest(str(p)) for p in context.by_file},
         "warnings": context.warnings,
         "python_sources": sorted(map(str, context.python_sources)),
@@ -706,6 +711,15 @@ def _digest(path: Path) -> str | None:
 
 def _same_imports(path: Path, digest: str | None) -> bool:
     return digest is not None and _digest(path) == digest
+
+
+def _same_commands(path: Path, root: Path, digest: str | None) -> bool:
+    """A launch file read only for its commands gives the same ones (an edited comment or echo)."""
+    if digest is None:
+        return False
+    from placement_lint.context.repo import launch_file_digest  # the launch readers: only once one was edited
+
+    return launch_file_digest(path, root) == digest
 
 
 def _repo_key(root: Path, cwd: Path, settings: Settings) -> str:

@@ -671,3 +671,48 @@ def test_a_launch_context_whose_entry_places_are_damaged_or_planted_is_rebuilt(r
     (repo / "b.py").write_text(LAUNCHED + "# edited: checked again, so its launch evidence is read\n")
     fresh = run([repo], Settings(root=repo, codes=CODES), RunOptions(), repo, None)
     assert check(repo) == [(f.display, f.row, f.code) for f in fresh.findings] == first
+
+
+def test_a_launch_script_edited_without_changing_its_commands_keeps_the_context(
+    launched_package: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comment or an echo added to a launch script: its commands are the same, so is the context."""
+    check_paths(launched_package, ".")
+    (launched_package / "run.sh").write_text("# 8 GPUs\necho start; torchrun --nproc_per_node 8 train.py\n# done\n")
+    with monkeypatch.context() as patched:
+        forbid_building(patched)
+        with pytest.raises(AssertionError, match="rebuilt"):  # the command moved a line: its evidence did too
+            check_paths(launched_package, "train.py")
+    check_paths(launched_package, ".")
+    (launched_package / "run.sh").write_text("# 8 GPUs\necho start; torchrun --nproc_per_node 8 train.py\n# done, for real\n")
+    fresh = check_paths(launched_package, "train.py", "helper.py", cache=False)
+    with monkeypatch.context() as patched:
+        forbid_building(patched)
+        assert check_paths(launched_package, "train.py", "helper.py") == fresh
+
+
+@pytest.mark.parametrize(
+    ("name", "first", "then"),
+    [
+        pytest.param("run.sh", "torchrun --nproc_per_node 8 train.py\n", "torchrun --nproc_per_node 1 train.py\n", id="a command"),
+        pytest.param(  # read into the commands of the script that runs it with arguments
+            "inner.sh", 'torchrun --nproc_per_node "$1" train.py\n', 'torchrun --nproc_per_node "$1" train.py  # edited\n', id="a called script"
+        ),
+        pytest.param("ci.yml", "steps:\n  - run: torchrun --nproc_per_node 8 train.py\n", "steps:\n  - run: torchrun --nproc_per_node 8 train.py\ndistributed_type: DEEPSPEED\n", id="a YAML file"),
+    ],
+)
+def test_a_launch_file_whose_text_goes_beyond_its_own_commands_rebuilds(
+    launched_package: Path, monkeypatch: pytest.MonkeyPatch, name: str, first: str, then: str
+) -> None:
+    """A changed command, a script another one runs (its text is read into the caller's commands), a YAML
+    file (an accelerate config the launches beside it may use): each edit builds the context again."""
+    (launched_package / name).write_text(first)
+    if name == "inner.sh":
+        (launched_package / "run.sh").write_text("bash inner.sh 8\n")
+    check_paths(launched_package, ".")
+    (launched_package / name).write_text(then)
+    with monkeypatch.context() as patched:
+        forbid_building(patched)
+        with pytest.raises(AssertionError, match="rebuilt"):
+            check_paths(launched_package, "train.py")
+    assert check_paths(launched_package, "train.py", "helper.py") == check_paths(launched_package, "train.py", "helper.py", cache=False)

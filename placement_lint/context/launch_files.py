@@ -120,8 +120,25 @@ def launcher_kind(path: Path, head: bytes) -> str | None:
     return None
 
 
-def commands_in(path: Path, text: str, kind: str, problems: list[str] | None = None) -> list[CommandLine]:
-    """The commands of a file of `kind`; what could not be read well is added to `problems`."""
+# While a file's commands are read: the other files read into them (a script it runs with arguments).
+_also_read: list[Path] | None = None
+
+
+def commands_in(
+    path: Path, text: str, kind: str, problems: list[str] | None = None, also_read: list[Path] | None = None
+) -> list[CommandLine]:
+    """The commands of a file of `kind`; what could not be read well is added to `problems`, and the
+    other files whose text went into them to `also_read` (a cache may take a launch file's commands
+    as unchanged by its own text only when no other file's went into them)."""
+    global _also_read
+    outer, _also_read = _also_read, also_read
+    try:
+        return _commands_of(path, text, kind, problems)
+    finally:
+        _also_read = outer
+
+
+def _commands_of(path: Path, text: str, kind: str, problems: list[str] | None) -> list[CommandLine]:
     if kind == "shell":
         return list(_shell(path, text, 1, path.parent, {}))
     if kind == "make":
@@ -374,6 +391,8 @@ def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[st
         raw = script.read_bytes()
     except OSError:
         return
+    if _also_read is not None:
+        _also_read.append(script)
     if b"\0" in raw or _SHIFTS.search(raw):
         return  # `shift` / `getopts` move the positional parameters: `$1` is not the first argument throughout
     inside = {**exported, _CALLED: "", "@": " ".join(shlex.quote(word) for word in arguments)}

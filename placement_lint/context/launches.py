@@ -160,6 +160,9 @@ class RepoContext:
         self.python_searched: Sequence[str] = []
         # Launched scripts read only for their import lines: a change elsewhere in them changes nothing here.
         self.import_only: Collection[Path] = set()
+        # Launch files read only for their commands, each with a digest of them: an edit that leaves
+        # them as they were (a comment, an echo) changes nothing here.
+        self.launch_digests: dict[Path, str] = {}
         # Per imported module, per top-level function: where its importers send what their calls of it
         # return (`model = load_model(...)` then `SFTTrainer(model=model)` in train.py), located in them.
         self.consumers: MutableMapping[Path, dict[str, tuple[Consumer, ...]]] = {}

@@ -42,7 +42,7 @@ from placement_lint.context.propagation import (
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.process import Aside
 from placement_lint.settings import Settings
-from placement_lint.source import MAX_NOTEBOOK_BYTES, is_notebook
+from placement_lint.source import MAX_NOTEBOOK_BYTES, content_hash, is_notebook
 
 
 def build_repo_context(
@@ -80,10 +80,15 @@ def build_repo_context(
     stage = stage or _unheard
     sources = [*context.candidates, *python_sources]
     read = _read_launch_files(context.candidates, context.root, jobs)
+    digests: dict[Path, str] = {}  # per launch file read on its own, its commands' digest
+    read_into_others: set[Path] = set()
     for number, path in enumerate(sources):
         stage("Reading launch files", number, len(sources))
-        commands, problems = read[path] if path in read else _commands(path, context.root)
+        commands, problems, also_read = read[path] if path in read else _commands(path, context.root)
         context.warnings += problems
+        read_into_others.update(also_read)
+        if not also_read and launcher_kind(path, b"") in _READ_FOR_COMMANDS_ONLY:
+            digests[path] = commands_digest(commands, problems)
         for command in commands:
             launch = parse_command(command.text, ScriptNames(projects, command.cwd, command.source.parent))
             if launch is None:
@@ -176,6 +181,11 @@ def build_repo_context(
     # A Python launcher counts whole: a change to its calls, not only to its imports, changes what it launches.
     context.import_only -= {*python_sources, *(path.resolve() for path in python_sources)}
     context.python_sources = python_sources
+    # A launch file read for its commands alone: an edit that leaves them as they were (a comment, an
+    # echo) leaves the context as it was. Not one whose text other reads took too (a config, a script
+    # another runs, a module), nor a Python launcher (counted whole, above).
+    read_otherwise = read_into_others | set(context.inputs[len(context.candidates) :]) | set(python_sources)
+    context.launch_digests = {path: digest for path, digest in digests.items() if path not in read_otherwise}
     # What a pre-commit run after an edit needs to tell whether this context still holds for the files
     # it checks (context/facets.py): taken from the trees before they are dropped.
     if facets:
@@ -206,7 +216,7 @@ def _attach_pins(root: Path, launched: dict[Path, list[Evidence]], context: Repo
 SPLIT_READING_FILES = 64
 
 
-def _read_launch_files(paths: list[Path], root: Path, jobs: int) -> dict[Path, tuple[list[CommandLine], list[str]]]:
+def _read_launch_files(paths: list[Path], root: Path, jobs: int) -> dict[Path, tuple[list[CommandLine], list[str], list[Path]]]:
     """The commands and problems of each launch file, read on both cores when there are enough (a file's
     commands depend on its text and the files beside it only); empty when this process is to read
     each file as it comes. Python launchers are not among them: reading one parses it, and the parse
@@ -226,30 +236,52 @@ def _read_launch_files(paths: list[Path], root: Path, jobs: int) -> dict[Path, t
     return read
 
 
-def _commands(path: Path, root: Path) -> tuple[list[CommandLine], list[str]]:
-    """The launch commands a file holds, and what could not be read of it (warnings, with its path)."""
+# The launch files whose text the context takes nothing from but their commands: not a YAML file (an
+# accelerate config the launches beside it may use) nor a Dockerfile (where it copies the repository to).
+_READ_FOR_COMMANDS_ONLY = ("shell", "make", "procfile", "notebook", *DOC_KINDS)
+
+
+def commands_digest(commands: list[CommandLine], problems: list[str]) -> str:
+    """What a launch file gives the context: its commands (their lines, words, folders, environment)
+    and the problems reading it met."""
+    return content_hash(repr((commands, problems)).encode())
+
+
+def launch_file_digest(path: Path, root: Path) -> str | None:
+    """A launch file's commands' digest as it is now; None when reading it reads other files too, or
+    the context may take more than its commands from it."""
+    if launcher_kind(path, b"") not in _READ_FOR_COMMANDS_ONLY:
+        return None
+    commands, problems, also_read = _commands(path, root)
+    return None if also_read else commands_digest(commands, problems)
+
+
+def _commands(path: Path, root: Path) -> tuple[list[CommandLine], list[str], list[Path]]:
+    """The launch commands a file holds, what could not be read of it (warnings, with its path), and
+    the other files read into its commands."""
     try:
         if path.stat().st_size > (MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_LAUNCHER_BYTES):
             if launcher_kind(path, b"") in ("shell", "make", "docker", "procfile", *DOC_KINDS):  # a big YAML is just data
-                return [], [f"{_shown(path, root)}: skipped, larger than {MAX_LAUNCHER_BYTES} bytes"]
-            return [], []
+                return [], [f"{_shown(path, root)}: skipped, larger than {MAX_LAUNCHER_BYTES} bytes"], []
+            return [], [], []
         raw = path.read_bytes()
     except OSError:
-        return [], []
+        return [], [], []
     kind = launcher_kind(path, raw[:512])
     if kind is None or not any(token in raw for token in LAUNCH_TOKENS):
-        return [], []
+        return [], [], []
     if kind in DOC_KINDS and not any(marker in raw for marker in DOC_CODE_MARKERS):
-        return [], []  # prose only: no code block to hold a command
+        return [], [], []  # prose only: no code block to hold a command
     if kind != "notebook" and b"\0" in raw:
-        return [], [f"{_shown(path, root)}: skipped, binary (NUL bytes), no launch commands read"]
+        return [], [f"{_shown(path, root)}: skipped, binary (NUL bytes), no launch commands read"], []
     problems: list[str] = []
+    also_read: list[Path] = []
     try:
-        commands = commands_in(path, raw.decode("utf-8", errors="replace"), kind, problems)
+        commands = commands_in(path, raw.decode("utf-8", errors="replace"), kind, problems, also_read)
     except (RecursionError, ValueError) as exc:
         problems.append(f"cannot read launch commands: {exc}")
         commands = []
-    return commands, [f"{_shown(path, root)}: {problem}" for problem in problems]
+    return commands, [f"{_shown(path, root)}: {problem}" for problem in problems], also_read
 
 
 def _shown(path: Path, root: Path) -> str:
