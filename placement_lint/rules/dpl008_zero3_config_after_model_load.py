@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from placement_lint.analysis.names import dotted
-from placement_lint.rules.base import CheckedFile, Message, Rule, Violation, trl_config_call, zero3_live_at_load
+from placement_lint.rules.base import (
+    CheckedFile,
+    Message,
+    Rule,
+    Violation,
+    reachable_under,
+    trl_config_call,
+    zero3_live_at_load,
+)
 
 # TrainingArguments, HfDeepSpeedConfig, Accelerator(), argument parsing, deepspeed.initialize; TRL configs below.
 _ZERO3_CONFIG_TOKENS = (b"TrainingArguments", b"HfDeepSpeedConfig", b"Accelerator(", b"parse_args", b"deepspeed.initialize")
@@ -50,6 +58,8 @@ class Zero3ConfigAfterModelLoad(Rule):
                     continue
                 if load.quantized:  # transformers never uses zero.Init for a quantized model, whatever the order
                     continue
+                if not reachable_under(file, load.call, variant.setup, variant.arguments):
+                    continue  # in a branch this ZeRO-3 launch does not take (`if args.train_type == "lora":`)
                 context = next(
                     (c for c in file.contexts.contexts_at(load.call) if c.setup.zero3 and c.arguments == variant.arguments), None
                 )
