@@ -201,9 +201,13 @@ def facets_of(
     calls: Mapping[Path, Mapping[str, object]],
     reads: ParserReads,
     hard: set[Path],
+    read_whole: Iterable[Path] = (),
+    root: Path | None = None,
 ) -> dict[str, list[object]]:
     """For each module the build summarized, but not those in `hard` (read for what the facet does not
-    hold: a parser module, a launch file), its facet and role, as stored."""
+    hold: a parser module, a launch file), its facet and role, as stored; and for each launched script
+    in `read_whole` the build did not summarize (it imports nothing of the repository, yet its text
+    decided its launches' setup: ConfigReader.scripts), its facet as a later load works it out."""
     from placement_lint.context.module_graph import text_import_lines
 
     scripts = set(launched)
@@ -229,6 +233,13 @@ def facets_of(
             reads.tables.get(path, ()),
         )
         found[str(path)] = [digest, role.to_json()]
+    for path in read_whole:
+        if str(path) in found or path in hard or root is None:
+            continue
+        role = Role(list(calls.get(path, {})), path in reads.attributes, True, [str(p) for p in reads.parsers.get(path, ())])
+        now = facet_now(path, role.to_json(), root, graph.anchors or ())
+        if now is not None:
+            found[str(path)] = [now, role.to_json()]
     return found
 
 

@@ -125,10 +125,10 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     if deepspeed:
         stage = _json_stage(deepspeed, near, configs)
         return _deepspeed(stage, f"--deepspeed {deepspeed}{configs.note(deepspeed)}")
-    flagged = deepspeed_config_flag(launch, target)
+    flagged = deepspeed_config_flag(launch, target, configs.scripts)
     if flagged is not None and flagged.given and (found := _flagged_config(flagged, near, configs, target)) is not None:
         return found
-    default = default_deepspeed_config(launch, target)
+    default = default_deepspeed_config(launch, target, configs.scripts)
     if default:
         stage = _json_stage(default, near, configs)
         return _deepspeed(stage, f"the script's default --deepspeed {default}{configs.note(default)}")
@@ -139,7 +139,7 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
         return Resolved(Kind.FSDP, None, f"--fsdp {fsdp}")
     if launch.script_arg("--fsdp_config"):
         return Resolved(Kind.FSDP, None, f"--fsdp_config {launch.script_arg('--fsdp_config')}")
-    recipe = launch.script_arg("--config", "--config_file", "") or _arguments_file(launch, target)
+    recipe = launch.script_arg("--config", "--config_file", "") or _arguments_file(launch, target, configs.scripts)
     if recipe and recipe.endswith((".yaml", ".yml", ".json")):  # a recipe, or the arguments as one file
         return _recipe(recipe, near, configs)
     return None
@@ -161,10 +161,10 @@ _ARGUMENTS_FILE_OPTION = LazyPattern(r"^--?\w*(args|arguments|config)\w*$")
 _SETUP_OPTIONS = frozenset({"--deepspeed", "--deepspeed_config", "--fsdp_config", "--accelerate_config"})
 
 
-def _arguments_file(launch: Launch, target: Path | None) -> str | None:
+def _arguments_file(launch: Launch, target: Path | None, read: list[Path] | None = None) -> str | None:
     """The file of arguments a script hands to `parse_json_file` / `parse_yaml_file` through an option of
     its own (Firefly's `--train_args_file train_args/sft/qwen-7b.json`): named like one, and the
-    script reads such a file."""
+    script reads such a file. `read`: where to note the script, whose text then decides (ConfigReader.scripts)."""
     named = [
         value
         for option, value in launch.script_args.items()
@@ -178,6 +178,8 @@ def _arguments_file(launch: Launch, target: Path | None) -> str | None:
         text = target.read_bytes()
     except OSError:
         return None
+    if read is not None:
+        read.append(target)
     return named[0] if b"parse_json_file" in text or b"parse_yaml_file" in text else None
 
 
@@ -455,7 +457,7 @@ def script_arguments(
 def _config_file_arguments(
     launch: Launch, near: Path, configs: ConfigReader, target: Path | None = None
 ) -> tuple[tuple[str, str], ...]:
-    name = launch.script_arg("--config") or launch.script_args.get("") or _arguments_file(launch, target)
+    name = launch.script_arg("--config") or launch.script_args.get("") or _arguments_file(launch, target, configs.scripts)
     if not name or "$" in name or not name.endswith((".yaml", ".yml", ".json")):
         return ()
     path = configs.find(name, near)

@@ -30,16 +30,19 @@ _MAY_DEFAULT = LazyPattern(rb"""["']--deepspeed(?:[_-]config)?["']|\bdeepspeed\s
 _MAY_HAND_A_CONFIG = LazyPattern(rb"\binitialize\s*\(|HfDeepSpeedConfig|\bdeepspeed\s*=|\bhf_ds_config\b")
 
 
-def default_deepspeed_config(launch: Launch, target: Path | None) -> str | None:
+def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Path] | None = None) -> str | None:
     """The JSON config the launched script's `--deepspeed` (or `--deepspeed_config`) option defaults
     to, when the launch gives neither; None when it gives one, or the script has no such default. A
     `--deepspeed_config` default beside a `--deepspeed` switch that is off by default (DeepSpeed's
-    `add_config_arguments`) is used only when the launch turns the switch on."""
+    `add_config_arguments`) is used only when the launch turns the switch on. `read`: where to note
+    the script when its text was looked into (see ConfigReader.scripts)."""
     if target is None or launch.script_arg("--deepspeed_config") is not None or launch.script_arg("--deepspeed"):
         return None
     raw = _script_bytes(target)
     if raw is None or b".json" not in raw or not _MAY_DEFAULT.search(raw):
         return None
+    if read is not None:
+        read.append(target)
     module = _parsed(raw)
     if module is None:
         return None
@@ -117,27 +120,30 @@ def _parsed(raw: bytes) -> ast.Module | None:
 class FlagConfig(NamedTuple):
     """The DeepSpeed config a launch names through an option of the script's own."""
 
-    option: str  # as the script spells it, without dashes: "ds_file"
+    option: str  # as the launch spells it (else the script), without dashes: "ds_file"
     value: str  # the config's path as written: "ds_zero3_offload.json"
     given: bool  # the launch passes it (else: the option's default)
-    sink: str  # where the script hands it to DeepSpeed: "deepspeed.initialize(config=...)"
+    sink: str  # where the script hands it to DeepSpeed: "deepspeed.initialize as config="
 
     def describe(self, script: str) -> str:
+        """For the launch's details, which are split at commas and at the last `), ` (rules/chain.py): no
+        parentheses. No line either: the evidence is cached, and an edit above the call must not make it stale."""
         said = f"--{self.option} {self.value}" if self.given else f"the script's default --{self.option} {self.value}"
-        # No line: the launch's evidence is cached, and an edit above the call must not make it stale.
-        return f"{said}, the config {script} hands to {self.sink}"
+        return f"{said}, which {script} passes to {self.sink}"
 
 
-def deepspeed_config_flag(launch: Launch, target: Path | None) -> FlagConfig | None:
+def deepspeed_config_flag(launch: Launch, target: Path | None, read: list[Path] | None = None) -> FlagConfig | None:
     """The config a launch names through an option of the launched script's own whose value the script
     hands to DeepSpeed as its config (config_sinks): the first such option the launch passes, else the
     first whose default names a JSON file. None when there is no such option, or its value is only
-    known when the launch runs (`$DS_CONFIG`)."""
+    known when the launch runs (`$DS_CONFIG`). `read`: as for default_deepspeed_config."""
     if target is None:
         return None
     raw = _script_bytes(target)
     if raw is None or not _MAY_HAND_A_CONFIG.search(raw):
         return None
+    if read is not None:
+        read.append(target)
     module = _parsed(raw)
     if module is None:
         return None
@@ -153,11 +159,12 @@ def deepspeed_config_flag(launch: Launch, target: Path | None) -> FlagConfig | N
         if field is None or name in _DEEPSPEED_OPTIONS:
             continue  # `--deepspeed` and `--deepspeed_config` are read as such (launch_setup, default_deepspeed_config)
         spellings = field.spellings.split() or [name]
-        given = launch.script_arg(*(f"--{spelling}" for spelling in spellings))
-        if given is not None:
+        written = next((option for option in launch.script_args if option.lstrip("-").replace("-", "_") in spellings), None)
+        if written is not None:
+            given = launch.script_args[written]
             if not given or "$" in given or "`" in given:
                 return None  # named at run time: which config, nobody here can tell
-            return FlagConfig(spellings[0], given, True, sink)
+            return FlagConfig(written.lstrip("-"), given, True, sink)
         try:
             default = value_of(field.default)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -198,7 +205,11 @@ def _config_sinks(module: ast.Module) -> dict[str, str]:
 
     index = index_of(module)
     imports = ImportTable.of(module, index.nodes)
-    handed = [(call, text, value) for call in index.calls for text, value in _handed_configs(call, imports)]
+    # In source order (the index's calls are not): the first call an option reaches names it.
+    handed = sorted(
+        (((call.lineno, call.col_offset), text, value) for call in index.calls for text, value in _handed_configs(call, imports)),
+        key=lambda item: item[0],
+    )
     if not handed:
         return {}
     # Every text field marked as given by a launch: the value flow then says, for each config handed
@@ -208,7 +219,7 @@ def _config_sinks(module: ast.Module) -> dict[str, str]:
         return {}
     resolver = Resolver(module, SINGLE, tuple((name, UNDECIDED, "a launch") for name in dict.fromkeys(fields)))
     found: dict[str, str] = {}
-    for call, text, value in sorted(handed, key=lambda item: (item[0].lineno, item[0].col_offset)):
+    for _, text, value in handed:
         for name in _fields_naming(resolver, imports, value, 0):
             found.setdefault(name, text)
     return found
@@ -229,20 +240,20 @@ def _handed_configs(call: ast.Call, imports: ImportTable) -> list[tuple[str, ast
         for option in ("config", "config_params"):
             given = keyword(call, option)
             if given is not None:
-                found.append((f"deepspeed.initialize({option}=...)", given.value))
+                found.append((f"deepspeed.initialize as {option}=", given.value))
     elif name == "HfDeepSpeedConfig":
         given = keyword(call, "config_file_or_dict")
         value = given.value if given is not None else call.args[0] if call.args else None
         if value is not None and not isinstance(value, ast.Starred):
-            found.append(("HfDeepSpeedConfig(...)", value))
+            found.append(("HfDeepSpeedConfig", value))
     elif name == "DeepSpeedPlugin":
         given = keyword(call, "hf_ds_config")
         if given is not None:
-            found.append(("DeepSpeedPlugin(hf_ds_config=...)", given.value))
+            found.append(("DeepSpeedPlugin as hf_ds_config=", given.value))
     elif is_training_arguments(qualified):
         given = keyword(call, "deepspeed")
         if given is not None:
-            found.append((f"{name}(deepspeed=...)", given.value))
+            found.append((f"{name} as deepspeed=", given.value))
     return found
 
 
