@@ -92,6 +92,17 @@ _PARSER = 'import argparse\nimport json\nimport deepspeed\np = argparse.Argument
             id="a literal path",
         ),
         pytest.param("print(json.load(open(args.ds_file)))\ndeepspeed.initialize(model=None)\n", {}, id="read, never handed"),
+        pytest.param(
+            "import yaml\nwith open(args.ds_file) as f:\n    cfg = yaml.safe_load(f)\ndeepspeed.initialize(model=None, config=cfg)\n",
+            {"ds_file": "deepspeed.initialize as config="},
+            id="YAML",
+        ),
+        pytest.param(
+            "cfg = json.load(open(args.ds_file))\ncfg['zero_optimization']['stage'] = 2\n"
+            "deepspeed.initialize(model=None, config=cfg)\n",
+            {},
+            id="the script sets the stage itself",
+        ),
     ],
 )
 def test_the_options_a_script_hands_deepspeed_as_its_config(body: str, expected: dict[str, str]) -> None:
@@ -99,6 +110,9 @@ def test_the_options_a_script_hands_deepspeed_as_its_config(body: str, expected:
 
 
 _HANDS = _PARSER + "deepspeed.initialize(model=None, config=json.load(open(args.ds_file)))\n"
+_SWITCHED_SINK = _PARSER.replace("args =", 'p.add_argument("--use_ds", action="store_true")\nargs =') + (
+    "if args.use_ds:\n    deepspeed.initialize(model=None, config=json.load(open(args.ds_file)))\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -112,6 +126,9 @@ _HANDS = _PARSER + "deepspeed.initialize(model=None, config=json.load(open(args.
         (_PARSER + "deepspeed.initialize(model=None)\n", "deepspeed train.py --ds_file ds/z3.json", None),
         # `--deepspeed` is read as the launch's DeepSpeed option (launch_setup, default_deepspeed_config), not here.
         (_HANDS.replace("ds_file", "deepspeed"), "deepspeed train.py --deepspeed ds/z3.json", None),
+        # Handed to DeepSpeed only behind a switch: the launch must turn it on.
+        (_SWITCHED_SINK, "torchrun train.py --ds_file ds/z3.json", None),
+        (_SWITCHED_SINK, "torchrun train.py --ds_file ds/z3.json --use_ds", ("ds_file", "ds/z3.json", True)),
     ],
 )
 def test_the_config_a_launch_names_through_the_scripts_own_option(

@@ -94,7 +94,7 @@ def facet(
         (b"dataclass" in raw or b"add_argument" in raw, len(raw) <= MAX_LAUNCHER_BYTES),
         (b"parse_json_file" in raw, b"parse_yaml_file" in raw, repr(parser_table)) if role.launched else None,
         # The options whose value a launched script hands DeepSpeed as its config (`--ds_file`): set in its functions.
-        sorted(handed_configs(raw, tree).items()) if role.launched else None,
+        handed_configs(raw, tree) if role.launched else None,
     )
     return content_hash(repr(parts).encode("utf-8", "surrogateescape"))
 

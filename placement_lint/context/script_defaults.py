@@ -20,6 +20,7 @@ from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
 
 if TYPE_CHECKING:  # the value flow is imported only for a script that may hand DeepSpeed a config
+    from placement_lint.analysis.arguments import Fields
     from placement_lint.analysis.dataflow import Resolver
     from placement_lint.analysis.names import ImportTable
 
@@ -134,9 +135,11 @@ class FlagConfig(NamedTuple):
 
 def deepspeed_config_flag(launch: Launch, target: Path | None, read: list[Path] | None = None) -> FlagConfig | None:
     """The config a launch names through an option of the launched script's own whose value the script
-    hands to DeepSpeed as its config (config_sinks): the first such option the launch passes, else the
-    first whose default names a JSON file. None when there is no such option, or its value is only
-    known when the launch runs (`$DS_CONFIG`). `read`: as for default_deepspeed_config."""
+    hands to DeepSpeed as its config (config_sinks), where the launch's arguments do not rule out the
+    branch that hands it (`if args.use_deepspeed:` under a launch that leaves the switch off): the first
+    such option the launch passes, else the first whose default names a JSON file. None when there is
+    no such option, or its value is only known when the launch runs (`$DS_CONFIG`). `read`: as for
+    default_deepspeed_config."""
     if target is None:
         return None
     raw = _script_bytes(target)
@@ -147,56 +150,102 @@ def deepspeed_config_flag(launch: Launch, target: Path | None, read: list[Path] 
     module = _parsed(raw)
     if module is None:
         return None
-    sinks = config_sinks(module)
+    sinks = _sinks(module)
     if not sinks:
         return None
     from placement_lint.analysis.arguments import parser_fields, value_of
 
     fields = parser_fields(module)
+    live = _live(module, sinks, fields, launch)
     defaults: list[FlagConfig] = []
-    for name, sink in sinks.items():
-        field = fields.get(name)
-        if field is None or name in _DEEPSPEED_OPTIONS:
+    for sink in live:
+        field = fields.get(sink.field)
+        if field is None or sink.field in _DEEPSPEED_OPTIONS:
             continue  # `--deepspeed` and `--deepspeed_config` are read as such (launch_setup, default_deepspeed_config)
-        spellings = field.spellings.split() or [name]
+        spellings = field.spellings.split() or [sink.field]
         written = next((option for option in launch.script_args if option.lstrip("-").replace("-", "_") in spellings), None)
         if written is not None:
             given = launch.script_args[written]
             if not given or "$" in given or "`" in given:
                 return None  # named at run time: which config, nobody here can tell
-            return FlagConfig(written.lstrip("-"), given, True, sink)
+            return FlagConfig(written.lstrip("-"), given, True, sink.call)
         try:
             default = value_of(field.default)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
         if isinstance(default, str) and default.endswith(".json"):
-            defaults.append(FlagConfig(spellings[0], default, False, sink))
+            defaults.append(FlagConfig(spellings[0], default, False, sink.call))
     return defaults[0] if defaults else None
+
+
+def _live(module: ast.Module, sinks: list[_Sink], fields: Fields, launch: Launch) -> list[_Sink]:
+    """The sinks the launch's arguments (and the defaults of those it leaves alone) do not rule out."""
+    if not any(sink.guards for sink in sinks):
+        return sinks
+    from placement_lint.analysis.arguments import UNDECIDED, bind
+    from placement_lint.analysis.dataflow import Resolver
+    from placement_lint.distributed import SINGLE
+
+    given = [
+        (option.lstrip("-").replace("-", "_"), value)
+        for option, value in launch.script_args.items()
+        if option.startswith("--") and "$" not in value and "`" not in value
+    ]
+    bound = bind(fields, given)
+    arguments = [(name, value, "the launch") for name, value in bound.items()]
+    arguments += [
+        (name, field.default, "")
+        for name, field in fields.items()
+        if name == field.name and name not in bound and field.default != UNDECIDED and field.origin != "dataclass"
+    ]
+    resolver = Resolver(module, SINGLE, tuple(sorted(arguments)))
+    return [s for s in sinks if not any(resolver.truth(test) is (not outcome) for test, outcome in s.guards)]
+
+
+class _Sink(NamedTuple):
+    field: str  # the parser field whose value names the config
+    call: str  # how the call it reaches is named: "deepspeed.initialize as config="
+    guards: tuple[tuple[ast.expr, bool], ...]  # the conditions the call runs under, in its function
+
+    def shown(self) -> tuple[str, str, tuple[tuple[str, bool], ...]]:
+        """As a cache's facet keeps it: an edit of the call or of its conditions changes it."""
+        return self.field, self.call, tuple((ast.unparse(test), outcome) for test, outcome in self.guards)
 
 
 _DEEPSPEED_OPTIONS = frozenset({"deepspeed", "deepspeed_config"})
 _SINK_CACHE = "_placement_lint_config_sinks"
 
 
-def handed_configs(raw: bytes, module: ast.Module) -> dict[str, str]:
-    """`config_sinks` of a script whose text may hand DeepSpeed a config; {} for any other."""
-    return config_sinks(module) if _MAY_HAND_A_CONFIG.search(raw) else {}
+def handed_configs(raw: bytes, module: ast.Module) -> list[tuple[str, str, tuple[tuple[str, bool], ...]]]:
+    """What a cache's facet keeps of the options a script hands DeepSpeed as the config (_sinks); []
+    for a script whose text cannot hand it one."""
+    return [sink.shown() for sink in _sinks(module)] if _MAY_HAND_A_CONFIG.search(raw) else []
 
 
 def config_sinks(module: ast.Module) -> dict[str, str]:
-    """The parser fields of a script whose value it hands to DeepSpeed as the config, directly as a
+    """The parser fields of a script whose value it hands to DeepSpeed as the config, each with the
+    first call it reaches (see _sinks)."""
+    found: dict[str, str] = {}
+    for sink in _sinks(module):
+        found.setdefault(sink.field, sink.call)
+    return found
+
+
+def _sinks(module: ast.Module) -> list[_Sink]:
+    """Each parser field of a script whose value it hands to DeepSpeed as the config, directly as a
     path (`HfDeepSpeedConfig(args.ds_config)`, `TrainingArguments(deepspeed=args.ds_file)`) or read
     from that path (`json.load(open(args.ds_file))`, `with open(args.ds_file) as f: json.load(f)`),
-    each with the first call it reaches; in source order. Worked out once per tree (each launch of
-    the script, and the cache's facet of it, ask)."""
-    cached: dict[str, str] | None = getattr(module, _SINK_CACHE, None)
+    with the call it reaches and that call's conditions; in source order. A config whose stage the
+    script sets itself (`ds_config["zero_optimization"]["stage"] = args.zero_stage`) is not the file's:
+    left out. Worked out once per tree (each launch of the script, and the cache's facet, ask)."""
+    cached: list[_Sink] | None = getattr(module, _SINK_CACHE, None)
     if cached is None:
-        cached = _config_sinks(module)
+        cached = _find_sinks(module)
         setattr(module, _SINK_CACHE, cached)
     return cached
 
 
-def _config_sinks(module: ast.Module) -> dict[str, str]:
+def _find_sinks(module: ast.Module) -> list[_Sink]:
     from placement_lint.analysis.arguments import UNDECIDED, parser_fields
     from placement_lint.analysis.dataflow import Resolver
     from placement_lint.analysis.index import index_of
@@ -207,22 +256,36 @@ def _config_sinks(module: ast.Module) -> dict[str, str]:
     imports = ImportTable.of(module, index.nodes)
     # In source order (the index's calls are not): the first call an option reaches names it.
     handed = sorted(
-        (((call.lineno, call.col_offset), text, value) for call in index.calls for text, value in _handed_configs(call, imports)),
-        key=lambda item: item[0],
+        ((call, text, value) for call in index.calls for text, value in _handed_configs(call, imports)),
+        key=lambda item: (item[0].lineno, item[0].col_offset),
     )
     if not handed:
-        return {}
+        return []
     # Every text field marked as given by a launch: the value flow then says, for each config handed
     # to DeepSpeed, which field's value it came from (Candidate.from_launch), through any assignments.
     fields = [f.name for f in parser_fields(module).values() if f.origin != "library" and f.convert in ("str", "?")]
     if not fields:
-        return {}
+        return []
     resolver = Resolver(module, SINGLE, tuple((name, UNDECIDED, "a launch") for name in dict.fromkeys(fields)))
-    found: dict[str, str] = {}
-    for _, text, value in handed:
-        for name in _fields_naming(resolver, imports, value, 0):
-            found.setdefault(name, text)
+    found: list[_Sink] = []
+    for call, text, value in handed:
+        readers: list[ast.AST] = [call]
+        names = _fields_naming(resolver, imports, value, 0, readers)
+        if names and not any(_sets_the_stage(resolver.scope_of(node)) for node in readers):
+            guards = tuple(resolver.enclosing_guards(call))
+            found += [_Sink(name, text, guards) for name in dict.fromkeys(names)]
     return found
+
+
+def _sets_the_stage(scope: ast.AST) -> bool:
+    """`cfg["zero_optimization"]["stage"] = ...` or `cfg["zero_optimization"] = ...` in the scope."""
+    for node in ast.walk(scope):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+        for target in targets:
+            key = target.slice if isinstance(target, ast.Subscript) else None
+            if isinstance(key, ast.Constant) and key.value in ("stage", "zero_optimization"):
+                return True
+    return False
 
 
 def _handed_configs(call: ast.Call, imports: ImportTable) -> list[tuple[str, ast.expr]]:
@@ -260,16 +323,18 @@ def _handed_configs(call: ast.Call, imports: ImportTable) -> list[tuple[str, ast
 # Calls whose first argument carries the path on (`open(path)`, `json.load(file)`), by qualified name.
 _CARRIERS = frozenset(
     {
-        "open", "io.open", "builtins.open", "codecs.open", "json.load", "json.loads", "pathlib.Path", "str",
-        "os.path.abspath", "os.path.expanduser", "os.path.realpath", "os.path.normpath",
+        "open", "io.open", "builtins.open", "codecs.open", "json.load", "json.loads", "yaml.safe_load", "yaml.load",
+        "yaml.full_load", "pathlib.Path", "str", "os.path.abspath", "os.path.expanduser", "os.path.realpath",
+        "os.path.normpath",
     }
 )  # fmt: skip
 _READS = frozenset({"read", "read_text", "read_bytes"})  # `open(path).read()`, `Path(path).read_text()`
 _MAX_STEPS = 6
 
 
-def _fields_naming(resolver: Resolver, imports: ImportTable, expr: ast.expr, steps: int) -> list[str]:
-    """The fields whose value reaches `expr` as the config's path or its contents."""
+def _fields_naming(resolver: Resolver, imports: ImportTable, expr: ast.expr, steps: int, readers: list[ast.AST]) -> list[str]:
+    """The fields whose value reaches `expr` as the config's path or its contents; the calls that read
+    the file on the way are added to `readers`."""
     from placement_lint.analysis.names import dotted
 
     if steps > _MAX_STEPS:
@@ -292,7 +357,9 @@ def _fields_naming(resolver: Resolver, imports: ImportTable, expr: ast.expr, ste
         elif value is None and not candidate.via and isinstance(expr, ast.Name):
             carried = _opened_as(resolver, expr)
         if carried is not None:
-            found += _fields_naming(resolver, imports, carried, steps + 1)
+            if isinstance(value, ast.Call):
+                readers.append(value)
+            found += _fields_naming(resolver, imports, carried, steps + 1, readers)
     return found
 
 
