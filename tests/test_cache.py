@@ -631,6 +631,53 @@ def test_an_edit_of_what_the_context_takes_from_a_module_itself_rebuilds(
     assert check_paths(launched_package, "helper.py") == check_paths(launched_package, "helper.py", cache=False)
 
 
+DS_FILE_TRAIN = (
+    "import argparse\nimport json\n\nimport deepspeed\nfrom transformers import AutoModelForCausalLM\n\n"
+    'parser = argparse.ArgumentParser()\nparser.add_argument("--ds_file", default="ds_zero2.json")\n\n\n'
+    "def main():\n    args = parser.parse_args()\n    with open(args.ds_file) as fh:\n        ds_config = json.load(fh)\n"
+    '    model = AutoModelForCausalLM.from_pretrained("m")\n    deepspeed.initialize(model=model, config=ds_config)\n\n\nmain()\n'
+)
+
+
+def test_an_edit_that_stops_handing_deepspeed_the_launchs_config_rebuilds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launch's `--ds_file ds_zero3.json` is the script's DeepSpeed config only while its body hands
+    that option's file to deepspeed.initialize: an edit there (a fixed ZeRO-2 file instead) changes the
+    launch's setup, so the context is built again; an edit beside it keeps the context."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "ds_zero2.json").write_text('{"zero_optimization": {"stage": 2}}')
+    (tmp_path / "ds_zero3.json").write_text('{"zero_optimization": {"stage": 3}}')
+    (tmp_path / "train.py").write_text(DS_FILE_TRAIN)
+    (tmp_path / "run.sh").write_text("deepspeed --num_gpus 8 train.py --ds_file ds_zero3.json\n")
+    assert check_paths(tmp_path, ".") == [("train.py", 15, "DPL008")]
+    script = tmp_path / "train.py"
+    script.write_text(DS_FILE_TRAIN.replace("    model =", "    print(ds_config)\n    model ="))
+    with monkeypatch.context() as patched:
+        forbid_building(patched)
+        assert check_paths(tmp_path, "train.py") == [("train.py", 16, "DPL008")]
+    script.write_text(DS_FILE_TRAIN.replace("open(args.ds_file)", 'open("ds_zero2.json")'))
+    with monkeypatch.context() as patched:
+        forbid_building(patched)
+        with pytest.raises(AssertionError, match="rebuilt"):
+            check_paths(tmp_path, "train.py")
+    assert check_paths(tmp_path, "train.py") == check_paths(tmp_path, "train.py", cache=False) == []
+
+
+def test_an_edit_of_the_deepspeed_default_of_a_script_on_its_own_rebuilds(tmp_path: Path) -> None:
+    """A launched script that imports nothing of the repository names the ZeRO-3 config its launch uses
+    as its `--deepspeed` default; made a ZeRO-2 one, the cached context must not keep the ZeRO-3 setup."""
+    import shutil
+
+    case = tmp_path / "case"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "launch" / "bad_argparse_default_names_the_config", case)
+    (case / ".git").mkdir()
+    assert check_paths(case, ".") == [("train.py", 12, "DPL008")]
+    script = case / "train.py"
+    script.write_text(script.read_text().replace("configs/ds_zero3.json", "configs/ds_zero2.json"))
+    assert check_paths(case, "train.py") == check_paths(case, "train.py", cache=False) == []
+
+
 def test_an_edited_module_that_now_starts_a_launcher_rebuilds(launched_package: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     check_paths(launched_package, ".")
     helper = launched_package / "helper.py"

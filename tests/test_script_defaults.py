@@ -1,13 +1,15 @@
-"""The DeepSpeed config a launched script takes by default, when its launch names none."""
+"""The DeepSpeed config a launched script reads that its launch does not name as `--deepspeed`: its
+`--deepspeed` default, or an option of its own that it hands DeepSpeed as the config."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 from placement_lint.context.commands import parse_command
-from placement_lint.context.script_defaults import default_deepspeed_config
+from placement_lint.context.script_defaults import config_sinks, deepspeed_config_flag, default_deepspeed_config
 
 _ARGPARSE = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--deepspeed", default="ds/z3.json")\n'
 _SWITCHED = (
@@ -44,3 +46,96 @@ def test_the_default_config_counts_only_when_the_launch_names_none(
     launch = parse_command(command)
     assert launch is not None
     assert default_deepspeed_config(launch, tmp_path / "train.py") == expected
+
+
+_PARSER = 'import argparse\nimport json\nimport deepspeed\np = argparse.ArgumentParser()\np.add_argument("--ds_file", default="ds/z2.json")\np.add_argument("--data")\nargs = p.parse_args()\n'
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param(
+            "with open(args.ds_file) as fh, open(args.data) as data:\n    cfg = json.load(fh)\n"
+            "deepspeed.initialize(model=None, config=cfg)\n",
+            {"ds_file": "deepspeed.initialize as config="},
+            id="with open as, json.load",
+        ),
+        pytest.param(
+            "deepspeed.initialize(model=None, config_params=json.load(open(args.ds_file)))\n",
+            {"ds_file": "deepspeed.initialize as config_params="},
+            id="inline",
+        ),
+        pytest.param(
+            "from pathlib import Path\ndef main():\n    path = args.ds_file\n"
+            "    deepspeed.initialize(config=json.loads(Path(path).read_text()))\n",
+            {"ds_file": "deepspeed.initialize as config="},
+            id="through a name, read_text",
+        ),
+        pytest.param(
+            "from transformers.integrations import HfDeepSpeedConfig\nkeep = HfDeepSpeedConfig(args.ds_file)\n",
+            {"ds_file": "HfDeepSpeedConfig"},
+            id="a path to HfDeepSpeedConfig",
+        ),
+        pytest.param(
+            'from transformers import TrainingArguments\nTrainingArguments("out", deepspeed=args.ds_file)\n',
+            {"ds_file": "TrainingArguments as deepspeed="},
+            id="a path to TrainingArguments",
+        ),
+        pytest.param(
+            "cfg = json.load(open(args.data))\ndeepspeed.initialize(model=None, config=cfg['deepspeed'])\n",
+            {},
+            id="an entry of another file",
+        ),
+        pytest.param(
+            'cfg = json.load(open("ds/z3.json"))\nprint(args.ds_file)\ndeepspeed.initialize(model=None, config=cfg)\n',
+            {},
+            id="a literal path",
+        ),
+        pytest.param("print(json.load(open(args.ds_file)))\ndeepspeed.initialize(model=None)\n", {}, id="read, never handed"),
+        pytest.param(
+            "import yaml\nwith open(args.ds_file) as f:\n    cfg = yaml.safe_load(f)\ndeepspeed.initialize(model=None, config=cfg)\n",
+            {"ds_file": "deepspeed.initialize as config="},
+            id="YAML",
+        ),
+        pytest.param(
+            "cfg = json.load(open(args.ds_file))\ncfg['zero_optimization']['stage'] = 2\n"
+            "deepspeed.initialize(model=None, config=cfg)\n",
+            {},
+            id="the script sets the stage itself",
+        ),
+    ],
+)
+def test_the_options_a_script_hands_deepspeed_as_its_config(body: str, expected: dict[str, str]) -> None:
+    assert config_sinks(ast.parse(_PARSER + body)) == expected
+
+
+_HANDS = _PARSER + "deepspeed.initialize(model=None, config=json.load(open(args.ds_file)))\n"
+_SWITCHED_SINK = _PARSER.replace("args =", 'p.add_argument("--use_ds", action="store_true")\nargs =') + (
+    "if args.use_ds:\n    deepspeed.initialize(model=None, config=json.load(open(args.ds_file)))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("script", "command", "expected"),
+    [
+        (_HANDS, "deepspeed train.py --ds_file ds/z3.json", ("ds_file", "ds/z3.json", True)),
+        (_HANDS, "deepspeed train.py --ds-file ds/z3.json", ("ds-file", "ds/z3.json", True)),  # as the launch spells it
+        (_HANDS, "deepspeed train.py", ("ds_file", "ds/z2.json", False)),  # the option's default
+        (_HANDS, "deepspeed train.py --ds_file $DS_CONFIG", None),  # only known when it runs
+        (_HANDS.replace('default="ds/z2.json"', "default=None"), "deepspeed train.py", None),
+        (_PARSER + "deepspeed.initialize(model=None)\n", "deepspeed train.py --ds_file ds/z3.json", None),
+        # `--deepspeed` is read as the launch's DeepSpeed option (launch_setup, default_deepspeed_config), not here.
+        (_HANDS.replace("ds_file", "deepspeed"), "deepspeed train.py --deepspeed ds/z3.json", None),
+        # Handed to DeepSpeed only behind a switch: the launch must turn it on.
+        (_SWITCHED_SINK, "torchrun train.py --ds_file ds/z3.json", None),
+        (_SWITCHED_SINK, "torchrun train.py --ds_file ds/z3.json --use_ds", ("ds_file", "ds/z3.json", True)),
+    ],
+)
+def test_the_config_a_launch_names_through_the_scripts_own_option(
+    tmp_path: Path, script: str, command: str, expected: tuple[str, str, bool] | None
+) -> None:
+    (tmp_path / "train.py").write_text(script)
+    launch = parse_command(command)
+    assert launch is not None
+    found = deepspeed_config_flag(launch, tmp_path / "train.py")
+    assert ((found.option, found.value, found.given) if found else None) == expected

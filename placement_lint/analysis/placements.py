@@ -201,6 +201,20 @@ def _may_give_device_map(node: ast.AST, imports: ImportTable, forwarding: frozen
     return last_segment(imports.qualify(func) or "") in _LOADER_NAMES
 
 
+def _class_name(expr: ast.expr) -> str:
+    """The name of the class a load is called on: `AutoModel` of `transformers.AutoModel`, and the
+    key of a registry entry (`MODE[args.mode]["model"]`: "model"), which tells a model from a tokenizer."""
+    if isinstance(expr, ast.Subscript):
+        key = expr.slice
+        return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else ""
+    return last_segment(dotted(expr))
+
+
+def _shown_owner(expr: ast.expr) -> str:
+    """The class a load is called on, as a message names it: its last name, or a registry entry whole."""
+    return ast.unparse(expr) if isinstance(expr, ast.Subscript) else last_segment(dotted(expr))
+
+
 class PlacementAnalysis:
     def __init__(
         self,
@@ -273,13 +287,17 @@ class PlacementAnalysis:
         found = []
         calls = self.resolver.index.calls_by_name
         # `from_config` builds the model too (under zero.Init when ZeRO-3 is live), without weights.
-        for call in [*calls.get("from_pretrained", []), *calls.get("from_config", []), *calls.get("_from_config", [])]:
+        builders = ("from_pretrained", "from_config", "_from_config")
+        # A load on a registry's entry (`MODE[args.mode]["model"].from_pretrained`) has no dotted callee:
+        # the index files it under "".
+        unnamed = [c for c in calls.get("", []) if isinstance(c.func, ast.Attribute) and c.func.attr in builders]
+        for call in [*(c for name in builders for c in calls.get(name, [])), *unnamed]:
             if not isinstance(call.func, ast.Attribute):
                 continue
-            owner = last_segment(dotted(call.func.value))
+            owner = _class_name(call.func.value)
             if not owner or _NOT_A_MODEL.search(owner):
                 continue
-            loader = Loader(call, LoaderKind.FROM_PRETRAINED, f"{owner}.{call.func.attr}")
+            loader = Loader(call, LoaderKind.FROM_PRETRAINED, f"{_shown_owner(call.func.value)}.{call.func.attr}")
             found.append(ModelLoad(loader, self._weak))
         return found
 

@@ -28,6 +28,10 @@ class ConfigReader:
         self.read: list[Path] = []  # every config read or looked for: the inputs a cached result depends on
         self.loaded: list[Path] = []  # every load asked for, in order, repeats included: what each launch read
         self.taken_as: dict[str, str] = {}  # a path written for another machine -> the rule that found its file
+        # Launched scripts whose text a launch's setup or arguments were read from (their `--deepspeed`
+        # default, an option they hand DeepSpeed as the config, an arguments file they parse): any edit of
+        # one may change what its launches run under, not only an edit of its import lines.
+        self.scripts: list[Path] = []
         self._foreign: ForeignPaths | None = None
 
     def find(self, name: str, near: Path) -> Path | None:

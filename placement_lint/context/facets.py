@@ -7,8 +7,8 @@ What decides the module's own entries, or those of modules beside it, is small: 
 statements (where its imports and re-exports lead, the folders it adds to `sys.path`), whether it
 holds an anchor token, its outline (top-level names, signatures and defaults, class bases, dataclass
 fields, the code outside functions), the names its recorded functions rebind, the attribute names
-it reads (which parser fields it carries), and for a launched script its parser's fields and
-whether it reads an arguments file.
+it reads (which parser fields it carries), and for a launched script its parser's fields, whether
+it reads an arguments file, and which of its options it hands DeepSpeed as the config.
 
 So a file edited since the context was built (a pre-commit run after changing one training script)
 leaves the cached context good for itself when its facet is unchanged, and no file checked in the
@@ -74,6 +74,7 @@ def facet(
     (module_graph.text_import_lines); `attributes`: its attribute names, when it carries parser fields;
     `parser_table`: a launched script's parser fields."""
     from placement_lint.analysis.dataflow import rebound_names  # only when a facet is worked out
+    from placement_lint.context.script_defaults import handed_configs
 
     if not _cut_by_lines(raw):
         return content_hash(raw)  # its tree's columns do not count these bytes: any change counts
@@ -92,6 +93,8 @@ def facet(
         # Read for a launched script's parser if it may define one (propagation._parser_module).
         (b"dataclass" in raw or b"add_argument" in raw, len(raw) <= MAX_LAUNCHER_BYTES),
         (b"parse_json_file" in raw, b"parse_yaml_file" in raw, repr(parser_table)) if role.launched else None,
+        # The options whose value a launched script hands DeepSpeed as its config (`--ds_file`): set in its functions.
+        handed_configs(raw, tree) if role.launched else None,
     )
     return content_hash(repr(parts).encode("utf-8", "surrogateescape"))
 
@@ -198,9 +201,13 @@ def facets_of(
     calls: Mapping[Path, Mapping[str, object]],
     reads: ParserReads,
     hard: set[Path],
+    read_whole: Iterable[Path] = (),
+    root: Path | None = None,
 ) -> dict[str, list[object]]:
     """For each module the build summarized, but not those in `hard` (read for what the facet does not
-    hold: a parser module, a launch file), its facet and role, as stored."""
+    hold: a parser module, a launch file), its facet and role, as stored; and for each launched script
+    in `read_whole` the build did not summarize (it imports nothing of the repository, yet its text
+    decided its launches' setup: ConfigReader.scripts), its facet as a later load works it out."""
     from placement_lint.context.module_graph import text_import_lines
 
     scripts = set(launched)
@@ -226,6 +233,13 @@ def facets_of(
             reads.tables.get(path, ()),
         )
         found[str(path)] = [digest, role.to_json()]
+    for path in read_whole:
+        if str(path) in found or path in hard or root is None:
+            continue
+        role = Role(list(calls.get(path, {})), path in reads.attributes, True, [str(p) for p in reads.parsers.get(path, ())])
+        now = facet_now(path, role.to_json(), root, graph.anchors or ())
+        if now is not None:
+            found[str(path)] = [now, role.to_json()]
     return found
 
 

@@ -11,7 +11,7 @@ from placement_lint.context.commands import Launch
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import EFFICIENT_LOADING, ZERO3_INIT_OFF, Kind
 from placement_lint.context.launch_files import MAX_LAUNCHER_BYTES, CommandLine
-from placement_lint.context.script_defaults import default_deepspeed_config
+from placement_lint.context.script_defaults import FlagConfig, deepspeed_config_flag, default_deepspeed_config
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
@@ -125,29 +125,46 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     if deepspeed:
         stage = _json_stage(deepspeed, near, configs)
         return _deepspeed(stage, f"--deepspeed {deepspeed}{configs.note(deepspeed)}")
-    default = default_deepspeed_config(launch, target)
+    flagged = deepspeed_config_flag(launch, target, configs.scripts)
+    if flagged is not None and flagged.given and (found := _flagged_config(flagged, near, configs, target)) is not None:
+        return found
+    default = default_deepspeed_config(launch, target, configs.scripts)
     if default:
         stage = _json_stage(default, near, configs)
         return _deepspeed(stage, f"the script's default --deepspeed {default}{configs.note(default)}")
+    if flagged is not None and not flagged.given and (found := _flagged_config(flagged, near, configs, target)) is not None:
+        return found
     fsdp = launch.script_arg("--fsdp")
     if fsdp and fsdp.lower() not in ("false", "none", "''", '""'):
         return Resolved(Kind.FSDP, None, f"--fsdp {fsdp}")
     if launch.script_arg("--fsdp_config"):
         return Resolved(Kind.FSDP, None, f"--fsdp_config {launch.script_arg('--fsdp_config')}")
-    recipe = launch.script_arg("--config", "--config_file", "") or _arguments_file(launch, target)
+    recipe = launch.script_arg("--config", "--config_file", "") or _arguments_file(launch, target, configs.scripts)
     if recipe and recipe.endswith((".yaml", ".yml", ".json")):  # a recipe, or the arguments as one file
         return _recipe(recipe, near, configs)
     return None
+
+
+def _flagged_config(flagged: FlagConfig, near: Path, configs: ConfigReader, target: Path | None) -> Resolved | None:
+    """DeepSpeed with the stage of the config a script option of its own names (`--ds_file
+    ds_zero3.json`), when that file is in the repository; None when it is not (a cluster's path, a
+    default nobody ships): the option says nothing of the setup then."""
+    path = configs.find(flagged.value, near)
+    if path is None:
+        return None
+    script = target.name if target is not None else "the script"
+    stage = zero_stage_of(configs.load(path))
+    return _deepspeed(stage, f"{flagged.describe(script)}{configs.note(flagged.value)}")
 
 
 _ARGUMENTS_FILE_OPTION = LazyPattern(r"^--?\w*(args|arguments|config)\w*$")
 _SETUP_OPTIONS = frozenset({"--deepspeed", "--deepspeed_config", "--fsdp_config", "--accelerate_config"})
 
 
-def _arguments_file(launch: Launch, target: Path | None) -> str | None:
+def _arguments_file(launch: Launch, target: Path | None, read: list[Path] | None = None) -> str | None:
     """The file of arguments a script hands to `parse_json_file` / `parse_yaml_file` through an option of
     its own (Firefly's `--train_args_file train_args/sft/qwen-7b.json`): named like one, and the
-    script reads such a file."""
+    script reads such a file. `read`: where to note the script, whose text then decides (ConfigReader.scripts)."""
     named = [
         value
         for option, value in launch.script_args.items()
@@ -161,6 +178,8 @@ def _arguments_file(launch: Launch, target: Path | None) -> str | None:
         text = target.read_bytes()
     except OSError:
         return None
+    if read is not None:
+        read.append(target)
     return named[0] if b"parse_json_file" in text or b"parse_yaml_file" in text else None
 
 
@@ -438,7 +457,7 @@ def script_arguments(
 def _config_file_arguments(
     launch: Launch, near: Path, configs: ConfigReader, target: Path | None = None
 ) -> tuple[tuple[str, str], ...]:
-    name = launch.script_arg("--config") or launch.script_args.get("") or _arguments_file(launch, target)
+    name = launch.script_arg("--config") or launch.script_args.get("") or _arguments_file(launch, target, configs.scripts)
     if not name or "$" in name or not name.endswith((".yaml", ".yml", ".json")):
         return ()
     path = configs.find(name, near)

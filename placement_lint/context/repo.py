@@ -177,7 +177,9 @@ def build_repo_context(
     context.inputs += [path for path in called_read if path not in already]
     # A module read for its class bases (a trainer subclass), its parser or its functions' defaults
     # counts whole, not by its import lines.
-    context.import_only = graph.import_only(launched) - set(classes_read) - set(parsers_read) - set(called_read)
+    context.import_only = (
+        graph.import_only(launched) - set(classes_read) - set(parsers_read) - set(called_read) - set(configs.scripts)
+    )
     # A Python launcher counts whole: a change to its calls, not only to its imports, changes what it launches.
     context.import_only -= {*python_sources, *(path.resolve() for path in python_sources)}
     context.python_sources = python_sources
@@ -190,7 +192,7 @@ def build_repo_context(
     # it checks (context/facets.py): taken from the trees before they are dropped.
     if facets:
         hard = {*context.candidates, *python_sources, *configs.read, *pins_read, *graph.layout.read, *projects.read}
-        context.facets = facets_of(graph, launched, context.calls, reads, hard | reads.parser_modules)
+        context.facets = facets_of(graph, launched, context.calls, reads, hard | reads.parser_modules, configs.scripts, root)
         context.imports_of = feeds_of(graph, edges)
     graph.release()
     context.graph = graph

@@ -1,38 +1,51 @@
-"""The DeepSpeed config a script takes when its launch names none: the default of its own
-`--deepspeed` / `--deepspeed_config` option (`parser.add_argument("--deepspeed", default="configs/ds_zero3.json")`,
-or a dataclass field `deepspeed: str = "configs/ds_zero3.json"`). Parsed, never run."""
+"""The DeepSpeed config a launched script reads that its launch does not name as `--deepspeed`:
+
+- the default of its own `--deepspeed` / `--deepspeed_config` option (`parser.add_argument("--deepspeed",
+  default="configs/ds_zero3.json")`, or a dataclass field `deepspeed: str = "configs/ds_zero3.json"`);
+- an option of its own whose value the script hands to DeepSpeed as its config (`--ds_file ds_zero3.json`,
+  read by `json.load(open(args.ds_file))` and passed to `deepspeed.initialize(config=...)`): the
+  launch's value, else the option's default.
+
+Parsed, never run."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from placement_lint.context.commands import Launch
 from placement_lint.patterns import LazyPattern
+from placement_lint.records import NamedTuple
+
+if TYPE_CHECKING:  # the value flow is imported only for a script that may hand DeepSpeed a config
+    from placement_lint.analysis.arguments import Fields
+    from placement_lint.analysis.dataflow import Resolver
+    from placement_lint.analysis.names import ImportTable
 
 _MAX_SCRIPT_BYTES = 1024 * 1024
 # A script whose text names no such option (with a default) and no JSON file is not parsed.
 _MAY_DEFAULT = LazyPattern(rb"""["']--deepspeed(?:[_-]config)?["']|\bdeepspeed\s*:""")
+# Where a script hands DeepSpeed its config (_handed_configs): a script without one of these is not parsed for it.
+_MAY_HAND_A_CONFIG = LazyPattern(rb"\binitialize\s*\(|HfDeepSpeedConfig|\bdeepspeed\s*=|\bhf_ds_config\b")
 
 
-def default_deepspeed_config(launch: Launch, target: Path | None) -> str | None:
+def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Path] | None = None) -> str | None:
     """The JSON config the launched script's `--deepspeed` (or `--deepspeed_config`) option defaults
     to, when the launch gives neither; None when it gives one, or the script has no such default. A
     `--deepspeed_config` default beside a `--deepspeed` switch that is off by default (DeepSpeed's
-    `add_config_arguments`) is used only when the launch turns the switch on."""
+    `add_config_arguments`) is used only when the launch turns the switch on. `read`: where to note
+    the script when its text was looked into (see ConfigReader.scripts)."""
     if target is None or launch.script_arg("--deepspeed_config") is not None or launch.script_arg("--deepspeed"):
         return None
-    try:
-        if target.stat().st_size > _MAX_SCRIPT_BYTES:
-            return None
-        raw = target.read_bytes()
-    except OSError:
+    raw = _script_bytes(target)
+    if raw is None or b".json" not in raw or not _MAY_DEFAULT.search(raw):
         return None
-    if b".json" not in raw or not _MAY_DEFAULT.search(raw):
-        return None
-    try:
-        module = ast.parse(raw)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    if read is not None:
+        read.append(target)
+    module = _parsed(raw)
+    if module is None:
         return None
     from placement_lint.analysis.arguments import parser_fields, value_of
 
@@ -80,4 +93,284 @@ def _named_default(module: ast.Module, dest: str, constants: dict[str, str]) -> 
         default = next((kw.value for kw in node.keywords if kw.arg == "default"), None)
         if isinstance(default, ast.Name):
             return constants.get(default.id)
+    return None
+
+
+def _script_bytes(target: Path) -> bytes | None:
+    try:
+        if target.stat().st_size > _MAX_SCRIPT_BYTES:
+            return None
+        return target.read_bytes()
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(raw: bytes) -> ast.Module | None:
+    """The script's tree, parsed once for all the launches of one script (a README runs it twenty
+    times); by its bytes, so an edited script is parsed again."""
+    try:
+        return ast.parse(raw)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+# -- an option of the script's own that names its DeepSpeed config -------------------------------
+
+
+class FlagConfig(NamedTuple):
+    """The DeepSpeed config a launch names through an option of the script's own."""
+
+    option: str  # as the launch spells it (else the script), without dashes: "ds_file"
+    value: str  # the config's path as written: "ds_zero3_offload.json"
+    given: bool  # the launch passes it (else: the option's default)
+    sink: str  # where the script hands it to DeepSpeed: "deepspeed.initialize as config="
+
+    def describe(self, script: str) -> str:
+        """For the launch's details, which are split at commas and at the last `), ` (rules/chain.py): no
+        parentheses. No line either: the evidence is cached, and an edit above the call must not make it stale."""
+        said = f"--{self.option} {self.value}" if self.given else f"the script's default --{self.option} {self.value}"
+        return f"{said}, which {script} passes to {self.sink}"
+
+
+def deepspeed_config_flag(launch: Launch, target: Path | None, read: list[Path] | None = None) -> FlagConfig | None:
+    """The config a launch names through an option of the launched script's own whose value the script
+    hands to DeepSpeed as its config (config_sinks), where the launch's arguments do not rule out the
+    branch that hands it (`if args.use_deepspeed:` under a launch that leaves the switch off): the first
+    such option the launch passes, else the first whose default names a JSON file. None when there is
+    no such option, or its value is only known when the launch runs (`$DS_CONFIG`). `read`: as for
+    default_deepspeed_config."""
+    if target is None:
+        return None
+    raw = _script_bytes(target)
+    if raw is None or not _MAY_HAND_A_CONFIG.search(raw):
+        return None
+    if read is not None:
+        read.append(target)
+    module = _parsed(raw)
+    if module is None:
+        return None
+    sinks = _sinks(module)
+    if not sinks:
+        return None
+    from placement_lint.analysis.arguments import parser_fields, value_of
+
+    fields = parser_fields(module)
+    live = _live(module, sinks, fields, launch)
+    defaults: list[FlagConfig] = []
+    for sink in live:
+        field = fields.get(sink.field)
+        if field is None or sink.field in _DEEPSPEED_OPTIONS:
+            continue  # `--deepspeed` and `--deepspeed_config` are read as such (launch_setup, default_deepspeed_config)
+        spellings = field.spellings.split() or [sink.field]
+        written = next((option for option in launch.script_args if option.lstrip("-").replace("-", "_") in spellings), None)
+        if written is not None:
+            given = launch.script_args[written]
+            if not given or "$" in given or "`" in given:
+                return None  # named at run time: which config, nobody here can tell
+            return FlagConfig(written.lstrip("-"), given, True, sink.call)
+        try:
+            default = value_of(field.default)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if isinstance(default, str) and default.endswith(".json"):
+            defaults.append(FlagConfig(spellings[0], default, False, sink.call))
+    return defaults[0] if defaults else None
+
+
+def _live(module: ast.Module, sinks: list[_Sink], fields: Fields, launch: Launch) -> list[_Sink]:
+    """The sinks the launch's arguments (and the defaults of those it leaves alone) do not rule out."""
+    if not any(sink.guards for sink in sinks):
+        return sinks
+    from placement_lint.analysis.arguments import UNDECIDED, bind
+    from placement_lint.analysis.dataflow import Resolver
+    from placement_lint.distributed import SINGLE
+
+    given = [
+        (option.lstrip("-").replace("-", "_"), value)
+        for option, value in launch.script_args.items()
+        if option.startswith("--") and "$" not in value and "`" not in value
+    ]
+    bound = bind(fields, given)
+    arguments = [(name, value, "the launch") for name, value in bound.items()]
+    arguments += [
+        (name, field.default, "")
+        for name, field in fields.items()
+        if name == field.name and name not in bound and field.default != UNDECIDED and field.origin != "dataclass"
+    ]
+    resolver = Resolver(module, SINGLE, tuple(sorted(arguments)))
+    return [s for s in sinks if not any(resolver.truth(test) is (not outcome) for test, outcome in s.guards)]
+
+
+class _Sink(NamedTuple):
+    field: str  # the parser field whose value names the config
+    call: str  # how the call it reaches is named: "deepspeed.initialize as config="
+    guards: tuple[tuple[ast.expr, bool], ...]  # the conditions the call runs under, in its function
+
+    def shown(self) -> tuple[str, str, tuple[tuple[str, bool], ...]]:
+        """As a cache's facet keeps it: an edit of the call or of its conditions changes it."""
+        return self.field, self.call, tuple((ast.unparse(test), outcome) for test, outcome in self.guards)
+
+
+_DEEPSPEED_OPTIONS = frozenset({"deepspeed", "deepspeed_config"})
+_SINK_CACHE = "_placement_lint_config_sinks"
+
+
+def handed_configs(raw: bytes, module: ast.Module) -> list[tuple[str, str, tuple[tuple[str, bool], ...]]]:
+    """What a cache's facet keeps of the options a script hands DeepSpeed as the config (_sinks); []
+    for a script whose text cannot hand it one."""
+    return [sink.shown() for sink in _sinks(module)] if _MAY_HAND_A_CONFIG.search(raw) else []
+
+
+def config_sinks(module: ast.Module) -> dict[str, str]:
+    """The parser fields of a script whose value it hands to DeepSpeed as the config, each with the
+    first call it reaches (see _sinks)."""
+    found: dict[str, str] = {}
+    for sink in _sinks(module):
+        found.setdefault(sink.field, sink.call)
+    return found
+
+
+def _sinks(module: ast.Module) -> list[_Sink]:
+    """Each parser field of a script whose value it hands to DeepSpeed as the config, directly as a
+    path (`HfDeepSpeedConfig(args.ds_config)`, `TrainingArguments(deepspeed=args.ds_file)`) or read
+    from that path (`json.load(open(args.ds_file))`, `with open(args.ds_file) as f: json.load(f)`),
+    with the call it reaches and that call's conditions; in source order. A config whose stage the
+    script sets itself (`ds_config["zero_optimization"]["stage"] = args.zero_stage`) is not the file's:
+    left out. Worked out once per tree (each launch of the script, and the cache's facet, ask)."""
+    cached: list[_Sink] | None = getattr(module, _SINK_CACHE, None)
+    if cached is None:
+        cached = _find_sinks(module)
+        setattr(module, _SINK_CACHE, cached)
+    return cached
+
+
+def _find_sinks(module: ast.Module) -> list[_Sink]:
+    from placement_lint.analysis.arguments import UNDECIDED, parser_fields
+    from placement_lint.analysis.dataflow import Resolver
+    from placement_lint.analysis.index import index_of
+    from placement_lint.analysis.names import ImportTable
+    from placement_lint.distributed import SINGLE
+
+    index = index_of(module)
+    imports = ImportTable.of(module, index.nodes)
+    # In source order (the index's calls are not): the first call an option reaches names it.
+    handed = sorted(
+        ((call, text, value) for call in index.calls for text, value in _handed_configs(call, imports)),
+        key=lambda item: (item[0].lineno, item[0].col_offset),
+    )
+    if not handed:
+        return []
+    # Every text field marked as given by a launch: the value flow then says, for each config handed
+    # to DeepSpeed, which field's value it came from (Candidate.from_launch), through any assignments.
+    fields = [f.name for f in parser_fields(module).values() if f.origin != "library" and f.convert in ("str", "?")]
+    if not fields:
+        return []
+    resolver = Resolver(module, SINGLE, tuple((name, UNDECIDED, "a launch") for name in dict.fromkeys(fields)))
+    found: list[_Sink] = []
+    for call, text, value in handed:
+        readers: list[ast.AST] = [call]
+        names = _fields_naming(resolver, imports, value, 0, readers)
+        if names and not any(_sets_the_stage(resolver.scope_of(node)) for node in readers):
+            guards = tuple(resolver.enclosing_guards(call))
+            found += [_Sink(name, text, guards) for name in dict.fromkeys(names)]
+    return found
+
+
+def _sets_the_stage(scope: ast.AST) -> bool:
+    """`cfg["zero_optimization"]["stage"] = ...` or `cfg["zero_optimization"] = ...` in the scope."""
+    for node in ast.walk(scope):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+        for target in targets:
+            key = target.slice if isinstance(target, ast.Subscript) else None
+            if isinstance(key, ast.Constant) and key.value in ("stage", "zero_optimization"):
+                return True
+    return False
+
+
+def _handed_configs(call: ast.Call, imports: ImportTable) -> list[tuple[str, ast.expr]]:
+    """What `call` hands DeepSpeed as its config (a dict, or a JSON path), with how to name the call."""
+    from placement_lint.analysis.names import dotted, keyword, last_segment
+    from placement_lint.context.in_file import is_training_arguments
+
+    written = dotted(call.func)
+    if written is None:
+        return []
+    qualified = imports.qualify_dotted(written)
+    name = last_segment(qualified)
+    found: list[tuple[str, ast.expr]] = []
+    if name == "initialize" and qualified.startswith("deepspeed."):
+        for option in ("config", "config_params"):
+            given = keyword(call, option)
+            if given is not None:
+                found.append((f"deepspeed.initialize as {option}=", given.value))
+    elif name == "HfDeepSpeedConfig":
+        given = keyword(call, "config_file_or_dict")
+        value = given.value if given is not None else call.args[0] if call.args else None
+        if value is not None and not isinstance(value, ast.Starred):
+            found.append(("HfDeepSpeedConfig", value))
+    elif name == "DeepSpeedPlugin":
+        given = keyword(call, "hf_ds_config")
+        if given is not None:
+            found.append(("DeepSpeedPlugin as hf_ds_config=", given.value))
+    elif is_training_arguments(qualified):
+        given = keyword(call, "deepspeed")
+        if given is not None:
+            found.append((f"{name} as deepspeed=", given.value))
+    return found
+
+
+# Calls whose first argument carries the path on (`open(path)`, `json.load(file)`), by qualified name.
+_CARRIERS = frozenset(
+    {
+        "open", "io.open", "builtins.open", "codecs.open", "json.load", "json.loads", "yaml.safe_load", "yaml.load",
+        "yaml.full_load", "pathlib.Path", "str", "os.path.abspath", "os.path.expanduser", "os.path.realpath",
+        "os.path.normpath",
+    }
+)  # fmt: skip
+_READS = frozenset({"read", "read_text", "read_bytes"})  # `open(path).read()`, `Path(path).read_text()`
+_MAX_STEPS = 6
+
+
+def _fields_naming(resolver: Resolver, imports: ImportTable, expr: ast.expr, steps: int, readers: list[ast.AST]) -> list[str]:
+    """The fields whose value reaches `expr` as the config's path or its contents; the calls that read
+    the file on the way are added to `readers`."""
+    from placement_lint.analysis.names import dotted
+
+    if steps > _MAX_STEPS:
+        return []
+    found: list[str] = []
+    for candidate in resolver.candidates(expr):
+        given = candidate.from_launch
+        if given is not None:
+            found.append(given.name)
+            continue
+        value = candidate.value
+        carried: ast.expr | None = None
+        if isinstance(value, ast.Call):
+            if isinstance(value.func, ast.Attribute) and value.func.attr in _READS:
+                carried = value.func.value
+            elif value.args and not isinstance(value.args[0], ast.Starred):
+                written = dotted(value.func)
+                if written is not None and imports.qualify_dotted(written) in _CARRIERS:
+                    carried = value.args[0]
+        elif value is None and not candidate.via and isinstance(expr, ast.Name):
+            carried = _opened_as(resolver, expr)
+        if carried is not None:
+            if isinstance(value, ast.Call):
+                readers.append(value)
+            found += _fields_naming(resolver, imports, carried, steps + 1, readers)
+    return found
+
+
+def _opened_as(resolver: Resolver, name: ast.Name) -> ast.expr | None:
+    """What `with open(path) as f:` opened, for `f` read in its body (the value flow leaves a name a
+    `with` binds unknown inside its block)."""
+    for ancestor in resolver.ancestors(name):
+        if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+            for item in ancestor.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
+                    return item.context_expr
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            break
     return None

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from placement_lint.analysis.names import dotted
-from placement_lint.rules.base import CheckedFile, Message, Rule, Violation, trl_config_call, zero3_live_at_load
+from placement_lint.rules.base import (
+    CheckedFile,
+    Message,
+    Rule,
+    Violation,
+    reachable_under,
+    trl_config_call,
+    zero3_live_at_load,
+)
+
+if TYPE_CHECKING:
+    from placement_lint.analysis.placements import ModelLoad
+    from placement_lint.context.evidence import Context
 
 # TrainingArguments, HfDeepSpeedConfig, Accelerator(), argument parsing, deepspeed.initialize; TRL configs below.
 _ZERO3_CONFIG_TOKENS = (b"TrainingArguments", b"HfDeepSpeedConfig", b"Accelerator(", b"parse_args", b"deepspeed.initialize")
@@ -50,6 +64,8 @@ class Zero3ConfigAfterModelLoad(Rule):
                     continue
                 if load.quantized:  # transformers never uses zero.Init for a quantized model, whatever the order
                     continue
+                if not _runs_under(file, load, variant):
+                    continue  # in a branch this ZeRO-3 launch does not take (`if args.train_type == "lora":`)
                 context = next(
                     (c for c in file.contexts.contexts_at(load.call) if c.setup.zero3 and c.arguments == variant.arguments), None
                 )
@@ -77,3 +93,17 @@ class Zero3ConfigAfterModelLoad(Rule):
                     ),
                 )
                 yield self.violation(file, load.call.func, message, None, context, load.consumers, "load")
+
+
+def _runs_under(file: CheckedFile, load: ModelLoad, context: Context) -> bool:
+    """The launch behind `context` can run the load: no condition around it rules it out, and, in a
+    helper, some call of the helper in this file sits in a branch the launch takes (`load_lora(args)`
+    only under `if args.train_type == "lora":` does not run under a `--train_type all` launch)."""
+    setup, arguments = context.setup, context.arguments
+    if not reachable_under(file, load.call, setup, arguments):
+        return False
+    function = file.resolver.scope_of(load.call)
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True
+    calls = file.resolver.index.calls_by_name.get(function.name, [])
+    return not calls or any(reachable_under(file, call, setup, arguments) for call in calls)
