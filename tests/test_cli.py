@@ -266,7 +266,7 @@ def test_check_never_imports_the_editor_server(repo: Path, output_format: str) -
 
 def test_unparseable_and_undecodable_files_are_named_and_the_rest_is_checked(repo: Path) -> None:
     (repo / "broken.py").write_text("device_map = 'auto'\ndeepspeed = (\n")
-    (repo / "latin.py").write_bytes(b"x = '\xe9'  # device_map\ndist.init_process_group()\n")
+    (repo / "latin.py").write_bytes(b"x = '\xe9'\ndevice_map = 'auto'\ndist.init_process_group()\n")
     result = run_script("check", "--output-format", "concise", ".", cwd=repo)
     assert result.returncode == 2
     assert "error: broken.py: cannot parse: line 2" in result.stderr
