@@ -314,3 +314,15 @@ def test_a_torch_distributed_probe_is_true_in_a_multi_process_run_and_unknown_in
     single = [c.value.value for c in Resolver(module, SINGLE).candidates(value)]  # type: ignore[union-attr]
     assert multi == [0]
     assert single == [0, "auto"]
+
+
+def test_a_gpu_count_is_several_in_a_multi_process_run_and_unknown_in_one() -> None:
+    # Each process of a launch on one machine sees every GPU, one per process at least; one process
+    # may run on a machine with one GPU or several.
+    source = "import torch\nload(device_map={'': 0} if torch.cuda.device_count() == 1 else 'auto')\n"
+    module = ast.parse(source)
+    value = module.body[-1].value.keywords[0].value  # type: ignore[attr-defined]
+    multi = [c.value for c in Resolver(module, DDP).candidates(value)]
+    single = [c.value for c in Resolver(module, SINGLE).candidates(value)]
+    assert [type(v).__name__ for v in multi] == ["Constant"]
+    assert [type(v).__name__ for v in single] == ["Dict", "Constant"]
