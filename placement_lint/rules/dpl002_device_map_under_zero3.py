@@ -65,7 +65,9 @@ class DeviceMapUnderZero3(Rule):
     def _fix(self, file: CheckedFile, device_map: DeviceMap) -> Fix:
         site = file.site(device_map)
         applicability = Applicability.SAFE if site.confined else Applicability.UNSAFE
-        if self._serves_ddp(file, device_map):
+        # A value bound under a condition no launch decides may serve runs without ZeRO-3 that take
+        # that branch: it is kept for them, as for a DDP run (and the fix is unsafe, placement_violation).
+        if self._serves_ddp(file, device_map) or file.on_one_path(device_map):
             start, end = file.source.node_span(site.node)
             original = file.source.text[start:end]
             return fix(
