@@ -17,7 +17,7 @@ from placement_lint.rules.spans import Related
 from placement_lint.rules.violation import Violation
 from placement_lint.settings import Settings
 
-from helpers import CODES, lint_repo, lint_source
+from helpers import CODES, lint_repo, lint_source, notes_of
 
 DDP = Setup(Mode.DDP)
 TRAIN = 'Trainer(model=model, args=TrainingArguments("out", deepspeed="ds_z2.json")).train()\n'
@@ -375,3 +375,12 @@ def test_a_map_set_under_run_time_state_is_reported_and_one_under_an_unread_sett
     assert [f.code for f in found] == ["DPL001"] and found[0].violation.fix is not None
     assert not found[0].violation.fix.safe  # another run may take the branch for one process
     assert lint_source(tmp_path, setting).findings == []
+
+
+def test_a_zero3_map_set_under_run_time_state_is_kept_for_runs_without_zero3_by_an_unsafe_fix(tmp_path: Path) -> None:
+    case = Path(__file__).parent / "fixtures" / "DPL002" / "bad_map_set_under_a_test_no_launch_decides.py"
+    (finding,) = lint_source(tmp_path, case.read_text(encoding="utf-8")).findings
+    fix = finding.violation.fix
+    assert fix is not None and not fix.safe
+    assert fix.message == "Use None under ZeRO-3 and keep the map for runs without it"
+    assert '= only if: sys.argv[-1].startswith("x"), which no launch decides' in notes_of(finding)
