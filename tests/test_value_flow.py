@@ -17,7 +17,7 @@ from placement_lint.rules.spans import Related
 from placement_lint.rules.violation import Violation
 from placement_lint.settings import Settings
 
-from helpers import CODES, lint_repo, lint_source
+from helpers import CODES, lint_repo, lint_source, notes_of
 
 DDP = Setup(Mode.DDP)
 TRAIN = 'Trainer(model=model, args=TrainingArguments("out", deepspeed="ds_z2.json")).train()\n'
@@ -314,3 +314,73 @@ def test_a_torch_distributed_probe_is_true_in_a_multi_process_run_and_unknown_in
     single = [c.value.value for c in Resolver(module, SINGLE).candidates(value)]  # type: ignore[union-attr]
     assert multi == [0]
     assert single == [0, "auto"]
+
+
+def test_a_gpu_count_is_several_in_a_multi_process_run_and_unknown_in_one() -> None:
+    # Each process of a launch on one machine sees every GPU, one per process at least; one process
+    # may run on a machine with one GPU or several.
+    source = "import torch\nload(device_map={'': 0} if torch.cuda.device_count() == 1 else 'auto')\n"
+    module = ast.parse(source)
+    value = module.body[-1].value.keywords[0].value  # type: ignore[attr-defined]
+    multi = [c.value for c in Resolver(module, DDP).candidates(value)]
+    single = [c.value for c in Resolver(module, SINGLE).candidates(value)]
+    assert [type(v).__name__ for v in multi] == ["Constant"]
+    assert [type(v).__name__ for v in single] == ["Dict", "Constant"]
+
+
+@pytest.mark.parametrize(
+    ("test", "setting"),
+    [
+        ("args.use_lora", True),  # a field of parsed arguments the linter cannot read
+        ('cfg["max_memory"] is not None', True),  # a field of a config object
+        ("quantization_config is not None", True),  # bound from a call given the arguments
+        ("quantize", True),  # a parameter: the caller's setting
+        ('os.environ.get("USE_QLORA") == "1"', True),  # the launch may set it
+        ('sys.argv[-1].startswith("x")', False),  # the command line as the process sees it
+        ("torch.cuda.get_device_properties(0).total_memory < 40e9", False),  # a test of the machine
+        ("free_memory < 40e9", False),  # bound from such a test
+        ("SPREAD_SMALL_GPUS", False),  # a name the module imports
+        ("some_unknown_flag", False),  # a name nothing here binds
+    ],
+)
+def test_an_undecided_condition_on_a_setting_is_told_from_one_on_run_time_state(test: str, setting: bool) -> None:
+    source = (
+        "import os\nimport sys\nimport torch\nfrom settings import SPREAD_SMALL_GPUS\n"
+        "def build(args, cfg, quantize):\n"
+        "    quantization_config = get_quantization_config(args)\n"
+        "    free_memory = torch.cuda.mem_get_info()[0]\n"
+        f"    if {test}:\n"
+        "        device_map = 'auto'\n"
+    )
+    module = ast.parse(source)
+    resolver = Resolver(module, DDP)
+    condition = module.body[-1].body[-1].test  # type: ignore[attr-defined]
+    assert resolver.truth(condition) is None
+    assert resolver.reads_run_settings(condition) is setting
+
+
+def test_a_map_set_under_run_time_state_is_reported_and_one_under_an_unread_setting_is_not(tmp_path: Path) -> None:
+    head = (
+        "# placement-lint: context=ddp\nimport sys\nfrom transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
+    )
+    tail = (
+        "    model = AutoModelForCausalLM.from_pretrained('gpt2', device_map=device_map)\n"
+        "    Trainer(model=model, args=TrainingArguments('out')).train()\n"
+    )
+    run_time = (
+        head + "def main(args):\n    device_map = None\n    if sys.argv[-1] == 'big':\n        device_map = 'auto'\n" + tail
+    )
+    setting = head + "def main(args):\n    device_map = None\n    if args.big:\n        device_map = 'auto'\n" + tail
+    found = lint_source(tmp_path, run_time).findings
+    assert [f.code for f in found] == ["DPL001"] and found[0].violation.fix is not None
+    assert not found[0].violation.fix.safe  # another run may take the branch for one process
+    assert lint_source(tmp_path, setting).findings == []
+
+
+def test_a_zero3_map_set_under_run_time_state_is_kept_for_runs_without_zero3_by_an_unsafe_fix(tmp_path: Path) -> None:
+    case = Path(__file__).parent / "fixtures" / "DPL002" / "bad_map_set_under_a_test_no_launch_decides.py"
+    (finding,) = lint_source(tmp_path, case.read_text(encoding="utf-8")).findings
+    fix = finding.violation.fix
+    assert fix is not None and not fix.safe
+    assert fix.message == "Use None under ZeRO-3 and keep the map for runs without it"
+    assert '= only if: sys.argv[-1].startswith("x"), which no launch decides' in notes_of(finding)

@@ -179,6 +179,9 @@ def _plain_value(text: str) -> object:
 # Fields whose value names what the user runs (`model_name_or_path`, `model_type`, `base_model`), not a switch.
 _USER_CHOICE = LazyPattern(r"model|name|path|type|arch|family|checkpoint|size", re.I)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# How a condition reads the environment: `os.environ["X"]`, `os.environ.get("X")`, `os.getenv("X")`.
+_ENVIRON = LazyPattern(r"(^|\.)environ$")
+_ENV_READER = LazyPattern(r"(^|\.)(environ\.get|getenv)$")
 _KNOWN_DICT = "[?]"  # marker key: the name is bound to a dict display whose keys we know
 _COMPUTED_KEYS = "[*]"  # entries stored under keys computed at run time (`device_map[f"layers.{i}"] = ...`)
 # Finds a first-party helper defined in another module: (the name as called, the setup) -> that
@@ -233,6 +236,7 @@ class Resolver:
         # condition being evaluated met one.
         self._choices: set[int] = set()
         self._chose = False
+        self._settings_read: dict[int, bool] = {}  # by id(condition), see reads_run_settings
         self._text_fields: set[str] | None = None
         self._blind = 0  # > 0: walking a loop's earlier pass, where conditions are not decided
         # > 0: values may come from helpers in other modules. Only callers that know such a value's
@@ -381,6 +385,51 @@ class Resolver:
         self.truth(test)
         return id(test) in self._choices
 
+    def reads_run_settings(self, test: ast.expr) -> bool:
+        """The condition reads how a run is configured: a field of parsed arguments or of a config
+        object (`args.use_lora`, `cfg["max_memory"]`, `self.quantize`), a parameter, an environment
+        variable, or a name bound from one of them (`quantization_config = get_quantization_config(
+        model_args)`). Left undecided, it is a setting the launch does not show, most often left at a
+        default that does not take the branch (TRL's `ModelConfig.load_in_4bit`). A condition that
+        reads only library state (`sys.argv[-1].startswith("x")`, `torch.backends.mps.is_available()`)
+        or names nothing here binds goes either way on any run."""
+        known = self._settings_read.get(id(test))
+        if known is None:
+            known = self._settings_read[id(test)] = self._reads_settings(test, set(), 0)
+        return known
+
+    def _reads_settings(self, expr: ast.expr, seen: set[int], depth: int) -> bool:
+        if depth > 4 or id(expr) in seen:
+            return False
+        seen.add(id(expr))
+        for node in walk(expr):
+            if isinstance(node, ast.Subscript) and _ENVIRON.search(dotted(node.value) or ""):
+                return True
+            if isinstance(node, ast.Call) and _ENV_READER.search(dotted(node.func) or ""):
+                return True
+            if isinstance(node, (ast.Attribute, ast.Subscript)):
+                root = node.value
+                while isinstance(root, (ast.Attribute, ast.Subscript)):
+                    root = root.value
+                if isinstance(root, ast.Name) and not self._imported_name(root):
+                    return True  # a field of an object the script holds: arguments, a config, `self`
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                found = self.bindings(node.id, node)
+                if found is None:
+                    if node.id in _parameters(self.scope_of(node)):
+                        return True
+                    continue
+                for binding in found:
+                    value = binding.value if isinstance(binding.value, ast.expr) else getattr(binding.statement, "value", None)
+                    if isinstance(value, ast.expr) and self._reads_settings(value, seen, depth + 1):
+                        return True
+        return False
+
+    def _imported_name(self, name: ast.Name) -> bool:
+        """`sys`, `torch`, `dist`: a name the module binds by importing it, so what it reads is library state."""
+        found = self.bindings(name.id, name)
+        return bool(found) and all(isinstance(b.statement, (ast.Import, ast.ImportFrom)) for b in found)
+
     def excludes(self, first: Iterable[Guard], second: Iterable[Guard]) -> bool:
         """No run takes both paths: a condition on one says of a value what a condition on the other
         contradicts (`args.bits in [4, 8]` and `args.bits == 16`; `q` and `not q`; `cfg is None` and
@@ -514,7 +563,10 @@ class Resolver:
         if key_of(base, _KNOWN_DICT) not in state:
             return None
         stored = [b for k in state.keys_under(base) if k != key_of(base, _KNOWN_DICT) for b in state[k]]
-        if not any(b.statement is not d.statement for b in stored for d in state.get(base, [])):
+        # Stored apart from every display bound to the name (with two live, `None` then `{"": rank}`
+        # under `if`, an entry of the one is not a store after the other).
+        built = {id(d.statement) for d in state.get(base, [])}
+        if all(id(b.statement) in built for b in stored):
             return None
         values = tuple(b.value for b in stored if isinstance(b.value, ast.expr))
         computed = [b for b in state.get(key_of(base, _COMPUTED_KEYS), []) if isinstance(b.value, ast.expr)]

@@ -234,6 +234,9 @@ class _Evaluator:
             return self._pick(Span(2, float("inf")), 1)
         if func in ("get_rank", "get_local_rank"):
             return self._pick(Span(0, float("inf")), 0)
+        if name.endswith("cuda.device_count"):
+            # A multi-process launch on one machine gives each process every GPU, one per process at least.
+            return Span(2, float("inf")) if self.multi else UNKNOWN
         if name.endswith("cuda.is_available"):
             # Every rule judges a run on GPUs (NCCL, one process per GPU), so a multi-process launch
             # has CUDA; one process may be a CPU run, so there the answer stays unknown.

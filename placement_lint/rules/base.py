@@ -174,6 +174,9 @@ class Rule:
             and file.site(device_map).node is device_map.node
         )
         fix = None if candidate.from_launch or candidate.helper or filled else make_fix()
+        if fix is not None and fix.safe and file.on_one_path(device_map):
+            # The branch that binds the value may serve runs the linter does not see: a person decides.
+            fix = fix._replace(applicability=Applicability.UNSAFE)
         return self.value_violation(file, device_map, context, message, fix)
 
     def value_violation(
@@ -325,6 +328,10 @@ def value_facts(file: CheckedFile, device_map: DeviceMap) -> tuple[tuple[str, st
     if argument:
         facts.append(("passed by", f"{argument.where} --{argument.name} {shown(argument.value)}"))
         return tuple(facts)
+    undecided = file.on_one_path(device_map)
+    if undecided:
+        shown_tests = ", ".join(written(file, test) if outcome else f"not {written(file, test)}" for test, outcome in undecided)
+        facts.append(("only if", f"{shown_tests}, which no launch decides"))
     passed, defaults = branch_arguments(device_map)
     if passed:
         values = ", ".join(f"{name}={shown(value)}" for name, value, _ in passed)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     # The analyses are imported when a file is checked, not with the rules: the pre-check asks the
     # rules for their tokens, and a run whose files all fail it never needs them (nor the class
     # lookups, which the checker makes).
-    from placement_lint.analysis.dataflow import HelperLocator, Resolver
+    from placement_lint.analysis.dataflow import Guard, HelperLocator, Resolver
     from placement_lint.analysis.placements import DeviceMap, Loader, PlacementAnalysis
     from placement_lint.analysis.values import Placement
     from placement_lint.context.classes import ImportedClasses
@@ -184,9 +184,11 @@ class CheckedFile:
         )
 
     def _decided(self, device_map: DeviceMap, resolver: Resolver) -> bool:
-        """The run takes this value: every condition on its way is known to hold (a flag the launch does
-        not set, `if args.use_peft:` read by a parser the tool cannot follow, leaves it undecided) or
-        depends on a value the user chooses (a model name no launch passes), and it is not the `except`
+        """The run may take this value: every condition on its way is known to hold, depends on a value
+        the user chooses (a model name no launch passes), or reads only run-time state no launch decides
+        (`sys.argv[-1].startswith("x")`: both branches stay live, see `on_one_path`); a condition on a
+        setting the launch does not show (`if args.use_peft:` read by a parser the tool cannot follow,
+        TRL's `get_quantization_config(model_args)`) is taken as left off. And it is not the `except`
         fallback of a `try` whose body binds the value the launch uses."""
         # The load's own conditions decide whether it runs, not which value it gets: a branch nobody can
         # decide stays live (as for a literal written in the call), one the setup rules out is dead.
@@ -195,7 +197,7 @@ class CheckedFile:
             return False
         shared = {(id(test), outcome) for test, outcome in own}
         if any(
-            resolver.truth(test) is None and not resolver.chosen_by_user(test)
+            resolver.truth(test) is None and not resolver.chosen_by_user(test) and resolver.reads_run_settings(test)
             for test, outcome in device_map.candidate.guards
             if (id(test), outcome) not in shared
         ):
@@ -204,6 +206,21 @@ class CheckedFile:
             isinstance(step, ast.AST) and any(isinstance(a, ast.ExceptHandler) for a in self.resolver.ancestors(step))
             for step in device_map.candidate.via
         )
+
+    def on_one_path(self, device_map: DeviceMap) -> list[Guard]:
+        """The conditions the value is bound under that read only run-time state, which no launch
+        decides (`if sys.argv[-1].startswith("x"):`, `if torch.cuda.get_device_properties(0).total_memory
+        < ...:`): the value reaches the load on the runs that take that branch, which the linter cannot
+        tell apart from the runs that do not. The load's own conditions and a choice of model
+        (`chosen_by_user`) are not among them: the first decide whether the load runs at all, and the
+        second were judged as live before."""
+        resolver = device_map.analysis.resolver
+        own = {(id(test), outcome) for test, outcome in resolver.enclosing_guards(device_map.loader.node)}
+        return [
+            (test, outcome)
+            for test, outcome in device_map.candidate.guards
+            if (id(test), outcome) not in own and resolver.truth(test) is None and not resolver.chosen_by_user(test)
+        ]
 
     def placed(self, *kinds: Placement) -> list[tuple[DeviceMap, Context]]:
         """The device_maps whose value is one of `kinds`, except those TRL resets to None itself."""

@@ -65,12 +65,15 @@ class DeviceMapUnderZero3(Rule):
     def _fix(self, file: CheckedFile, device_map: DeviceMap) -> Fix:
         site = file.site(device_map)
         applicability = Applicability.SAFE if site.confined else Applicability.UNSAFE
-        if self._serves_ddp(file, device_map):
+        # A value bound under a condition no launch decides may serve runs without ZeRO-3 that take
+        # that branch: it is kept for them, as for a DDP run (and the fix is unsafe, placement_violation).
+        serves_ddp = self._serves_ddp(file, device_map)
+        if serves_ddp or file.on_one_path(device_map):
             start, end = file.source.node_span(site.node)
             original = file.source.text[start:end]
             return fix(
                 applicability,
-                "Use None under ZeRO-3 and keep the map for the DDP path",
+                f"Use None under ZeRO-3 and keep the map for {'the DDP path' if serves_ddp else 'runs without it'}",
                 file.replace(site.node, f"None if is_deepspeed_zero3_enabled() else {original}"),
                 file.add_import("transformers.integrations", "is_deepspeed_zero3_enabled"),
             )
