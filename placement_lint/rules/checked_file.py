@@ -112,6 +112,15 @@ class CheckedFile:
         """For questions about structure (parents, scopes), which do not depend on the setup."""
         return self.resolver_for(SINGLE)
 
+    def launched_alone(self, node: ast.AST) -> bool:
+        """Does some launch run the code at `node` in one process with no distributed setup at all (`python
+        train.py` beside the DeepSpeed launch)? A map that spreads the model is that run's way to fit it
+        on the machine's GPUs: a fix for the distributed runs changes that one too."""
+        return any(
+            not context.setup.distributed and any(e.kind is Kind.SINGLE and e.origin == "launch" for e in context.evidence)
+            for context in self.contexts.contexts_at(node)
+        )
+
     @property
     def device_maps(self) -> list[tuple[DeviceMap, Context]]:
         """Every device_map in a distributed part of the file, resolved under each setup (and launch

@@ -146,6 +146,8 @@ class SpreadDeviceMapInDistributed(Rule):
             and all(c.node is not None for c in device_map.consumers)
             and file.site(device_map).confined
             and not (device_map.quantized and not state_exists_at_load(device_map, context))
+            # `python train.py` beside the distributed launch spreads the model on purpose (naive model parallelism).
+            and not file.launched_alone(device_map.loader.node)
         )
         return fix(
             Applicability.SAFE if safe else Applicability.UNSAFE,
