@@ -77,6 +77,12 @@ class Binding(NamedTuple):
     # it was bound), and asked only whether two paths exclude each other.
     path: tuple[Guard, ...] = ()
 
+    def __hash__(self) -> int:
+        # Equal bindings share their value's and statement's nodes (compared by identity), so those
+        # alone make a valid hash; a tuple's hash would hash every guard too, one per `if` around
+        # the binding, whenever a join of two paths folds its equal bindings into one.
+        return hash((id(self[0]), id(self[1])))
+
 
 class Candidate(NamedTuple):
     """One value an expression can take, with the path of conditions and bindings that led to it."""
@@ -226,6 +232,7 @@ class Resolver:
         self._passed = frozenset(n for n, value, _ in self.arguments if _truthy(value))
         self._truths: dict[int, bool | None] = {}
         self._facts: dict[tuple[int, bool], list[Fact]] = {}  # what each condition's outcome says, once asked
+        self._subjects: dict[int, str] = {}  # by id(expr): what each fact is about (see _subject)
         self._deciding: set[int] = set()  # the conditions whose truth is being worked out (see truth)
         self._defaults: set[int] = set()  # the field defaults candidates were read from
         self._default_fields: dict[int, str] = {}  # ... and the field each is the default of
@@ -385,7 +392,15 @@ class Resolver:
         """No run takes both paths: a condition on one says of a value what a condition on the other
         contradicts (`args.bits in [4, 8]` and `args.bits == 16`; `q` and `not q`; `cfg is None` and
         `cfg`), and nothing binds the value again between the two tests."""
-        return exclude(self._facts_of(first), self._facts_of(second), self._same_value)
+        return exclude(self._facts_of(first), self._facts_of(second), self._same_value, self._subject)
+
+    def _subject(self, expr: ast.expr) -> str:
+        """The value a fact is about, as exclude() compares them; once per expression (its conditions are
+        asked about again and again, one fact per branch passed down an if/elif chain)."""
+        subject = self._subjects.get(id(expr))
+        if subject is None:
+            subject = self._subjects[id(expr)] = ast.dump(expr)
+        return subject
 
     def _facts_of(self, guards: Iterable[Guard]) -> list[Fact]:
         found: list[Fact] = []
