@@ -233,6 +233,7 @@ class Resolver:
         self._truths: dict[int, bool | None] = {}
         self._facts: dict[tuple[int, bool], list[Fact]] = {}  # what each condition's outcome says, once asked
         self._subjects: dict[int, str] = {}  # by id(expr): what each fact is about (see _subject)
+        self._scopes: dict[int, ast.AST] = {}  # by id(node), see scope_of
         self._deciding: set[int] = set()  # the conditions whose truth is being worked out (see truth)
         self._defaults: set[int] = set()  # the field defaults candidates were read from
         self._default_fields: dict[int, str] = {}  # ... and the field each is the default of
@@ -268,10 +269,29 @@ class Resolver:
             current = self.parent(current)
 
     def scope_of(self, node: ast.AST) -> ast.AST:
+        """The function or lambda `node` is in, else the module. Kept for every node passed on the way
+        up: a node nested d deep (an `elif` chain nests each branch in the one before) would otherwise
+        cost d steps each time the rules ask."""
+        scopes = self._scopes
+        found = scopes.get(id(node))
+        if found is not None:
+            return found
+        if id(node) not in self.index.parents:  # not of this module's tree (nor kept alive by it): not kept
+            return next((a for a in self.ancestors(node) if isinstance(a, _SCOPES)), self.module)
+        passed = [node]
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, _SCOPES):
-                return ancestor
-        return self.module
+                found = ancestor
+                break
+            found = scopes.get(id(ancestor))
+            if found is not None:
+                break
+            passed.append(ancestor)
+        else:
+            found = self.module
+        for step in passed:
+            scopes[id(step)] = found
+        return found
 
     def enclosing_guards(self, node: ast.AST) -> list[Guard]:
         """The conditions that hold wherever `node` runs, inside its function: the `if`s (and

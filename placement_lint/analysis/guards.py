@@ -465,26 +465,40 @@ def _equal(a: object, b: object) -> bool:
 def exclude(first: list[Fact], second: list[Fact], same_value: SameValue, subject: Callable[[ast.expr], str] = ast.dump) -> bool:
     """Some fact of one path contradicts a fact of the other on the same value: no run takes both.
     `subject` names the value a fact is about (facts on equal names speak of it). Each fact of
-    `second` is tried against only the facts of `first` that can contradict it (see _OneValue), in
-    their order, so the cost is the facts plus the pairs that contradict, not every pair: the paths
-    down an if/elif chain on one value hold a fact per branch passed."""
+    `second` is tried against only the facts of `first` that can contradict it (see _OneValue), so
+    the cost is the facts plus the pairs that contradict, not every pair: the paths down an if/elif
+    chain on one value hold a fact per branch passed. Symmetric: so are `contradict` and, as a
+    resolver's, `same_value`."""
     if not first or not second:
         return False
-    by_subject: dict[str, _OneValue] = {}
-    for fact in first:
-        key = subject(fact[0])
-        facts = by_subject.get(key)
-        if facts is None:
-            facts = by_subject[key] = _OneValue()
-        facts.add(fact)
-    for fact in second:
-        facts = by_subject.get(subject(fact[0]))
-        if facts is None:
-            continue
-        for other in facts.contradicting(fact):
-            if same_value(other, fact):
-                return True
-    return False
+    return FactIndex(first, subject).contradicted(second, same_value)
+
+
+class FactIndex:
+    """The facts of one path, filed by the value they are about, to try other facts against."""
+
+    __slots__ = ("by_subject", "subject")
+
+    def __init__(self, facts: list[Fact], subject: Callable[[ast.expr], str] = ast.dump) -> None:
+        self.subject = subject
+        self.by_subject: dict[str, _OneValue] = {}
+        for fact in facts:
+            key = subject(fact[0])
+            filed = self.by_subject.get(key)
+            if filed is None:
+                filed = self.by_subject[key] = _OneValue()
+            filed.add(fact)
+
+    def contradicted(self, facts: Iterable[Fact], same_value: SameValue) -> bool:
+        """Some fact of `facts` contradicts one filed here, of the same value."""
+        for fact in facts:
+            filed = self.by_subject.get(self.subject(fact[0]))
+            if filed is None or (fact[1] == "not in" and not filed.within):
+                continue
+            for other in filed.contradicting(fact):
+                if same_value(other, fact):
+                    return True
+        return False
 
 
 class _OneValue:
@@ -522,12 +536,12 @@ class _OneValue:
         """The facts that contradict `fact`, in the order they were added."""
         kind, values = fact[1], fact[2]
         if kind == "not in":
-            tried: Iterable[int] = self.within
+            tried: Iterable[int] = self.within  # in order already
         elif kind == "in":
-            tried = [*self.within, *self.truthy, *self.falsy, *self._excluding_any(values)]
+            tried = sorted({*self.within, *self.truthy, *self.falsy, *self._excluding_any(values)})
         else:
-            tried = [*self.within, *(self.falsy if kind == "truthy" else self.truthy)]
-        for position in sorted(set(tried)):
+            tried = sorted({*self.within, *(self.falsy if kind == "truthy" else self.truthy)})
+        for position in tried:
             other = self.facts[position]
             if contradict(fact, other):
                 yield other
