@@ -38,10 +38,9 @@ _MODEL_BUILDERS = {"from_pretrained", "from_config", "_from_config"}
 _INFERENCE_METHODS = {"generate", "eval", "forward", "score", "encode", "sample", "merge_and_unload"}
 
 
-# What a read of the model does with it (see ModelFlow._use_of): hands it to a consumer, to a wrapper
+# What a read of the model does with it (see ModelFlow._read_use): hands it to a consumer, to a wrapper
 # whose result is followed, returns it (or an item of a returned tuple), or attaches it to another model.
 _DIRECT, _WRAPPED, _RETURNED, _RETURNED_ITEM, _ATTACHED = "direct", "wrapped", "returned", "returned item", "attached"
-_UNSEEN = object()
 
 
 def no_ancestors(written: str) -> tuple[str, ...]:
@@ -91,7 +90,7 @@ class ModelFlow:
         self.trainer_classes = _TrainerClasses(self.index.classes, ancestors)
         self._uses: dict[tuple[str, int], list[Consumer]] = {}
         self._scoped_loads: dict[str, dict[int, list[ast.Name | ast.Attribute]]] = {}
-        self._uses_of_reads: dict[int, tuple[object, object] | None] = {}  # by id(read), see _use_of
+        self._uses_by_scope: dict[tuple[str, int], list[tuple[tuple[int, int], object, object]]] = {}  # see _uses_in
 
     def is_trainer(self, call: ast.Call) -> bool:
         name = last_segment(self.imports.qualify(call.func))
@@ -185,15 +184,11 @@ class ModelFlow:
         re-wrapped again and again (`model = get_peft_model(model, ...)`, each wrapper's result read
         by the next) would otherwise carry every later consumer once per later wrapper."""
         scope = self.resolver.scope_of(assignment)
-        after = assignment.end_lineno or 0  # type: ignore[attr-defined]
+        after = (assignment.end_lineno or 0, 0)  # type: ignore[attr-defined]
         found: list[Consumer] = []
-        for node in self._loads_in(key, scope):
-            if (node.lineno, node.col_offset) <= (after, 0):
+        for position, kind, taken in self._uses_in(key, scope):
+            if position <= after:
                 continue
-            use = self._use_of(node, key)
-            if use is None:
-                continue
-            kind, taken = use
             if kind is _DIRECT:
                 found.append(taken)  # type: ignore[arg-type]
             elif kind is _WRAPPED:
@@ -206,15 +201,22 @@ class ModelFlow:
                 found += self._attached_uses(*taken, depth)  # type: ignore[misc]
         return list(dict.fromkeys(found))
 
-    def _use_of(self, node: ast.Name | ast.Attribute, key: str) -> tuple[object, object] | None:
-        """What the read `node` of `key` does with the model, whoever asks: once a read, though every
-        earlier assignment of `key` in its scope asks of it (see _find_uses)."""
-        found = self._uses_of_reads.get(id(node), _UNSEEN)
-        if found is _UNSEEN:
-            found = self._uses_of_reads[id(node)] = self._read_use(node, key)
-        return found  # type: ignore[return-value]
+    def _uses_in(self, key: str, scope: ast.AST) -> list[tuple[tuple[int, int], object, object]]:
+        """The reads of `key` in `scope` that do something with the model (see _read_use): where each is,
+        and what it does, in the order of _loads_in. Once per key and scope, though every assignment of
+        `key` there asks of the reads after it: one statement in six reads a re-wrapped model."""
+        cache_key = (key, id(scope))
+        found = self._uses_by_scope.get(cache_key)
+        if found is None:
+            found = self._uses_by_scope[cache_key] = [
+                ((node.lineno, node.col_offset), *use)
+                for node in self._loads_in(key, scope)
+                if (use := self._read_use(node, key)) is not None
+            ]
+        return found
 
     def _read_use(self, node: ast.Name | ast.Attribute, key: str) -> tuple[object, object] | None:
+        """What the read `node` of `key` does with the model, whichever assignment asks; None: nothing."""
         parent = self.resolver.parent(node)
         consumer = self._consumer_of_argument(node, parent)
         if consumer is not None:
