@@ -30,7 +30,9 @@ by looking at those keys alone. At each compound statement:
 Statements after a `return`, `raise`, `break` or `continue` get the state where control left.
 
 Cost: for a scope of n statements nested at most d deep, O(n * d) statement visits, each O(log k)
-for the k keys it changes; a join costs the keys its paths changed plus the bindings they hold.
+for the k keys it changes; a join costs the keys its paths changed plus the bindings they hold. (An
+`elif` chain of b branches is b `if`s nested in one another's `else`: each join there looks at the
+keys written further down the chain, and a condition per branch passed holds on each path.)
 Questions cost their answer: a lookup, then the bindings followed. A question asked while its own
 scope is being walked, about a point the walk has not reached (a condition reading a value bound
 further down a loop), sees nothing bound there yet.
@@ -1211,7 +1213,8 @@ def _carried_through(head: FlowState, branch: FlowState, changed: set[str], guar
             continue
         if scratch is None:
             scratch = branch.edit()
-        scratch[key] = [b._replace(path=(*b.path, guard)) if id(b) in kept else b for b in bindings]
+        # Built directly: a named tuple's _replace costs three times as much, once per binding per `if`.
+        scratch[key] = [Binding(b[0], b[1], b[2], (*b[3], guard)) if id(b) in kept else b for b in bindings]
     return branch if scratch is None else scratch.freeze()
 
 
@@ -1227,7 +1230,11 @@ def _joined_paths(state: FlowState, written: set[str]) -> FlowState:
         for b in bindings:
             same = (id(b.value), id(b.statement), b.guards)
             earlier = combined.get(same)
-            combined[same] = b if earlier is None else earlier._replace(path=tuple(g for g in earlier.path if g in b.path))
+            if earlier is None:
+                combined[same] = b
+            else:  # a path is a condition per `if` the binding was carried through: a set, not a scan each
+                ways = set(b.path)
+                combined[same] = Binding(earlier[0], earlier[1], earlier[2], tuple(g for g in earlier.path if g in ways))
         if len(combined) < len(bindings):
             if scratch is None:
                 scratch = state.edit()
