@@ -196,7 +196,7 @@ class ModelFlow:
             elif kind is _RETURNED:
                 found += self._returned(taken, depth)  # type: ignore[arg-type]
             elif kind is _RETURNED_ITEM:
-                found += self._returned(*taken, depth)  # type: ignore[misc]
+                found += self._returned(taken[0], depth, taken[1])  # type: ignore[index]
             else:
                 found += self._attached_uses(*taken, depth)  # type: ignore[misc]
         return list(dict.fromkeys(found))
