@@ -13,7 +13,7 @@ Four sections, each paired with ruff in alternating runs (medians):
   `--repos DIR` or $PLACEMENT_LINT_BENCH_REPOS, cold, against `ruff check --isolated`; skipped, with
   the commands that fetch them, when neither is given (the benchmark itself downloads no repository);
 - scaling: one long generated training function (a launched train.py under ZeRO-3) at 1x, 2x, 4x
-  and 8x its length, in five shapes (two from bench/shapes.py, which has more); the growth
+  and 8x its length, in seven shapes (four from bench/shapes.py, which has more); the growth
   t(8x)/t(2x) is 4 when the analysis is linear;
 - precommit: a hook run on a real repository with a warm cache after one changed training script,
   library module or launch script.
@@ -521,8 +521,9 @@ def _load_shapes():  # type: ignore[no-untyped-def]
 shapes = _load_shapes()
 # Several forms, so the curve is not tuned to one: the issue's block, the same lines redefining the same
 # names, and fresh names with loops, `with` and `try` nested in one another; then, from bench/shapes.py,
-# the forms that once grew faster than the code (SCALING_SHAPES: an if/elif chain on the model type, a
-# model re-wrapped again and again), launched by `deepspeed --num_gpus 8` under the same ZeRO-3 config.
+# the forms that grew faster than the code (SCALING_SHAPES: an if/elif chain on the model type with
+# shared or fresh names, ifs nested seven deep re-binding shared names, a model re-wrapped again and
+# again), launched by `deepspeed --num_gpus 8` under the same ZeRO-3 config.
 LONG_FUNCTION_SHAPES = ("issue", "redefined", "nested", *shapes.SCALING_SHAPES)
 # Blocks per 1x, so that 1x is about 280 lines in each shape.
 _BLOCKS_PER_SCALE = {"issue": 20, "redefined": 19, "nested": 12}

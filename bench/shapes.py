@@ -100,12 +100,23 @@ _ELIF_BLOCK = """    {keyword} args.model_type == "type_{i}":
 
 
 class ElifShape(Shape):
+    """One chain: the block's first `if` is an `elif` after the first block, and a final `else` raises."""
+
     def script(self, name: str, scale: int) -> str:
         blocks = self.per_scale * scale
-        body = "".join(_ELIF_BLOCK.format(i=i, keyword="if" if i == 0 else "elif") for i in range(blocks))
+        body = "".join(self.block.format(i=i, keyword="if" if i == 0 else "elif") for i in range(blocks))
         body += '    else:\n        raise ValueError(f"unknown model type {args.model_type}")\n'
         return self.head(name, blocks) + body + self.footer
 
+
+# The same chain with fresh names in every branch: each join down it looks at every key bound below.
+_ELIF_FRESH_BLOCK = """    {keyword} args.model_type == "type_{i}":
+        kwargs_{i} = {{"torch_dtype": torch.bfloat16, "revision": "v{i}"}}
+        if args.load_in_4bit:
+            kwargs_{i}["device_map"] = "auto"
+        model_{i} = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, **kwargs_{i})
+        model_{i} = model_{i}.to(device)
+"""
 
 # Deeply nested ifs: each block nests seven levels, its loads at the innermost.
 _NESTED_IF_BLOCK = """    if args.bf16:
@@ -326,7 +337,11 @@ if __name__ == "__main__":
 
 SHAPES: dict[str, Shape] = {
     "elif": ElifShape(_ELIF_BLOCK, 42, doc="a long if/elif chain on args.model_type"),
+    "elif-fresh": ElifShape(_ELIF_FRESH_BLOCK, 42, doc="the if/elif chain, fresh names in every branch"),
     "nested-if": Shape(_NESTED_IF_BLOCK, 16, doc="ifs nested seven deep, block after block"),
+    "nested-if-shared": Shape(
+        _NESTED_IF_BLOCK.replace("_{i}", ""), 16, doc="the same, every block re-binding the same names under its ifs"
+    ),
     "loop": Shape(_LOOP_BLOCK, 20, header=_LOOP_HEADER, footer=_LOOP_FOOTER, doc="one for loop's long body, continue and break"),
     "while": Shape(_WHILE_BLOCK, 21, header=_WHILE_HEADER, footer=_LOOP_FOOTER, doc="one while loop's long body, shared names"),
     "try": Shape(_TRY_BLOCK, 20, doc="try/except/else/finally after one another"),
@@ -341,9 +356,12 @@ SHAPES: dict[str, Shape] = {
 }
 
 
-# The forms whose analysis grew faster than the code (t(8x)/t(2x) of 35 and 9) until it was mended:
-# bench/run.py's scaling section times them beside its own.
-SCALING_SHAPES = ("elif", "rewrapped")
+# The forms whose analysis grew faster than the code: bench/run.py's scaling section times them beside
+# its own. t(8x)/t(2x) in CPU time before their mending, and after: elif 35, 5.0; rewrapped 8.9, 2.8;
+# elif-fresh 29, 8.1; nested-if-shared 6.7, 5.6 (the last two still quadratic: each join down an elif
+# chain looks at every key bound further down it, and a name re-bound under an `if` block after block
+# holds a binding per block, each with a condition per later block).
+SCALING_SHAPES = ("elif", "rewrapped", "elif-fresh", "nested-if-shared")
 
 
 def training_script(shape: str, scale: int) -> str:
