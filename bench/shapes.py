@@ -15,6 +15,7 @@ run.LONG_FUNCTION_SHAPES that come from here (SCALING_SHAPES) beside its own.
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import statistics
 import subprocess
@@ -403,6 +404,13 @@ def main() -> None:
             for scale in scales:
                 write_project(args.write_only / f"{shape}-{scale}x", shape, scale)
         return
+    # As bench/run.py: an editable install under PYTHONDONTWRITEBYTECODE would compile every module on
+    # every run, a constant that flattens the growth.
+    located = subprocess.run(
+        [sys.executable, "-c", "import placement_lint, os; print(os.path.dirname(placement_lint.__file__))"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    compileall.compile_dir(located.stdout.strip(), quiet=1)
     command = [str(BIN / "placement-lint"), "check", "--no-cache", "--quiet", "--exit-zero", "."]
     print("| shape | " + " | ".join(f"{s}x lines | {s}x CPU" for s in scales) + " | t(8x)/t(2x) |")
     print("|---|" + "--:|--:|" * len(scales) + "--:|")
