@@ -21,7 +21,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
@@ -37,7 +36,7 @@ import torch
 from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
 from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig, Trainer, TrainingArguments
 """
-_PARSE_ARGS = '''
+_PARSE_ARGS = """
 
 def parse_args():
     parser = argparse.ArgumentParser()
@@ -50,7 +49,7 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--output_dir", default="out")
     return parser.parse_args()
-'''
+"""
 _MAIN_HEADER = '''
 
 def main():
@@ -138,11 +137,16 @@ _NESTED_IF_BLOCK = """    if args.bf16:
 """
 
 # One training loop whose body is long: many statements, `continue` and `break` all along it.
-_LOOP_HEADER = _IMPORTS + _PARSE_ARGS + _MAIN_HEADER + """    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, torch_dtype=torch.bfloat16)
+_LOOP_HEADER = (
+    _IMPORTS
+    + _PARSE_ARGS
+    + _MAIN_HEADER
+    + """    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, torch_dtype=torch.bfloat16)
     loader = iter([])
     for step in range(args.steps):
         batch = next(loader)
 """
+)
 _LOOP_BLOCK = """        if step % {i} == 1:
             continue
         loss_{i} = model(**batch).loss
@@ -159,11 +163,16 @@ _LOOP_BLOCK = """        if step % {i} == 1:
 _LOOP_FOOTER = "        models.append(model)\n" + _MAIN_FOOTER
 
 # The same, in a `while` loop, with the names shared by every block.
-_WHILE_HEADER = _IMPORTS + _PARSE_ARGS + _MAIN_HEADER + """    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, torch_dtype=torch.bfloat16)
+_WHILE_HEADER = (
+    _IMPORTS
+    + _PARSE_ARGS
+    + _MAIN_HEADER
+    + """    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, torch_dtype=torch.bfloat16)
     step = 0
     while step < args.steps:
         step += 1
 """
+)
 _WHILE_BLOCK = """        if args.lora and step == {i}:
             continue
         kwargs = {{"torch_dtype": torch.bfloat16}}
@@ -252,13 +261,18 @@ _REWRAPPED_BLOCK = """    model = prepare_model_for_kbit_training(model)
     model.config.use_cache = False
     model = model.to(torch.bfloat16)
 """
-_REWRAPPED_HEADER = _IMPORTS + _PARSE_ARGS + _MAIN_HEADER.replace(
-    "    model = None\n", "    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)\n"
+_REWRAPPED_HEADER = (
+    _IMPORTS
+    + _PARSE_ARGS
+    + _MAIN_HEADER.replace("    model = None\n", "    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path)\n")
 )
 
 # A script without main(): every statement at the module's top level.
-_TOPLEVEL_HEADER = '''"""A launched training script without main(): {blocks} blocks at the top level."""
-''' + _IMPORTS + """
+_TOPLEVEL_HEADER = (
+    '''"""A launched training script without main(): {blocks} blocks at the top level."""
+'''
+    + _IMPORTS
+    + """
 parser = argparse.ArgumentParser()
 parser.add_argument("--model_name_or_path", default="org/model")
 parser.add_argument("--deepspeed", default=None)
@@ -269,6 +283,7 @@ local_rank = int(os.environ.get("LOCAL_RANK", 0))
 device = torch.device("cuda", local_rank)
 models = []
 """
+)
 _TOPLEVEL_BLOCK = """if args.load_in_4bit:
     kwargs = {{"torch_dtype": torch.bfloat16, "device_map": "auto"}}
 else:
@@ -300,8 +315,12 @@ _MATCH_BLOCK = """    match args.model_type:
 """
 
 # A long method of a Trainer subclass that assigns attributes of self, and module globals.
-_METHOD_HEADER = '''"""A Trainer subclass with one long method: {blocks} blocks of attribute assignments."""
-''' + _IMPORTS + _PARSE_ARGS + '''
+_METHOD_HEADER = (
+    '''"""A Trainer subclass with one long method: {blocks} blocks of attribute assignments."""
+'''
+    + _IMPORTS
+    + _PARSE_ARGS
+    + """
 MODEL = None
 DEVICE = None
 
@@ -311,7 +330,8 @@ class LongTrainer(Trainer):
         global MODEL, DEVICE
         local_rank = int(os.environ.get("LOCAL_RANK", 0))
         DEVICE = torch.device("cuda", local_rank)
-'''
+"""
+)
 _METHOD_BLOCK = """        self.kwargs = {{"torch_dtype": torch.bfloat16, "revision": "v{i}"}}
         if args.load_in_4bit:
             self.kwargs["device_map"] = "auto"
