@@ -13,7 +13,8 @@ Four sections, each paired with ruff in alternating runs (medians):
   `--repos DIR` or $PLACEMENT_LINT_BENCH_REPOS, cold, against `ruff check --isolated`; skipped, with
   the commands that fetch them, when neither is given (the benchmark itself downloads no repository);
 - scaling: one long generated training function (a launched train.py under ZeRO-3) at 1x, 2x, 4x
-  and 8x its length, in three shapes; the growth t(8x)/t(2x) is 4 when the analysis is linear;
+  and 8x its length, in seven shapes (four from bench/shapes.py, which has more); the growth
+  t(8x)/t(2x) is 4 when the analysis is linear;
 - precommit: a hook run on a real repository with a warm cache after one changed training script,
   library module or launch script.
 
@@ -506,9 +507,24 @@ def repository_rows(root: Path, repositories: list[Repository], placement: list[
 
 # -- one long training function ---------------------------------------------------------------------
 
-# Three forms, so the curve is not tuned to one: the issue's block, the same lines redefining the same
-# names, and fresh names with loops, `with` and `try` nested in one another.
-LONG_FUNCTION_SHAPES = ("issue", "redefined", "nested")
+
+def _load_shapes():  # type: ignore[no-untyped-def]
+    """bench/shapes.py, the more forms of a long function, found beside this file however it is run."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_shapes", Path(__file__).resolve().parent / "shapes.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+shapes = _load_shapes()
+# Several forms, so the curve is not tuned to one: the issue's block, the same lines redefining the same
+# names, and fresh names with loops, `with` and `try` nested in one another; then, from bench/shapes.py,
+# the forms that grew faster than the code (SCALING_SHAPES: an if/elif chain on the model type with
+# shared or fresh names, ifs nested seven deep re-binding shared names, a model re-wrapped again and
+# again), launched by `deepspeed --num_gpus 8` under the same ZeRO-3 config.
+LONG_FUNCTION_SHAPES = ("issue", "redefined", "nested", *shapes.SCALING_SHAPES)
 # Blocks per 1x, so that 1x is about 280 lines in each shape.
 _BLOCKS_PER_SCALE = {"issue": 20, "redefined": 19, "nested": 12}
 # The issue's block (13 lines: argument handling, an if/else, a kwargs dict, a from_pretrained, a
@@ -622,6 +638,8 @@ _ZERO3 = '{"zero_optimization": {"stage": 3}, "bf16": {"enabled": "auto"}, "trai
 
 def long_training_script(shape: str, scale: int) -> str:
     """train.py whose main() holds `scale` times the 1x body of `shape` (see LONG_FUNCTION_SHAPES)."""
+    if shape in shapes.SCALING_SHAPES:
+        return shapes.training_script(shape, scale)
     blocks = _BLOCKS_PER_SCALE[shape] * scale
     if shape == "issue":
         return _ISSUE_HEADER + "".join(_ISSUE_BLOCK.format(i=i) for i in range(blocks)) + _ISSUE_FOOTER
@@ -635,6 +653,8 @@ def long_training_script(shape: str, scale: int) -> str:
 def make_long_function_project(shape: str, scale: int) -> Path:
     """train.py, the launch script that runs it on 8 GPUs under ZeRO-3, and that DeepSpeed config."""
     target = WORK / f"long-function-{shape}-{scale}x"
+    if shape in shapes.SCALING_SHAPES:
+        return shapes.write_project(target, shape, scale)
     (target / ".git").mkdir(parents=True, exist_ok=True)
     (target / "train.py").write_text(long_training_script(shape, scale))
     (target / "launch.sh").write_text(_LONG_LAUNCH)

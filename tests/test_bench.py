@@ -186,3 +186,36 @@ def test_tree_memory_counts_the_child_processes(bench, tmp_path):
     child = "import time; held = bytearray(60_000_000); time.sleep(0.5)"
     parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
     assert bench.tree_peak_rss_mb([sys.executable, "-c", parent], tmp_path) > 60
+
+
+def test_every_form_of_bench_shapes_parses_and_grows_with_its_scale(bench):
+    for name, shape in bench.shapes.SHAPES.items():
+        lines = {}
+        for scale in (1, 2, 8):
+            source = bench.shapes.training_script(name, scale)
+            ast.parse(source)
+            lines[scale] = source.count("\n")
+        assert 260 <= lines[1] <= 320, name  # about 280 lines at 1x
+        assert 7 * (lines[2] - lines[1]) <= lines[8] - lines[1] <= 7 * (lines[2] - lines[1]) + 2, name
+        assert shape.doc, name
+
+
+def test_the_elif_form_is_one_chain_on_the_model_type(bench):
+    main = _main_of(ast.parse(bench.shapes.training_script("elif", 1)))
+    chain = next(node for node in main.body if isinstance(node, ast.If))
+    depth = 0
+    while isinstance(chain, ast.If):
+        depth += 1
+        assert ast.unparse(chain.test).startswith("args.model_type == ")
+        chain = chain.orelse[0] if len(chain.orelse) == 1 else None
+    assert depth == bench.shapes.SHAPES["elif"].per_scale
+
+
+def test_the_forms_that_grew_faster_than_the_code_are_in_the_scaling_section(bench, tmp_path, monkeypatch):
+    assert set(bench.shapes.SCALING_SHAPES) <= set(bench.LONG_FUNCTION_SHAPES)
+    monkeypatch.setattr(bench, "WORK", tmp_path)
+    for shape in bench.shapes.SCALING_SHAPES:
+        project = bench.make_long_function_project(shape, 2)
+        assert (project / "train.py").read_text() == bench.long_training_script(shape, 2)
+        assert "deepspeed --num_gpus 8 train.py --deepspeed ds_z3.json" in (project / "launch.sh").read_text()
+        assert json.loads((project / "ds_z3.json").read_text())["zero_optimization"]["stage"] == 3

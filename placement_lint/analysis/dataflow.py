@@ -30,7 +30,9 @@ by looking at those keys alone. At each compound statement:
 Statements after a `return`, `raise`, `break` or `continue` get the state where control left.
 
 Cost: for a scope of n statements nested at most d deep, O(n * d) statement visits, each O(log k)
-for the k keys it changes; a join costs the keys its paths changed plus the bindings they hold.
+for the k keys it changes; a join costs the keys its paths changed plus the bindings they hold. (An
+`elif` chain of b branches is b `if`s nested in one another's `else`: each join there looks at the
+keys written further down the chain, and a condition per branch passed holds on each path.)
 Questions cost their answer: a lookup, then the bindings followed. A question asked while its own
 scope is being walked, about a point the walk has not reached (a condition reading a value bound
 further down a loop), sees nothing bound there yet.
@@ -76,6 +78,12 @@ class Binding(NamedTuple):
     # `if q: x = cfg()` reaches past the `if` only where q is false. Kept apart from `guards` (where
     # it was bound), and asked only whether two paths exclude each other.
     path: tuple[Guard, ...] = ()
+
+    def __hash__(self) -> int:
+        # Equal bindings share their value's and statement's nodes (compared by identity), so those
+        # alone make a valid hash; a tuple's hash would hash every guard too, one per `if` around
+        # the binding, whenever a join of two paths folds its equal bindings into one.
+        return hash((id(self[0]), id(self[1])))
 
 
 class Candidate(NamedTuple):
@@ -229,6 +237,8 @@ class Resolver:
         self._passed = frozenset(n for n, value, _ in self.arguments if _truthy(value))
         self._truths: dict[int, bool | None] = {}
         self._facts: dict[tuple[int, bool], list[Fact]] = {}  # what each condition's outcome says, once asked
+        self._subjects: dict[int, str] = {}  # by id(expr): what each fact is about (see _subject)
+        self._scopes: dict[int, ast.AST] = {}  # by id(node), see scope_of
         self._deciding: set[int] = set()  # the conditions whose truth is being worked out (see truth)
         self._defaults: set[int] = set()  # the field defaults candidates were read from
         self._default_fields: dict[int, str] = {}  # ... and the field each is the default of
@@ -265,10 +275,29 @@ class Resolver:
             current = self.parent(current)
 
     def scope_of(self, node: ast.AST) -> ast.AST:
+        """The function or lambda `node` is in, else the module. Kept for every node passed on the way
+        up: a node nested d deep (an `elif` chain nests each branch in the one before) would otherwise
+        cost d steps each time the rules ask."""
+        scopes = self._scopes
+        found = scopes.get(id(node))
+        if found is not None:
+            return found
+        if id(node) not in self.index.parents:  # not of this module's tree (nor kept alive by it): not kept
+            return next((a for a in self.ancestors(node) if isinstance(a, _SCOPES)), self.module)
+        passed = [node]
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, _SCOPES):
-                return ancestor
-        return self.module
+                found = ancestor
+                break
+            found = scopes.get(id(ancestor))
+            if found is not None:
+                break
+            passed.append(ancestor)
+        else:
+            found = self.module
+        for step in passed:
+            scopes[id(step)] = found
+        return found
 
     def enclosing_guards(self, node: ast.AST) -> list[Guard]:
         """The conditions that hold wherever `node` runs, inside its function: the `if`s (and
@@ -434,7 +463,15 @@ class Resolver:
         """No run takes both paths: a condition on one says of a value what a condition on the other
         contradicts (`args.bits in [4, 8]` and `args.bits == 16`; `q` and `not q`; `cfg is None` and
         `cfg`), and nothing binds the value again between the two tests."""
-        return exclude(self._facts_of(first), self._facts_of(second), self._same_value)
+        return exclude(self._facts_of(first), self._facts_of(second), self._same_value, self._subject)
+
+    def _subject(self, expr: ast.expr) -> str:
+        """The value a fact is about, as exclude() compares them; once per expression (its conditions are
+        asked about again and again, one fact per branch passed down an if/elif chain)."""
+        subject = self._subjects.get(id(expr))
+        if subject is None:
+            subject = self._subjects[id(expr)] = ast.dump(expr)
+        return subject
 
     def _facts_of(self, guards: Iterable[Guard]) -> list[Fact]:
         found: list[Fact] = []
@@ -1228,7 +1265,8 @@ def _carried_through(head: FlowState, branch: FlowState, changed: set[str], guar
             continue
         if scratch is None:
             scratch = branch.edit()
-        scratch[key] = [b._replace(path=(*b.path, guard)) if id(b) in kept else b for b in bindings]
+        # Built directly: a named tuple's _replace costs three times as much, once per binding per `if`.
+        scratch[key] = [Binding(b[0], b[1], b[2], (*b[3], guard)) if id(b) in kept else b for b in bindings]
     return branch if scratch is None else scratch.freeze()
 
 
@@ -1244,7 +1282,11 @@ def _joined_paths(state: FlowState, written: set[str]) -> FlowState:
         for b in bindings:
             same = (id(b.value), id(b.statement), b.guards)
             earlier = combined.get(same)
-            combined[same] = b if earlier is None else earlier._replace(path=tuple(g for g in earlier.path if g in b.path))
+            if earlier is None:
+                combined[same] = b
+            else:  # a path is a condition per `if` the binding was carried through: a set, not a scan each
+                ways = set(b.path)
+                combined[same] = Binding(earlier[0], earlier[1], earlier[2], tuple(g for g in earlier.path if g in ways))
         if len(combined) < len(bindings):
             if scratch is None:
                 scratch = state.edit()

@@ -38,6 +38,11 @@ _MODEL_BUILDERS = {"from_pretrained", "from_config", "_from_config"}
 _INFERENCE_METHODS = {"generate", "eval", "forward", "score", "encode", "sample", "merge_and_unload"}
 
 
+# What a read of the model does with it (see ModelFlow._read_use): hands it to a consumer, to a wrapper
+# whose result is followed, returns it (or an item of a returned tuple), or attaches it to another model.
+_DIRECT, _WRAPPED, _RETURNED, _RETURNED_ITEM, _ATTACHED = "direct", "wrapped", "returned", "returned item", "attached"
+
+
 def no_ancestors(written: str) -> tuple[str, ...]:
     return ()
 
@@ -85,6 +90,7 @@ class ModelFlow:
         self.trainer_classes = _TrainerClasses(self.index.classes, ancestors)
         self._uses: dict[tuple[str, int], list[Consumer]] = {}
         self._scoped_loads: dict[str, dict[int, list[ast.Name | ast.Attribute]]] = {}
+        self._uses_by_scope: dict[tuple[str, int], list[tuple[tuple[int, int], object, object]]] = {}  # see _uses_in
 
     def is_trainer(self, call: ast.Call) -> bool:
         name = last_segment(self.imports.qualify(call.func))
@@ -173,31 +179,61 @@ class ModelFlow:
         return grouped
 
     def _find_uses(self, key: str, assignment: ast.AST, depth: int) -> list[Consumer]:
+        """Where the reads of `key` after `assignment` send the model, each consumer once (in the order
+        first found): the rules ask only which consumers there are and which comes first, and a model
+        re-wrapped again and again (`model = get_peft_model(model, ...)`, each wrapper's result read
+        by the next) would otherwise carry every later consumer once per later wrapper."""
         scope = self.resolver.scope_of(assignment)
-        after = assignment.end_lineno or 0  # type: ignore[attr-defined]
+        after = (assignment.end_lineno or 0, 0)  # type: ignore[attr-defined]
         found: list[Consumer] = []
-        for node in self._loads_in(key, scope):
-            if (node.lineno, node.col_offset) <= (after, 0):
+        for position, kind, taken in self._uses_in(key, scope):
+            if position <= after:
                 continue
-            parent = self.resolver.parent(node)
-            consumer = self._consumer_of_argument(node, parent)
-            if consumer is not None:
-                if consumer.kind is ConsumerKind.WRAPPER and consumer.name in WRAPPERS:
-                    found += self.consumers(consumer.node, depth + 1)  # type: ignore[arg-type]
-                else:
-                    found.append(consumer)
-            elif isinstance(parent, ast.Attribute) and parent.attr in _INFERENCE_METHODS:
-                found.append(Consumer(ConsumerKind.INFERENCE, f"{key}.{parent.attr}", parent))
-            elif isinstance(parent, ast.Call) and parent.func is node:
-                found.append(Consumer(ConsumerKind.INFERENCE, f"{key}(...)", parent))
-            elif isinstance(parent, ast.Return):
-                found += self._returned(parent, depth)
-            elif isinstance(parent, ast.Tuple) and isinstance(returned := self.resolver.parent(parent), ast.Return):
-                position = next(i for i, item in enumerate(parent.elts) if item is node)
-                found += self._returned(returned, depth, position)  # `return data, model, tokenizer`
-            elif (attached := self._attachment(node, parent)) is not None:
-                found += self._attached_uses(*attached, depth)
+            if kind is _DIRECT:
+                found.append(taken)  # type: ignore[arg-type]
+            elif kind is _WRAPPED:
+                found += self.consumers(taken, depth + 1)  # type: ignore[arg-type]
+            elif kind is _RETURNED:
+                found += self._returned(taken, depth)  # type: ignore[arg-type]
+            elif kind is _RETURNED_ITEM:
+                found += self._returned(taken[0], depth, taken[1])  # type: ignore[index]
+            else:
+                found += self._attached_uses(*taken, depth)  # type: ignore[misc]
+        return list(dict.fromkeys(found))
+
+    def _uses_in(self, key: str, scope: ast.AST) -> list[tuple[tuple[int, int], object, object]]:
+        """The reads of `key` in `scope` that do something with the model (see _read_use): where each is,
+        and what it does, in the order of _loads_in. Once per key and scope, though every assignment of
+        `key` there asks of the reads after it: one statement in six reads a re-wrapped model."""
+        cache_key = (key, id(scope))
+        found = self._uses_by_scope.get(cache_key)
+        if found is None:
+            found = self._uses_by_scope[cache_key] = [
+                ((node.lineno, node.col_offset), *use)
+                for node in self._loads_in(key, scope)
+                if (use := self._read_use(node, key)) is not None
+            ]
         return found
+
+    def _read_use(self, node: ast.Name | ast.Attribute, key: str) -> tuple[object, object] | None:
+        """What the read `node` of `key` does with the model, whichever assignment asks; None: nothing."""
+        parent = self.resolver.parent(node)
+        consumer = self._consumer_of_argument(node, parent)
+        if consumer is not None:
+            if consumer.kind is ConsumerKind.WRAPPER and consumer.name in WRAPPERS:
+                return _WRAPPED, consumer.node
+            return _DIRECT, consumer
+        if isinstance(parent, ast.Attribute) and parent.attr in _INFERENCE_METHODS:
+            return _DIRECT, Consumer(ConsumerKind.INFERENCE, f"{key}.{parent.attr}", parent)
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return _DIRECT, Consumer(ConsumerKind.INFERENCE, f"{key}(...)", parent)
+        if isinstance(parent, ast.Return):
+            return _RETURNED, parent
+        if isinstance(parent, ast.Tuple) and isinstance(returned := self.resolver.parent(parent), ast.Return):
+            position = next(i for i, item in enumerate(parent.elts) if item is node)
+            return _RETURNED_ITEM, (returned, position)  # `return data, model, tokenizer`
+        attached = self._attachment(node, parent)
+        return None if attached is None else (_ATTACHED, attached)
 
     def _attachment(self, node: ast.AST, parent: ast.AST | None) -> tuple[str, ast.stmt] | None:
         """The model `node` is made a submodule of, by the name that holds it, and the statement that

@@ -123,6 +123,12 @@ def merge(states: list[FlowState], written: Iterable[str], absent: Any, binding:
     scratch = states[0].edit()
     for key in written:
         found = [bindings for state in states if (bindings := state.values.get(key)) is not None]
+        if len(found) == 1 and len(found[0]) == 1 and _unmarked(key, states):
+            # One path holds the key, with one binding: nothing to fold, no path to mark absent (down
+            # an elif chain with fresh names in each branch, almost every key written below a branch).
+            if scratch.values.get(key) is not found[0]:
+                scratch.values[key] = found[0]
+            continue
         present = bool(found)
         # In order of first appearance, each once: one pass in C. A name bound before each of many
         # loops holds a binding per loop (the loop may not run), and this join happens at every loop.
@@ -140,6 +146,11 @@ def merge(states: list[FlowState], written: Iterable[str], absent: Any, binding:
         elif key in scratch.values:
             del scratch.values[key]
     for base in {base_of(key) for key in written if "[" in key}:
+        held = [keys for state in states if (keys := state.entries.get(base))]
+        if len(held) == 1:  # one path's dict: its order stands
+            if scratch.entries.get(base) is not held[0]:
+                scratch.entries[base] = held[0]
+            continue
         order: list[str] = []
         seen: set[str] = set()
         for state in states:
@@ -152,3 +163,12 @@ def merge(states: list[FlowState], written: Iterable[str], absent: Any, binding:
         elif base in scratch.entries:
             del scratch.entries[base]
     return scratch.freeze()
+
+
+def _unmarked(key: str, states: list[FlowState]) -> bool:
+    """No path that lacks the key gets an absent marker for it: it is no dict entry, or no path lacking
+    it has its dict bound at all (what merge() checks first, before the display's keys)."""
+    if "[" not in key or key.endswith(("[[?]]", "[[*]]")):
+        return True
+    base = base_of(key)
+    return not any(key not in state.values and state.values.get(base) for state in states)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from placement_lint.analysis.names import dotted, last_segment
 from placement_lint.distributed import Mode, Setup
@@ -465,15 +465,98 @@ def _equal(a: object, b: object) -> bool:
         return True
 
 
-def exclude(first: list[Fact], second: list[Fact], same_value: SameValue) -> bool:
-    """Some fact of one path contradicts a fact of the other on the same value: no run takes both."""
+def exclude(first: list[Fact], second: list[Fact], same_value: SameValue, subject: Callable[[ast.expr], str] = ast.dump) -> bool:
+    """Some fact of one path contradicts a fact of the other on the same value: no run takes both.
+    `subject` names the value a fact is about (facts on equal names speak of it). Each fact of
+    `second` is tried against only the facts of `first` that can contradict it (see _OneValue), so
+    the cost is the facts plus the pairs that contradict, not every pair: the paths down an if/elif
+    chain on one value hold a fact per branch passed. Symmetric: so are `contradict` and, as a
+    resolver's, `same_value`."""
     if not first or not second:
         return False
-    by_subject: dict[str, list[Fact]] = {}
-    for fact in first:
-        by_subject.setdefault(ast.dump(fact[0]), []).append(fact)
-    for fact in second:
-        for other in by_subject.get(ast.dump(fact[0]), ()):
-            if contradict(fact, other) and same_value(other, fact):
-                return True
-    return False
+    return FactIndex(first, subject).contradicted(second, same_value)
+
+
+class FactIndex:
+    """The facts of one path, filed by the value they are about, to try other facts against."""
+
+    __slots__ = ("by_subject", "subject")
+
+    def __init__(self, facts: list[Fact], subject: Callable[[ast.expr], str] = ast.dump) -> None:
+        self.subject = subject
+        self.by_subject: dict[str, _OneValue] = {}
+        for fact in facts:
+            key = subject(fact[0])
+            filed = self.by_subject.get(key)
+            if filed is None:
+                filed = self.by_subject[key] = _OneValue()
+            filed.add(fact)
+
+    def contradicted(self, facts: Iterable[Fact], same_value: SameValue) -> bool:
+        """Some fact of `facts` contradicts one filed here, of the same value."""
+        for fact in facts:
+            filed = self.by_subject.get(self.subject(fact[0]))
+            if filed is None or (fact[1] == "not in" and not filed.within):
+                continue
+            for other in filed.contradicting(fact):
+                if same_value(other, fact):
+                    return True
+        return False
+
+
+class _OneValue:
+    """The facts of one path on one value, filed so that those that can contradict a fact are found
+    without trying the others: a `not in` fact contradicts only an `in` fact whose values it all
+    excludes, so it is filed under each value it excludes; two `not in` facts, or a `not in` and a
+    truthiness, never contradict."""
+
+    __slots__ = ("facts", "within", "excluding", "excluding_unhashable", "truthy", "falsy")
+
+    def __init__(self) -> None:
+        self.facts: list[Fact] = []
+        self.within: list[int] = []  # the positions of its `in` facts
+        self.excluding: dict[object, list[int]] = {}  # a value -> the `not in` facts that list it
+        self.excluding_unhashable: list[int] = []
+        self.truthy: list[int] = []
+        self.falsy: list[int] = []
+
+    def add(self, fact: Fact) -> None:
+        position = len(self.facts)
+        self.facts.append(fact)
+        kind, values = fact[1], fact[2]
+        if kind == "in":
+            self.within.append(position)
+        elif kind == "not in":
+            for value in values:
+                try:
+                    self.excluding.setdefault(value, []).append(position)
+                except TypeError:
+                    self.excluding_unhashable.append(position)
+        else:
+            (self.truthy if kind == "truthy" else self.falsy).append(position)
+
+    def contradicting(self, fact: Fact) -> Iterator[Fact]:
+        """The facts that contradict `fact`, in the order they were added."""
+        kind, values = fact[1], fact[2]
+        if kind == "not in":
+            tried: Iterable[int] = self.within  # in order already
+        elif kind == "in":
+            tried = sorted({*self.within, *self.truthy, *self.falsy, *self._excluding_any(values)})
+        else:
+            tried = sorted({*self.within, *(self.falsy if kind == "truthy" else self.truthy)})
+        for position in tried:
+            other = self.facts[position]
+            if contradict(fact, other):
+                yield other
+
+    def _excluding_any(self, values: tuple[object, ...]) -> list[int]:
+        """The `not in` facts that may exclude all of `values`: all of them when there are none (an
+        empty `in` contradicts everything), else those that list the first value (equal literals
+        hash alike) or a value that cannot be hashed."""
+        if not values:
+            return [p for positions in self.excluding.values() for p in positions] + self.excluding_unhashable
+        try:
+            listing = self.excluding.get(values[0], [])
+        except TypeError:
+            listing = [p for positions in self.excluding.values() for p in positions]
+        return [*listing, *self.excluding_unhashable]
