@@ -164,3 +164,24 @@ def test_changed_since_and_a_named_launch_script_agree(repo: Path) -> None:
         subprocess.run(["git", *args], cwd=repo, check=True)
     (repo / "scripts" / "run.sh").write_text("torchrun --nproc_per_node 4 train.py --deepspeed configs/ds.json\n")
     assert findings(check(repo, "--changed-since", "HEAD", ".")[1]) == findings(check(repo, "scripts/run.sh")[1]) == ["train.py"]
+
+
+@pytest.mark.parametrize(
+    ("condition", "variables", "holds"),
+    [
+        ("[ $lora = true ]", {"lora": "false"}, False),
+        ('[[ "$lora" == "false" ]]', {"lora": "false"}, True),
+        ("test $mode != full", {"mode": "full"}, False),
+        ('[ -z "$N" ]', {"N": "8"}, False),
+        ('[ -n "$N" ]', {"N": "8"}, True),
+        ("[ $lora = true ]", {}, None),  # set at run time (or not at all): both ways stay
+        ("[ $lora = $other ]", {"lora": "a"}, None),
+        ("[ -f ds.json ]", {}, None),  # the file system decides
+        ("[ $a = x -a $b = y ]", {"a": "x", "b": "y"}, None),
+        ("grep -q x log.txt", {}, None),
+    ],
+)
+def test_a_shell_test_of_the_scripts_own_values_is_decided(condition: str, variables: dict[str, str], holds: bool | None) -> None:
+    from placement_lint.context.launch_files import shell_test_holds
+
+    assert shell_test_holds(condition, variables) is holds

@@ -423,6 +423,40 @@ class _IfBlock:
         # Tested for being unset, with a value set before: the first branch is not taken.
         self.untaken = tested is not None and value != "" and "$" not in value
         self.elif_seen = False
+        # Per `if` and `elif` so far, whether its test holds, when the script's own values decide it.
+        self.truths: list[bool | None] = [shell_test_holds(condition, variables)]
+
+    def taken(self) -> int | None:
+        """The branch every run takes (its number among the ways; the one past the block when no test
+        holds and there is no `else`), when the tests before it are all decided."""
+        for number, truth in enumerate(self.truths):
+            if truth is None:
+                return None
+            if truth:
+                return number
+        return len(self.truths)  # the `else`, or the way past the block
+
+
+# `[ A = B ]`, `[[ A == B ]]`, `test A != B`, `[ -z A ]`, `[ -n A ]`, `[ A ]`: a test of the script's own values.
+_TEST = LazyPattern(r"^(?:\[\[\s+(.*?)\s+\]\]|\[\s+(.*?)\s+\]|test\s+(.*?))$", re.DOTALL)
+
+
+def shell_test_holds(condition: str, variables: dict[str, str]) -> bool | None:
+    """Whether a shell `if` test holds, when it compares strings the script itself set
+    (`lora=false` above `if [ $lora = true ]`); None when any word is known only at run time."""
+    test = _TEST.match(expand(condition.strip(), variables))
+    if test is None:
+        return None
+    words = split(next(group for group in test.groups() if group is not None))
+    if any("$" in word or "`" in word or word in ("-a", "-o", "&&", "||", "!") for word in words):
+        return None
+    if len(words) == 3 and words[1] in ("=", "==", "!="):
+        return (words[0] == words[2]) is (words[1] != "!=")
+    if len(words) == 2 and words[0] in ("-z", "-n"):
+        return (words[1] == "") is (words[0] == "-z")
+    if len(words) == 1:
+        return words[0] != ""
+    return None
 
 
 class _Branches:
@@ -446,10 +480,18 @@ class _Branches:
         if word in ("elif", "else"):
             block.has_else = block.has_else or word == "else"
             block.elif_seen = block.elif_seen or word == "elif"
+            if word == "elif":
+                block.truths.append(shell_test_holds(condition, block.before[0]))
             _replace(variables, block.before[0])
             _replace(exported, block.before[1])
             return True
         self._open.pop()  # `fi`
+        taken = block.taken()
+        if taken is not None:  # the script's own values decide every test before the branch taken
+            way = block.ways[taken] if taken < len(block.ways) else block.before
+            _replace(variables, way[0])
+            _replace(exported, way[1])
+            return True
         if block.untaken and not block.elif_seen:  # the way past the first branch: its `else`, or nothing
             taken = block.ways[1] if block.has_else else block.before
             _replace(variables, taken[0])
