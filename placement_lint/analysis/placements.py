@@ -402,7 +402,7 @@ class PlacementAnalysis:
             self._forwarding[key] = forwarded_device_maps(function)
         out: list[tuple[Loader, list[Candidate]]] = []
         for parameter, loads in self._forwarding[key].items():
-            values = self._passed_for(call, function, parameter)
+            values = self._passed_for(call, function, parameter, foreign is None)
             if not values:
                 continue
             carried = parameter if parameter != _KWARGS else f"**{function.args.kwarg.arg}"  # type: ignore[union-attr]
@@ -423,9 +423,10 @@ class PlacementAnalysis:
             self._forwarding[key] = forwarded_device_maps(function, calls)
         return frozenset(function.name for key, (function, _) in loads.items() if self._forwarding[key])
 
-    def _passed_for(self, call: ast.Call, function: ast.FunctionDef, parameter: str) -> list[Candidate]:
+    def _passed_for(self, call: ast.Call, function: ast.FunctionDef, parameter: str, here: bool) -> list[Candidate]:
         """The values `call` gives the helper's `parameter` (_KWARGS: its `device_map=` caught by `**kwargs`):
-        a keyword, a positional argument, or a `device_map` key of a dict it splats."""
+        a keyword, a positional argument, or a `device_map` key of a dict it splats; for a helper of this
+        file (`here`) called without it, the literal default it then takes (`def load(path, device_map="auto")`)."""
         name = "device_map" if parameter == _KWARGS else parameter
         given = keyword(call, name)
         if given is not None:
@@ -437,6 +438,10 @@ class PlacementAnalysis:
                 before = call.args[: index + 1]
                 if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in before):
                     return self.resolver.candidates(call.args[index])
+            default = _literal_default(function, parameter)
+            spread = any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args)
+            if here and default is not None and not spread and (parameter not in positional or len(call.args) <= positional.index(parameter)):
+                return self.resolver.candidates(default)
         if name != "device_map":
             return []
         found: list[Candidate] = []
@@ -629,6 +634,15 @@ class PlacementAnalysis:
 
 _KWARGS = "**"  # the parameter that catches keywords the helper does not name
 # What changes a kwargs dict in place (`kwargs.pop("device_map")`, `kwargs.update(device_map=...)`).
+def _literal_default(function: ast.FunctionDef, parameter: str) -> ast.Constant | None:
+    """The parameter's default, when it is a literal (a string, a number, None)."""
+    arguments = function.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = [*zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults), *zip(arguments.kwonlyargs, arguments.kw_defaults)]
+    default = next((value for argument, value in pairs if argument.arg == parameter), None)
+    return default if isinstance(default, ast.Constant) else None
+
+
 _DICT_CHANGES = frozenset({"pop", "popitem", "update", "setdefault", "clear", "__setitem__", "__delitem__"})
 
 
