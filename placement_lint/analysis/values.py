@@ -49,6 +49,32 @@ class CurrentDevice(NamedTuple):
     local_rank_from_transformers_5: bool = False
 
 
+class GlobalRank(NamedTuple):
+    """A PER_PROCESS value that is the process's global rank (`PartialState().process_index`,
+    `int(os.environ["RANK"])`, `dist.get_rank()`): its own GPU on one node, a GPU the node does not have
+    on the next ones. `node` is what a fix rewrites: the attribute, or the variable's name; None for a call."""
+
+    written: str
+    node: ast.AST | None
+
+
+# The environment variables that hold a process's rank among all processes of the job, not on its node.
+GLOBAL_RANK_ENV = {"RANK", "SLURM_PROCID"}
+
+
+def _global_rank(value: ast.expr) -> GlobalRank | None:
+    if isinstance(value, ast.Attribute) and value.attr == "process_index":
+        return GlobalRank(f"{dotted(value) or '...'}", value)
+    if is_env_read(value, GLOBAL_RANK_ENV):
+        key = next((n for n in ast.walk(value) if isinstance(n, ast.Constant) and n.value in GLOBAL_RANK_ENV), None)
+        return GlobalRank(ast.unparse(value), key)
+    if isinstance(value, ast.Call) and (dotted(value.func) or "").endswith("distributed.get_rank") or (
+        isinstance(value, ast.Call) and dotted(value.func) == "dist.get_rank"
+    ):
+        return GlobalRank(ast.unparse(value), None)
+    return None
+
+
 Expand = Callable[[ast.expr], list[Candidate]]
 
 
@@ -68,6 +94,9 @@ def classify(value: Value, expand: Expand, depth: int = 0, entries: MapEntries |
     if isinstance(value, ast.JoinedStr):
         text = ast.unparse(value)
         return Classified(Placement.PER_PROCESS if _RANK_WORDS.search(text) else Placement.OTHER)
+    rank = _global_rank(value)
+    if rank is not None:
+        return Classified(Placement.PER_PROCESS, rank)
     if isinstance(value, ast.Call):
         return _call(value, expand, depth)
     if isinstance(value, ast.Subscript) and is_env_read(value, RANK_ENV):
@@ -103,21 +132,26 @@ def _constant(value: object) -> Classified:
     return Classified(Placement.UNKNOWN)
 
 
-def _device_of(value: ast.expr, expand: Expand, depth: int) -> tuple[set[object], bool | CurrentDevice]:
+def _device_of(value: ast.expr, expand: Expand, depth: int) -> tuple[set[object], bool | CurrentDevice | GlobalRank]:
     """The devices one dict value can name, and whether any of them depends on the rank (a CurrentDevice
     when the only per-process value is the current device)."""
     devices: set[object] = set()
-    per_process: bool | CurrentDevice = False
+    per_process: bool | CurrentDevice | GlobalRank = False
     for candidate in expand(value):
         leaf = classify(candidate.value, expand, depth + 1)
         if leaf.placement in (Placement.FIXED, Placement.CPU):
             devices.add(_normalise_device(leaf.device))
         elif leaf.placement is Placement.PER_PROCESS:
             # Inside a dict, transformers 5.x passes "cuda" on as the current device too.
-            current = (
-                leaf.device._replace(local_rank_from_transformers_5=False) if isinstance(leaf.device, CurrentDevice) else None
+            marker = (
+                leaf.device._replace(local_rank_from_transformers_5=False)
+                if isinstance(leaf.device, CurrentDevice)
+                else leaf.device
+                if isinstance(leaf.device, GlobalRank)
+                else None
             )
-            per_process = True if per_process is True or current is None else (per_process or current)
+            mixed = bool(per_process) and type(per_process) is not type(marker)
+            per_process = True if per_process is True or marker is None or mixed else (per_process or marker)
         else:
             devices.add(object())  # unknown: distinct from everything
     return devices, per_process
@@ -146,14 +180,14 @@ def _dict(value: ast.Dict, expand: Expand, depth: int) -> Classified:
 
 def _map_values(values: list[ast.expr] | tuple[ast.expr, ...], expand: Expand, depth: int) -> Classified:
     devices: set[object] = set()
-    per_process: bool | CurrentDevice = False
+    per_process: bool | CurrentDevice | GlobalRank = False
     for entry in values:
         found, rank = _device_of(entry, expand, depth)
         devices |= found
         per_process = True if rank is True else (per_process or rank)
     known = {d for d in devices if isinstance(d, (int, str))}
     if per_process:
-        current = per_process if isinstance(per_process, CurrentDevice) and not devices else None
+        current = per_process if isinstance(per_process, (CurrentDevice, GlobalRank)) and not devices else None
         return Classified(Placement.PER_PROCESS, current)
     if len(known) >= 2:
         return Classified(Placement.SPREAD, "a map over several devices")
@@ -178,6 +212,9 @@ def _call(value: ast.Call, expand: Expand, depth: int) -> Classified:
         return _torch_device(value)
     if func == "int" and len(value.args) == 1:
         inner = value.args[0]
+        rank = _global_rank(inner)
+        if rank is not None:
+            return Classified(Placement.PER_PROCESS, rank)
         if is_env_read(inner, RANK_ENV) or _RANK_WORDS.search(ast.unparse(inner)):
             return Classified(Placement.PER_PROCESS)
         return Classified(Placement.UNKNOWN)

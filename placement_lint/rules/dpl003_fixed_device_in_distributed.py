@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from placement_lint.analysis.names import dotted, keyword, last_segment
 from placement_lint.context.evidence import Context
 from placement_lint.distributed import SINGLE, Mode, Setup
-from placement_lint.edits import Applicability, Fix
+from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.rules.base import (
     PER_PROCESS_MAP,
     CheckedFile,
@@ -31,6 +31,7 @@ from placement_lint.rules.base import (
 
 if TYPE_CHECKING:
     from placement_lint.analysis.placements import DeviceMap
+    from placement_lint.analysis.values import GlobalRank
 
 # Calls that may bind this process to its GPU without it being certain that they make it the
 # current device: `init_process_group(device_id=...)` (torch >= 2.3) and DeepSpeed's
@@ -80,7 +81,50 @@ class FixedDeviceInDistributed(Rule):
     def check(self, file: CheckedFile) -> Iterator[Violation]:
         yield from self._fixed(file)
         yield from self._current_device(file)
+        yield from self._global_rank(file)
         yield from self._moves_to_current_device(file)
+
+    def _global_rank(self, file: CheckedFile) -> Iterator[Violation]:
+        """`{"": PartialState().process_index}`, `int(os.environ["RANK"])`, `dist.get_rank()`: the global
+        rank, each process's own GPU on the first node only (domain.md §9, DPL003b). Under DDP and
+        DeepSpeed 1/2; ZeRO-3 refuses every map (DPL002) and FSDP places the model itself."""
+        from placement_lint.analysis.values import GlobalRank, Placement
+
+        for device_map, context in file.placed(Placement.PER_PROCESS):
+            rank = device_map.classified.device
+            setup = context.setup
+            if not isinstance(rank, GlobalRank) or not _several_processes(context):
+                continue
+            if not (setup.mode is Mode.DDP or setup.mode is Mode.DEEPSPEED and setup.zero_stage in (0, 1, 2)):
+                continue  # ZeRO-3 refuses or ignores every map (DPL002, DPL008); FSDP places the model itself
+            if setup.single_process or context.one_gpu_per_process:
+                continue
+            message = Message(
+                f"{shown_value(file, device_map)} is the global rank {under(setup)}: on every node after the first "
+                "it names a GPU the node does not have",
+                help="use the local rank: PartialState().local_process_index, or int(os.environ[\"LOCAL_RANK\"])",
+                facts=(
+                    *value_facts(file, device_map),
+                    ("why", f"{rank.written} counts the processes of every node; a node's GPUs are numbered from 0"),
+                ),
+            )
+            yield self.placement_violation(file, device_map, context, message, partial(self._local_rank_fix, file, rank))
+
+    @staticmethod
+    def _local_rank_fix(file: CheckedFile, rank: GlobalRank) -> Fix | None:
+        """`process_index` -> `local_process_index`, `"RANK"` -> `"LOCAL_RANK"`: the same value on one node."""
+        node = rank.node
+        if isinstance(node, ast.Attribute):
+            start, end = file.source.node_span(node)
+            if file.source.text[end - len("process_index") : end] != "process_index":
+                return None
+            return fix(Applicability.SAFE, "Use the local rank", Edit(end - len("process_index"), end, "local_process_index"))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            start, end = file.source.node_span(node)
+            written = file.source.text[start:end]
+            local = {"RANK": "LOCAL_RANK", "SLURM_PROCID": "SLURM_LOCALID"}[node.value]
+            return fix(Applicability.SAFE, "Use the local rank", Edit(start, end, written.replace(node.value, local, 1)))
+        return None
 
     def _fixed(self, file: CheckedFile) -> Iterator[Violation]:
         from placement_lint.analysis.values import Placement
