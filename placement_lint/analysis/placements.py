@@ -20,7 +20,7 @@ from functools import cached_property
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver, own_nodes, rebound_names
 from placement_lint.analysis.flow import ModelFlow, no_ancestors
-from placement_lint.analysis.index import ModuleIndex
+from placement_lint.analysis.index import ModuleIndex, walk
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
 from placement_lint.analysis.values import Classified, classify
 from placement_lint.patterns import LazyPattern
@@ -299,6 +299,26 @@ class PlacementAnalysis:
                 continue
             loader = Loader(call, LoaderKind.FROM_PRETRAINED, f"{_shown_owner(call.func.value)}.{call.func.attr}")
             found.append(ModelLoad(loader, self._weak))
+        return found
+
+    @cached_property
+    def imported_model_loads(self) -> list[ModelLoad]:
+        """Calls of a function of another module of the repository that loads a model, itself or through
+        the functions it calls (two deep): `ranker = build_ranker(args)` before the ZeRO-3 config is a
+        load before it, judged where it is called. Not those of this file's own functions: their loads
+        are judged at their calls already."""
+        found = []
+        for call in self.resolver.index.calls:
+            name = dotted(call.func)
+            with self.resolver.following_imports():  # its nodes are another file's: only the load is kept
+                called = self.resolver.called_function(call, name) if name else None
+            if called is None or called[1] is None:
+                continue
+            function, foreign = called
+            load = _model_load_in(function, foreign.resolver, foreign.path, 2)
+            if load is not None:
+                forwarded = ForwardedLoad(load[0], _loader_name(load[0]), load[1], "", load[2])
+                found.append(ModelLoad(Loader(call, LoaderKind.FROM_PRETRAINED, name, (forwarded,)), self._weak))
         return found
 
     def first_zero3_config_after(self, node: ast.AST) -> ast.Call | None:
@@ -700,6 +720,29 @@ def _changed_dicts(function: ast.FunctionDef) -> set[str]:
         ):
             changed.add(node.func.value.id)
     return changed
+
+
+def _model_load_in(
+    function: ast.FunctionDef, resolver: Resolver, path: str, depth: int
+) -> tuple[ast.Call, str, str] | None:
+    """The first model load (not a tokenizer's or a config's) in `function`, or in the first-party
+    functions it calls up to `depth` calls down: the load, the function it is in, and that one's module."""
+    calls = [node for node in walk(function) if type(node) is ast.Call]
+    for call in calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in ("from_pretrained", "from_config", "_from_config"):
+            owner = _class_name(func.value)
+            if owner and not _NOT_A_MODEL.search(owner):
+                return call, function.name, path
+    for call in calls if depth else ():
+        name = dotted(call.func)
+        called = resolver.called_function(call, name) if name else None
+        if called is not None and called[0] is not function:
+            inner, foreign = called
+            found = _model_load_in(inner, foreign.resolver if foreign else resolver, foreign.path if foreign else path, depth - 1)
+            if found is not None:
+                return found
+    return None
 
 
 def _loader_name(call: ast.Call) -> str:

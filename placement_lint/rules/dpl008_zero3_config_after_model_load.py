@@ -59,7 +59,7 @@ class Zero3ConfigAfterModelLoad(Rule):
             if not variant.setup.zero3 or variant.override is not None:
                 continue  # an override says ZeRO-3 but not where its config is built
             analysis = file.analysis_for(variant.setup, variant.arguments)
-            for load in analysis.model_loads:
+            for load in [*analysis.model_loads, *analysis.imported_model_loads]:
                 if id(load.call) in reported or not load.order_known or load.trained is False:
                     continue
                 if load.quantized:  # transformers never uses zero.Init for a quantized model, whatever the order
@@ -79,10 +79,16 @@ class Zero3ConfigAfterModelLoad(Rule):
                     later = f"{dotted(config.func) or 'the config'}(...) is only created at line {config.lineno}"
                     advice = f"create {dotted(config.func) or 'it'}(...) before the load and keep it alive"
                 reported.add(id(load.call))
+                # A function of another module that loads the model: where, so the reader finds the load.
+                inner = tuple(
+                    ("loads with", f"{step.name} in {step.function}, {step.path}:{step.call.lineno}")
+                    for step in load.loader.through
+                )
                 message = Message(
                     f"{load.loader.name}(...) runs before transformers knows of ZeRO-3: no zero.Init, a full copy per rank",
                     help=advice,
                     facts=(
+                        *inner,
                         ("why", later),
                         (
                             "effect",
