@@ -19,7 +19,7 @@ from placement_lint.fixes.apply import apply_edits
 from helpers import SCRIPT, lint_file, run_script
 
 BAD = 'import torch.distributed as dist\ndist.init_process_group("nccl")\nmodel = X.from_pretrained("m", device_map="auto")\nTrainer(model=model)\n'
-CANDIDATE = b"# device_map init_process_group()\n"  # enough text to pass the pre-check
+CANDIDATE = b"device_map = init_process_group()\n"  # enough code to pass the pre-check (a comment is not)
 
 
 def test_hostile_tree(tmp_path: Path) -> None:
