@@ -425,7 +425,13 @@ class PlacementAnalysis:
             values = self._passed_for(call, function, parameter, foreign is None)
             if not values:
                 continue
-            carried = parameter if parameter != _KWARGS else f"**{function.args.kwarg.arg}"  # type: ignore[union-attr]
+            carried = (
+                f"**{function.args.kwarg.arg}"  # type: ignore[union-attr]
+                if parameter == _KWARGS
+                else parameter.removeprefix(_DICT_PARAMETER)
+                if parameter.startswith(_DICT_PARAMETER)
+                else parameter
+            )
             path = foreign.path if foreign is not None else None
             through = tuple(ForwardedLoad(load, _loader_name(load), function.name, carried, path) for load in loads)
             out.append((Loader(call, LoaderKind.FROM_PRETRAINED, f"{name}(...)", through), values))
@@ -444,6 +450,23 @@ class PlacementAnalysis:
         return frozenset(function.name for key, (function, _) in loads.items() if self._forwarding[key])
 
     def _passed_for(self, call: ast.Call, function: ast.FunctionDef, parameter: str, here: bool) -> list[Candidate]:
+        if parameter.startswith(_DICT_PARAMETER):
+            return self._passed_dict_key(call, function, parameter.removeprefix(_DICT_PARAMETER))
+        return self._passed_value(call, function, parameter, here)
+
+    def _passed_dict_key(self, call: ast.Call, function: ast.FunctionDef, parameter: str) -> list[Candidate]:
+        """The `device_map` the dict `call` gives the helper's `parameter` holds (by keyword or position)."""
+        given = keyword(call, parameter)
+        value = given.value if given is not None else None
+        if value is None:
+            positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+            index = positional.index(parameter) if parameter in positional else len(call.args)
+            if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+                value = call.args[index]
+        found = self.resolver.key_candidates(value, "device_map") if value is not None else None
+        return [c for c in found or () if isinstance(c.value, ast.expr)]
+
+    def _passed_value(self, call: ast.Call, function: ast.FunctionDef, parameter: str, here: bool) -> list[Candidate]:
         """The values `call` gives the helper's `parameter` (_KWARGS: its `device_map=` caught by `**kwargs`):
         a keyword, a positional argument, or a `device_map` key of a dict it splats; for a helper of this
         file (`here`) called without it, the literal default it then takes (`def load(path, device_map="auto")`)."""
@@ -682,28 +705,79 @@ def forwarded_device_maps(function: ast.FunctionDef, calls: list[ast.Call] | Non
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "from_pretrained"
         ]
     found: dict[str, list[ast.Call]] = {}
+    splatted: dict[str, list[ast.Call]] = {}  # a local dict the load splats (`**model_kwargs`), by name
     for call in calls:
         if not isinstance(call.func, ast.Attribute) or _NOT_A_MODEL.search(last_segment(dotted(call.func.value)) or "x"):
             continue
         given = keyword(call, "device_map")
+        splats = [k.value.id for k in call.keywords if k.arg is None and isinstance(k.value, ast.Name)]
         if given is not None:
             if isinstance(given.value, ast.Name) and given.value.id in named:
                 found.setdefault(given.value.id, []).append(call)
-        elif (
-            kwargs is not None
-            and "device_map" not in named
-            and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs for k in call.keywords)
-        ):
+        elif kwargs is not None and "device_map" not in named and kwargs in splats:
             found.setdefault(_KWARGS, []).append(call)
-    if not found:
+        else:
+            for name in splats:
+                splatted.setdefault(name, []).append(call)
+    if not found and not splatted:
         return found  # most functions: no walk of their body below
     rebound = rebound_names(function)
     changed = _changed_dicts(function)
-    return {
+    forwarded = {
         parameter: loads
         for parameter, loads in found.items()
         if (parameter if parameter != _KWARGS else kwargs) not in rebound and (parameter != _KWARGS or kwargs not in changed)
     }
+    for parameter, loads in _dict_parameters(function, named - rebound, splatted).items():
+        forwarded.setdefault(_DICT_PARAMETER + parameter, []).extend(loads)
+    return forwarded
+
+
+# Before a parameter's name in forwarded_device_maps: a dict the caller passes, whose `device_map` key
+# reaches the load (`def get_model(args, bnb_args): kw = dict(); kw.update(bnb_args); X.from_pretrained(**kw)`).
+_DICT_PARAMETER = "dict:"
+
+
+def _dict_parameters(function: ast.FunctionDef, parameters: set[str], splatted: dict[str, list[ast.Call]]) -> dict[str, list[ast.Call]]:
+    """The parameters whose dict the loads splat, themselves (`**bnb_args`) or merged into a local dict
+    the function builds empty and only ever updates with them (`kw = dict(); kw.update(bnb_args)`)."""
+    found: dict[str, list[ast.Call]] = {}
+    for name, loads in splatted.items():
+        if name in parameters:
+            found.setdefault(name, []).extend(loads)
+            continue
+        sources = _merged_parameters(function, name, parameters)
+        for parameter in sources or ():
+            found.setdefault(parameter, []).extend(loads)
+    return found
+
+
+def _merged_parameters(function: ast.FunctionDef, name: str, parameters: set[str]) -> list[str] | None:
+    """The parameters a local dict is made of, when it is bound once to an empty dict and changed only
+    by `.update(<parameter>)`; None for any other dict (it decides its own keys)."""
+    bound, merged = 0, []
+    for node in own_nodes(function):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                value = node.value
+                empty = isinstance(value, ast.Dict) and not value.keys or (
+                    isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args and not value.keywords
+                )
+                if not empty or isinstance(node, ast.AugAssign):
+                    return None
+                bound += 1
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name:
+            if not isinstance(node.ctx, ast.Load):
+                return None
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+            if node.func.value.id != name or node.func.attr not in _DICT_CHANGES:
+                continue
+            given = node.args[0] if node.func.attr == "update" and len(node.args) == 1 and not node.keywords else None
+            if not isinstance(given, ast.Name) or given.id not in parameters:
+                return None
+            merged.append(given.id)
+    return merged if bound == 1 else None
 
 
 def _changed_dicts(function: ast.FunctionDef) -> set[str]:

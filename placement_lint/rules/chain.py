@@ -189,7 +189,7 @@ def launch_parts(evidence: Evidence) -> tuple[str, str]:
     if not text.startswith(prefix):
         return text, ""
     rest = text[len(prefix) :]
-    split = rest.rfind("), ")
+    split = rest.find("), ")  # the first: the details name launchers in parentheses of their own
     if split >= 0:
         return rest[:split], rest[split + 3 :]
     return rest.removesuffix(")"), ""

@@ -100,12 +100,15 @@ class FixedDeviceInDistributed(Rule):
             if setup.single_process or context.one_gpu_per_process:
                 continue
             message = Message(
-                f"{shown_value(file, device_map)} is the global rank {under(setup)}: on every node after the first "
-                "it names a GPU the node does not have",
+                f"{shown_value(file, device_map)} is the global rank {under(setup)}: past the first node, a GPU the node does not have",
                 help="use the local rank: PartialState().local_process_index, or int(os.environ[\"LOCAL_RANK\"])",
                 facts=(
                     *value_facts(file, device_map),
-                    ("why", f"{rank.written} counts the processes of every node; a node's GPUs are numbered from 0"),
+                    (
+                        "why",
+                        f"{rank.written} counts the processes of every node, a node's GPUs from 0: on every node after "
+                        "the first it names a GPU the node does not have",
+                    ),
                 ),
             )
             yield self.placement_violation(file, device_map, context, message, partial(self._local_rank_fix, file, rank))
