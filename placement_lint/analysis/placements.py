@@ -800,8 +800,12 @@ def _model_load_in(
     function: ast.FunctionDef, resolver: Resolver, path: str, depth: int
 ) -> tuple[ast.Call, str, str] | None:
     """The first model load (not a tokenizer's or a config's) in `function`, or in the first-party
-    functions it calls up to `depth` calls down: the load, the function it is in, and that one's module."""
+    functions it calls up to `depth` calls down: the load, the function it is in, and that one's module.
+    None as soon as one of them creates what makes ZeRO-3 visible itself (`HfDeepSpeedConfig(ds_config)`
+    before its load): such a helper sets up its own load."""
     calls = [node for node in walk(function) if type(node) is ast.Call]
+    if any(_creates(last_segment(dotted(call.func) or ""), _ZERO3_CONFIG) for call in calls):
+        return None
     for call in calls:
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr in ("from_pretrained", "from_config", "_from_config"):

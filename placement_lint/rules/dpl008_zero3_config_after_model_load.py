@@ -30,7 +30,8 @@ class Zero3ConfigAfterModelLoad(Rule):
     name = "zero3-config-after-model-load"
     summary = "Under DeepSpeed ZeRO-3, a model loaded before the config that makes ZeRO-3 visible to transformers"
     triggers = (b"from_pretrained",)
-    anchors = (b"from_pretrained", b"from_config")
+    # `model=`: a launched script handing its trainer a model that a function of another module loaded.
+    anchors = (b"from_pretrained", b"from_config", b"model=")
     pre_check_tokens = (b"from_pretrained", b"from_config", *_ZERO3_CONFIG_TOKENS)
 
     @classmethod
@@ -40,6 +41,13 @@ class Zero3ConfigAfterModelLoad(Rule):
         return (b"from_pretrained" in raw or b"from_config" in raw) and (
             any(t in raw for t in _ZERO3_CONFIG_TOKENS) or trl_config_call(raw)
         )
+
+    @classmethod
+    def could_fire_when_launched(cls, raw: bytes) -> bool:
+        """A launched script may load its model through a function of another module of the repository
+        (`model = build_model(args)`), then hand it on (`Trainer(model=model)`): what makes ZeRO-3
+        visible and that keyword are enough."""
+        return cls.could_fire(raw) or (b"model=" in raw and (any(t in raw for t in _ZERO3_CONFIG_TOKENS) or trl_config_call(raw)))
 
     valid = (
         "from transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n"
@@ -59,7 +67,10 @@ class Zero3ConfigAfterModelLoad(Rule):
             if not variant.setup.zero3 or variant.override is not None:
                 continue  # an override says ZeRO-3 but not where its config is built
             analysis = file.analysis_for(variant.setup, variant.arguments)
-            for load in [*analysis.model_loads, *analysis.imported_model_loads]:
+            # Loads through another module's functions only in a launched script (its pre-check reads
+            # every script that builds the config, with or without a load written in it).
+            launched = any(e.origin == "launch" for e in variant.evidence)
+            for load in [*analysis.model_loads, *(analysis.imported_model_loads if launched else ())]:
                 if id(load.call) in reported or not load.order_known or load.trained is False:
                     continue
                 if load.quantized:  # transformers never uses zero.Init for a quantized model, whatever the order
