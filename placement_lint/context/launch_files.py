@@ -15,11 +15,13 @@ import os
 import re
 import shlex
 from collections.abc import Generator, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement_lint.context.commands import expand, parse_command, split
 from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, RST_SUFFIXES, SHELL_SUFFIXES
+from placement_lint.discover import real_path
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
 from placement_lint.source import SourceError, is_notebook
@@ -41,6 +43,8 @@ LAUNCH_TOKENS = (
     b"trl ",
     b".sh ",  # a script run with arguments (`bash scripts/launch.sh 4 3`): read with them
 )
+# A shell script that names no launcher may still source the script that holds its launch command.
+_SOURCES_A_SCRIPT = LazyPattern(rb"(?:^|[;&|(])[ \t]*(?:source|\.)[ \t]+[^\s;&|]", re.MULTILINE)
 _YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "before_script", "after_script", "args"}
 _LAUNCH_WORDS = tuple(token.decode() for token in LAUNCH_TOKENS)
 # Documentation kinds: their code blocks hold commands only where a block is shell.
@@ -87,10 +91,17 @@ class CommandLine(NamedTuple):  # a named tuple: a frozen dataclass's class cost
     cwd: Path  # the folder it runs in
     env: tuple[tuple[str, str], ...] = ()  # variables the script exported before the command
     cell: int | None = None  # in a notebook, the cell (`line` is then the line in it)
+    documented: bool = False  # in a Python module's docstring: its paths may be another tree's
 
     @property
     def where(self) -> str:
         return f"cell {self.cell}:{self.line}" if self.cell is not None else str(self.line)
+
+
+def may_launch(raw: bytes, kind: str) -> bool:
+    """Whether a launch file of `kind` may hold a launch command: it mentions a launcher, or it is a
+    shell script that sources another (which may define the command it runs)."""
+    return any(token in raw for token in LAUNCH_TOKENS) or (kind == "shell" and _SOURCES_A_SCRIPT.search(raw) is not None)
 
 
 def launcher_kind(path: Path, head: bytes) -> str | None:
@@ -120,8 +131,19 @@ def launcher_kind(path: Path, head: bytes) -> str | None:
     return None
 
 
-def commands_in(path: Path, text: str, kind: str, problems: list[str] | None = None) -> list[CommandLine]:
-    """The commands of a file of `kind`; what could not be read well is added to `problems`."""
+def commands_in(
+    path: Path, text: str, kind: str, problems: list[str] | None = None, sourced: SourcedFiles | None = None
+) -> list[CommandLine]:
+    """The commands of a file of `kind`; what could not be read well is added to `problems`. `sourced`:
+    the repository's scripts a `source` line may read (none without it)."""
+    token = _SOURCED.set(sourced)
+    try:
+        return _commands_of_kind(path, text, kind, problems)
+    finally:
+        _SOURCED.reset(token)
+
+
+def _commands_of_kind(path: Path, text: str, kind: str, problems: list[str] | None) -> list[CommandLine]:
     if kind == "shell":
         return list(_shell(path, text, 1, path.parent, {}))
     if kind == "make":
@@ -212,12 +234,14 @@ def _shell(
     variables: dict[str, str],
     functions: _Functions | None = None,
     depth: int = 0,
+    exported: dict[str, str] | None = None,
 ) -> Generator[CommandLine, None, Path]:
     """The commands of a shell text, and (returned) the folder it ends in. `functions`: the file's
     shell functions met so far; a call runs the body with its words as the positional parameters
-    (`depth`: calls within calls)."""
+    (`depth`: calls within calls). `exported`: what the shell exported so far, shared with the
+    caller (a sourced script exports into the shell that sources it)."""
     heredoc: str | None = None
-    exported: dict[str, str] = {}
+    exported = {} if exported is None else exported
     branches = _Branches()
     environment: tuple[tuple[str, str], ...] | None = ()  # `exported` as the commands carry it, shared until it changes
     whole_file = functions is None  # not a function's body, nor a `bash -c` script in the file
@@ -275,6 +299,11 @@ def _shell(
                     yield line._replace(text=f"{wrapper} {line.text}") if wrapper else line
                 continue
             words = split(command)
+            if words[:1] == ["source"] or words[:1] == ["."]:
+                # It runs in this shell: what it sets is set here. Its own commands are its file's.
+                if _source(path, words[1:], cwd, variables, exported):
+                    environment = None
+                continue
             body = functions.bodies.get(words[0]) if words else None
             if body is not None:
                 functions.called.add(words[0])
@@ -300,6 +329,91 @@ def _shell(
             if name not in functions.called:
                 yield from _shell(path, "\n".join(line for _, line in body), body[0][0] if body else 0, cwd, dict(variables))
     return cwd
+
+
+class SourcedFiles:
+    """The scripts a repository's launch files `source` (or `.`): repository files of at most
+    MAX_LAUNCHER_BYTES, each read from disk once a run, whichever scripts source it. `read`: the
+    files looked at (those looked for and missing too), which a cached context depends on."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root  # resolved
+        self.read: list[Path] = []
+        self.reading: list[Path] = []  # the scripts being sourced, the innermost last
+        self.budget = _MAX_SOURCED_LINES  # lines all `source` lines of the run may still read
+        self._texts: dict[Path, str | None] = {}
+
+    def find(self, name: str, cwd: Path, script: Path) -> Path | None:
+        """The repository file `source NAME` reads in `script` run from `cwd`: from `cwd`, else from
+        the script's folder or a folder above it in the repository (a script is often written to be
+        run from the top: `source scripts/train/base_args.sh`)."""
+        if not name or "$" in name or "`" in name or name.startswith("~"):
+            return None
+        if os.path.isabs(name):
+            options = [Path(name)]
+        else:
+            folders = [cwd, script.parent, *(folder for folder in script.parent.parents if folder.is_relative_to(self.root))]
+            options = [folder / name for folder in dict.fromkeys(folders)]
+        for option in options:
+            if not os.path.isfile(option):
+                continue
+            try:
+                real = real_path(option)
+            except (OSError, RuntimeError):
+                continue
+            return real if real.is_relative_to(self.root) else None
+        # Not there yet: creating it where the script looks first must refresh a cached context.
+        self.read += [option for option in options[:2] if option.parent.is_relative_to(self.root)]
+        return None
+
+    def text(self, path: Path) -> str | None:
+        if path not in self._texts:
+            self.read.append(path)
+            self._texts[path] = _small_text(path)
+        return self._texts[path]
+
+
+def _small_text(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > MAX_LAUNCHER_BYTES:
+            return None
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    return None if b"\0" in raw else raw.decode("utf-8", errors="replace")
+
+
+_SOURCED: ContextVar[SourcedFiles | None] = ContextVar("sourced", default=None)  # set by commands_in
+_MAX_SOURCED_LINES = 200_000
+_MAX_SOURCE_DEPTH = 8
+
+
+def _source(path: Path, words: list[str], cwd: Path, variables: dict[str, str], exported: dict[str, str]) -> bool:
+    """`source FILE` / `. FILE` in `path`, run from `cwd`: the variables and exports the repository
+    script sets, set in `variables` and `exported` as it sets them. True when it was read. A script
+    being sourced already (one that sources itself, two that source each other) is not read again."""
+    sourced = _SOURCED.get()
+    if sourced is None or not words or len(sourced.reading) >= _MAX_SOURCE_DEPTH:
+        return False
+    script = sourced.find(words[0], cwd, path)
+    if script is None or script == path or script in sourced.reading:
+        return False
+    text = sourced.text(script)
+    lines = text.count("\n") + 1 if text is not None else 0
+    if text is None or lines > sourced.budget:
+        return False
+    sourced.budget -= lines
+    followed = _CALLED not in variables
+    variables[_CALLED] = ""  # only what it sets counts: the scripts it runs are not followed
+    sourced.reading.append(script)
+    try:
+        for _ in _shell(script, text, 1, cwd, variables, _Functions(), exported=exported):
+            pass  # its commands are read as its own file's
+    finally:
+        sourced.reading.pop()
+        if followed:
+            variables.pop(_CALLED, None)
+    return True
 
 
 # The SLURM allocation of a batch script, where its `#SBATCH` lines give it one task in all: kept among
@@ -1297,11 +1411,47 @@ def _markdown_cell_commands(path: Path, notebook: Notebook) -> Iterator[CommandL
 
 
 def _python(path: Path, text: str) -> Iterator[CommandLine]:
-    """The commands a Python file runs (`subprocess.run([...])`, `os.system("...")`), each read as a
-    shell script's line and said at the line of the call."""
+    """The launches a Python file's module docstring documents, and the commands the file runs
+    (`subprocess.run([...])`, `os.system("...")`), each read as a shell script's line and said at
+    the line of the call."""
+    from placement_lint.context.launcher_names import may_start_a_launcher, module_docstring
+
+    raw = text.encode("utf-8", errors="replace")
+    span = module_docstring(raw)
+    if span is not None:
+        yield from _docstring(path, raw[: span[0]].count(b"\n") + 1, raw[span[0] : span[1]].decode("utf-8", errors="replace"))
+    if not may_start_a_launcher(raw):
+        return  # a script that only documents its launch: not parsed here
     from placement_lint.context.python_launches import python_commands  # only for a file that may launch
 
     for command in python_commands(path, text):
         script = _argv_text(list(command.words)) if command.words else command.script
         for line in _shell(path, script, command.line, path.parent, {}):
             yield line._replace(line=command.line)
+
+
+def _docstring(path: Path, first: int, text: str) -> Iterator[CommandLine]:
+    """The launches a module docstring documents (`accelerate launch --config_file ... sft_vlm.py`, its
+    first line on line `first`), read as a doc's code block run from the module's folder: only the
+    commands that start several processes (a distributed launcher, or `srun`/`mpirun` around python);
+    the prose around them, and a plain `python script.py` (which says nothing a launch changes), are
+    not read."""
+    lines = text.splitlines()
+    kept = [""] * len(lines)  # the lines not read blanked: the others keep their numbers
+    number = 0
+    while number < len(lines):
+        end = number + 1
+        while end < len(lines) and lines[end - 1].rstrip().endswith("\\"):
+            end += 1
+        command = _PROMPT.sub("", " ".join(line.rstrip().removesuffix("\\").strip() for line in lines[number:end]), count=1)
+        if any(_distributed(segment) for segment in _segments(command)):
+            kept[number:end] = [_PROMPT.sub("", line, count=1) for line in lines[number:end]]
+        number = end
+    for command in _shell(path, "\n".join(kept), first, path.parent, {}):
+        if _distributed(command.text):
+            yield command._replace(documented=True)
+
+
+def _distributed(command: str) -> bool:
+    launch = parse_command(command.strip())
+    return launch is not None and (launch.launcher != "python" or launch.wrapped_by is not None)

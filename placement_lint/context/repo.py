@@ -20,11 +20,12 @@ from placement_lint.context.facets import facets_of, feeds_of
 from placement_lint.context.launch_files import (
     DOC_CODE_MARKERS,
     DOC_KINDS,
-    LAUNCH_TOKENS,
     MAX_LAUNCHER_BYTES,
     CommandLine,
+    SourcedFiles,
     commands_in,
     launcher_kind,
+    may_launch,
 )
 from placement_lint.context.launch_setup import one_gpu, one_process, resolve_setup, script_arguments
 from placement_lint.context.launch_targets import console_script, folder_above_holding, folders_above, target_of
@@ -77,17 +78,18 @@ def build_repo_context(
     launched: dict[Path, list[Evidence]] = {}
     uses: dict[Path, set[str]] = {}  # what of each launched file runs: "__main__", or a console script's function
     shipped = ShippedAccelerateConfigs(root, context.candidates, configs)
+    sourced = SourcedFiles(root)
     stage = stage or _unheard
     sources = [*context.candidates, *python_sources]
     for number, path in enumerate(sources):
         stage("Reading launch files", number, len(sources))
-        for command in _commands(path, context):
+        for command in _commands(path, context, sourced):
             launch = parse_command(command.text, ScriptNames(projects, command.cwd, command.source.parent))
             if launch is None:
                 continue
             script = console_script(launch, command, projects, graph, context, display) if launch.program else None
             found = (
-                (projects.module_of(script, graph), "") if script else target_of(launch, command, root, projects, display, graph)
+                (projects.module_of(script, graph), "") if script else target_of(launch, command, root, projects, display, graph, configs.foreign_paths)
             )
             target, found_from = found if found is not None else (None, "")
             if target is None:
@@ -159,6 +161,7 @@ def build_repo_context(
         *context.candidates,
         *python_sources,
         *configs.read,
+        *sourced.read,
         *pins_read,
         *modules_read,
         *graph.layout.read,
@@ -198,7 +201,7 @@ def _attach_pins(root: Path, launched: dict[Path, list[Evidence]], context: Repo
     return found.read
 
 
-def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
+def _commands(path: Path, context: RepoContext, sourced: SourcedFiles) -> list[CommandLine]:
     try:
         if path.stat().st_size > (MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_LAUNCHER_BYTES):
             if launcher_kind(path, b"") in ("shell", "make", "docker", "procfile", *DOC_KINDS):  # a big YAML is just data
@@ -208,7 +211,7 @@ def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
     except OSError:
         return []
     kind = launcher_kind(path, raw[:512])
-    if kind is None or not any(token in raw for token in LAUNCH_TOKENS):
+    if kind is None or not may_launch(raw, kind):
         return []
     if kind in DOC_KINDS and not any(marker in raw for marker in DOC_CODE_MARKERS):
         return []  # prose only: no code block to hold a command
@@ -217,7 +220,7 @@ def _commands(path: Path, context: RepoContext) -> list[CommandLine]:
         return []
     problems: list[str] = []
     try:
-        commands = commands_in(path, raw.decode("utf-8", errors="replace"), kind, problems)
+        commands = commands_in(path, raw.decode("utf-8", errors="replace"), kind, problems, sourced)
     except (RecursionError, ValueError) as exc:
         problems.append(f"cannot read launch commands: {exc}")
         commands = []
