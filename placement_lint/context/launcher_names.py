@@ -132,11 +132,13 @@ def may_start_a_launcher(raw: bytes) -> bool:
 
 
 # A module docstring, found without parsing: the first thing after the comments and blank lines a file
-# opens with (a licence header, `# /// script` metadata) is a triple-quoted string.
-_DOCSTRING_OPENING = LazyPattern(rb"""\A(?:\xef\xbb\xbf)?(?:[ \t]*(?:#[^\n]*)?\r?\n)*[ \t]*[rRuU]?(\"\"\"|''')""")
+# opens with (a licence header, `# /// script` metadata) is a triple-quoted string. A comment stops at
+# `\r` as at `\n`: one that may end either way (`[^\n]*\r?\n`) made a CRLF file that holds no docstring
+# take twice as long for each comment line of its header (verl's: minutes).
+_DOCSTRING_OPENING = LazyPattern(rb"""\A(?:\xef\xbb\xbf)?(?:[ \t]*(?:#[^\r\n]*)?\r?\n)*[ \t]*[rRuU]?(\"\"\"|''')""")
 # A launcher that starts several processes, as a docstring documents it (`python train.py` starts one).
 _DOCUMENTED_LAUNCHER = LazyPattern(
-    rb"(?:^|[\s/])(?:torchrun|deepspeed|accelerate\s+launch|torch\.distributed\.(?:run|launch)|srun|mpirun|mpiexec|trl\s+[a-z])\b"
+    rb"(?:^|[\s/\"'])(?:torchrun|deepspeed|accelerate\s+launch|torch\.distributed\.(?:run|launch)|srun|mpirun|mpiexec|trl\s+[a-z])\b"
 )
 
 
