@@ -199,31 +199,28 @@ def _segments(line: str) -> list[str]:
     """Split a logical line on `&&`, `||`, `;` and `|` outside quotes, without its trailing comment."""
     if not _SEGMENT_MARKS.search(line):  # most lines: one command, nothing to scan for
         return [line.strip()] if line.strip() else []
-    out, current, quote = [], [], ""
-    i = 0
-    while i < len(line):
-        char = line[i]
-        if quote:
-            current.append(char)
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-            current.append(char)
-        elif char == "#" and (i == 0 or line[i - 1].isspace()):
-            break  # a comment runs to the end of the line
-        elif line.startswith(("&&", "||"), i):
-            out.append("".join(current))
-            current = []
-            i += 1
-        elif char in ";|&":
+    out: list[str] = []
+    current: list[str] = []
+    for token in _SEGMENT_TOKENS.finditer(line):
+        text = token.group()
+        if text == "#":
+            at = token.start()
+            if at == 0 or line[at - 1].isspace():
+                break  # a comment runs to the end of the line
+            current.append(text)
+        elif text in _SEPARATORS:
             out.append("".join(current))
             current = []
         else:
-            current.append(char)
-        i += 1
+            current.append(text)
     out.append("".join(current))
     return [segment.strip() for segment in out if segment.strip()]
+
+
+# A quoted run (an unclosed quote runs to the end), a separator, a `#`, or a run of anything else: a
+# regular expression's pieces, not a Python step per character (a tenth of reading a long script).
+_SEGMENT_TOKENS = LazyPattern(r"""'[^']*'?|"[^"]*"?|&&|\|\||[;&|]|#|[^;&|#'"]+""")
+_SEPARATORS = frozenset(("&&", "||", ";", "&", "|"))
 
 
 def _shell(
@@ -342,6 +339,11 @@ class SourcedFiles:
         self.reading: list[Path] = []  # the scripts being sourced, the innermost last
         self.budget = _MAX_SOURCED_LINES  # lines all `source` lines of the run may still read
         self._texts: dict[Path, str | None] = {}
+        # What sourcing a script changed, by the script, the folder and the values of the names its text
+        # holds (no other variable can change what it does): a script that sources the same file in
+        # each pass of a loop over other variables (open-instruct, 48 times) reads it once.
+        self.effects: dict[tuple[object, ...], tuple[_Changes, _Changes]] = {}
+        self._names: dict[Path, tuple[str, ...]] = {}
 
     def find(self, name: str, cwd: Path, script: Path) -> Path | None:
         """The repository file `source NAME` reads in `script` run from `cwd`: from `cwd`, else from
@@ -372,6 +374,30 @@ class SourcedFiles:
             self._texts[path] = _small_text(path)
         return self._texts[path]
 
+    def names(self, path: Path, text: str) -> tuple[str, ...]:
+        """The words of a sourced script that may name a variable, and the variables that are not
+        a script's own (its arguments, the `#SBATCH` allocation)."""
+        if path not in self._names:
+            self._names[path] = tuple(sorted(set(_NAME.findall(text)) | {"@", "#", *"0123456789"}))
+        return self._names[path]
+
+
+# (values set, names unset) by a sourced script
+_Changes = tuple[tuple[tuple[str, str], ...], tuple[str, ...]]
+_NAME = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _changes(before: dict[str, str], after: dict[str, str]) -> _Changes:
+    return tuple((name, value) for name, value in after.items() if before.get(name) != value), tuple(
+        name for name in before if name not in after
+    )
+
+
+def _apply(changes: _Changes, values: dict[str, str]) -> None:
+    values.update(changes[0])
+    for name in changes[1]:
+        values.pop(name, None)
+
 
 def _small_text(path: Path) -> str | None:
     try:
@@ -386,6 +412,7 @@ def _small_text(path: Path) -> str | None:
 _SOURCED: ContextVar[SourcedFiles | None] = ContextVar("sourced", default=None)  # set by commands_in
 _MAX_SOURCED_LINES = 200_000
 _MAX_SOURCE_DEPTH = 8
+_MAX_SOURCED_EFFECTS = 4096
 
 
 def _source(path: Path, words: list[str], cwd: Path, variables: dict[str, str], exported: dict[str, str]) -> bool:
@@ -402,6 +429,20 @@ def _source(path: Path, words: list[str], cwd: Path, variables: dict[str, str], 
     lines = text.count("\n") + 1 if text is not None else 0
     if text is None or lines > sourced.budget:
         return False
+    names = sourced.names(script, text)
+    key = (
+        script,
+        cwd,
+        tuple(sourced.reading),
+        tuple((variables.get(name), exported.get(name)) for name in names),
+        tuple(item for item in variables.items() if item[0][:1] == "#"),  # the allocation, `_CALLED`
+    )
+    if key in sourced.effects:
+        changed, changed_exported = sourced.effects[key]
+        _apply(changed, variables)
+        _apply(changed_exported, exported)
+        return True
+    before, before_exported = dict(variables), dict(exported)
     sourced.budget -= lines
     followed = _CALLED not in variables
     variables[_CALLED] = ""  # only what it sets counts: the scripts it runs are not followed
@@ -413,6 +454,8 @@ def _source(path: Path, words: list[str], cwd: Path, variables: dict[str, str], 
         sourced.reading.pop()
         if followed:
             variables.pop(_CALLED, None)
+    if len(sourced.effects) < _MAX_SOURCED_EFFECTS:
+        sourced.effects[key] = (_changes(before, variables), _changes(before_exported, exported))
     return True
 
 

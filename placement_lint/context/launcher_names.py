@@ -138,7 +138,7 @@ def may_start_a_launcher(raw: bytes) -> bool:
 _DOCSTRING_OPENING = LazyPattern(rb"""\A(?:\xef\xbb\xbf)?(?:[ \t]*(?:#[^\r\n]*)?\r?\n)*[ \t]*[rRuU]?(\"\"\"|''')""")
 # A launcher that starts several processes, as a docstring documents it (`python train.py` starts one).
 _DOCUMENTED_LAUNCHER = LazyPattern(
-    rb"(?:^|[\s/\"'])(?:torchrun|deepspeed|accelerate\s+launch|torch\.distributed\.(?:run|launch)|srun|mpirun|mpiexec|trl\s+[a-z])\b"
+    rb"(?<![\w.-])(?:torchrun|deepspeed|accelerate\s+launch|torch\.distributed\.(?:run|launch)|srun|mpirun|mpiexec|trl\s+[a-z])\b"
 )
 
 
