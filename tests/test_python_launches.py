@@ -228,3 +228,13 @@ def test_a_script_that_only_documents_its_launch_is_not_parsed(monkeypatch: pyte
 
     monkeypatch.setattr("placement_lint.context.python_launches.python_commands", fail)
     assert len(commands_in(HERE, TRL_STYLE, "python")) == 2
+
+
+def test_a_backslash_escaped_in_a_docstring_continues_the_command() -> None:
+    """`\\\\` at a line's end in a docstring that is not raw is one backslash: the next line goes on."""
+    source = '"""Run::\n\n    torchrun --nproc_per_node=2 worker.py \\\\\n        tests.spec:make\n"""\n'
+    assert [(c.line, " ".join(c.text.split())) for c in commands_in(HERE, source, "python")] == [
+        (3, "torchrun --nproc_per_node=2 worker.py tests.spec:make")
+    ]
+    raw = 'r' + source  # in a raw docstring the two backslashes are what the reader sees
+    assert [c.line for c in commands_in(HERE, raw, "python")] == [3]

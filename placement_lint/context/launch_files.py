@@ -1462,7 +1462,9 @@ def _python(path: Path, text: str) -> Iterator[CommandLine]:
     raw = text.encode("utf-8", errors="replace")
     span = module_docstring(raw)
     if span is not None:
-        yield from _docstring(path, raw[: span[0]].count(b"\n") + 1, raw[span[0] : span[1]].decode("utf-8", errors="replace"))
+        escaped = raw[span[0] - 4 : span[0] - 3] not in (b"r", b"R")  # not a raw string: `\\` is one backslash
+        docstring = raw[span[0] : span[1]].decode("utf-8", errors="replace")
+        yield from _docstring(path, raw[: span[0]].count(b"\n") + 1, docstring, escaped)
     if not may_start_a_launcher(raw):
         return  # a script that only documents its launch: not parsed here
     from placement_lint.context.python_launches import python_commands  # only for a file that may launch
@@ -1473,13 +1475,16 @@ def _python(path: Path, text: str) -> Iterator[CommandLine]:
             yield line._replace(line=command.line)
 
 
-def _docstring(path: Path, first: int, text: str) -> Iterator[CommandLine]:
+def _docstring(path: Path, first: int, text: str, escaped: bool) -> Iterator[CommandLine]:
     """The launches a module docstring documents (`accelerate launch --config_file ... sft_vlm.py`, its
     first line on line `first`), read as a doc's code block run from the module's folder: only the
     commands that start several processes (a distributed launcher, or `srun`/`mpirun` around python);
     the prose around them, and a plain `python script.py` (which says nothing a launch changes), are
-    not read."""
+    not read. `escaped`: a line the docstring's source ends in `\\\\` ends in one backslash, a
+    continuation."""
     lines = text.splitlines()
+    if escaped:
+        lines = [line.rstrip()[:-1] if line.rstrip().endswith("\\\\") else line for line in lines]
     kept = [""] * len(lines)  # the lines not read blanked: the others keep their numbers
     number = 0
     while number < len(lines):
