@@ -8,8 +8,8 @@ from pathlib import Path
 import hypothesis
 import pytest
 
-from placement_lint.context.commands import expand, parse_command, shell_words, split
 from placement_lint.context import launch_files
+from placement_lint.context.commands import expand, parse_command, shell_words, split
 from placement_lint.context.launch_files import CommandLine, SourcedFiles, commands_in, launcher_kind, may_launch
 from placement_lint.context.launch_setup import one_gpu, one_process
 
@@ -926,7 +926,7 @@ def test_a_script_sourced_again_with_the_same_variables_is_read_once(tmp_path: P
 
 
 def test_a_sourced_scripts_own_commands_are_not_said_at_the_source_line(tmp_path: Path) -> None:
-    (tmp_path / "setup.sh").write_text("torchrun setup_data.py\nbash prepare.sh 4 3\nCMD=\"torchrun train.py\"\n")
+    (tmp_path / "setup.sh").write_text('torchrun setup_data.py\nbash prepare.sh 4 3\nCMD="torchrun train.py"\n')
     (tmp_path / "prepare.sh").write_text("torchrun prepare.py\n")
     assert [c.text for c in sourced_commands(tmp_path, "run.sh", "source setup.sh\n$CMD\n")] == ["torchrun train.py"]
 

@@ -236,5 +236,5 @@ def test_a_backslash_escaped_in_a_docstring_continues_the_command() -> None:
     assert [(c.line, " ".join(c.text.split())) for c in commands_in(HERE, source, "python")] == [
         (3, "torchrun --nproc_per_node=2 worker.py tests.spec:make")
     ]
-    raw = 'r' + source  # in a raw docstring the two backslashes are what the reader sees
+    raw = "r" + source  # in a raw docstring the two backslashes are what the reader sees
     assert [c.line for c in commands_in(HERE, raw, "python")] == [3]

@@ -89,7 +89,9 @@ def build_repo_context(
                 continue
             script = console_script(launch, command, projects, graph, context, display) if launch.program else None
             found = (
-                (projects.module_of(script, graph), "") if script else target_of(launch, command, root, projects, display, graph, configs.foreign_paths)
+                (projects.module_of(script, graph), "")
+                if script
+                else target_of(launch, command, root, projects, display, graph, configs.foreign_paths)
             )
             target, found_from = found if found is not None else (None, "")
             if target is None:
