@@ -763,3 +763,22 @@ def test_a_launch_file_whose_text_goes_beyond_its_own_commands_rebuilds(
         with pytest.raises(AssertionError, match="rebuilt"):
             check_paths(launched_package, "train.py")
     assert check_paths(launched_package, "train.py", "helper.py") == check_paths(launched_package, "train.py", "helper.py", cache=False)
+
+
+def test_a_changed_sourced_file_rechecks_what_the_sourcing_script_launches(tmp_path: Path) -> None:
+    """`train.env` is no launch file by its name: the context depends on it because a script sources it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "b.py").write_text(LAUNCHED)
+    (tmp_path / "train.env").write_text('LAUNCH="python"\n')
+    (tmp_path / "run.sh").write_text("#!/bin/bash\nsource train.env\n$LAUNCH b.py\n")
+    assert check(tmp_path) == []
+    (tmp_path / "train.env").write_text('LAUNCH="torchrun --nproc_per_node 8"\n')
+    assert check(tmp_path) == [("b.py", 2, "DPL001")]
+
+
+def test_a_script_edited_to_document_its_launch_rebuilds(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "b.py").write_text(LAUNCHED)
+    assert check(tmp_path) == []
+    (tmp_path / "b.py").write_text('"""\ntorchrun --nproc_per_node 8 b.py\n"""\n' + LAUNCHED)
+    assert check(tmp_path) == [("b.py", 5, "DPL001")]

@@ -8,8 +8,9 @@ from pathlib import Path
 import hypothesis
 import pytest
 
+from placement_lint.context import launch_files
 from placement_lint.context.commands import expand, parse_command, shell_words, split
-from placement_lint.context.launch_files import commands_in, launcher_kind
+from placement_lint.context.launch_files import CommandLine, SourcedFiles, commands_in, launcher_kind, may_launch
 from placement_lint.context.launch_setup import one_gpu, one_process
 
 
@@ -847,3 +848,91 @@ def test_shell_words_split_as_shlex_does(text: str) -> None:
     except ValueError as error:
         got = str(error)
     assert got == expected
+
+
+def sourced_commands(root: Path, script: str, text: str) -> list[CommandLine]:
+    path = root / script
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return commands_in(path, text, "shell", None, SourcedFiles(root.resolve()))
+
+
+def test_a_sourced_script_sets_the_variables_and_exports_of_the_script_that_sources_it(tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "args.sh").write_text(
+        'export LAUNCH="torchrun --nproc_per_node 8 -m pkg.train"\nBASE="--output_dir out"\nexport ACCELERATE_USE_FSDP=true\n'
+    )
+    # Written to be run from the top (`bash scripts/run.sh`): the sourced path is found from the folder above.
+    [command] = sourced_commands(tmp_path, "scripts/run.sh", 'source scripts/args.sh\neval "$LAUNCH" "$BASE"\n')
+    assert command.text == "torchrun --nproc_per_node 8 -m pkg.train --output_dir out"
+    assert command.line == 2
+    assert dict(command.env) == {"LAUNCH": "torchrun --nproc_per_node 8 -m pkg.train", "ACCELERATE_USE_FSDP": "true"}
+    # `.` is `source`; from the script's own folder; a variable set after it wins.
+    [command] = sourced_commands(tmp_path, "scripts/run2.sh", '. ./args.sh\nBASE="--output_dir mine"\n$LAUNCH $BASE\n')
+    assert command.text == "torchrun --nproc_per_node 8 -m pkg.train --output_dir mine"
+
+
+def test_a_sourced_script_sees_the_variables_set_before_it(tmp_path: Path) -> None:
+    (tmp_path / "common.sh").write_text('CMD="deepspeed --num_gpus $GPUS train.py"\n')
+    [command] = sourced_commands(tmp_path, "run.sh", "GPUS=4\nsource common.sh\n${CMD} --deepspeed ds.json\n")
+    assert command.text == "deepspeed --num_gpus 4 train.py --deepspeed ds.json"
+
+
+def test_source_reads_only_repository_files_within_the_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    outside = tmp_path / "outside.sh"
+    outside.write_text('CMD="torchrun train.py"\n')
+    root = tmp_path / "repo"
+    (root / "big.sh").parent.mkdir()
+    (root / "big.sh").write_text('CMD="torchrun train.py"\n')
+    monkeypatch.setattr("placement_lint.context.launch_files.MAX_LAUNCHER_BYTES", 10)
+    for name in (str(outside), "../outside.sh", "big.sh", "missing.sh", "$DIR/x.sh", "~/env.sh"):
+        assert [c.text for c in sourced_commands(root, "run.sh", f"source {name}\n$CMD\n")] == ["$CMD"], name
+
+
+def test_source_without_the_repository_reads_nothing(tmp_path: Path) -> None:
+    (tmp_path / "args.sh").write_text('CMD="torchrun train.py"\n')
+    assert [c.text for c in commands_in(tmp_path / "run.sh", "source args.sh\n$CMD\n", "shell")] == ["$CMD"]
+
+
+def test_scripts_that_source_each_other_are_read_once_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a.sh").write_text('source b.sh\nA="torchrun"\n')
+    (tmp_path / "b.sh").write_text('source a.sh\nsource b.sh\nB="train.py"\n')
+    read: list[str] = []
+    real = launch_files._small_text
+    monkeypatch.setattr(launch_files, "_small_text", lambda path: read.append(path.name) or real(path))
+    commands = sourced_commands(tmp_path, "run.sh", "source a.sh\nsource a.sh\n$A $B\n")
+    assert [c.text for c in commands] == ["torchrun train.py"]
+    assert sorted(read) == ["a.sh", "b.sh"], "each file is read from disk once a run"
+
+
+def test_a_script_sourced_again_with_the_same_variables_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "env.sh").write_text("case $SIZE in\n  13b) NODES=2 ;;\n  *) NODES=1 ;;\nesac\nexport NCCL_DEBUG=INFO\n")
+    runs: list[int] = []
+    real = launch_files._shell
+
+    def counted(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if path.name == "env.sh":
+            runs.append(1)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(launch_files, "_shell", counted)
+    script = "for lr in 1 2 3 4 5; do\n  SIZE=7b\n  source env.sh\n  torchrun --nnodes $NODES t.py --lr $lr\ndone\nSIZE=13b\nsource env.sh\ntorchrun --nnodes $NODES t.py\n"
+    commands = sourced_commands(tmp_path, "run.sh", script)
+    assert [c.text for c in commands] == [*(f"torchrun --nnodes 1 t.py --lr {lr}" for lr in "12345"), "torchrun --nnodes 2 t.py"]
+    assert all(dict(c.env) == {"NCCL_DEBUG": "INFO"} for c in commands)
+    # The first pass, the second (which meets what the first set), and the 13b one: the later passes
+    # differ from the second only in `lr`, a name env.sh does not hold.
+    assert len(runs) == 3
+
+
+def test_a_sourced_scripts_own_commands_are_not_said_at_the_source_line(tmp_path: Path) -> None:
+    (tmp_path / "setup.sh").write_text('torchrun setup_data.py\nbash prepare.sh 4 3\nCMD="torchrun train.py"\n')
+    (tmp_path / "prepare.sh").write_text("torchrun prepare.py\n")
+    assert [c.text for c in sourced_commands(tmp_path, "run.sh", "source setup.sh\n$CMD\n")] == ["torchrun train.py"]
+
+
+def test_a_shell_script_that_only_sources_may_launch() -> None:
+    assert may_launch(b"#!/bin/bash\nsource args.sh\neval $HEADER\n", "shell")
+    assert may_launch(b"set -e; . ./env.sh\n$CMD\n", "shell")
+    assert not may_launch(b"#!/bin/bash\necho done\n", "shell")
+    assert not may_launch(b"Open source projects. See the docs.\n", "markdown")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from placement_lint.context.launch_files import commands_in, launcher_kind
-from placement_lint.context.launcher_names import python_launch_files
+from placement_lint.context.launcher_names import documents_a_launch, python_launch_files
 from placement_lint.settings import Settings
 
 HERE = Path("/repo/tools/launch.py")
@@ -144,3 +144,97 @@ def test_options_added_on_some_paths_are_one_unknown_word() -> None:
         '    cmd += ["t.py"]\n    subprocess.Popen(cmd)\n'
     )
     assert texts(source) == [(9, "deepspeed $UNKNOWN $UNKNOWN t.py")]
+
+
+TRL_STYLE = '''# Copyright 2020-2026 The HuggingFace Team. All rights reserved.
+#
+# /// script
+# dependencies = ["trl"]
+# ///
+
+"""
+pip install pillow
+
+# Tested on 8x H100 GPUs
+accelerate launch \\
+    --config_file examples/accelerate_configs/deepspeed_zero3.yaml \\
+    examples/scripts/sft_vlm.py \\
+    --output_dir LLaVA-1.5-7B-SFT
+
+For LLaVA-NeXT, use:
+    --model_name_or_path llava-hf/llava-v1.6-mistral-7b-hf
+
+python examples/scripts/sft_vlm.py --output_dir one-gpu
+$ CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 examples/scripts/sft_vlm.py
+This runs with accelerate launch and deepspeed, as said above.
+"""
+
+import torch
+'''
+
+
+def test_a_module_docstring_documents_its_launches() -> None:
+    """The commands with a launcher that starts several processes, at their lines, run from the module's
+    folder; the prose, the continuation lines of another command and a plain `python` run are not read."""
+    commands = commands_in(HERE, TRL_STYLE, "python")
+    assert [(c.line, " ".join(c.text.split())) for c in commands] == [
+        (
+            11,
+            "accelerate launch --config_file examples/accelerate_configs/deepspeed_zero3.yaml examples/scripts/sft_vlm.py"
+            " --output_dir LLaVA-1.5-7B-SFT",
+        ),
+        (20, "CUDA_VISIBLE_DEVICES=0,1 torchrun --nproc_per_node 2 examples/scripts/sft_vlm.py"),
+    ]
+    assert all(c.documented and c.cwd == HERE.parent for c in commands)
+
+
+def test_a_docstring_after_code_or_in_a_function_is_no_module_docstring() -> None:
+    for source in (
+        'import os\n"""accelerate launch train.py"""\n',
+        'def f():\n    """accelerate launch train.py"""\n',
+        '# a comment\nx = """\naccelerate launch train.py\n"""\n',
+    ):
+        assert commands_in(HERE, source, "python") == [], source
+
+
+@pytest.mark.parametrize(
+    ("raw", "documents"),
+    [
+        (TRL_STYLE.encode(), True),
+        (TRL_STYLE.replace("\n", "\r\n").encode(), True),
+        (b'r"""torchrun --nproc_per_node 2 t.py"""\n', True),
+        (b"'''\nsrun python train.py\n'''\n", True),
+        (b'"""Run with `python train.py`: one process."""\n', False),
+        (b'"""Speeds training up: accelerate your runs."""\n', False),
+        (b'import os\n"""accelerate launch t.py"""\n', False),
+        (b'"""accelerate launch t.py', False),  # never closed
+        # A CRLF header of comments with no docstring: found not to hold one in a single pass.
+        (b"# licence line\r\n" * 200 + b"import os\r\n", False),
+    ],
+)
+def test_which_module_docstrings_are_launch_sources(raw: bytes, documents: bool) -> None:
+    assert documents_a_launch(raw) is documents
+
+
+def test_a_script_whose_docstring_documents_its_launch_is_a_python_launcher(tmp_path: Path) -> None:
+    (tmp_path / "sft.py").write_text(TRL_STYLE)
+    (tmp_path / "lib.py").write_text('"""Helpers. Run `python sft.py` to train."""\nimport subprocess\n')
+    assert python_launch_files(tmp_path, Settings(root=tmp_path)) == [tmp_path / "sft.py"]
+
+
+def test_a_script_that_only_documents_its_launch_is_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*_: object) -> None:
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr("placement_lint.context.python_launches.python_commands", fail)
+    assert len(commands_in(HERE, TRL_STYLE, "python")) == 2
+
+
+def test_a_backslash_escaped_in_a_docstring_continues_the_command() -> None:
+    """`\\\\` at a line's end in a docstring that is not raw is one backslash: the next line goes on."""
+    source = '"""Run::\n\n    torchrun --nproc_per_node=2 worker.py \\\\\n        tests.spec:make\n"""\n'
+    assert [(c.line, " ".join(c.text.split())) for c in commands_in(HERE, source, "python")] == [
+        (3, "torchrun --nproc_per_node=2 worker.py tests.spec:make")
+    ]
+    raw = "r" + source  # in a raw docstring the two backslashes are what the reader sees
+    assert [c.line for c in commands_in(HERE, raw, "python")] == [3]

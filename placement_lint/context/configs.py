@@ -57,15 +57,20 @@ class ConfigReader:
     def _from_another_machine(self, name: str) -> Path | None:
         """`/workspace/configs/ds_zero3.json`: the repository file it names, by a Dockerfile's COPY or a
         unique tail (foreign_paths); the rule that matched is kept in `taken_as`, for the launch's note."""
-        if self._foreign is None:
-            from placement_lint.context.foreign_paths import ForeignPaths
-
-            self._foreign = ForeignPaths(self.root)
-        taken = self._foreign.find(name)
+        taken = self.foreign_paths().find(name)
         if taken is None:
             return None
         self.taken_as[name] = f"{name} taken as {self._shown(taken.path)} ({taken.rule})"
         return taken.path
+
+    def foreign_paths(self) -> ForeignPaths:
+        """The repository's files as paths written for another machine or tree are matched against,
+        listed when first asked for."""
+        if self._foreign is None:
+            from placement_lint.context.foreign_paths import ForeignPaths
+
+            self._foreign = ForeignPaths(self.root)
+        return self._foreign
 
     def note(self, name: str) -> str:
         """How a config path written for another machine was found here, or ""."""

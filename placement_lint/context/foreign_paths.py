@@ -26,6 +26,7 @@ _SKIPPED_FOLDERS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".to
 class Taken(NamedTuple):
     path: Path  # the repository file
     rule: str  # which rule matched, for `context`: "Dockerfile:3 COPY . /workspace", "the only file ending so"
+    tail: str = ""  # by the second rule, the tail matched: `configs/ds_zero3.json`
 
 
 class ForeignPaths:
@@ -46,10 +47,16 @@ class ForeignPaths:
                 candidate = self.root / source / relative
                 if os.path.isfile(candidate):
                     return Taken(candidate, rule)
-        return self._tail_match(written)
+        return self._tail_match(written.parts[1:])
 
-    def _tail_match(self, written: PurePosixPath) -> Taken | None:
-        parts = written.parts[1:]
+    def tail_of(self, name: str) -> Taken | None:
+        """A relative path written for another tree (`examples/scripts/sft_vlm.py` in a docstring copied
+        into a repository that keeps the script in `fine_tune/`): the repository file its longest tail
+        that some file ends with ends, when exactly one does."""
+        parts = tuple(part for part in PurePosixPath(name).parts if part not in (".", ".."))
+        return self._tail_match(parts) if parts and not PurePosixPath(name).is_absolute() else None
+
+    def _tail_match(self, parts: tuple[str, ...]) -> Taken | None:
         files = self._listed()
         matching = [f for f in files if f == parts[-1] or f.endswith("/" + parts[-1])]
         if not matching:
@@ -65,7 +72,7 @@ class ForeignPaths:
         ends = [f for f in matching if f == tail or f.endswith("/" + tail)]
         if len(ends) != 1:
             return None  # several files end so: which one the other machine had is not known
-        return Taken(self.root.joinpath(*ends[0].split("/")), f"the only file of the repository ending in {tail}")
+        return Taken(self.root.joinpath(*ends[0].split("/")), f"the only file of the repository ending in {tail}", tail)
 
     def _listed(self) -> list[str]:
         if self._files is None:

@@ -15,11 +15,13 @@ import os
 import re
 import shlex
 from collections.abc import Generator, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement_lint.context.commands import expand, parse_command, split
 from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, RST_SUFFIXES, SHELL_SUFFIXES
+from placement_lint.discover import real_path
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
 from placement_lint.source import SourceError, is_notebook
@@ -41,6 +43,8 @@ LAUNCH_TOKENS = (
     b"trl ",
     b".sh ",  # a script run with arguments (`bash scripts/launch.sh 4 3`): read with them
 )
+# A shell script that names no launcher may still source the script that holds its launch command.
+_SOURCES_A_SCRIPT = LazyPattern(rb"(?:^|[;&|(])[ \t]*(?:source|\.)[ \t]+[^\s;&|]", re.MULTILINE)
 _YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "before_script", "after_script", "args"}
 _LAUNCH_WORDS = tuple(token.decode() for token in LAUNCH_TOKENS)
 # Documentation kinds: their code blocks hold commands only where a block is shell.
@@ -87,10 +91,17 @@ class CommandLine(NamedTuple):  # a named tuple: a frozen dataclass's class cost
     cwd: Path  # the folder it runs in
     env: tuple[tuple[str, str], ...] = ()  # variables the script exported before the command
     cell: int | None = None  # in a notebook, the cell (`line` is then the line in it)
+    documented: bool = False  # in a Python module's docstring: its paths may be another tree's
 
     @property
     def where(self) -> str:
         return f"cell {self.cell}:{self.line}" if self.cell is not None else str(self.line)
+
+
+def may_launch(raw: bytes, kind: str) -> bool:
+    """Whether a launch file of `kind` may hold a launch command: it mentions a launcher, or it is a
+    shell script that sources another (which may define the command it runs)."""
+    return any(token in raw for token in LAUNCH_TOKENS) or (kind == "shell" and _SOURCES_A_SCRIPT.search(raw) is not None)
 
 
 def launcher_kind(path: Path, head: bytes) -> str | None:
@@ -120,25 +131,34 @@ def launcher_kind(path: Path, head: bytes) -> str | None:
     return None
 
 
-# While a file's commands are read: the other files read into them (a script it runs with arguments).
+# While a file's commands are read: the other files read into them (a script it runs with arguments,
+# a script it sources).
 _also_read: list[Path] | None = None
 
 
 def commands_in(
-    path: Path, text: str, kind: str, problems: list[str] | None = None, also_read: list[Path] | None = None
+    path: Path,
+    text: str,
+    kind: str,
+    problems: list[str] | None = None,
+    sourced: SourcedFiles | None = None,
+    also_read: list[Path] | None = None,
 ) -> list[CommandLine]:
-    """The commands of a file of `kind`; what could not be read well is added to `problems`, and the
-    other files whose text went into them to `also_read` (a cache may take a launch file's commands
-    as unchanged by its own text only when no other file's went into them)."""
+    """The commands of a file of `kind`; what could not be read well is added to `problems`. `sourced`:
+    the repository's scripts a `source` line may read (none without it). The other files whose text
+    went into the commands are added to `also_read` (a cache may take a launch file's commands as
+    unchanged by its own text only when no other file's went into them)."""
     global _also_read
     outer, _also_read = _also_read, also_read
+    token = _SOURCED.set(sourced)
     try:
-        return _commands_of(path, text, kind, problems)
+        return _commands_of_kind(path, text, kind, problems)
     finally:
+        _SOURCED.reset(token)
         _also_read = outer
 
 
-def _commands_of(path: Path, text: str, kind: str, problems: list[str] | None) -> list[CommandLine]:
+def _commands_of_kind(path: Path, text: str, kind: str, problems: list[str] | None) -> list[CommandLine]:
     if kind == "shell":
         return list(_shell(path, text, 1, path.parent, {}))
     if kind == "make":
@@ -194,31 +214,28 @@ def _segments(line: str) -> list[str]:
     """Split a logical line on `&&`, `||`, `;` and `|` outside quotes, without its trailing comment."""
     if not _SEGMENT_MARKS.search(line):  # most lines: one command, nothing to scan for
         return [line.strip()] if line.strip() else []
-    out, current, quote = [], [], ""
-    i = 0
-    while i < len(line):
-        char = line[i]
-        if quote:
-            current.append(char)
-            if char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-            current.append(char)
-        elif char == "#" and (i == 0 or line[i - 1].isspace()):
-            break  # a comment runs to the end of the line
-        elif line.startswith(("&&", "||"), i):
-            out.append("".join(current))
-            current = []
-            i += 1
-        elif char in ";|&":
+    out: list[str] = []
+    current: list[str] = []
+    for token in _SEGMENT_TOKENS.finditer(line):
+        text = token.group()
+        if text == "#":
+            at = token.start()
+            if at == 0 or line[at - 1].isspace():
+                break  # a comment runs to the end of the line
+            current.append(text)
+        elif text in _SEPARATORS:
             out.append("".join(current))
             current = []
         else:
-            current.append(char)
-        i += 1
+            current.append(text)
     out.append("".join(current))
     return [segment.strip() for segment in out if segment.strip()]
+
+
+# A quoted run (an unclosed quote runs to the end), a separator, a `#`, or a run of anything else: a
+# regular expression's pieces, not a Python step per character (a tenth of reading a long script).
+_SEGMENT_TOKENS = LazyPattern(r"""'[^']*'?|"[^"]*"?|&&|\|\||[;&|]|#|[^;&|#'"]+""")
+_SEPARATORS = frozenset(("&&", "||", ";", "&", "|"))
 
 
 def _shell(
@@ -229,12 +246,14 @@ def _shell(
     variables: dict[str, str],
     functions: _Functions | None = None,
     depth: int = 0,
+    exported: dict[str, str] | None = None,
 ) -> Generator[CommandLine, None, Path]:
     """The commands of a shell text, and (returned) the folder it ends in. `functions`: the file's
     shell functions met so far; a call runs the body with its words as the positional parameters
-    (`depth`: calls within calls)."""
+    (`depth`: calls within calls). `exported`: what the shell exported so far, shared with the
+    caller (a sourced script exports into the shell that sources it)."""
     heredoc: str | None = None
-    exported: dict[str, str] = {}
+    exported = {} if exported is None else exported
     branches = _Branches()
     environment: tuple[tuple[str, str], ...] | None = ()  # `exported` as the commands carry it, shared until it changes
     whole_file = functions is None  # not a function's body, nor a `bash -c` script in the file
@@ -292,6 +311,11 @@ def _shell(
                     yield line._replace(text=f"{wrapper} {line.text}") if wrapper else line
                 continue
             words = split(command)
+            if words[:1] == ["source"] or words[:1] == ["."]:
+                # It runs in this shell: what it sets is set here. Its own commands are its file's.
+                if _source(path, words[1:], cwd, variables, exported):
+                    environment = None
+                continue
             body = functions.bodies.get(words[0]) if words else None
             if body is not None:
                 functions.called.add(words[0])
@@ -317,6 +341,139 @@ def _shell(
             if name not in functions.called:
                 yield from _shell(path, "\n".join(line for _, line in body), body[0][0] if body else 0, cwd, dict(variables))
     return cwd
+
+
+class SourcedFiles:
+    """The scripts a repository's launch files `source` (or `.`): repository files of at most
+    MAX_LAUNCHER_BYTES, each read from disk once a run, whichever scripts source it. `read`: the
+    files looked at (those looked for and missing too), which a cached context depends on."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root  # resolved
+        self.read: list[Path] = []
+        self.reading: list[Path] = []  # the scripts being sourced, the innermost last
+        self.budget = _MAX_SOURCED_LINES  # lines all `source` lines of the run may still read
+        self._texts: dict[Path, str | None] = {}
+        # What sourcing a script changed, by the script, the folder and the values of the names its text
+        # holds (no other variable can change what it does): a script that sources the same file in
+        # each pass of a loop over other variables (open-instruct, 48 times) reads it once.
+        self.effects: dict[tuple[object, ...], tuple[_Changes, _Changes]] = {}
+        self._names: dict[Path, tuple[str, ...]] = {}
+
+    def find(self, name: str, cwd: Path, script: Path) -> Path | None:
+        """The repository file `source NAME` reads in `script` run from `cwd`: from `cwd`, else from
+        the script's folder or a folder above it in the repository (a script is often written to be
+        run from the top: `source scripts/train/base_args.sh`)."""
+        if not name or "$" in name or "`" in name or name.startswith("~"):
+            return None
+        if os.path.isabs(name):
+            options = [Path(name)]
+        else:
+            folders = [cwd, script.parent, *(folder for folder in script.parent.parents if folder.is_relative_to(self.root))]
+            options = [folder / name for folder in dict.fromkeys(folders)]
+        for option in options:
+            if not os.path.isfile(option):
+                continue
+            try:
+                real = real_path(option)
+            except (OSError, RuntimeError):
+                continue
+            return real if real.is_relative_to(self.root) else None
+        # Not there yet: creating it where the script looks first must refresh a cached context.
+        self.read += [option for option in options[:2] if option.parent.is_relative_to(self.root)]
+        return None
+
+    def text(self, path: Path) -> str | None:
+        if path not in self._texts:
+            self.read.append(path)
+            self._texts[path] = _small_text(path)
+        return self._texts[path]
+
+    def names(self, path: Path, text: str) -> tuple[str, ...]:
+        """The words of a sourced script that may name a variable, and the variables that are not
+        a script's own (its arguments, the `#SBATCH` allocation)."""
+        if path not in self._names:
+            self._names[path] = tuple(sorted(set(_NAME.findall(text)) | {"@", "#", *"0123456789"}))
+        return self._names[path]
+
+
+# (values set, names unset) by a sourced script
+_Changes = tuple[tuple[tuple[str, str], ...], tuple[str, ...]]
+_NAME = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _changes(before: dict[str, str], after: dict[str, str]) -> _Changes:
+    return tuple((name, value) for name, value in after.items() if before.get(name) != value), tuple(
+        name for name in before if name not in after
+    )
+
+
+def _apply(changes: _Changes, values: dict[str, str]) -> None:
+    values.update(changes[0])
+    for name in changes[1]:
+        values.pop(name, None)
+
+
+def _small_text(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > MAX_LAUNCHER_BYTES:
+            return None
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    return None if b"\0" in raw else raw.decode("utf-8", errors="replace")
+
+
+_SOURCED: ContextVar[SourcedFiles | None] = ContextVar("sourced", default=None)  # set by commands_in
+_MAX_SOURCED_LINES = 200_000
+_MAX_SOURCE_DEPTH = 8
+_MAX_SOURCED_EFFECTS = 4096
+
+
+def _source(path: Path, words: list[str], cwd: Path, variables: dict[str, str], exported: dict[str, str]) -> bool:
+    """`source FILE` / `. FILE` in `path`, run from `cwd`: the variables and exports the repository
+    script sets, set in `variables` and `exported` as it sets them. True when it was read. A script
+    being sourced already (one that sources itself, two that source each other) is not read again."""
+    sourced = _SOURCED.get()
+    if sourced is None or not words or len(sourced.reading) >= _MAX_SOURCE_DEPTH:
+        return False
+    if _also_read is not None:
+        _also_read.append(Path(words[0]))  # found or not: what the file runs depends on another file
+    script = sourced.find(words[0], cwd, path)
+    if script is None or script == path or script in sourced.reading:
+        return False
+    text = sourced.text(script)
+    lines = text.count("\n") + 1 if text is not None else 0
+    if text is None or lines > sourced.budget:
+        return False
+    names = sourced.names(script, text)
+    key = (
+        script,
+        cwd,
+        tuple(sourced.reading),
+        tuple((variables.get(name), exported.get(name)) for name in names),
+        tuple(item for item in variables.items() if item[0][:1] == "#"),  # the allocation, `_CALLED`
+    )
+    if key in sourced.effects:
+        changed, changed_exported = sourced.effects[key]
+        _apply(changed, variables)
+        _apply(changed_exported, exported)
+        return True
+    before, before_exported = dict(variables), dict(exported)
+    sourced.budget -= lines
+    followed = _CALLED not in variables
+    variables[_CALLED] = ""  # only what it sets counts: the scripts it runs are not followed
+    sourced.reading.append(script)
+    try:
+        for _ in _shell(script, text, 1, cwd, variables, _Functions(), exported=exported):
+            pass  # its commands are read as its own file's
+    finally:
+        sourced.reading.pop()
+        if followed:
+            variables.pop(_CALLED, None)
+    if len(sourced.effects) < _MAX_SOURCED_EFFECTS:
+        sourced.effects[key] = (_changes(before, variables), _changes(before_exported, exported))
+    return True
 
 
 # The SLURM allocation of a batch script, where its `#SBATCH` lines give it one task in all: kept among
@@ -1358,11 +1515,52 @@ def _markdown_cell_commands(path: Path, notebook: Notebook) -> Iterator[CommandL
 
 
 def _python(path: Path, text: str) -> Iterator[CommandLine]:
-    """The commands a Python file runs (`subprocess.run([...])`, `os.system("...")`), each read as a
-    shell script's line and said at the line of the call."""
+    """The launches a Python file's module docstring documents, and the commands the file runs
+    (`subprocess.run([...])`, `os.system("...")`), each read as a shell script's line and said at
+    the line of the call."""
+    from placement_lint.context.launcher_names import may_start_a_launcher, module_docstring
+
+    raw = text.encode("utf-8", errors="replace")
+    span = module_docstring(raw)
+    if span is not None:
+        escaped = raw[span[0] - 4 : span[0] - 3] not in (b"r", b"R")  # not a raw string: `\\` is one backslash
+        docstring = raw[span[0] : span[1]].decode("utf-8", errors="replace")
+        yield from _docstring(path, raw[: span[0]].count(b"\n") + 1, docstring, escaped)
+    if not may_start_a_launcher(raw):
+        return  # a script that only documents its launch: not parsed here
     from placement_lint.context.python_launches import python_commands  # only for a file that may launch
 
     for command in python_commands(path, text):
         script = _argv_text(list(command.words)) if command.words else command.script
         for line in _shell(path, script, command.line, path.parent, {}):
             yield line._replace(line=command.line)
+
+
+def _docstring(path: Path, first: int, text: str, escaped: bool) -> Iterator[CommandLine]:
+    """The launches a module docstring documents (`accelerate launch --config_file ... sft_vlm.py`, its
+    first line on line `first`), read as a doc's code block run from the module's folder: only the
+    commands that start several processes (a distributed launcher, or `srun`/`mpirun` around python);
+    the prose around them, and a plain `python script.py` (which says nothing a launch changes), are
+    not read. `escaped`: a line the docstring's source ends in `\\\\` ends in one backslash, a
+    continuation."""
+    lines = text.splitlines()
+    if escaped:
+        lines = [line.rstrip()[:-1] if line.rstrip().endswith("\\\\") else line for line in lines]
+    kept = [""] * len(lines)  # the lines not read blanked: the others keep their numbers
+    number = 0
+    while number < len(lines):
+        end = number + 1
+        while end < len(lines) and lines[end - 1].rstrip().endswith("\\"):
+            end += 1
+        command = _PROMPT.sub("", " ".join(line.rstrip().removesuffix("\\").strip() for line in lines[number:end]), count=1)
+        if any(_distributed(segment) for segment in _segments(command)):
+            kept[number:end] = [_PROMPT.sub("", line, count=1) for line in lines[number:end]]
+        number = end
+    for command in _shell(path, "\n".join(kept), first, path.parent, {}):
+        if _distributed(command.text):
+            yield command._replace(documented=True)
+
+
+def _distributed(command: str) -> bool:
+    launch = parse_command(command.strip())
+    return launch is not None and (launch.launcher != "python" or launch.wrapped_by is not None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from placement_lint.context.commands import Launch
 from placement_lint.context.launch_files import CommandLine
@@ -14,6 +15,9 @@ from placement_lint.context.launches import RepoContext
 from placement_lint.context.module_graph import ModuleGraph
 from placement_lint.context.projects import ConsoleScript, Projects
 from placement_lint.discover import real_path
+
+if TYPE_CHECKING:
+    from placement_lint.context.foreign_paths import ForeignPaths
 
 
 def target_of(
@@ -23,10 +27,13 @@ def target_of(
     projects: Projects,
     display: Callable[[Path], str],
     graph: ModuleGraph,
+    foreign: Callable[[], ForeignPaths] | None = None,
 ) -> tuple[Path, str] | None:
     """The repository file a launch runs (a script path, or a `-m package.module`), and, in a monorepo,
     where its path was found: from the folder the command runs in or the launch script's, else from the
-    nearest project root above the launch script, else from the top of the repository."""
+    nearest project root above the launch script, else from the top of the repository. A script path a
+    module docstring documents that none of those hold may be written for another tree: `foreign`
+    gives the repository's files to match its tail against (documented_elsewhere)."""
     name = launch.target or launch.module
     project = projects.root_of(command.source.parent)
     outer: list[tuple[Path, str]] = [(root, "")]
@@ -60,7 +67,30 @@ def target_of(
             continue
         if real.is_relative_to(root):
             return real, said
+    if command.documented and launch.target and launch.target.endswith(".py") and foreign is not None:
+        return documented_elsewhere(launch.target, command.source, foreign(), display)
     return None
+
+
+def documented_elsewhere(
+    target: str, documented_in: Path, foreign: ForeignPaths, display: Callable[[Path], str]
+) -> tuple[Path, str] | None:
+    """The script a docstring's launch names by a path of another tree (TRL's `examples/scripts/sft_vlm.py`
+    in a copy kept as `fine_tune/sft_vlm.py`): the only repository file ending in the path's longest
+    tail that one ends in, when that is the module holding the docstring, or a path with a folder
+    (a bare name matching some other script is too weak a sign)."""
+    taken = foreign.tail_of(target)
+    if taken is None:
+        return None
+    try:
+        real = real_path(taken.path)
+        own = real == real_path(documented_in)
+    except (OSError, RuntimeError):
+        return None
+    if not own and "/" not in taken.tail:
+        return None
+    whose = ", the module whose docstring names it" if own else ""
+    return real, f"{target} taken as {display(real)} ({taken.rule}{whose})"
 
 
 def folders_above(command: CommandLine, root: Path, projects: Projects, target: str) -> list[Path]:

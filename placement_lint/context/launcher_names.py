@@ -118,11 +118,44 @@ def python_launch_files(root: Path, settings: Settings, names: list[str] | None 
                 raw = file.read(MAX_PYTHON_LAUNCHER_BYTES + 1)
         except OSError:
             continue
-        if len(raw) > MAX_PYTHON_LAUNCHER_BYTES or not _may_start_processes(raw):
+        if len(raw) > MAX_PYTHON_LAUNCHER_BYTES:
             continue
-        if _IMPORTS_A_RUNNER.search(raw) and _NAMES_A_LAUNCHER.search(raw) and _runs_a_command(path, raw):
+        if documents_a_launch(raw) or (may_start_a_launcher(raw) and _runs_a_command(path, raw)):
             found.append(path)
     return found
+
+
+def may_start_a_launcher(raw: bytes) -> bool:
+    """The bytes tests a Python file passes before it is parsed for the commands it runs: it imports a
+    process runner and a string in it names a launcher."""
+    return _may_start_processes(raw) and _IMPORTS_A_RUNNER.search(raw) is not None and _NAMES_A_LAUNCHER.search(raw) is not None
+
+
+# A module docstring, found without parsing: the first thing after the comments and blank lines a file
+# opens with (a licence header, `# /// script` metadata) is a triple-quoted string. A comment stops at
+# `\r` as at `\n`: one that may end either way (`[^\n]*\r?\n`) made a CRLF file that holds no docstring
+# take twice as long for each comment line of its header (verl's: minutes).
+_DOCSTRING_OPENING = LazyPattern(rb"""\A(?:\xef\xbb\xbf)?(?:[ \t]*(?:#[^\r\n]*)?\r?\n)*[ \t]*[rRuU]?(\"\"\"|''')""")
+# A launcher that starts several processes, as a docstring documents it (`python train.py` starts one).
+_DOCUMENTED_LAUNCHER = LazyPattern(
+    rb"(?<![\w.-])(?:torchrun|deepspeed|accelerate\s+launch|torch\.distributed\.(?:run|launch)|srun|mpirun|mpiexec|trl\s+[a-z])\b"
+)
+
+
+def module_docstring(raw: bytes) -> tuple[int, int] | None:
+    """Where a module's docstring text is in `raw` (between its triple quotes), or None."""
+    opening = _DOCSTRING_OPENING.match(raw)
+    if opening is None:
+        return None
+    end = raw.find(opening.group(1), opening.end())
+    return (opening.end(), end) if end >= 0 else None
+
+
+def documents_a_launch(raw: bytes) -> bool:
+    """The module docstring names a launcher (TRL's examples open with the `accelerate launch` that runs
+    them): a launch source, read as a doc's code block is."""
+    span = module_docstring(raw)
+    return span is not None and _DOCUMENTED_LAUNCHER.search(raw, *span) is not None
 
 
 def _runs_a_command(path: Path, raw: bytes) -> bool:

@@ -20,11 +20,12 @@ from placement_lint.context.facets import facets_of, feeds_of
 from placement_lint.context.launch_files import (
     DOC_CODE_MARKERS,
     DOC_KINDS,
-    LAUNCH_TOKENS,
     MAX_LAUNCHER_BYTES,
     CommandLine,
+    SourcedFiles,
     commands_in,
     launcher_kind,
+    may_launch,
 )
 from placement_lint.context.launch_setup import one_gpu, one_process, resolve_setup, script_arguments
 from placement_lint.context.launch_targets import console_script, folder_above_holding, folders_above, target_of
@@ -77,14 +78,15 @@ def build_repo_context(
     launched: dict[Path, list[Evidence]] = {}
     uses: dict[Path, set[str]] = {}  # what of each launched file runs: "__main__", or a console script's function
     shipped = ShippedAccelerateConfigs(root, context.candidates, configs)
+    sourced = SourcedFiles(root)
     stage = stage or _unheard
     sources = [*context.candidates, *python_sources]
-    read = _read_launch_files(context.candidates, context.root, jobs)
+    read = _read_launch_files(context.candidates, context.root, jobs, sourced)
     digests: dict[Path, str] = {}  # per launch file read on its own, its commands' digest
     read_into_others: set[Path] = set()
     for number, path in enumerate(sources):
         stage("Reading launch files", number, len(sources))
-        commands, problems, also_read = read[path] if path in read else _commands(path, context.root)
+        commands, problems, also_read = read[path] if path in read else _commands(path, context.root, sourced)
         context.warnings += problems
         read_into_others.update(also_read)
         if not also_read and launcher_kind(path, b"") in _READ_FOR_COMMANDS_ONLY:
@@ -95,7 +97,9 @@ def build_repo_context(
                 continue
             script = console_script(launch, command, projects, graph, context, display) if launch.program else None
             found = (
-                (projects.module_of(script, graph), "") if script else target_of(launch, command, root, projects, display, graph)
+                (projects.module_of(script, graph), "")
+                if script
+                else target_of(launch, command, root, projects, display, graph, configs.foreign_paths)
             )
             target, found_from = found if found is not None else (None, "")
             if target is None:
@@ -167,6 +171,7 @@ def build_repo_context(
         *context.candidates,
         *python_sources,
         *configs.read,
+        *sourced.read,
         *pins_read,
         *modules_read,
         *graph.layout.read,
@@ -218,23 +223,28 @@ def _attach_pins(root: Path, launched: dict[Path, list[Evidence]], context: Repo
 SPLIT_READING_FILES = 64
 
 
-def _read_launch_files(paths: list[Path], root: Path, jobs: int) -> dict[Path, tuple[list[CommandLine], list[str], list[Path]]]:
+def _read_launch_files(
+    paths: list[Path], root: Path, jobs: int, sourced: SourcedFiles
+) -> dict[Path, tuple[list[CommandLine], list[str], list[Path]]]:
     """The commands and problems of each launch file, read on both cores when there are enough (a file's
     commands depend on its text and the files beside it only); empty when this process is to read
     each file as it comes. Python launchers are not among them: reading one parses it, and the parse
     is kept for the question whether it is one (python_launches)."""
     if jobs < 2 or len(paths) < SPLIT_READING_FILES:
         return {}
-    theirs = paths[1::2]
-    aside = Aside(lambda: [_commands(path, root) for path in theirs])
+    theirs, known = paths[1::2], len(sourced.read)
+    # The child reads the scripts its files source on its own: it sends back those it looked at.
+    aside = Aside(lambda: ([_commands(path, root, sourced) for path in theirs], sourced.read[known:]))
     try:
-        read = {path: _commands(path, root) for path in paths[::2]}
+        read = {path: _commands(path, root, sourced) for path in paths[::2]}
     except BaseException:
         aside.cancel()
         raise
     found = aside.result()
     if found is not None:
-        read.update(zip(theirs, found))  # type: ignore[arg-type]
+        commands, looked_at = found  # type: ignore[misc]
+        read.update(zip(theirs, commands))
+        sourced.read += looked_at
     return read
 
 
@@ -254,11 +264,11 @@ def launch_file_digest(path: Path, root: Path) -> str | None:
     the context may take more than its commands from it."""
     if launcher_kind(path, b"") not in _READ_FOR_COMMANDS_ONLY:
         return None
-    commands, problems, also_read = _commands(path, root)
+    commands, problems, also_read = _commands(path, root, SourcedFiles(root))
     return None if also_read else commands_digest(commands, problems)
 
 
-def _commands(path: Path, root: Path) -> tuple[list[CommandLine], list[str], list[Path]]:
+def _commands(path: Path, root: Path, sourced: SourcedFiles) -> tuple[list[CommandLine], list[str], list[Path]]:
     """The launch commands a file holds, what could not be read of it (warnings, with its path), and
     the other files read into its commands."""
     try:
@@ -270,7 +280,7 @@ def _commands(path: Path, root: Path) -> tuple[list[CommandLine], list[str], lis
     except OSError:
         return [], [], []
     kind = launcher_kind(path, raw[:512])
-    if kind is None or not any(token in raw for token in LAUNCH_TOKENS):
+    if kind is None or not may_launch(raw, kind):
         return [], [], []
     if kind in DOC_KINDS and not any(marker in raw for marker in DOC_CODE_MARKERS):
         return [], [], []  # prose only: no code block to hold a command
@@ -279,7 +289,7 @@ def _commands(path: Path, root: Path) -> tuple[list[CommandLine], list[str], lis
     problems: list[str] = []
     also_read: list[Path] = []
     try:
-        commands = commands_in(path, raw.decode("utf-8", errors="replace"), kind, problems, also_read)
+        commands = commands_in(path, raw.decode("utf-8", errors="replace"), kind, problems, sourced, also_read)
     except (RecursionError, ValueError) as exc:
         problems.append(f"cannot read launch commands: {exc}")
         commands = []
