@@ -210,6 +210,9 @@ def test_launch_files_read_in_two_processes_give_the_same_context(tmp_path: Path
         (tmp_path / "scripts" / f"run_{number}.sh").write_text(f"{launcher} train_{number % 2}.py --seed {number}\n")
     (tmp_path / "scripts" / "run_7.sh").write_bytes(b"torchrun train_0.py\0\n")  # binary: a warning in its place
     (tmp_path / "scripts" / "run_2.sh").write_text("torchrun --nproc_per_node 2 train_1.py\n" + "#" * 1_100_000)
+    # Read by the child: the script it sources is an input of the context all the same.
+    (tmp_path / "scripts" / "env.cfg").write_text("LAUNCH='deepspeed --num_gpus 8'\n")
+    (tmp_path / "scripts" / "run_5.sh").write_text("source scripts/env.cfg\n$LAUNCH train_1.py --seed 5\n")
     for number in range(2):
         (tmp_path / f"train_{number}.py").write_text('model = X.from_pretrained("m", device_map="auto")\n')
     answered: list[object] = []
@@ -222,11 +225,22 @@ def test_launch_files_read_in_two_processes_give_the_same_context(tmp_path: Path
     monkeypatch.setattr(repo, "SPLIT_READING_FILES", 4)
     monkeypatch.setattr(repo, "Aside", Watched)
     settings = Settings(root=tmp_path, codes=CODES)
-    alone, shared = (repo.build_repo_context(tmp_path, settings, str, jobs=jobs) for jobs in (1, 2))
+    alone = repo.build_repo_context(tmp_path, settings, str, jobs=1)
+    reader, here = repo._commands, os.getpid()
+    read_here: list[str] = []
+
+    def reading(path: Path, *rest: object):  # type: ignore[no-untyped-def]
+        if os.getpid() == here:
+            read_here.append(path.name)
+        return reader(path, *rest)
+
+    monkeypatch.setattr(repo, "_commands", reading)
+    shared = repo.build_repo_context(tmp_path, settings, str, jobs=2)
     assert len(answered) == 1 and answered[0] is not None, "the second build took the child's reading"
+    assert sorted(read_here) == [f"run_{number}.sh" for number in range(0, 9, 2)], "each file read by one process"
     assert len(alone.warnings) == 2 and shared.warnings == alone.warnings
     assert dict(shared.by_file) == dict(alone.by_file) and len(alone.by_file) == 2
-    assert list(shared.inputs) == list(alone.inputs)
+    assert sorted(shared.inputs) == sorted(alone.inputs) and tmp_path / "scripts" / "env.cfg" in alone.inputs
 
 
 def test_a_trainer_subclass_from_another_module_counts_with_in_file_evidence(tmp_path: Path) -> None:

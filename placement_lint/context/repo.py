@@ -81,12 +81,12 @@ def build_repo_context(
     sourced = SourcedFiles(root)
     stage = stage or _unheard
     sources = [*context.candidates, *python_sources]
-    read = _read_launch_files(context.candidates, context.root, jobs, sourced)
+    read_ahead = _read_launch_files(context.candidates, context.root, jobs, sourced)
     digests: dict[Path, str] = {}  # per launch file read on its own, its commands' digest
     read_into_others: set[Path] = set()
     for number, path in enumerate(sources):
         stage("Reading launch files", number, len(sources))
-        commands, problems, also_read = read[path] if path in read else _commands(path, context.root, sourced)
+        commands, problems, also_read = read_ahead[path] if path in read_ahead else _commands(path, context.root, sourced)
         context.warnings += problems
         read_into_others.update(also_read)
         if not also_read and launcher_kind(path, b"") in _READ_FOR_COMMANDS_ONLY:
