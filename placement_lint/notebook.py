@@ -286,18 +286,25 @@ _COMMENT_OR_QUOTE = LazyPattern(r"""[#"']""")
 _STRING_END = {quote: LazyPattern(r"\\[\s\S]?|" + quote) for quote in ('"', "'", '"""', "'''")}
 
 
+def _in_string(line: str, i: int, quote: str) -> tuple[int, str | None] | None:
+    """One step inside a string from `i`: past an escaped character (still in it) or past its closing
+    quote (out of it); None when the line ends inside it."""
+    end = _STRING_END[quote].search(line, i)
+    if end is None:
+        return None
+    return end.end(), quote if end.group()[0] == "\\" else None
+
+
 def _code_end(line: str) -> int:
     """Where a line's comment starts (its length if none), ignoring `#` in strings."""
     quote = None
     i = 0
     while True:
         if quote:
-            end = _STRING_END[quote].search(line, i)
-            if end is None:
+            step = _in_string(line, i, quote)
+            if step is None:
                 return len(line)
-            i = end.end()
-            if end.group()[0] != "\\":
-                quote = None
+            i, quote = step
             continue
         found = _COMMENT_OR_QUOTE.search(line, i)
         if found is None:
@@ -314,12 +321,10 @@ def _scan(line: str, depth: int, quote: str | None) -> tuple[int, str | None, bo
     i = 0
     while True:
         if quote:
-            end = _STRING_END[quote].search(line, i)
-            if end is None:
+            step = _in_string(line, i, quote)
+            if step is None:
                 break
-            i = end.end()
-            if end.group()[0] != "\\":
-                quote = None
+            i, quote = step
             continue
         found = _OUTSIDE_STRING.search(line, i)
         if found is None:

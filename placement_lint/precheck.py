@@ -52,7 +52,9 @@ class PreCheck:
         self.known_codes = frozenset(rule.code for rule in all_rules())  # a noqa naming another is a mistake
         self.anchors = tuple({token for rule in self.rules for token in rule.anchor_tokens()})
         # What a rule that reads code needs in it (a noqa comment is DPL100's, in a comment by design).
-        self._code_anchors = tuple({token for rule in self.rules if not rule.checks_suppressions for token in rule.anchor_tokens()})
+        self._code_anchors = tuple(
+            {token for rule in self.rules if not rule.checks_suppressions for token in rule.anchor_tokens()}
+        )
         self._scanner: TokenScanner | None = None  # built on first use, in the process that uses it
         # The rules the pre-check asks: with --ignore-noqa, DPL100 has no comments to judge.
         self._prechecked = [rule for rule in self.rules if not (rule.checks_suppressions and options.ignore_noqa)]
@@ -110,7 +112,7 @@ class PreCheck:
                 worth = any(rule.could_fire_without_context(raw) for rule in rules)
             verdict |= (WORTH_LAUNCHED if reached else WORTH_ALONE) if worth else 0
         if verdict and not self._anchored_in_code(text, found):
-            return 0  # noqa comments aside (kept above), its anchors are all in docstrings and comments
+            return 0  # its anchors are all in docstrings and comments (a suppression comment is read all the same)
         return verdict or self._mistaken_suppression(text, found)
 
     def _anchored_in_code(self, raw: bytes, found: Found | None) -> bool:

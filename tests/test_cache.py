@@ -741,11 +741,21 @@ def test_a_launch_script_edited_without_changing_its_commands_keeps_the_context(
 @pytest.mark.parametrize(
     ("name", "first", "then"),
     [
-        pytest.param("run.sh", "torchrun --nproc_per_node 8 train.py\n", "torchrun --nproc_per_node 1 train.py\n", id="a command"),
-        pytest.param(  # read into the commands of the script that runs it with arguments
-            "inner.sh", 'torchrun --nproc_per_node "$1" train.py\n', 'torchrun --nproc_per_node "$1" train.py  # edited\n', id="a called script"
+        pytest.param(
+            "run.sh", "torchrun --nproc_per_node 8 train.py\n", "torchrun --nproc_per_node 1 train.py\n", id="a command"
         ),
-        pytest.param("ci.yml", "steps:\n  - run: torchrun --nproc_per_node 8 train.py\n", "steps:\n  - run: torchrun --nproc_per_node 8 train.py\ndistributed_type: DEEPSPEED\n", id="a YAML file"),
+        pytest.param(  # read into the commands of the script that runs it with arguments
+            "inner.sh",
+            'torchrun --nproc_per_node "$1" train.py\n',
+            'torchrun --nproc_per_node "$1" train.py  # edited\n',
+            id="a called script",
+        ),
+        pytest.param(
+            "ci.yml",
+            "steps:\n  - run: torchrun --nproc_per_node 8 train.py\n",
+            "steps:\n  - run: torchrun --nproc_per_node 8 train.py\ndistributed_type: DEEPSPEED\n",
+            id="a YAML file",
+        ),
     ],
 )
 def test_a_launch_file_whose_text_goes_beyond_its_own_commands_rebuilds(
@@ -762,7 +772,9 @@ def test_a_launch_file_whose_text_goes_beyond_its_own_commands_rebuilds(
         forbid_building(patched)
         with pytest.raises(AssertionError, match="rebuilt"):
             check_paths(launched_package, "train.py")
-    assert check_paths(launched_package, "train.py", "helper.py") == check_paths(launched_package, "train.py", "helper.py", cache=False)
+    assert check_paths(launched_package, "train.py", "helper.py") == check_paths(
+        launched_package, "train.py", "helper.py", cache=False
+    )
 
 
 def test_a_changed_sourced_file_rechecks_what_the_sourcing_script_launches(tmp_path: Path) -> None:

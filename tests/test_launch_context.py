@@ -163,6 +163,22 @@ def test_an_importers_use_reaches_a_loader_through_a_helper_module(tmp_path: Pat
     assert result.findings[0].violation.fix.applicability.value == "unsafe", "other importers may need the map"
 
 
+def watch_the_child(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """What each forked child of the context build sends back (None: it gave no answer), in order."""
+    from placement_lint.context import repo
+    from placement_lint.process import Aside
+
+    answered: list[object] = []
+
+    class Watched(Aside):
+        def result(self) -> object | None:
+            answered.append(super().result())
+            return answered[-1]
+
+    monkeypatch.setattr(repo, "Aside", Watched)
+    return answered
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the returned values are followed aside where processes fork")
 def test_returned_values_followed_in_a_second_process_give_the_same_context(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -177,17 +193,9 @@ def test_returned_values_followed_in_a_second_process_give_the_same_context(
     (tmp_path / "sft.py").write_text("import helpers\nfrom trl import SFTTrainer\nSFTTrainer(model=helpers.build()).train()\n")
     (tmp_path / "helpers.py").write_text("from loader import load\n\n\ndef build():\n    return load()\n")
     (tmp_path / "loader.py").write_text('def load(for_eval=False):\n    return X.from_pretrained("m", device_map="auto")\n')
-    from placement_lint.process import Aside
 
-    answered: list[object] = []
-
-    class Watched(Aside):
-        def result(self) -> object | None:
-            answered.append(super().result())
-            return answered[-1]
-
+    answered = watch_the_child(monkeypatch)
     monkeypatch.setattr(repo, "RETURNS_ASIDE_IMPORTERS", 0)
-    monkeypatch.setattr(repo, "Aside", Watched)
     settings = Settings(root=tmp_path, codes=CODES)
     alone, shared = (repo.build_repo_context(tmp_path, settings, str, jobs=jobs) for jobs in (1, 2))
     assert len(answered) == 1 and answered[0] is not None, "the second build took the child's answer"
@@ -201,7 +209,6 @@ def test_launch_files_read_in_two_processes_give_the_same_context(tmp_path: Path
     """With two processes, a forked child reads every other launch file: the launches, the warnings
     (in the files' order) and the files read are those a single process finds."""
     from placement_lint.context import repo
-    from placement_lint.process import Aside
 
     (tmp_path / ".git").mkdir()
     (tmp_path / "scripts").mkdir()
@@ -215,15 +222,8 @@ def test_launch_files_read_in_two_processes_give_the_same_context(tmp_path: Path
     (tmp_path / "scripts" / "run_5.sh").write_text("source scripts/env.cfg\n$LAUNCH train_1.py --seed 5\n")
     for number in range(2):
         (tmp_path / f"train_{number}.py").write_text('model = X.from_pretrained("m", device_map="auto")\n')
-    answered: list[object] = []
-
-    class Watched(Aside):
-        def result(self) -> object | None:
-            answered.append(super().result())
-            return answered[-1]
-
+    answered = watch_the_child(monkeypatch)
     monkeypatch.setattr(repo, "SPLIT_READING_FILES", 4)
-    monkeypatch.setattr(repo, "Aside", Watched)
     settings = Settings(root=tmp_path, codes=CODES)
     alone = repo.build_repo_context(tmp_path, settings, str, jobs=1)
     reader, here = repo._commands, os.getpid()

@@ -337,10 +337,22 @@ def test_the_folders_a_module_adds_to_sys_path_from_its_own_location(tmp_path: P
 
 
 _IMPORT_PIECES = [
-    "import os\n", "from . import a, b\n", "from .x import (\n    A,\n    import_b,\n)\n", "    import torch\n",
-    "import a; import b\n", "x = 'import y'\n", "# import z\n", "from ..pkg.mod import name as other\n",
-    "important = 1\n", "from x import *\r\n", "\timport tab\n", "def f():\n    from .y import z\n",
-    "s = '''\nimport in_a_string\n'''\n", "from\timport_lib import x\n", "import", "from a import (b,\n",
+    "import os\n",
+    "from . import a, b\n",
+    "from .x import (\n    A,\n    import_b,\n)\n",
+    "    import torch\n",
+    "import a; import b\n",
+    "x = 'import y'\n",
+    "# import z\n",
+    "from ..pkg.mod import name as other\n",
+    "important = 1\n",
+    "from x import *\r\n",
+    "\timport tab\n",
+    "def f():\n    from .y import z\n",
+    "s = '''\nimport in_a_string\n'''\n",
+    "from\timport_lib import x\n",
+    "import",
+    "from a import (b,\n",
 ]
 
 

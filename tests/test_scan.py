@@ -160,10 +160,28 @@ def test_the_first_byte_filter_keeps_every_overlap(reported: bytes, token: bytes
 
 
 _LEXICAL_PIECES = [
-    "x = 1\n", '"""doc from_pretrained"""\n', "'''device_map'''\n", "# Trainer(model=m)\n", '"device_map"', "'model='",
-    'f"""{from_pretrained}"""\n', 'rb"""Trainer"""\n', "Rf'''{device_map}'''\n", '"a \\" from_pretrained"\n',
-    '"""a \\""" device_map"""\n', "'#' ", "'\"\"\"' ", '"\'\'\'" ', "from_pretrained(", "device_map=", "model=x\n",
-    '"""\nTrainer\n"""', "\\\n", '""""""', "''", "u'''x'''",
+    "x = 1\n",
+    '"""doc from_pretrained"""\n',
+    "'''device_map'''\n",
+    "# Trainer(model=m)\n",
+    '"device_map"',
+    "'model='",
+    'f"""{from_pretrained}"""\n',
+    'rb"""Trainer"""\n',
+    "Rf'''{device_map}'''\n",
+    '"a \\" from_pretrained"\n',
+    '"""a \\""" device_map"""\n',
+    "'#' ",
+    '\'"""\' ',
+    "\"'''\" ",
+    "from_pretrained(",
+    "device_map=",
+    "model=x\n",
+    '"""\nTrainer\n"""',
+    "\\\n",
+    '""""""',
+    "''",
+    "u'''x'''",
 ]
 
 

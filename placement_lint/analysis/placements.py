@@ -201,6 +201,19 @@ def _may_give_device_map(node: ast.AST, imports: ImportTable, forwarding: frozen
     return last_segment(imports.qualify(func) or "") in _LOADER_NAMES
 
 
+# What builds a model: `from_config` builds it too (under zero.Init when ZeRO-3 is live), without weights.
+_MODEL_BUILDERS = ("from_pretrained", "from_config", "_from_config")
+
+
+def _builds_a_model(call: ast.Call) -> bool:
+    """`X.from_pretrained(...)` (or `from_config`) of a model, not of a tokenizer, processor or config."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _MODEL_BUILDERS:
+        return False
+    owner = _class_name(func.value)
+    return bool(owner) and not _NOT_A_MODEL.search(owner)
+
+
 def _class_name(expr: ast.expr) -> str:
     """The name of the class a load is called on: `AutoModel` of `transformers.AutoModel`, and the
     key of a registry entry (`MODE[args.mode]["model"]`: "model"), which tells a model from a tokenizer."""
@@ -286,18 +299,12 @@ class PlacementAnalysis:
     def model_loads(self) -> list[ModelLoad]:
         found = []
         calls = self.resolver.index.calls_by_name
-        # `from_config` builds the model too (under zero.Init when ZeRO-3 is live), without weights.
-        builders = ("from_pretrained", "from_config", "_from_config")
         # A load on a registry's entry (`MODE[args.mode]["model"].from_pretrained`) has no dotted callee:
         # the index files it under "".
-        unnamed = [c for c in calls.get("", []) if isinstance(c.func, ast.Attribute) and c.func.attr in builders]
-        for call in [*(c for name in builders for c in calls.get(name, [])), *unnamed]:
-            if not isinstance(call.func, ast.Attribute):
+        for call in [*(c for name in _MODEL_BUILDERS for c in calls.get(name, [])), *calls.get("", [])]:
+            if not _builds_a_model(call):
                 continue
-            owner = _class_name(call.func.value)
-            if not owner or _NOT_A_MODEL.search(owner):
-                continue
-            loader = Loader(call, LoaderKind.FROM_PRETRAINED, f"{_shown_owner(call.func.value)}.{call.func.attr}")
+            loader = Loader(call, LoaderKind.FROM_PRETRAINED, f"{_shown_owner(call.func.value)}.{call.func.attr}")  # type: ignore[attr-defined]
             found.append(ModelLoad(loader, self._weak))
         return found
 
@@ -450,40 +457,22 @@ class PlacementAnalysis:
         return frozenset(function.name for key, (function, _) in loads.items() if self._forwarding[key])
 
     def _passed_for(self, call: ast.Call, function: ast.FunctionDef, parameter: str, here: bool) -> list[Candidate]:
+        """The values `call` gives the helper's `parameter`: a keyword, a positional argument, or (_KWARGS:
+        its `device_map=` caught by `**kwargs`) a `device_map` key of a dict it splats; the `device_map`
+        key of the dict it passes (_DICT_PARAMETER); for a helper of this file (`here`) called without
+        it, the literal default it then takes (`def load(path, device_map="auto")`)."""
         if parameter.startswith(_DICT_PARAMETER):
-            return self._passed_dict_key(call, function, parameter.removeprefix(_DICT_PARAMETER))
-        return self._passed_value(call, function, parameter, here)
-
-    def _passed_dict_key(self, call: ast.Call, function: ast.FunctionDef, parameter: str) -> list[Candidate]:
-        """The `device_map` the dict `call` gives the helper's `parameter` holds (by keyword or position)."""
-        given = keyword(call, parameter)
-        value = given.value if given is not None else None
-        if value is None:
-            positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-            index = positional.index(parameter) if parameter in positional else len(call.args)
-            if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-                value = call.args[index]
-        found = self.resolver.key_candidates(value, "device_map") if value is not None else None
-        return [c for c in found or () if isinstance(c.value, ast.expr)]
-
-    def _passed_value(self, call: ast.Call, function: ast.FunctionDef, parameter: str, here: bool) -> list[Candidate]:
-        """The values `call` gives the helper's `parameter` (_KWARGS: its `device_map=` caught by `**kwargs`):
-        a keyword, a positional argument, or a `device_map` key of a dict it splats; for a helper of this
-        file (`here`) called without it, the literal default it then takes (`def load(path, device_map="auto")`)."""
+            given = _argument_for(call, function, parameter.removeprefix(_DICT_PARAMETER))
+            found = self.resolver.key_candidates(given, "device_map") if given is not None else None
+            return [c for c in found or () if isinstance(c.value, ast.expr)]
         name = "device_map" if parameter == _KWARGS else parameter
-        given = keyword(call, name)
+        given = _argument_for(call, function, name)  # a helper that splats **kwargs names no device_map of its own
         if given is not None:
-            return self.resolver.candidates(given.value)
+            return self.resolver.candidates(given)
         if parameter != _KWARGS:
-            positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-            if parameter in positional:
-                index = positional.index(parameter)
-                before = call.args[: index + 1]
-                if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in before):
-                    return self.resolver.candidates(call.args[index])
             default = _literal_default(function, parameter)
             spread = any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args)
-            if here and default is not None and not spread and (parameter not in positional or len(call.args) <= positional.index(parameter)):
+            if here and default is not None and not spread:
                 return self.resolver.candidates(default)
         if name != "device_map":
             return []
@@ -676,12 +665,31 @@ class PlacementAnalysis:
 
 
 _KWARGS = "**"  # the parameter that catches keywords the helper does not name
+
+
 # What changes a kwargs dict in place (`kwargs.pop("device_map")`, `kwargs.update(device_map=...)`).
+def _argument_for(call: ast.Call, function: ast.FunctionDef, parameter: str) -> ast.expr | None:
+    """What `call` passes the helper's `parameter`, by keyword or by position (not past a `*args`)."""
+    given = keyword(call, parameter)
+    if given is not None:
+        return given.value
+    positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+    if parameter not in positional:
+        return None
+    index = positional.index(parameter)
+    if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        return call.args[index]
+    return None
+
+
 def _literal_default(function: ast.FunctionDef, parameter: str) -> ast.Constant | None:
     """The parameter's default, when it is a literal (a string, a number, None)."""
     arguments = function.args
     positional = [*arguments.posonlyargs, *arguments.args]
-    pairs = [*zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults), *zip(arguments.kwonlyargs, arguments.kw_defaults)]
+    pairs = [
+        *zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True),
+        *zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True),
+    ]
     default = next((value for argument, value in pairs if argument.arg == parameter), None)
     return default if isinstance(default, ast.Constant) else None
 
@@ -738,7 +746,9 @@ def forwarded_device_maps(function: ast.FunctionDef, calls: list[ast.Call] | Non
 _DICT_PARAMETER = "dict:"
 
 
-def _dict_parameters(function: ast.FunctionDef, parameters: set[str], splatted: dict[str, list[ast.Call]]) -> dict[str, list[ast.Call]]:
+def _dict_parameters(
+    function: ast.FunctionDef, parameters: set[str], splatted: dict[str, list[ast.Call]]
+) -> dict[str, list[ast.Call]]:
     """The parameters whose dict the loads splat, themselves (`**bnb_args`) or merged into a local dict
     the function builds empty and only ever updates with them (`kw = dict(); kw.update(bnb_args)`)."""
     found: dict[str, list[ast.Call]] = {}
@@ -761,8 +771,10 @@ def _merged_parameters(function: ast.FunctionDef, name: str, parameters: set[str
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == name for t in targets):
                 value = node.value
-                empty = isinstance(value, ast.Dict) and not value.keys or (
-                    isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args and not value.keywords
+                empty = (
+                    isinstance(value, ast.Dict)
+                    and not value.keys
+                    or (isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args and not value.keywords)
                 )
                 if not empty or isinstance(node, ast.AugAssign):
                     return None
@@ -796,9 +808,7 @@ def _changed_dicts(function: ast.FunctionDef) -> set[str]:
     return changed
 
 
-def _model_load_in(
-    function: ast.FunctionDef, resolver: Resolver, path: str, depth: int
-) -> tuple[ast.Call, str, str] | None:
+def _model_load_in(function: ast.FunctionDef, resolver: Resolver, path: str, depth: int) -> tuple[ast.Call, str, str] | None:
     """The first model load (not a tokenizer's or a config's) in `function`, or in the first-party
     functions it calls up to `depth` calls down: the load, the function it is in, and that one's module.
     None as soon as one of them creates what makes ZeRO-3 visible itself (`HfDeepSpeedConfig(ds_config)`
@@ -807,11 +817,8 @@ def _model_load_in(
     if any(_creates(last_segment(dotted(call.func) or ""), _ZERO3_CONFIG) for call in calls):
         return None
     for call in calls:
-        func = call.func
-        if isinstance(func, ast.Attribute) and func.attr in ("from_pretrained", "from_config", "_from_config"):
-            owner = _class_name(func.value)
-            if owner and not _NOT_A_MODEL.search(owner):
-                return call, function.name, path
+        if _builds_a_model(call):
+            return call, function.name, path
     for call in calls if depth else ():
         name = dotted(call.func)
         called = resolver.called_function(call, name) if name else None

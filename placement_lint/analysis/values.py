@@ -52,7 +52,8 @@ class CurrentDevice(NamedTuple):
 class GlobalRank(NamedTuple):
     """A PER_PROCESS value that is the process's global rank (`PartialState().process_index`,
     `int(os.environ["RANK"])`, `dist.get_rank()`): its own GPU on one node, a GPU the node does not have
-    on the next ones. `node` is what a fix rewrites: the attribute, or the variable's name; None for a call."""
+    on the next ones. `node` is what a fix rewrites: the `process_index` attribute, or the variable's name
+    as written (`"RANK"`); None for a call, which has no fix."""
 
     written: str
     node: ast.AST | None
@@ -68,9 +69,8 @@ def _global_rank(value: ast.expr) -> GlobalRank | None:
     if is_env_read(value, GLOBAL_RANK_ENV):
         key = next((n for n in ast.walk(value) if isinstance(n, ast.Constant) and n.value in GLOBAL_RANK_ENV), None)
         return GlobalRank(ast.unparse(value), key)
-    if isinstance(value, ast.Call) and (dotted(value.func) or "").endswith("distributed.get_rank") or (
-        isinstance(value, ast.Call) and dotted(value.func) == "dist.get_rank"
-    ):
+    callee = dotted(value.func) or "" if isinstance(value, ast.Call) else ""
+    if callee == "dist.get_rank" or callee.endswith("distributed.get_rank"):
         return GlobalRank(ast.unparse(value), None)
     return None
 

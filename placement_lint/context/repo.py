@@ -243,7 +243,7 @@ def _read_launch_files(
     found = aside.result()
     if found is not None:
         commands, looked_at = found  # type: ignore[misc]
-        read.update(zip(theirs, commands))
+        read.update(zip(theirs, commands, strict=True))
         sourced.read += looked_at
     return read
 

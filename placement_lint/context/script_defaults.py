@@ -39,13 +39,7 @@ def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Pat
     the script when its text was looked into (see ConfigReader.scripts)."""
     if target is None or launch.script_arg("--deepspeed_config") is not None or launch.script_arg("--deepspeed"):
         return None
-    script = _script(target)
-    if script is None or not script.may_default:
-        return None
-    raw = script.raw
-    if read is not None:
-        read.append(target)
-    module = _parsed(raw)
+    module = _looked_into(target, "may_default", read)
     if module is None:
         return None
     from placement_lint.analysis.arguments import parser_fields, value_of
@@ -101,6 +95,17 @@ class _Script(NamedTuple):
     raw: bytes
     may_default: bool  # it may default its --deepspeed option to a JSON file
     may_hand_a_config: bool  # it may hand DeepSpeed a config
+
+
+def _looked_into(target: Path, may: str, read: list[Path] | None) -> ast.Module | None:
+    """The launched script's tree, when a look at its bytes (`may`: a field of _Script) leaves the
+    question open; the script is noted in `read` once its text decided something."""
+    script = _script(target)
+    if script is None or not getattr(script, may):
+        return None
+    if read is not None:
+        read.append(target)
+    return _parsed(script.raw)
 
 
 def _script(target: Path) -> _Script | None:
@@ -160,15 +165,7 @@ def deepspeed_config_flag(launch: Launch, target: Path | None, read: list[Path] 
     such option the launch passes, else the first whose default names a JSON file. None when there is
     no such option, or its value is only known when the launch runs (`$DS_CONFIG`). `read`: as for
     default_deepspeed_config."""
-    if target is None:
-        return None
-    script = _script(target)
-    if script is None or not script.may_hand_a_config:
-        return None
-    raw = script.raw
-    if read is not None:
-        read.append(target)
-    module = _parsed(raw)
+    module = _looked_into(target, "may_hand_a_config", read) if target is not None else None
     if module is None:
         return None
     sinks = _sinks(module)

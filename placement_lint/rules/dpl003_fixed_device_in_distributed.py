@@ -101,7 +101,7 @@ class FixedDeviceInDistributed(Rule):
                 continue
             message = Message(
                 f"{shown_value(file, device_map)} is the global rank {under(setup)}: past the first node, a GPU the node does not have",
-                help="use the local rank: PartialState().local_process_index, or int(os.environ[\"LOCAL_RANK\"])",
+                help='use the local rank: PartialState().local_process_index, or int(os.environ["LOCAL_RANK"])',
                 facts=(
                     *value_facts(file, device_map),
                     (
