@@ -131,11 +131,6 @@ def launcher_kind(path: Path, head: bytes) -> str | None:
     return None
 
 
-# While a file's commands are read: the other files read into them (a script it runs with arguments,
-# a script it sources).
-_also_read: list[Path] | None = None
-
-
 def commands_in(
     path: Path,
     text: str,
@@ -148,14 +143,12 @@ def commands_in(
     the repository's scripts a `source` line may read (none without it). The other files whose text
     went into the commands are added to `also_read` (a cache may take a launch file's commands as
     unchanged by its own text only when no other file's went into them)."""
-    global _also_read
-    outer, _also_read = _also_read, also_read
-    token = _SOURCED.set(sourced)
+    token, noted = _SOURCED.set(sourced), _ALSO_READ.set(also_read)
     try:
         return _commands_of_kind(path, text, kind, problems)
     finally:
         _SOURCED.reset(token)
-        _also_read = outer
+        _ALSO_READ.reset(noted)
 
 
 def _commands_of_kind(path: Path, text: str, kind: str, problems: list[str] | None) -> list[CommandLine]:
@@ -425,6 +418,15 @@ def _small_text(path: Path) -> str | None:
 
 
 _SOURCED: ContextVar[SourcedFiles | None] = ContextVar("sourced", default=None)  # set by commands_in
+# Set by commands_in too: the other files whose text goes into the commands of the file being read
+# (a script it runs with arguments, a script it sources).
+_ALSO_READ: ContextVar[list[Path] | None] = ContextVar("also_read", default=None)
+
+
+def _note_read(path: Path) -> None:
+    noted = _ALSO_READ.get()
+    if noted is not None:
+        noted.append(path)
 _MAX_SOURCED_LINES = 200_000
 _MAX_SOURCE_DEPTH = 8
 _MAX_SOURCED_EFFECTS = 4096
@@ -437,8 +439,7 @@ def _source(path: Path, words: list[str], cwd: Path, variables: dict[str, str], 
     sourced = _SOURCED.get()
     if sourced is None or not words or len(sourced.reading) >= _MAX_SOURCE_DEPTH:
         return False
-    if _also_read is not None:
-        _also_read.append(Path(words[0]))  # found or not: what the file runs depends on another file
+    _note_read(Path(words[0]))  # found or not: what the file runs depends on another file
     script = sourced.find(words[0], cwd, path)
     if script is None or script == path or script in sourced.reading:
         return False
@@ -548,8 +549,7 @@ def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[st
         raw = script.read_bytes()
     except OSError:
         return
-    if _also_read is not None:
-        _also_read.append(script)
+    _note_read(script)
     if b"\0" in raw or _SHIFTS.search(raw):
         return  # `shift` / `getopts` move the positional parameters: `$1` is not the first argument throughout
     inside = {**exported, _CALLED: "", "@": " ".join(shlex.quote(word) for word in arguments)}
