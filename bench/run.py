@@ -708,9 +708,11 @@ def precommit_rows(tree: Path, changes: tuple[tuple[str, str, str], ...], runs: 
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "--no-verify", "-m", "snapshot"], check=True)
     hook = [str(BIN / "placement-lint"), "check", "--force-exclude", "--quiet", "--exit-zero"]
-    subprocess.run([*hook, "."], cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)  # warm
     rows = []
     for kind, edited, checked in changes:
+        # Warm before each row, so each measures one file edited since (the row before left its file
+        # restored, but with a new stamp).
+        subprocess.run([*hook, "."], cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         path = work / edited
         original = path.read_text()
         edits = itertools.count()

@@ -388,8 +388,6 @@ def load_repo_context(
                 if reuse is None:
                     return None
                 edited.append(input_path)
-        if edited and not _still_holds(edited, decode_json(bytes(facets)), reuse):  # type: ignore[arg-type]
-            return None
         stamps = _Stamps(path, data["stamps"])
         restamped = _python_restamped(root, settings, data["python_sources"], stamps, statuses, python_names, vouched)
         if restamped is None:
@@ -417,6 +415,9 @@ def load_repo_context(
         context.tracked = PathList(data["tracked"])
         context.inputs = PathList(list(data["inputs"]))
         context.import_only = PathList(list(digests))
+        # Asked of the context as loaded: the files a named launch script runs are known only from it.
+        if edited and not _still_holds(edited, decode_json(bytes(facets)), reuse, context):  # type: ignore[arg-type]
+            return None
         return context
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
@@ -499,13 +500,14 @@ def save_repo_context(
 
 class Reuse(NamedTuple):
     """What a run tells the cache so an edit need not build a launch context again: the files it
-    reports (resolved paths), and a module's facet as it is now (None: it cannot tell)."""
+    reports (resolved paths) as the loaded context tells them (a named launch script reports what it
+    launches), and a module's facet as it is now (None: it cannot tell)."""
 
-    reported: Callable[[], Collection[str]]
+    reported: Callable[[RepoContext], Collection[str]]
     facet: Callable[[Path, list[object]], str | None]
 
 
-def _still_holds(edited: list[str], stored: dict[str, Any], reuse: Reuse) -> bool:
+def _still_holds(edited: list[str], stored: dict[str, Any], reuse: Reuse, context: RepoContext) -> bool:
     """The context holds for the files the run reports although `edited` changed since it was built:
     each edited module's facet is the same, and no reported file imports one of them, directly or
     not (what their function bodies do decides only the entries of the modules they import)."""
@@ -516,7 +518,7 @@ def _still_holds(edited: list[str], stored: dict[str, Any], reuse: Reuse) -> boo
         known = facets.get(name)
         if not isinstance(known, list) or len(known) != 2 or reuse.facet(Path(name), known[1]) != known[0]:
             return False
-    reported = reuse.reported()
+    reported = reuse.reported(context)
     return not any(name in reported for name in descendants(edited, imports_of))
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from placement_lint.context.configs import MAX_CONFIG_BYTES
-from placement_lint.context.launches import RepoContext
+from placement_lint.context.launches import RepoContext, stored_text
 from placement_lint.discover import real_path
 
 CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".cfg", ".ini"})
@@ -83,14 +83,29 @@ def affected(files: list[Path], repos: list[RepoContext], changed: set[Path], cw
     mentions = _Mentions({os.fsencode(p.name) for p in changed if p.suffix.lower() in CONFIG_SUFFIXES})
     _add_config_names(mentions, repos)
     base = cwd.resolve()
+    reals: dict[str, Path] = {}
 
     def real(display: str) -> Path:
-        return Path(os.path.abspath(base / display))
+        if display not in reals:  # a repository's evidence names its few launchers thousands of times
+            reals[display] = Path(os.path.abspath(base / display))
+        return reals[display]
 
+    # Evidence names launchers and chain links by path: a stored entry whose text does not hold a
+    # changed file's name cannot name the file, and one whose text holds its path as a string does
+    # (as a launcher or a chain link, or next to one: a doubt costs a check). Only the rest are decoded.
+    names = None if mentions.names else _as_stored(changed, base)
     relaunched: set[Path] = set()
     for repo in repos:
-        for path, evidence in repo.by_file.items():
-            for item in evidence:  # a repository's evidence is all launches and imports, never in-file
+        by_file = repo.by_file
+        for path in by_file:
+            text = stored_text(by_file, path) if names is not None else None
+            if text is not None and names is not None:
+                if any(quoted in text for quoted in names[0]):
+                    relaunched.add(path)
+                    continue
+                if not any(name in text for name in names[1]):
+                    continue
+            for item in by_file[path]:  # a repository's evidence is all launches and imports, never in-file
                 launcher = real(item.path)
                 if launcher in changed or any(real(link) in changed for link in item.chain) or mentions(launcher):
                     relaunched.add(path)
@@ -105,6 +120,17 @@ def affected(files: list[Path], repos: list[RepoContext], changed: set[Path], cw
             chosen.append(path)
             context_only += 1
     return chosen, context_only
+
+
+def _as_stored(changed: set[Path], base: Path) -> tuple[list[bytes], list[bytes]] | None:
+    """The changed files' paths as evidence stores them (JSON strings of their display paths), and
+    their names; None when JSON may escape them (then every entry is decoded)."""
+    inside = os.path.join(str(base), "")
+    # As results.display_path writes them (evidence names paths relative to the working folder).
+    paths = [str(p)[len(inside) :].replace(os.sep, "/") if str(p).startswith(inside) else str(p) for p in changed]
+    if not all(path.isascii() and path.isprintable() and '"' not in path and "\\" not in path for path in paths):
+        return None
+    return [f'"{path}"'.encode() for path in paths], [p.name.encode() for p in changed]
 
 
 def _add_config_names(mentions: _Mentions, repos: list[RepoContext]) -> None:

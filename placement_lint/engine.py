@@ -125,8 +125,13 @@ def repo_contexts(
     roots = sorted({Path(root) for root in {root_of(folder) for folder in folders_with_files}})
 
     @functools.cache
-    def reported() -> frozenset[str]:  # asked only after an edit: a warm run over thousands of files resolves none
+    def named() -> frozenset[str]:  # asked only after an edit: a warm run over thousands of files resolves none
         return frozenset(found.resolved(name) for name in found.names)
+
+    def reported(context: RepoContext) -> frozenset[str]:
+        if not found.named_inputs:
+            return named()
+        return named() | _launched_by_named(found, context, cwd)
 
     contexts = []
     for root in roots:
@@ -162,9 +167,10 @@ def repo_contexts(
             elif launchers is not None:
                 python_names = _python_beside(root)
             # An edit since the context was built need not build it again (a pre-commit run after changing
-            # a script), unless the run also checks what a launch file or config named on the command line
-            # launches: which files those are is only known from the context.
-            reuse = None if found.named_inputs else Reuse(reported, functools.partial(_facet_now, real_root))
+            # a script) when no file the run reports is fed by it: with a launch script named on the command
+            # line, those are the files it launches, as the cached context tells. A config named there can
+            # be named by any file: then any edit builds the context again.
+            reuse = None if _names_a_config(found) else Reuse(reported, functools.partial(_facet_now, real_root))
             cached = load_repo_context(
                 cache_folder, real_root, launchers, base, settings, found.statuses, track, python_names, vouched, reuse
             )
@@ -380,6 +386,20 @@ def run(
     results.sort(key=lambda r: r.display)
     warnings = [w for repo in repos for w in repo.warnings]
     return RunResult(results, len(files), errors, warnings, interrupted, settings.rule_url_base)
+
+
+def _names_a_config(found: Discovered) -> bool:
+    from placement_lint.changes import CONFIG_SUFFIXES
+
+    return any(os.path.splitext(name)[1].lower() in CONFIG_SUFFIXES for name in found.named_inputs)
+
+
+def _launched_by_named(found: Discovered, context: RepoContext, cwd: Path) -> frozenset[str]:
+    """The files (resolved) that the launch scripts and docs named on the command line launch, by `context`."""
+    from placement_lint.changes import affected
+
+    chosen, _ = affected(list(context.by_file), [context], {Path(name) for name in found.named_inputs}, cwd)
+    return frozenset(str(real_path(path)) for path in chosen)
 
 
 def _with_affected(files: list[str], found: Discovered, repos: list[RepoContext], settings: Settings, cwd: Path) -> list[str]:

@@ -631,6 +631,68 @@ def test_an_edit_of_what_the_context_takes_from_a_module_itself_rebuilds(
     assert check_paths(launched_package, "helper.py") == check_paths(launched_package, "helper.py", cache=False)
 
 
+def test_a_named_launch_script_keeps_the_context_after_an_edit_that_feeds_nothing_it_launches(
+    launched_package: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pre-commit after a launch script was edited (not its commands) and another launch's script was
+    edited before: what run.sh launches is told by the cached context, and no file it reaches is fed
+    by the other script, so the context answers. Fed by it (train.py calling the loader otherwise), it
+    is built again."""
+    (launched_package / "otherlib.py").write_text(
+        'from transformers import AutoModel\n\n\ndef build():\n    return AutoModel.from_pretrained("m")\n'
+    )
+    other = "from otherlib import build\n\n\ndef main():\n    build(){}\n\n\nmain()\n"
+    (launched_package / "other.py").write_text(other.format(""))
+    (launched_package / "other.sh").write_text("torchrun --nproc_per_node 8 other.py\n")
+    check_paths(launched_package, ".")
+    (launched_package / "other.py").write_text(other.format("\n    print('edited')"))
+    (launched_package / "run.sh").write_text("torchrun --nproc_per_node 8 train.py\n# edited\n")
+    train = launched_package / "train.py"
+    train.write_text(TRAIN.format("for_eval=True"))  # once, the cache's stamp of it is taken now
+    fresh = check_paths(launched_package, "run.sh", cache=False)
+    assert fresh == [("helper.py", 6, "DPL003")]
+    assert check_paths(launched_package, "run.sh") == fresh  # built again: train.py feeds the loader
+    (launched_package / "other.py").write_text(other.format("\n    print('edited again')"))
+    with monkeypatch.context() as patched:
+        forbid_building(patched)
+        assert check_paths(launched_package, "run.sh") == fresh
+    train.write_text(TRAIN.format(""))
+    with monkeypatch.context() as patched:
+        forbid_building(patched)
+        with pytest.raises(AssertionError, match="rebuilt"):
+            check_paths(launched_package, "run.sh")
+    assert check_paths(launched_package, "run.sh") == check_paths(launched_package, "run.sh", cache=False) == []
+
+
+def test_a_named_launch_script_checks_what_it_launches_from_a_cached_context(launched_package: Path) -> None:
+    """The cached context's entries are screened by their stored text before they are decoded: from the
+    root and from a folder below it (where evidence names the script by another path), run.sh's files
+    are reported and other.sh's are not."""
+    (launched_package / "other.py").write_text(
+        'from transformers import AutoModel\n\nAutoModel.from_pretrained("m", device_map={"": 0})\n'
+    )
+    (launched_package / "other.sh").write_text("torchrun --nproc_per_node 8 other.py\n")
+    (launched_package / "train.py").write_text(TRAIN.format("for_eval=True"))
+    below = launched_package / "sub"
+    below.mkdir()
+
+    def named(script: str, cwd: Path, cache: bool = True) -> list[tuple[str, int, str]]:
+        folder = launched_package / ".placement_lint_cache" if cache else None
+        result = run([launched_package / script], Settings(root=launched_package, codes=CODES), RunOptions(), cwd, folder)
+        return [(f.display, f.row, f.code) for f in result.findings]
+
+    for cwd, shown in ((launched_package, ""), (below, f"{launched_package}/")):
+        run(
+            [launched_package],
+            Settings(root=launched_package, codes=CODES),
+            RunOptions(),
+            cwd,
+            launched_package / ".placement_lint_cache",
+        )
+        assert named("run.sh", cwd) == named("run.sh", cwd, cache=False) == [(f"{shown}helper.py", 6, "DPL003")]
+        assert named("other.sh", cwd) == named("other.sh", cwd, cache=False) == [(f"{shown}other.py", 3, "DPL003")]
+
+
 DS_FILE_TRAIN = (
     "import argparse\nimport json\n\nimport deepspeed\nfrom transformers import AutoModelForCausalLM\n\n"
     'parser = argparse.ArgumentParser()\nparser.add_argument("--ds_file", default="ds_zero2.json")\n\n\n'

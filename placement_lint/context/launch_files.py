@@ -427,6 +427,8 @@ def _note_read(path: Path) -> None:
     noted = _ALSO_READ.get()
     if noted is not None:
         noted.append(path)
+
+
 _MAX_SOURCED_LINES = 200_000
 _MAX_SOURCE_DEPTH = 8
 _MAX_SOURCED_EFFECTS = 4096

@@ -4,7 +4,7 @@ the checker reads. Kept apart from the builder, so a run answered by the cache i
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -75,6 +75,10 @@ class Encoded:
     def names(self, section: str) -> Collection[str]:
         return self._slices[section].keys()
 
+    def text(self, section: str, name: str) -> bytes | None:
+        slice_ = self._slices[section].get(name)
+        return None if slice_ is None else bytes(self._text[slice_[0] : slice_[0] + slice_[1]])
+
     def value(self, section: str, name: str) -> Any:
         start, length = self._slices[section][name]  # KeyError when absent, as a dict
         return decode_json(bytes(self._text[start : start + length]))
@@ -114,12 +118,25 @@ class DecodedOnRead(MutableMapping[Path, _Value]):
     def __iter__(self) -> Iterator[Path]:
         return (Path(key) for key in self.names())
 
+    def stored(self, name: str) -> bytes | None:
+        """`name`'s entry as its JSON text, while it is not decoded yet (None: decoded, or absent)."""
+        if name in self._decoded or (self._names is not None and name not in self._names):
+            return None
+        return self._encoded.text(self._section, name)
+
     def names(self) -> Collection[str]:
         """The keys as strings: making Paths of thousands of them costs more than the rest of a warm run."""
         return self._names if self._names is not None else self._encoded.names(self._section)
 
     def __len__(self) -> int:
         return len(self.names())
+
+
+def stored_text(entries: Mapping[Path, Any], path: Path) -> bytes | None:
+    """`path`'s entry as the cache stored it, when it is still text (a context loaded from the cache)
+    and not yet decoded: a caller looking for a few paths among thousands of entries then decodes only
+    the entries whose text names them. None: read the entry."""
+    return entries.stored(str(path)) if isinstance(entries, DecodedOnRead) else None
 
 
 class PathList(Sequence[Path]):
