@@ -80,3 +80,29 @@ def test_no_collection_while_a_launch_context_is_built(tmp_path: Path, monkeypat
     run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(jobs=1), tmp_path)
     assert collecting == [False]
     assert gc.isenabled()
+
+
+def test_files_checked_in_this_process_leave_the_launch_context_to_the_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What lives when the checks start (the launch contexts, their module trees) lives for the run:
+    frozen, the collection after each file checked here does not walk it (the first such collection
+    walked diffusers' whole context, a second of a one-file run); thawed again once the checks end,
+    for a program calling the API."""
+    from placement_lint import checker as checker_module
+    from placement_lint.engine import run
+    from placement_lint.results import RunOptions
+    from placement_lint.settings import Settings
+
+    from helpers import CODES
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 2 train.py\n")
+    (tmp_path / "train.py").write_text(
+        'from transformers import AutoModel, Trainer\nTrainer(model=AutoModel.from_pretrained("m", device_map="auto")).train()\n'
+    )
+    frozen: list[int] = []
+    monkeypatch.setattr(checker_module, "collect_after_check", lambda: frozen.append(gc.get_freeze_count()))
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(jobs=1), tmp_path)
+    assert result.findings and len(frozen) == 1 and frozen[0] > 0
+    assert gc.get_freeze_count() == 0
