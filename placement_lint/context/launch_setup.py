@@ -11,7 +11,12 @@ from placement_lint.context.commands import Launch
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import EFFICIENT_LOADING, ZERO3_INIT_OFF, Kind
 from placement_lint.context.launch_files import MAX_LAUNCHER_BYTES, CommandLine
-from placement_lint.context.script_defaults import FlagConfig, deepspeed_config_flag, default_deepspeed_config
+from placement_lint.context.script_defaults import (
+    FlagConfig,
+    deepspeed_config_flag,
+    default_deepspeed_config,
+    handed_sections,
+)
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
@@ -141,7 +146,12 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
         return Resolved(Kind.FSDP, None, f"--fsdp_config {launch.script_arg('--fsdp_config')}")
     recipe = launch.script_arg("--config", "--config_file", "") or _arguments_file(launch, target, configs.scripts)
     if recipe and recipe.endswith((".yaml", ".yml", ".json")):  # a recipe, or the arguments as one file
-        return _recipe(recipe, near, configs)
+        found = _recipe(recipe, near, configs)
+        if found is not None:
+            return found
+    loaded = recipe or _named_arguments_file(launch)
+    if loaded and loaded.endswith((".yaml", ".yml", ".json")) and "$" not in loaded:
+        return _handed_section(loaded, near, configs, target)
     return None
 
 
@@ -181,6 +191,71 @@ def _arguments_file(launch: Launch, target: Path | None, read: list[Path] | None
     if read is not None:
         read.append(target)
     return named[0] if b"parse_json_file" in text or b"parse_yaml_file" in text else None
+
+
+def _named_arguments_file(launch: Launch) -> str | None:
+    """The one YAML or JSON file a launch names through an option named like a file of arguments or a
+    config (`--cfg_path`, `--train_config`), whatever the script does with it."""
+    named = [
+        value
+        for option, value in launch.script_args.items()
+        if option not in _SETUP_OPTIONS and _ARGUMENTS_FILE_OPTION.match(option) and value.endswith((".json", ".yaml", ".yml"))
+    ]
+    return named[0] if len(named) == 1 else None
+
+
+def _handed_section(name: str, near: Path, configs: ConfigReader, target: Path | None) -> Resolved | None:
+    """The setup a section of the file the launch names sets, where the launched script loads the
+    file itself and hands that section to its training arguments (script_defaults.handed_sections):
+    GLM-4's `Seq2SeqTrainingArguments(**config["training_args"])` of `finetune.py ... configs/sft.yaml`.
+    A key path read off an attribute (`self.config.training`) is tried from each of its tails."""
+    sections = handed_sections(target, configs.scripts)
+    if not sections:
+        return None
+    path = configs.find(name, near)
+    data = configs.load(path) if path else None
+    if not isinstance(data, dict):
+        return None
+    for section in sections:
+        for start in range(len(section.keys)):
+            keys = section.keys[start:]
+            value = _walk(data, keys)
+            if value is None:
+                continue
+            if not section.whole:
+                return _deepspeed_value(value, f"{name} sets {'.'.join(keys)}", path.parent, configs)  # type: ignore[union-attr]
+            if isinstance(value, dict):
+                found = _section_setup(value, f"{name} sets {'.'.join(keys)}.", path.parent, configs)  # type: ignore[union-attr]
+                if found is not None:
+                    return found
+    return None
+
+
+def _walk(data: dict[object, object], keys: tuple[str, ...]) -> object:
+    value: object = data
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _section_setup(data: dict[object, object], said: str, near: Path, configs: ConfigReader) -> Resolved | None:
+    """`deepspeed:` (a JSON path, or the config inline) or `fsdp:` in arguments read from a file."""
+    if data.get("deepspeed"):
+        return _deepspeed_value(data["deepspeed"], f"{said}deepspeed", near, configs)
+    fsdp = data.get("fsdp")
+    if fsdp and str(fsdp).lower() not in ("false", "none", ""):
+        return Resolved(Kind.FSDP, None, f"{said}fsdp: {fsdp}")
+    return None
+
+
+def _deepspeed_value(value: object, said: str, near: Path, configs: ConfigReader) -> Resolved | None:
+    if isinstance(value, dict):
+        return _deepspeed(zero_stage_of(value), f"{said}: {{...}}")
+    if isinstance(value, str) and value:
+        return _deepspeed(_json_stage(value, near, configs), f"{said}: {value}{configs.note(value)}")
+    return None
 
 
 def _recipe(name: str, near: Path, configs: ConfigReader) -> Resolved | None:
