@@ -12,6 +12,7 @@ from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import EFFICIENT_LOADING, ZERO3_INIT_OFF, Kind
 from placement_lint.context.launch_files import MAX_LAUNCHER_BYTES, CommandLine
 from placement_lint.context.script_defaults import (
+    ConfigSection,
     FlagConfig,
     deepspeed_config_flag,
     default_deepspeed_config,
@@ -149,10 +150,7 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
         found = _recipe(recipe, near, configs)
         if found is not None:
             return found
-    loaded = recipe or _named_arguments_file(launch)
-    if loaded and loaded.endswith((".yaml", ".yml", ".json")) and "$" not in loaded:
-        return _handed_section(loaded, near, configs, target)
-    return None
+    return _handed_section(_named_files(launch), near, configs, target)
 
 
 def _flagged_config(flagged: FlagConfig, near: Path, configs: ConfigReader, target: Path | None) -> Resolved | None:
@@ -193,29 +191,42 @@ def _arguments_file(launch: Launch, target: Path | None, read: list[Path] | None
     return named[0] if b"parse_json_file" in text or b"parse_yaml_file" in text else None
 
 
-def _named_arguments_file(launch: Launch) -> str | None:
-    """The one YAML or JSON file a launch names through an option named like a file of arguments or a
-    config (`--cfg_path`, `--train_config`), whatever the script does with it."""
+# An option of a script's own that names a file of its settings (`--cfg`, `--train_config`, `--hparams`),
+# not its data (`--data_path train.json`).
+_SETTINGS_FILE_OPTION = LazyPattern(r"^--?\w*(arg|conf|cfg|recipe|setting|param|option|yaml)\w*$")
+
+
+def _named_files(launch: Launch) -> list[str]:
+    """The YAML and JSON files a launch hands its script as its settings, positional (the first) or
+    through an option of the script's own named so, in the order written; not the setup options,
+    which are read as such."""
     named = [
         value
         for option, value in launch.script_args.items()
-        if option not in _SETUP_OPTIONS and _ARGUMENTS_FILE_OPTION.match(option) and value.endswith((".json", ".yaml", ".yml"))
+        if option == "" or (option not in _SETUP_OPTIONS and _SETTINGS_FILE_OPTION.match(option))
     ]
-    return named[0] if len(named) == 1 else None
+    return [name for name in named if name.endswith((".yaml", ".yml", ".json")) and "$" not in name]
 
 
-def _handed_section(name: str, near: Path, configs: ConfigReader, target: Path | None) -> Resolved | None:
-    """The setup a section of the file the launch names sets, where the launched script loads the
-    file itself and hands that section to its training arguments (script_defaults.handed_sections):
+def _handed_section(names: list[str], near: Path, configs: ConfigReader, target: Path | None) -> Resolved | None:
+    """The setup a section of a file the launch names sets, where the launched script loads a file
+    itself and hands that section to its training arguments (script_defaults.handed_sections):
     GLM-4's `Seq2SeqTrainingArguments(**config["training_args"])` of `finetune.py ... configs/sft.yaml`.
-    A key path read off an attribute (`self.config.training`) is tried from each of its tails."""
-    sections = handed_sections(target, configs.scripts)
-    if not sections:
-        return None
-    path = configs.find(name, near)
-    data = configs.load(path) if path else None
-    if not isinstance(data, dict):
-        return None
+    Which of the files the launch names the script loads is not followed: the first that has the
+    section, with a `deepspeed:` or `fsdp:` key in it, is taken. A key path read off an attribute
+    (`self.config.training`) is tried from each of its tails."""
+    sections = handed_sections(target, configs.scripts) if names else []
+    for name in names if sections else ():
+        path = configs.find(name, near)
+        data = configs.load(path) if path else None
+        if isinstance(data, dict) and (found := _section_of(data, sections, name, path.parent, configs)) is not None:  # type: ignore[union-attr]
+            return found
+    return None
+
+
+def _section_of(
+    data: dict[object, object], sections: list[ConfigSection], name: str, near: Path, configs: ConfigReader
+) -> Resolved | None:
     for section in sections:
         for start in range(len(section.keys)):
             keys = section.keys[start:]
@@ -223,9 +234,9 @@ def _handed_section(name: str, near: Path, configs: ConfigReader, target: Path |
             if value is None:
                 continue
             if not section.whole:
-                return _deepspeed_value(value, f"{name} sets {'.'.join(keys)}", path.parent, configs)  # type: ignore[union-attr]
+                return _deepspeed_value(value, f"{name} sets {'.'.join(keys)}", near, configs)
             if isinstance(value, dict):
-                found = _section_setup(value, f"{name} sets {'.'.join(keys)}.", path.parent, configs)  # type: ignore[union-attr]
+                found = _section_setup(value, f"{name} sets {'.'.join(keys)}.", near, configs)
                 if found is not None:
                     return found
     return None
@@ -352,6 +363,8 @@ def _accelerate(
         if isinstance(loaded, dict):
             config = loaded
     kind, stage, details = _accelerate_config(config, near, configs, launch) if config else (None, None, "")
+    if config:  # a path written for another machine: which rule found the file here
+        details += configs.note(config_name)  # type: ignore[arg-type]
     if launch.option("--use_deepspeed") is not None:
         zero = launch.option("--zero_stage")
         stage = int(zero) if zero and zero.isdigit() else stage
@@ -442,9 +455,12 @@ def _accelerate_config(
         if isinstance(section, dict):
             value = section.get("zero_stage")
             stage = value if isinstance(value, int) else None
-            if stage is None and isinstance(section.get("deepspeed_config_file"), str):
-                stage = _json_stage(str(section["deepspeed_config_file"]), near, configs)
+            file = section.get("deepspeed_config_file")
+            if stage is None and isinstance(file, str):
+                stage = _json_stage(file, near, configs)
         details = "distributed_type DEEPSPEED" + (f", zero_stage {stage}" if stage is not None else "")
+        if isinstance(section, dict) and isinstance(section.get("deepspeed_config_file"), str):
+            details += configs.note(section["deepspeed_config_file"])
         if stage == 3 and isinstance(section, dict) and str(section.get("zero3_init_flag")).lower() == "false":
             details += f", {ZERO3_INIT_OFF}"
         return (Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED), stage, details
