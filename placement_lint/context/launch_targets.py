@@ -32,8 +32,9 @@ def target_of(
     """The repository file a launch runs (a script path, or a `-m package.module`), and, in a monorepo,
     where its path was found: from the folder the command runs in or the launch script's, else from the
     nearest project root above the launch script, else from the top of the repository. A script path a
-    module docstring documents that none of those hold may be written for another tree: `foreign`
-    gives the repository's files to match its tail against (documented_elsewhere)."""
+    module docstring documents that none of those hold may be written for another tree, and an absolute
+    one that is not here for another machine: `foreign` gives the repository's files to match its
+    tail against (documented_elsewhere)."""
     name = launch.target or launch.module
     project = projects.root_of(command.source.parent)
     outer: list[tuple[Path, str]] = [(root, "")]
@@ -67,7 +68,9 @@ def target_of(
             continue
         if real.is_relative_to(root):
             return real, said
-    if command.documented and launch.target and launch.target.endswith(".py") and foreign is not None:
+    if not (launch.target and launch.target.endswith(".py") and foreign is not None):
+        return None
+    if command.documented or os.path.isabs(launch.target):
         return documented_elsewhere(launch.target, command.source, foreign(), display)
     return None
 
@@ -76,10 +79,12 @@ def documented_elsewhere(
     target: str, documented_in: Path, foreign: ForeignPaths, display: Callable[[Path], str]
 ) -> tuple[Path, str] | None:
     """The script a docstring's launch names by a path of another tree (TRL's `examples/scripts/sft_vlm.py`
-    in a copy kept as `fine_tune/sft_vlm.py`): the only repository file ending in the path's longest
-    tail that one ends in, when that is the module holding the docstring, or a path with a folder
-    (a bare name matching some other script is too weak a sign)."""
-    taken = foreign.tail_of(target)
+    in a copy kept as `fine_tune/sft_vlm.py`), or any launch by an absolute path of another machine
+    (`/workspace/train.py`, `/home/me/proj/src/train.py`): the repository file a Dockerfile copies
+    there, else the only one ending in the path's longest tail that one ends in, when that is the
+    module holding the docstring, or the tail holds a folder (a bare name matching some other script
+    is too weak a sign)."""
+    taken = foreign.find(target) if os.path.isabs(target) else foreign.tail_of(target)
     if taken is None:
         return None
     try:
@@ -87,7 +92,7 @@ def documented_elsewhere(
         own = real == real_path(documented_in)
     except (OSError, RuntimeError):
         return None
-    if not own and "/" not in taken.tail:
+    if not own and taken.tail and "/" not in taken.tail:  # no tail: a Dockerfile's copy put it there
         return None
     whose = ", the module whose docstring names it" if own else ""
     return real, f"{target} taken as {display(real)} ({taken.rule}{whose})"
