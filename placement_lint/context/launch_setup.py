@@ -146,11 +146,13 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     if launch.script_arg("--fsdp_config"):
         return Resolved(Kind.FSDP, None, f"--fsdp_config {launch.script_arg('--fsdp_config')}")
     recipe = launch.script_arg("--config", "--config_file", "") or _arguments_file(launch, target, configs.scripts)
-    if recipe and recipe.endswith((".yaml", ".yml", ".json")):  # a recipe, or the arguments as one file
-        found = _recipe(recipe, near, configs)
-        if found is not None:
-            return found
-    return _handed_section(_named_files(launch), near, configs, target)
+    found = _recipe(recipe, near, configs) if recipe and recipe.endswith((".yaml", ".yml", ".json")) else None
+    if found is not None and found.stage is not None:  # a recipe, or the arguments as one file
+        return found
+    # A top-level `deepspeed:` whose stage is not known (a mapping of the script's own, `deepspeed:
+    # {config_path: ...}`) gives way to a section the script hands on.
+    handed = _handed_section(_named_files(launch), near, configs, target)
+    return handed if handed is not None else found
 
 
 def _flagged_config(flagged: FlagConfig, near: Path, configs: ConfigReader, target: Path | None) -> Resolved | None:

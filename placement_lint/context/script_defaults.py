@@ -31,9 +31,10 @@ _MAX_SCRIPT_BYTES = 1024 * 1024
 _MAY_DEFAULT = LazyPattern(rb"""["']--deepspeed(?:[_-]config)?["']|\bdeepspeed\s*:""")
 # Where a script hands DeepSpeed its config (_handed_configs): a script without one of these is not parsed for it.
 _MAY_HAND_A_CONFIG = LazyPattern(rb"\binitialize\s*\(|HfDeepSpeedConfig|\bdeepspeed\s*=|\bhf_ds_config\b")
-# Where a script hands its training arguments a section of a loaded file (_find_sections): the classes
-# (TrainingArguments, TRL's `*Config`) and HfArgumentParser.parse_dict.
-_MAY_HAND_A_SECTION = LazyPattern(rb"Arguments\s*\(|Config\s*\(|\bparse_dict\s*\(")
+# Where a script hands its training arguments a section of a loaded file, or DeepSpeed one of its keys
+# (_find_sections): the classes (TrainingArguments, TRL's `*Config`, HfDeepSpeedConfig), HfArgumentParser.parse_dict,
+# deepspeed.initialize and DeepSpeedPlugin.
+_MAY_HAND_A_SECTION = LazyPattern(rb"Arguments\s*\(|Config\s*\(|\bparse_dict\s*\(|\binitialize\s*\(|\bhf_ds_config\b")
 
 
 def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Path] | None = None) -> str | None:
@@ -482,6 +483,8 @@ def _sections(module: ast.Module) -> list[ConfigSection]:
 
 # Calls that hand on the mapping they are given (`TrainingArguments(**OmegaConf.to_container(cfg.train))`).
 _PASS_THROUGH = frozenset({"dict", "vars", "to_container", "to_object", "asdict", "copy", "deepcopy", "OrderedDict"})
+# Calls that read the file a key names (`json.load(open(config["ds_config"]))`), as written.
+_OPENERS = frozenset({"open", "json.load", "yaml.safe_load", "yaml.load", "yaml.full_load", "Path", "pathlib.Path", "str"})
 _MAX_HOPS = 3
 
 
@@ -489,7 +492,8 @@ def _find_sections(module: ast.Module) -> list[ConfigSection]:
     """The key paths a script reads out of a mapping and hands its training arguments, spread
     (`Seq2SeqTrainingArguments(**config["training_args"])`, `**cfg.training`, `**kwargs.get("training_args")`,
     through a name bound to one of these: GLM-4's `training_args = kwargs.get("training_args")`), or to
-    HfArgumentParser's `parse_dict`; and those it hands as `deepspeed=` (`deepspeed=config["train"]["deepspeed"]`).
+    HfArgumentParser's `parse_dict`; and those it hands DeepSpeed as the config (`deepspeed=config["train"]["deepspeed"]`,
+    `HfDeepSpeedConfig(cfg.ds_config)`, `deepspeed.initialize(config=json.load(open(cfg["ds_config"])))`).
     Which file the mapping came from is the launch's to say (launch_setup): the path is only tried
     against the file it names, whose keys then confirm it."""
     from placement_lint.analysis.index import index_of
@@ -510,11 +514,11 @@ def _find_sections(module: ast.Module) -> list[ConfigSection]:
         if written is None:
             continue
         qualified = imports.qualify_dotted(written)
-        handed: list[tuple[ast.expr, bool]] = []
+        handed = [(value, False) for _, value in _handed_configs(call, imports)]
         if is_training_arguments(qualified):
-            handed = [(kw.value, kw.arg is None) for kw in call.keywords if kw.arg in (None, "deepspeed")]
+            handed += [(kw.value, True) for kw in call.keywords if kw.arg is None]
         elif last_segment(qualified) == "parse_dict" and call.args and not isinstance(call.args[0], ast.Starred):
-            handed = [(call.args[0], True)]
+            handed.append((call.args[0], True))
         for value, whole in handed:
             for keys in _key_paths(value, bound, 0):
                 if keys and ConfigSection(keys, whole) not in found:
@@ -541,7 +545,8 @@ def _key_paths(expr: ast.expr, bound: dict[str, list[ast.expr]], hops: int) -> l
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 return [(*head, first.value) for head in _key_paths(expr.func.value, bound, hops)]
             return []
-        if last_segment(dotted(expr.func)) in _PASS_THROUGH:
+        written = dotted(expr.func)
+        if last_segment(written) in _PASS_THROUGH or written in _OPENERS:
             return _key_paths(first, bound, hops)
         return []
     if isinstance(expr, ast.Name):  # the mapping itself (the loaded file, as far as this call tells), or a read bound to it
