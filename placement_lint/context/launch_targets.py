@@ -84,7 +84,8 @@ def documented_elsewhere(
     there, else the only one ending in the path's longest tail that one ends in, when that is the
     module holding the docstring, or the tail holds a folder (a bare name matching some other script
     is too weak a sign)."""
-    taken = foreign.find(target) if os.path.isabs(target) else foreign.tail_of(target)
+    absolute = os.path.isabs(target)
+    taken = foreign.find(target) if absolute else foreign.tail_of(target)
     if taken is None:
         return None
     try:
@@ -92,7 +93,9 @@ def documented_elsewhere(
         own = real == real_path(documented_in)
     except (OSError, RuntimeError):
         return None
-    if not own and taken.tail and "/" not in taken.tail:  # no tail: a Dockerfile's copy put it there
+    # A relative `train.py` of another tree may be any script of that name; an absolute path is the
+    # repository's clone on another machine (`/home/me/MiniLLM/finetune.py`), as for a config path.
+    if not (own or absolute) and "/" not in taken.tail:
         return None
     whose = ", the module whose docstring names it" if own else ""
     return real, f"{target} taken as {display(real)} ({taken.rule}{whose})"
