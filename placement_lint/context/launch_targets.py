@@ -54,7 +54,12 @@ def target_of(
         candidates = [(base / launch.target, said) for base, said in bases]
     elif launch.module:
         packages = [(folder, said) for top, said in outer for folder in (top, top / "src")]
-        for base, said in [(command.cwd, ""), *packages, *moved]:
+        # A doc in `research/beacon/examples/` runs `-m main.train` from `research/beacon/`, as it would a script path.
+        above = [
+            (folder, f"{name} found from {display(folder)}, a folder above the launch script")
+            for folder in folders_above(command, root, projects, launch.module.replace(".", "/"))
+        ]
+        for base, said in [(command.cwd, ""), *packages, *moved, *above]:
             found = graph.launched_module(launch.module, base)
             if found is not None:
                 return found, said
