@@ -38,6 +38,7 @@ class Resolved(NamedTuple):  # a named tuple: a frozen dataclass's class costs e
     kind: Kind
     stage: int | None
     details: str  # "distributed_type DEEPSPEED, zero_stage 3"
+    one_process: bool = False  # the accelerate config it runs under starts one process (`num_processes: 1`)
 
 
 def resolve_setup(
@@ -73,7 +74,7 @@ def resolve_setup(
     if base.kind in (Kind.ZERO3, Kind.DEEPSPEED) and script.kind not in (Kind.ZERO3, Kind.DEEPSPEED):
         return base
     details = ", ".join(d for d in (base.details, script.details) if d)
-    return Resolved(script.kind, script.stage, details)
+    return Resolved(script.kind, script.stage, details, base.one_process)
 
 
 # The spellings of "true" that Python's strtobool (transformers' `strtobool`, accelerate's `str_to_bool`) accepts.
@@ -397,8 +398,24 @@ def _accelerate(
         if kind is None and unknown is not None:  # `$ACCELERATE_ARGS`, `--num_processes $GPUS`: maybe one process
             return Resolved(Kind.POSSIBLE, None, f"{unknown} is only known when the script runs")
         if kind is None:
-            return _accelerate_default(beside, configs, shipped)
+            return _accelerate_default(launch, beside, configs, shipped)
+    if config and _config_starts_one_process(config, launch):
+        return Resolved(kind, stage, f"{details}, num_processes 1: one process", True)
     return Resolved(kind, stage, details)
+
+
+def _config_starts_one_process(config: dict[str, object], launch: Launch) -> bool:
+    """An accelerate config whose `num_processes` is 1, where the command line names neither processes
+    nor machines: `accelerate launch` copies it over (commands/launch.py `_validate_launch_command`, on
+    a LOCAL_MACHINE config) and starts that many in all, `--nproc_per_node 1` for a MULTI_GPU one: a
+    process group of one, which still counts as distributed (accelerate raises on a `device_map="auto"`
+    model it prepares) but shares no GPU with another rank."""
+    if launch.option("--num_processes", "--num_machines") is not None:
+        return False
+    if str(config.get("compute_environment", "LOCAL_MACHINE")) != "LOCAL_MACHINE":
+        return False
+    processes = config.get("num_processes")
+    return isinstance(processes, int) and not isinstance(processes, bool) and processes == 1
 
 
 # What `accelerate launch` does with no config file, no `--multi_gpu` and no `--num_processes`
@@ -412,7 +429,9 @@ _ACCELERATE_DEFAULT = (
 )
 
 
-def _accelerate_default(beside: tuple[Path, ...], configs: ConfigReader, shipped: ShippedAccelerateConfigs | None) -> Resolved:
+def _accelerate_default(
+    launch: Launch, beside: tuple[Path, ...], configs: ConfigReader, shipped: ShippedAccelerateConfigs | None
+) -> Resolved:
     """A bare `accelerate launch script.py`: multi-GPU DDP, unless the repository ships the accelerate
     config to install as the default (`accelerate config`, or copy it): then that config's setup."""
     mark = len(configs.loaded)
@@ -425,8 +444,13 @@ def _accelerate_default(beside: tuple[Path, ...], configs: ConfigReader, shipped
     configs.loaded.append(path)
     kind, stage, details = _accelerate_config(config, path.parent, configs)
     shown = path.relative_to(configs.root).as_posix()
+    one = kind is not Kind.SINGLE and _config_starts_one_process(config, launch)
     return Resolved(
-        kind, stage, f"no config file: accelerate reads its default config, and the repository ships {shown} ({details})"
+        kind,
+        stage,
+        f"no config file: accelerate reads its default config, and the repository ships {shown} ({details})"
+        + (", num_processes 1: one process" if one else ""),
+        one,
     )
 
 
@@ -502,10 +526,13 @@ def _deepspeed(stage: int | None, details: str) -> Resolved:
     return Resolved(Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED, stage, details)
 
 
-def one_process(launch: Launch, env: Mapping[str, str] | None = None) -> bool:
-    """The launch starts a single process (distributed machinery may still be on: DeepSpeed, MULTI_GPU)."""
+def one_process(launch: Launch, env: Mapping[str, str] | None = None, resolved: Resolved | None = None) -> bool:
+    """The launch starts a single process (distributed machinery may still be on: DeepSpeed, MULTI_GPU).
+    `resolved`: its setup, when worked out (an accelerate config's `num_processes: 1`)."""
     if launch.wrapped_by:
         return False
+    if resolved is not None and resolved.one_process:
+        return True
     if launch.launcher == "python":
         return True
     if launch.launcher == "torchrun":
