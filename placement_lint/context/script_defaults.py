@@ -454,9 +454,6 @@ class ConfigSection(NamedTuple):
     keys: tuple[str, ...]  # the keys read on the way, outermost first: ("training_args",)
     whole: bool  # the section's keys are the arguments (`**config["training_args"]`); else it is the DeepSpeed config
 
-    def shown(self) -> str:
-        return ".".join(self.keys)
-
 
 def handed_sections(target: Path | None, read: list[Path] | None = None) -> list[ConfigSection]:
     """The sections of a loaded file the launched script hands its training arguments (_find_sections);
@@ -486,6 +483,9 @@ _PASS_THROUGH = frozenset({"dict", "vars", "to_container", "to_object", "asdict"
 # Calls that read the file a key names (`json.load(open(config["ds_config"]))`), as written.
 _OPENERS = frozenset({"open", "json.load", "yaml.safe_load", "yaml.load", "yaml.full_load", "Path", "pathlib.Path", "str"})
 _MAX_HOPS = 3
+_MAX_PATHS = 16  # of one expression: a name bound again and again (`cfg = cfg[...]`) must not multiply them
+_MAX_BINDINGS = 8  # of one name followed: the first ones in the module
+_MAX_SECTIONS = 64  # of one script: each is looked for in every settings file its launches name
 
 
 def _find_sections(module: ast.Module) -> list[ConfigSection]:
@@ -506,9 +506,10 @@ def _find_sections(module: ast.Module) -> list[ConfigSection]:
     for node in index.nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Name):
-                    bound.setdefault(target.id, []).append(node.value)
-    found: list[ConfigSection] = []
+                if isinstance(target, ast.Name) and len(bound.setdefault(target.id, [])) < _MAX_BINDINGS:
+                    bound[target.id].append(node.value)
+    found: dict[ConfigSection, None] = {}
+    names: dict[tuple[str, int], list[tuple[str, ...]]] = {}
     for call in sorted(index.calls, key=lambda c: (c.lineno, c.col_offset)):
         written = dotted(call.func)
         if written is None:
@@ -520,36 +521,47 @@ def _find_sections(module: ast.Module) -> list[ConfigSection]:
         elif last_segment(qualified) == "parse_dict" and call.args and not isinstance(call.args[0], ast.Starred):
             handed.append((call.args[0], True))
         for value, whole in handed:
-            for keys in _key_paths(value, bound, 0):
-                if keys and ConfigSection(keys, whole) not in found:
-                    found.append(ConfigSection(keys, whole))
-    return found
+            found.update((ConfigSection(keys, whole), None) for keys in _key_paths(value, bound, names, 0) if keys)
+        if len(found) >= _MAX_SECTIONS:
+            break
+    return list(found)
 
 
-def _key_paths(expr: ast.expr, bound: dict[str, list[ast.expr]], hops: int) -> list[tuple[str, ...]]:
+def _key_paths(
+    expr: ast.expr, bound: dict[str, list[ast.expr]], names: dict[tuple[str, int], list[tuple[str, ...]]], hops: int
+) -> list[tuple[str, ...]]:
     """The key paths `expr` reads out of some mapping: `config["a"].b.get("c")` -> [("a", "b", "c")], and
     () for the mapping itself. An attribute may be a section or hold the file (`self.config["a"]`):
-    launch_setup tries each tail. A name bound in the module to such a read stands for it too."""
+    launch_setup tries each tail. A name bound in the module to such a read stands for it too (`names`:
+    what each name at each depth was found to stand for, worked out once)."""
     from placement_lint.analysis.names import dotted, last_segment
 
     if isinstance(expr, ast.Subscript):
         key = expr.slice
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            return [(*head, key.value) for head in _key_paths(expr.value, bound, hops)]
+            return [(*head, key.value) for head in _key_paths(expr.value, bound, names, hops)]
         return []
     if isinstance(expr, ast.Attribute):
-        return [(*head, expr.attr) for head in _key_paths(expr.value, bound, hops)]
+        return [(*head, expr.attr) for head in _key_paths(expr.value, bound, names, hops)]
     if isinstance(expr, ast.Call) and expr.args and not isinstance(expr.args[0], ast.Starred):
         first = expr.args[0]
         if isinstance(expr.func, ast.Attribute) and expr.func.attr == "get":
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                return [(*head, first.value) for head in _key_paths(expr.func.value, bound, hops)]
+                return [(*head, first.value) for head in _key_paths(expr.func.value, bound, names, hops)]
             return []
         written = dotted(expr.func)
         if last_segment(written) in _PASS_THROUGH or written in _OPENERS:
-            return _key_paths(first, bound, hops)
+            return _key_paths(first, bound, names, hops)
         return []
     if isinstance(expr, ast.Name):  # the mapping itself (the loaded file, as far as this call tells), or a read bound to it
-        reads = [] if hops >= _MAX_HOPS else [p for value in bound.get(expr.id, ()) for p in _key_paths(value, bound, hops + 1)]
-        return [*reads, ()]
+        known = names.get((expr.id, hops))
+        if known is None:
+            reads: list[tuple[str, ...]] = []
+            names[(expr.id, hops)] = []  # a name bound to a read of itself (`cfg = cfg["train"]`) stops here
+            for value in bound.get(expr.id, ()) if hops < _MAX_HOPS else ():
+                reads += _key_paths(value, bound, names, hops + 1)
+                if len(reads) >= _MAX_PATHS:
+                    break
+            known = names[(expr.id, hops)] = [*dict.fromkeys(reads[: _MAX_PATHS - 1]), ()]
+        return known
     return []
