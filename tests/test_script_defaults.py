@@ -127,6 +127,12 @@ _PARSER = 'import argparse\nimport json\nimport deepspeed\np = argparse.Argument
             id="a helper of the script that reads no file",
         ),
         pytest.param(
+            "def build(path):\n    return {'zero_optimization': {'stage': 2}, 'source': str(path)}\n"
+            "deepspeed.initialize(model=None, config=build(args.ds_file))\n",
+            {},
+            id="a helper of the script that only names the file",
+        ),
+        pytest.param(
             "from utils.io import jload\ndeepspeed.initialize(model=None, config=jload(args.ds_file))\n",
             {"ds_file": "deepspeed.initialize as config="},
             id="an imported reader, by its name",

@@ -400,6 +400,20 @@ def _fields_naming(resolver: Resolver, imports: ImportTable, expr: ast.expr, ste
     return found
 
 
+# What a helper of the script calls on its parameter to read the file it names (not `str(path)`).
+_FILE_READERS = frozenset(
+    {
+        "open",
+        "io.open",
+        "builtins.open",
+        "codecs.open",
+        "json.load",
+        "yaml.safe_load",
+        "yaml.load",
+        "yaml.full_load",
+        "pathlib.Path",
+    }
+)
 # A helper of another module named as a reader of JSON or YAML (`read_json`, `load_config`, alpaca's `jload`).
 _READER_NAME = LazyPattern(
     r"^(?:(?:read|load)_?(?:json|yaml|yml|config|cfg|ds_config|deepspeed_config)|(?:json|yaml|j)_?(?:read|load))$"
@@ -408,8 +422,8 @@ _READER_NAME = LazyPattern(
 
 def _reads_its_file(module: ast.Module, imports: ImportTable, qualified: str) -> bool:
     """A helper that reads the file its first argument names and returns what it read (`ds_config =
-    read_json(args.ds_file)`): a function of the script whose first parameter reaches `open`,
-    `json.load` or the like (_CARRIERS) and that sets no ZeRO stage itself; a function of another
+    read_json(args.ds_file)`): a function of the script that opens its first parameter (`open`,
+    `json.load`, `Path`: _FILE_READERS) and sets no ZeRO stage itself; a function of another
     module, by its name alone (_READER_NAME)."""
     from placement_lint.analysis.names import dotted, last_segment
 
@@ -426,7 +440,7 @@ def _reads_its_file(module: ast.Module, imports: ImportTable, qualified: str) ->
         for node in ast.walk(definition):
             if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == path:
                 written = dotted(node.func)
-                if written is not None and imports.qualify_dotted(written) in _CARRIERS:
+                if written is not None and imports.qualify_dotted(written) in _FILE_READERS:
                     return True
         return False
     return _READER_NAME.match(name.lower()) is not None
