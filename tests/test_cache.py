@@ -726,6 +726,36 @@ def test_an_edit_that_stops_handing_deepspeed_the_launchs_config_rebuilds(
     assert check_paths(tmp_path, "train.py") == check_paths(tmp_path, "train.py", cache=False) == []
 
 
+SECTION_TRAIN = (
+    "import sys\n\nimport yaml\nfrom transformers import AutoModelForCausalLM, Trainer, TrainingArguments\n\n\n"
+    "def main(path):\n    with open(path) as f:\n        config = yaml.safe_load(f)\n"
+    '    model = AutoModelForCausalLM.from_pretrained("m")\n'
+    '    Trainer(model=model, args=TrainingArguments(**config["training_args"])).train()\n\n\nmain(sys.argv[1])\n'
+)
+
+
+def test_an_edit_that_stops_handing_the_training_arguments_a_section_rebuilds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ZeRO-3 config in the `training_args:` section of the launch's YAML is the script's only while
+    its body hands that section to TrainingArguments: handing another one changes the launch's setup,
+    so the context is built again."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "ds_zero3.json").write_text('{"zero_optimization": {"stage": 3}}')
+    (tmp_path / "sft.yaml").write_text(
+        "training_args:\n  output_dir: out\n  deepspeed: ds_zero3.json\neval_args:\n  output_dir: out\n"
+    )
+    (tmp_path / "train.py").write_text(SECTION_TRAIN)
+    (tmp_path / "run.sh").write_text("torchrun --nproc_per_node 8 train.py sft.yaml\n")
+    assert check_paths(tmp_path, ".") == [("train.py", 10, "DPL008")]
+    (tmp_path / "train.py").write_text(SECTION_TRAIN.replace('config["training_args"]', 'config["eval_args"]'))
+    with monkeypatch.context() as patched:
+        forbid_building(patched)
+        with pytest.raises(AssertionError, match="rebuilt"):
+            check_paths(tmp_path, "train.py")
+    assert check_paths(tmp_path, "train.py") == check_paths(tmp_path, "train.py", cache=False) == []
+
+
 def test_an_edit_of_the_deepspeed_default_of_a_script_on_its_own_rebuilds(tmp_path: Path) -> None:
     """A launched script that imports nothing of the repository names the ZeRO-3 config its launch uses
     as its `--deepspeed` default; made a ZeRO-2 one, the cached context must not keep the ZeRO-3 setup."""

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from placement_lint.context.commands import parse_command
-from placement_lint.context.script_defaults import config_sinks, deepspeed_config_flag, default_deepspeed_config
+from placement_lint.context.script_defaults import (
+    ConfigSection,
+    _sections,
+    config_sinks,
+    deepspeed_config_flag,
+    default_deepspeed_config,
+)
 
 _ARGPARSE = 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--deepspeed", default="ds/z3.json")\n'
 _SWITCHED = (
@@ -103,6 +109,39 @@ _PARSER = 'import argparse\nimport json\nimport deepspeed\np = argparse.Argument
             {},
             id="the script sets the stage itself",
         ),
+        pytest.param(
+            "def read_json(path):\n    with open(path) as f:\n        return json.load(f)\n"
+            "deepspeed.initialize(model=None, config=read_json(args.ds_file))\n",
+            {"ds_file": "deepspeed.initialize as config="},
+            id="a helper of the script reads it",
+        ),
+        pytest.param(
+            "def read_json(path, stage):\n    cfg = json.load(open(path))\n    cfg['zero_optimization']['stage'] = stage\n"
+            "    return cfg\ndeepspeed.initialize(model=None, config=read_json(args.ds_file, 2))\n",
+            {},
+            id="a helper of the script that sets the stage",
+        ),
+        pytest.param(
+            "def describe(path):\n    return {'path': path}\ndeepspeed.initialize(model=None, config=describe(args.ds_file))\n",
+            {},
+            id="a helper of the script that reads no file",
+        ),
+        pytest.param(
+            "def build(path):\n    return {'zero_optimization': {'stage': 2}, 'source': str(path)}\n"
+            "deepspeed.initialize(model=None, config=build(args.ds_file))\n",
+            {},
+            id="a helper of the script that only names the file",
+        ),
+        pytest.param(
+            "from utils.io import jload\ndeepspeed.initialize(model=None, config=jload(args.ds_file))\n",
+            {"ds_file": "deepspeed.initialize as config="},
+            id="an imported reader, by its name",
+        ),
+        pytest.param(
+            "from utils.io import build_config\ndeepspeed.initialize(model=None, config=build_config(args.ds_file))\n",
+            {},
+            id="an imported helper not named as a reader",
+        ),
     ],
 )
 def test_the_options_a_script_hands_deepspeed_as_its_config(body: str, expected: dict[str, str]) -> None:
@@ -139,3 +178,46 @@ def test_the_config_a_launch_names_through_the_scripts_own_option(
     assert launch is not None
     found = deepspeed_config_flag(launch, tmp_path / "train.py")
     assert ((found.option, found.value, found.given) if found else None) == expected
+
+
+_SECTION_IMPORTS = "import json\nimport deepspeed\nfrom omegaconf import OmegaConf\nfrom transformers import HfArgumentParser, TrainingArguments\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param('TrainingArguments(**config["training_args"])\n', [(("training_args",), True)], id="spread"),
+        pytest.param(
+            'def from_dict(**kwargs):\n    training_args = kwargs.get("training_args", None)\n'
+            "    return TrainingArguments(**training_args)\n",
+            [(("training_args",), True)],
+            id="through a name bound to a get",
+        ),
+        pytest.param(
+            "TrainingArguments(**OmegaConf.to_container(cfg.train.args, resolve=True))\n",
+            [(("train", "args"), True)],
+            id="OmegaConf attributes, passed through",
+        ),
+        pytest.param(
+            'HfArgumentParser(TrainingArguments).parse_dict(config["training"])\n', [(("training",), True)], id="parse_dict"
+        ),
+        pytest.param(
+            'TrainingArguments("out", deepspeed=cfg["train"]["deepspeed"])\n', [(("train", "deepspeed"), False)], id="deepspeed="
+        ),
+        pytest.param(
+            'deepspeed.initialize(model=None, config=json.load(open(cfg["ds"]["path"])))\n',
+            [(("ds", "path"), False)],
+            id="a file a key names, read for deepspeed.initialize",
+        ),
+        pytest.param("TrainingArguments(**vars(args))\n", [], id="the mapping itself"),
+        pytest.param('print(**config["training_args"])\n', [], id="spread into something else"),
+    ],
+)
+def test_the_sections_of_a_loaded_file_a_script_hands_on(body: str, expected: list[tuple[tuple[str, ...], bool]]) -> None:
+    assert _sections(ast.parse(_SECTION_IMPORTS + body)) == [ConfigSection(keys, whole) for keys, whole in expected]
+
+
+def test_a_name_bound_again_and_again_gives_a_bounded_number_of_sections() -> None:
+    rebound = "".join(f'cfg = cfg["k{i}"]\n' for i in range(200))
+    spread = "".join(f'TrainingArguments(**cfg["a{i}"])\n' for i in range(200))
+    assert 0 < len(_sections(ast.parse(_SECTION_IMPORTS + rebound + spread))) <= 64

@@ -8,7 +8,8 @@ statements (where its imports and re-exports lead, the folders it adds to `sys.p
 holds an anchor token, its outline (top-level names, signatures and defaults, class bases, dataclass
 fields, the code outside functions), the names its recorded functions rebind, the attribute names
 it reads (which parser fields it carries), and for a launched script its parser's fields, whether
-it reads an arguments file, and which of its options it hands DeepSpeed as the config.
+it reads an arguments file, which of its options it hands DeepSpeed as the config, and which
+sections of a file it loads it hands its training arguments.
 
 So a file edited since the context was built (a pre-commit run after changing one training script)
 leaves the cached context good for itself when its facet is unchanged, and no file checked in the
@@ -74,7 +75,7 @@ def facet(
     (module_graph.text_import_lines); `attributes`: its attribute names, when it carries parser fields;
     `parser_table`: a launched script's parser fields."""
     from placement_lint.analysis.dataflow import rebound_names  # only when a facet is worked out
-    from placement_lint.context.script_defaults import handed_configs
+    from placement_lint.context.script_defaults import handed_configs, sections_for_facet
 
     if not _cut_by_lines(raw):
         return content_hash(raw)  # its tree's columns do not count these bytes: any change counts
@@ -95,6 +96,8 @@ def facet(
         (b"parse_json_file" in raw, b"parse_yaml_file" in raw, repr(parser_table)) if role.launched else None,
         # The options whose value a launched script hands DeepSpeed as its config (`--ds_file`): set in its functions.
         handed_configs(raw, tree) if role.launched else None,
+        # The sections of a file it loads that a launched script hands its training arguments (`**config["training_args"]`).
+        sections_for_facet(raw, tree) if role.launched else None,
     )
     return content_hash(repr(parts).encode("utf-8", "surrogateescape"))
 

@@ -11,7 +11,13 @@ from placement_lint.context.commands import Launch
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import EFFICIENT_LOADING, ZERO3_INIT_OFF, Kind
 from placement_lint.context.launch_files import MAX_LAUNCHER_BYTES, CommandLine
-from placement_lint.context.script_defaults import FlagConfig, deepspeed_config_flag, default_deepspeed_config
+from placement_lint.context.script_defaults import (
+    ConfigSection,
+    FlagConfig,
+    deepspeed_config_flag,
+    default_deepspeed_config,
+    handed_sections,
+)
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
@@ -32,6 +38,7 @@ class Resolved(NamedTuple):  # a named tuple: a frozen dataclass's class costs e
     kind: Kind
     stage: int | None
     details: str  # "distributed_type DEEPSPEED, zero_stage 3"
+    one_process: bool = False  # the accelerate config it runs under starts one process (`num_processes: 1`)
 
 
 def resolve_setup(
@@ -67,7 +74,7 @@ def resolve_setup(
     if base.kind in (Kind.ZERO3, Kind.DEEPSPEED) and script.kind not in (Kind.ZERO3, Kind.DEEPSPEED):
         return base
     details = ", ".join(d for d in (base.details, script.details) if d)
-    return Resolved(script.kind, script.stage, details)
+    return Resolved(script.kind, script.stage, details, base.one_process)
 
 
 # The spellings of "true" that Python's strtobool (transformers' `strtobool`, accelerate's `str_to_bool`) accepts.
@@ -140,9 +147,13 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     if launch.script_arg("--fsdp_config"):
         return Resolved(Kind.FSDP, None, f"--fsdp_config {launch.script_arg('--fsdp_config')}")
     recipe = launch.script_arg("--config", "--config_file", "") or _arguments_file(launch, target, configs.scripts)
-    if recipe and recipe.endswith((".yaml", ".yml", ".json")):  # a recipe, or the arguments as one file
-        return _recipe(recipe, near, configs)
-    return None
+    found = _recipe(recipe, near, configs) if recipe and recipe.endswith((".yaml", ".yml", ".json")) else None
+    if found is not None and found.stage is not None:  # a recipe, or the arguments as one file
+        return found
+    # A top-level `deepspeed:` whose stage is not known (a mapping of the script's own, `deepspeed:
+    # {config_path: ...}`) gives way to a section the script hands on.
+    handed = _handed_section(_named_files(launch), near, configs, target)
+    return handed if handed is not None else found
 
 
 def _flagged_config(flagged: FlagConfig, near: Path, configs: ConfigReader, target: Path | None) -> Resolved | None:
@@ -181,6 +192,84 @@ def _arguments_file(launch: Launch, target: Path | None, read: list[Path] | None
     if read is not None:
         read.append(target)
     return named[0] if b"parse_json_file" in text or b"parse_yaml_file" in text else None
+
+
+# An option of a script's own that names a file of its settings (`--cfg`, `--train_config`, `--hparams`),
+# not its data (`--data_path train.json`).
+_SETTINGS_FILE_OPTION = LazyPattern(r"^--?\w*(arg|conf|cfg|recipe|setting|param|option|yaml)\w*$")
+
+
+def _named_files(launch: Launch) -> list[str]:
+    """The YAML and JSON files a launch hands its script as its settings, positional (the first) or
+    through an option of the script's own named so, in the order written; not the setup options,
+    which are read as such."""
+    named = [
+        value
+        for option, value in launch.script_args.items()
+        if option == "" or (option not in _SETUP_OPTIONS and _SETTINGS_FILE_OPTION.match(option))
+    ]
+    return [name for name in named if name.endswith((".yaml", ".yml", ".json")) and "$" not in name]
+
+
+def _handed_section(names: list[str], near: Path, configs: ConfigReader, target: Path | None) -> Resolved | None:
+    """The setup a section of a file the launch names sets, where the launched script loads a file
+    itself and hands that section to its training arguments (script_defaults.handed_sections):
+    GLM-4's `Seq2SeqTrainingArguments(**config["training_args"])` of `finetune.py ... configs/sft.yaml`.
+    Which of the files the launch names the script loads is not followed: the first that has the
+    section, with a `deepspeed:` or `fsdp:` key in it, is taken. A key path read off an attribute
+    (`self.config.training`) is tried from each of its tails."""
+    sections = handed_sections(target, configs.scripts) if names else []
+    for name in names if sections else ():
+        path = configs.find(name, near)
+        data = configs.load(path) if path else None
+        if isinstance(data, dict) and (found := _section_of(data, sections, name, path.parent, configs)) is not None:  # type: ignore[union-attr]
+            return found
+    return None
+
+
+def _section_of(
+    data: dict[object, object], sections: list[ConfigSection], name: str, near: Path, configs: ConfigReader
+) -> Resolved | None:
+    for section in sections:
+        for start in range(len(section.keys)):
+            keys = section.keys[start:]
+            value = _walk(data, keys)
+            if value is None:
+                continue
+            if not section.whole:
+                return _deepspeed_value(value, f"{name} sets {'.'.join(keys)}", near, configs)
+            if isinstance(value, dict):
+                found = _section_setup(value, f"{name} sets {'.'.join(keys)}.", near, configs)
+                if found is not None:
+                    return found
+    return None
+
+
+def _walk(data: dict[object, object], keys: tuple[str, ...]) -> object:
+    value: object = data
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _section_setup(data: dict[object, object], said: str, near: Path, configs: ConfigReader) -> Resolved | None:
+    """`deepspeed:` (a JSON path, or the config inline) or `fsdp:` in arguments read from a file."""
+    if data.get("deepspeed"):
+        return _deepspeed_value(data["deepspeed"], f"{said}deepspeed", near, configs)
+    fsdp = data.get("fsdp")
+    if fsdp and str(fsdp).lower() not in ("false", "none", ""):
+        return Resolved(Kind.FSDP, None, f"{said}fsdp: {fsdp}")
+    return None
+
+
+def _deepspeed_value(value: object, said: str, near: Path, configs: ConfigReader) -> Resolved | None:
+    if isinstance(value, dict):
+        return _deepspeed(zero_stage_of(value), f"{said}: {{...}}")
+    if isinstance(value, str) and value:
+        return _deepspeed(_json_stage(value, near, configs), f"{said}: {value}{configs.note(value)}")
+    return None
 
 
 def _recipe(name: str, near: Path, configs: ConfigReader) -> Resolved | None:
@@ -277,6 +366,8 @@ def _accelerate(
         if isinstance(loaded, dict):
             config = loaded
     kind, stage, details = _accelerate_config(config, near, configs, launch) if config else (None, None, "")
+    if config:  # a path written for another machine: which rule found the file here
+        details += configs.note(config_name)  # type: ignore[arg-type]
     if launch.option("--use_deepspeed") is not None:
         zero = launch.option("--zero_stage")
         stage = int(zero) if zero and zero.isdigit() else stage
@@ -307,8 +398,24 @@ def _accelerate(
         if kind is None and unknown is not None:  # `$ACCELERATE_ARGS`, `--num_processes $GPUS`: maybe one process
             return Resolved(Kind.POSSIBLE, None, f"{unknown} is only known when the script runs")
         if kind is None:
-            return _accelerate_default(beside, configs, shipped)
+            return _accelerate_default(launch, beside, configs, shipped)
+    if config and _config_starts_one_process(config, launch):
+        return Resolved(kind, stage, f"{details}, num_processes 1: one process", True)
     return Resolved(kind, stage, details)
+
+
+def _config_starts_one_process(config: dict[str, object], launch: Launch) -> bool:
+    """An accelerate config whose `num_processes` is 1, where the command line names neither processes
+    nor machines: `accelerate launch` copies it over (commands/launch.py `_validate_launch_command`, on
+    a LOCAL_MACHINE config) and starts that many in all, `--nproc_per_node 1` for a MULTI_GPU one: a
+    process group of one, which still counts as distributed (accelerate raises on a `device_map="auto"`
+    model it prepares) but shares no GPU with another rank."""
+    if launch.option("--num_processes", "--num_machines") is not None:
+        return False
+    if str(config.get("compute_environment", "LOCAL_MACHINE")) != "LOCAL_MACHINE":
+        return False
+    processes = config.get("num_processes")
+    return isinstance(processes, int) and not isinstance(processes, bool) and processes == 1
 
 
 # What `accelerate launch` does with no config file, no `--multi_gpu` and no `--num_processes`
@@ -322,7 +429,9 @@ _ACCELERATE_DEFAULT = (
 )
 
 
-def _accelerate_default(beside: tuple[Path, ...], configs: ConfigReader, shipped: ShippedAccelerateConfigs | None) -> Resolved:
+def _accelerate_default(
+    launch: Launch, beside: tuple[Path, ...], configs: ConfigReader, shipped: ShippedAccelerateConfigs | None
+) -> Resolved:
     """A bare `accelerate launch script.py`: multi-GPU DDP, unless the repository ships the accelerate
     config to install as the default (`accelerate config`, or copy it): then that config's setup."""
     mark = len(configs.loaded)
@@ -335,8 +444,13 @@ def _accelerate_default(beside: tuple[Path, ...], configs: ConfigReader, shipped
     configs.loaded.append(path)
     kind, stage, details = _accelerate_config(config, path.parent, configs)
     shown = path.relative_to(configs.root).as_posix()
+    one = kind is not Kind.SINGLE and _config_starts_one_process(config, launch)
     return Resolved(
-        kind, stage, f"no config file: accelerate reads its default config, and the repository ships {shown} ({details})"
+        kind,
+        stage,
+        f"no config file: accelerate reads its default config, and the repository ships {shown} ({details})"
+        + (", num_processes 1: one process" if one else ""),
+        one,
     )
 
 
@@ -367,9 +481,12 @@ def _accelerate_config(
         if isinstance(section, dict):
             value = section.get("zero_stage")
             stage = value if isinstance(value, int) else None
-            if stage is None and isinstance(section.get("deepspeed_config_file"), str):
-                stage = _json_stage(str(section["deepspeed_config_file"]), near, configs)
+            file = section.get("deepspeed_config_file")
+            if stage is None and isinstance(file, str):
+                stage = _json_stage(file, near, configs)
         details = "distributed_type DEEPSPEED" + (f", zero_stage {stage}" if stage is not None else "")
+        if isinstance(section, dict) and isinstance(section.get("deepspeed_config_file"), str):
+            details += configs.note(section["deepspeed_config_file"])
         if stage == 3 and isinstance(section, dict) and str(section.get("zero3_init_flag")).lower() == "false":
             details += f", {ZERO3_INIT_OFF}"
         return (Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED), stage, details
@@ -409,10 +526,13 @@ def _deepspeed(stage: int | None, details: str) -> Resolved:
     return Resolved(Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED, stage, details)
 
 
-def one_process(launch: Launch, env: Mapping[str, str] | None = None) -> bool:
-    """The launch starts a single process (distributed machinery may still be on: DeepSpeed, MULTI_GPU)."""
+def one_process(launch: Launch, env: Mapping[str, str] | None = None, resolved: Resolved | None = None) -> bool:
+    """The launch starts a single process (distributed machinery may still be on: DeepSpeed, MULTI_GPU).
+    `resolved`: its setup, when worked out (an accelerate config's `num_processes: 1`)."""
     if launch.wrapped_by:
         return False
+    if resolved is not None and resolved.one_process:
+        return True
     if launch.launcher == "python":
         return True
     if launch.launcher == "torchrun":

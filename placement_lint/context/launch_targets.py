@@ -32,8 +32,9 @@ def target_of(
     """The repository file a launch runs (a script path, or a `-m package.module`), and, in a monorepo,
     where its path was found: from the folder the command runs in or the launch script's, else from the
     nearest project root above the launch script, else from the top of the repository. A script path a
-    module docstring documents that none of those hold may be written for another tree: `foreign`
-    gives the repository's files to match its tail against (documented_elsewhere)."""
+    module docstring documents that none of those hold may be written for another tree, and an absolute
+    one that is not here for another machine: `foreign` gives the repository's files to match its
+    tail against (documented_elsewhere)."""
     name = launch.target or launch.module
     project = projects.root_of(command.source.parent)
     outer: list[tuple[Path, str]] = [(root, "")]
@@ -53,7 +54,12 @@ def target_of(
         candidates = [(base / launch.target, said) for base, said in bases]
     elif launch.module:
         packages = [(folder, said) for top, said in outer for folder in (top, top / "src")]
-        for base, said in [(command.cwd, ""), *packages, *moved]:
+        # A doc in `research/beacon/examples/` runs `-m main.train` from `research/beacon/`, as it would a script path.
+        above = [
+            (folder, f"{name} found from {display(folder)}, a folder above the launch script")
+            for folder in folders_above(command, root, projects, launch.module.replace(".", "/"))
+        ]
+        for base, said in [(command.cwd, ""), *packages, *moved, *above]:
             found = graph.launched_module(launch.module, base)
             if found is not None:
                 return found, said
@@ -67,7 +73,9 @@ def target_of(
             continue
         if real.is_relative_to(root):
             return real, said
-    if command.documented and launch.target and launch.target.endswith(".py") and foreign is not None:
+    if not (launch.target and launch.target.endswith(".py") and foreign is not None):
+        return None
+    if command.documented or os.path.isabs(launch.target):
         return documented_elsewhere(launch.target, command.source, foreign(), display)
     return None
 
@@ -76,10 +84,13 @@ def documented_elsewhere(
     target: str, documented_in: Path, foreign: ForeignPaths, display: Callable[[Path], str]
 ) -> tuple[Path, str] | None:
     """The script a docstring's launch names by a path of another tree (TRL's `examples/scripts/sft_vlm.py`
-    in a copy kept as `fine_tune/sft_vlm.py`): the only repository file ending in the path's longest
-    tail that one ends in, when that is the module holding the docstring, or a path with a folder
-    (a bare name matching some other script is too weak a sign)."""
-    taken = foreign.tail_of(target)
+    in a copy kept as `fine_tune/sft_vlm.py`), or any launch by an absolute path of another machine
+    (`/workspace/train.py`, `/home/me/proj/src/train.py`): the repository file a Dockerfile copies
+    there, else the only one ending in the path's longest tail that one ends in, when that is the
+    module holding the docstring, or the tail holds a folder (a bare name matching some other script
+    is too weak a sign)."""
+    absolute = os.path.isabs(target)
+    taken = foreign.find(target) if absolute else foreign.tail_of(target)
     if taken is None:
         return None
     try:
@@ -87,7 +98,9 @@ def documented_elsewhere(
         own = real == real_path(documented_in)
     except (OSError, RuntimeError):
         return None
-    if not own and "/" not in taken.tail:
+    # A relative `train.py` of another tree may be any script of that name; an absolute path is the
+    # repository's clone on another machine (`/home/me/MiniLLM/finetune.py`), as for a config path.
+    if not (own or absolute) and "/" not in taken.tail:
         return None
     whose = ", the module whose docstring names it" if own else ""
     return real, f"{target} taken as {display(real)} ({taken.rule}{whose})"

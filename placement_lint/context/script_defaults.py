@@ -4,7 +4,9 @@
   default="configs/ds_zero3.json")`, or a dataclass field `deepspeed: str = "configs/ds_zero3.json"`);
 - an option of its own whose value the script hands to DeepSpeed as its config (`--ds_file ds_zero3.json`,
   read by `json.load(open(args.ds_file))` and passed to `deepspeed.initialize(config=...)`): the
-  launch's value, else the option's default.
+  launch's value, else the option's default;
+- a section of a YAML or JSON file the launch names that the script loads itself and hands to its
+  training arguments (`TrainingArguments(**config["training_args"])`): that section's `deepspeed:` key.
 
 Parsed, never run."""
 
@@ -29,6 +31,10 @@ _MAX_SCRIPT_BYTES = 1024 * 1024
 _MAY_DEFAULT = LazyPattern(rb"""["']--deepspeed(?:[_-]config)?["']|\bdeepspeed\s*:""")
 # Where a script hands DeepSpeed its config (_handed_configs): a script without one of these is not parsed for it.
 _MAY_HAND_A_CONFIG = LazyPattern(rb"\binitialize\s*\(|HfDeepSpeedConfig|\bdeepspeed\s*=|\bhf_ds_config\b")
+# Where a script hands its training arguments a section of a loaded file, or DeepSpeed one of its keys
+# (_find_sections): the classes (TrainingArguments, TRL's `*Config`, HfDeepSpeedConfig), HfArgumentParser.parse_dict,
+# deepspeed.initialize and DeepSpeedPlugin.
+_MAY_HAND_A_SECTION = LazyPattern(rb"Arguments\s*\(|Config\s*\(|\bparse_dict\s*\(|\binitialize\s*\(|\bhf_ds_config\b")
 
 
 def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Path] | None = None) -> str | None:
@@ -95,6 +101,7 @@ class _Script(NamedTuple):
     raw: bytes
     may_default: bool  # it may default its --deepspeed option to a JSON file
     may_hand_a_config: bool  # it may hand DeepSpeed a config
+    may_hand_a_section: bool  # it may hand its training arguments a section of a file it loads
 
 
 def _looked_into(target: Path, may: str, read: list[Path] | None) -> ast.Module | None:
@@ -127,7 +134,12 @@ def _scanned(target: Path, mtime: int, size: int) -> _Script | None:
         raw = target.read_bytes()
     except OSError:
         return None
-    return _Script(raw, b".json" in raw and _MAY_DEFAULT.search(raw) is not None, _MAY_HAND_A_CONFIG.search(raw) is not None)
+    return _Script(
+        raw,
+        b".json" in raw and _MAY_DEFAULT.search(raw) is not None,
+        _MAY_HAND_A_CONFIG.search(raw) is not None,
+        _MAY_HAND_A_SECTION.search(raw) is not None,
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -365,12 +377,19 @@ def _fields_naming(resolver: Resolver, imports: ImportTable, expr: ast.expr, ste
             continue
         value = candidate.value
         carried: ast.expr | None = None
+        helper = candidate.helper  # the value flow followed a helper of the script into its return
+        if helper is not None and helper.call.args and _reads_its_file(resolver.module, imports, helper.name):
+            if not isinstance(helper.call.args[0], ast.Starred):
+                readers.append(helper.call)
+                found += _fields_naming(resolver, imports, helper.call.args[0], steps + 1, readers)
+            continue
         if isinstance(value, ast.Call):
             if isinstance(value.func, ast.Attribute) and value.func.attr in _READS:
                 carried = value.func.value
             elif value.args and not isinstance(value.args[0], ast.Starred):
                 written = dotted(value.func)
-                if written is not None and imports.qualify_dotted(written) in _CARRIERS:
+                qualified = imports.qualify_dotted(written) if written is not None else None
+                if qualified in _CARRIERS or (qualified is not None and _reads_its_file(resolver.module, imports, qualified)):
                     carried = value.args[0]
         elif value is None and not candidate.via and isinstance(expr, ast.Name):
             carried = _opened_as(resolver, expr)
@@ -379,6 +398,52 @@ def _fields_naming(resolver: Resolver, imports: ImportTable, expr: ast.expr, ste
                 readers.append(value)
             found += _fields_naming(resolver, imports, carried, steps + 1, readers)
     return found
+
+
+# What a helper of the script calls on its parameter to read the file it names (not `str(path)`).
+_FILE_READERS = frozenset(
+    {
+        "open",
+        "io.open",
+        "builtins.open",
+        "codecs.open",
+        "json.load",
+        "yaml.safe_load",
+        "yaml.load",
+        "yaml.full_load",
+        "pathlib.Path",
+    }
+)
+# A helper of another module named as a reader of JSON or YAML (`read_json`, `load_config`, alpaca's `jload`).
+_READER_NAME = LazyPattern(
+    r"^(?:(?:read|load)_?(?:json|yaml|yml|config|cfg|ds_config|deepspeed_config)|(?:json|yaml|j)_?(?:read|load))$"
+)
+
+
+def _reads_its_file(module: ast.Module, imports: ImportTable, qualified: str) -> bool:
+    """A helper that reads the file its first argument names and returns what it read (`ds_config =
+    read_json(args.ds_file)`): a function of the script that opens its first parameter (`open`,
+    `json.load`, `Path`: _FILE_READERS) and sets no ZeRO stage itself; a function of another
+    module, by its name alone (_READER_NAME)."""
+    from placement_lint.analysis.names import dotted, last_segment
+
+    name = last_segment(qualified)
+    if "." in qualified:
+        return _READER_NAME.match(name.lower()) is not None
+    for definition in module.body:
+        if not (isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)) and definition.name == name):
+            continue
+        parameters = definition.args.posonlyargs + definition.args.args
+        if not parameters or _sets_the_stage(definition):
+            return False
+        path = parameters[0].arg
+        for node in ast.walk(definition):
+            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == path:
+                written = dotted(node.func)
+                if written is not None and imports.qualify_dotted(written) in _FILE_READERS:
+                    return True
+        return False
+    return _READER_NAME.match(name.lower()) is not None
 
 
 def _opened_as(resolver: Resolver, name: ast.Name) -> ast.expr | None:
@@ -392,3 +457,125 @@ def _opened_as(resolver: Resolver, name: ast.Name) -> ast.expr | None:
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             break
     return None
+
+
+# -- a section of a file the script loads, handed to its training arguments ------------------------
+
+
+class ConfigSection(NamedTuple):
+    """Where in a YAML/JSON file it loads a script finds its training arguments, or its DeepSpeed config."""
+
+    keys: tuple[str, ...]  # the keys read on the way, outermost first: ("training_args",)
+    whole: bool  # the section's keys are the arguments (`**config["training_args"]`); else it is the DeepSpeed config
+
+
+def handed_sections(target: Path | None, read: list[Path] | None = None) -> list[ConfigSection]:
+    """The sections of a loaded file the launched script hands its training arguments (_find_sections);
+    [] for a script that hands none. `read`: as for default_deepspeed_config."""
+    module = _looked_into(target, "may_hand_a_section", read) if target is not None else None
+    return _sections(module) if module is not None else []
+
+
+def sections_for_facet(raw: bytes, module: ast.Module) -> list[tuple[tuple[str, ...], bool]]:
+    """What a cache's facet keeps of the sections a script hands its training arguments."""
+    return [(section.keys, section.whole) for section in _sections(module)] if _MAY_HAND_A_SECTION.search(raw) else []
+
+
+_SECTION_CACHE = "_placement_lint_config_sections"
+
+
+def _sections(module: ast.Module) -> list[ConfigSection]:
+    cached: list[ConfigSection] | None = getattr(module, _SECTION_CACHE, None)
+    if cached is None:
+        cached = _find_sections(module)
+        setattr(module, _SECTION_CACHE, cached)
+    return cached
+
+
+# Calls that hand on the mapping they are given (`TrainingArguments(**OmegaConf.to_container(cfg.train))`).
+_PASS_THROUGH = frozenset({"dict", "vars", "to_container", "to_object", "asdict", "copy", "deepcopy", "OrderedDict"})
+# Calls that read the file a key names (`json.load(open(config["ds_config"]))`), as written.
+_OPENERS = frozenset({"open", "json.load", "yaml.safe_load", "yaml.load", "yaml.full_load", "Path", "pathlib.Path", "str"})
+_MAX_HOPS = 3
+_MAX_PATHS = 16  # of one expression: a name bound again and again (`cfg = cfg[...]`) must not multiply them
+_MAX_BINDINGS = 8  # of one name followed: the first ones in the module
+_MAX_SECTIONS = 64  # of one script: each is looked for in every settings file its launches name
+
+
+def _find_sections(module: ast.Module) -> list[ConfigSection]:
+    """The key paths a script reads out of a mapping and hands its training arguments, spread
+    (`Seq2SeqTrainingArguments(**config["training_args"])`, `**cfg.training`, `**kwargs.get("training_args")`,
+    through a name bound to one of these: GLM-4's `training_args = kwargs.get("training_args")`), or to
+    HfArgumentParser's `parse_dict`; and those it hands DeepSpeed as the config (`deepspeed=config["train"]["deepspeed"]`,
+    `HfDeepSpeedConfig(cfg.ds_config)`, `deepspeed.initialize(config=json.load(open(cfg["ds_config"])))`).
+    Which file the mapping came from is the launch's to say (launch_setup): the path is only tried
+    against the file it names, whose keys then confirm it."""
+    from placement_lint.analysis.index import index_of
+    from placement_lint.analysis.names import ImportTable, dotted, last_segment
+    from placement_lint.context.in_file import is_training_arguments
+
+    index = index_of(module)
+    imports = ImportTable.of(module, index.nodes)
+    bound: dict[str, list[ast.expr]] = {}
+    for node in index.nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and len(bound.setdefault(target.id, [])) < _MAX_BINDINGS:
+                    bound[target.id].append(node.value)
+    found: dict[ConfigSection, None] = {}
+    names: dict[tuple[str, int], list[tuple[str, ...]]] = {}
+    for call in sorted(index.calls, key=lambda c: (c.lineno, c.col_offset)):
+        written = dotted(call.func)
+        if written is None:
+            continue
+        qualified = imports.qualify_dotted(written)
+        handed = [(value, False) for _, value in _handed_configs(call, imports)]
+        if is_training_arguments(qualified):
+            handed += [(kw.value, True) for kw in call.keywords if kw.arg is None]
+        elif last_segment(qualified) == "parse_dict" and call.args and not isinstance(call.args[0], ast.Starred):
+            handed.append((call.args[0], True))
+        for value, whole in handed:
+            found.update((ConfigSection(keys, whole), None) for keys in _key_paths(value, bound, names, 0) if keys)
+        if len(found) >= _MAX_SECTIONS:
+            break
+    return list(found)
+
+
+def _key_paths(
+    expr: ast.expr, bound: dict[str, list[ast.expr]], names: dict[tuple[str, int], list[tuple[str, ...]]], hops: int
+) -> list[tuple[str, ...]]:
+    """The key paths `expr` reads out of some mapping: `config["a"].b.get("c")` -> [("a", "b", "c")], and
+    () for the mapping itself. An attribute may be a section or hold the file (`self.config["a"]`):
+    launch_setup tries each tail. A name bound in the module to such a read stands for it too (`names`:
+    what each name at each depth was found to stand for, worked out once)."""
+    from placement_lint.analysis.names import dotted, last_segment
+
+    if isinstance(expr, ast.Subscript):
+        key = expr.slice
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return [(*head, key.value) for head in _key_paths(expr.value, bound, names, hops)]
+        return []
+    if isinstance(expr, ast.Attribute):
+        return [(*head, expr.attr) for head in _key_paths(expr.value, bound, names, hops)]
+    if isinstance(expr, ast.Call) and expr.args and not isinstance(expr.args[0], ast.Starred):
+        first = expr.args[0]
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr == "get":
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                return [(*head, first.value) for head in _key_paths(expr.func.value, bound, names, hops)]
+            return []
+        written = dotted(expr.func)
+        if last_segment(written) in _PASS_THROUGH or written in _OPENERS:
+            return _key_paths(first, bound, names, hops)
+        return []
+    if isinstance(expr, ast.Name):  # the mapping itself (the loaded file, as far as this call tells), or a read bound to it
+        known = names.get((expr.id, hops))
+        if known is None:
+            reads: list[tuple[str, ...]] = []
+            names[(expr.id, hops)] = []  # a name bound to a read of itself (`cfg = cfg["train"]`) stops here
+            for value in bound.get(expr.id, ()) if hops < _MAX_HOPS else ():
+                reads += _key_paths(value, bound, names, hops + 1)
+                if len(reads) >= _MAX_PATHS:
+                    break
+            known = names[(expr.id, hops)] = [*dict.fromkeys(reads[: _MAX_PATHS - 1]), ()]
+        return known
+    return []
