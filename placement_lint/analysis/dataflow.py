@@ -51,7 +51,7 @@ from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_ent
 from placement_lint.analysis.flowstate import EMPTY, FlowState, Scratch, merge
 from placement_lint.analysis.guards import NO_LITERAL, Fact, evaluate_truth, exclude, facts_of, fails, literal
 from placement_lint.analysis.index import index_of, walk
-from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
+from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, ImportTable, dotted, last_segment
 from placement_lint.distributed import Mode, Setup
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
@@ -253,6 +253,8 @@ class Resolver:
         # nodes belong to another file ask for them (the device_map analysis); every other question
         # (conditions, a rule reading a config call to edit it) gets this file's nodes only.
         self._importing = 0
+        self._imports: ImportTable | None = None  # see _qualify
+        self._attribute_reads: dict[int, ast.Attribute] = {}  # by id(call), see _getattr_read
 
     @contextmanager
     def following_imports(self) -> Iterator[None]:
@@ -370,7 +372,7 @@ class Resolver:
         self._deciding.add(id(test))
         outer, self._chose = self._chose, False
         try:
-            truth = self._truths[id(test)] = evaluate_truth(test, self.setup, self._lookup, self._passed)
+            truth = self._truths[id(test)] = evaluate_truth(test, self.setup, self._lookup, self._passed, self._qualify)
         finally:
             self._deciding.discard(id(test))
         if truth is None and self._chose:
@@ -391,7 +393,13 @@ class Resolver:
                 return [bound[expr.id]]
             return self._lookup(expr)
 
-        return evaluate_truth(test, self.setup, lookup, self._passed)
+        return evaluate_truth(test, self.setup, lookup, self._passed, self._qualify)
+
+    def _qualify(self, name: str) -> str:
+        """A callee's name as the module imports it, for conditions (the table is made when first asked)."""
+        if self._imports is None:
+            self._imports = ImportTable.of(self.module, self.index.nodes)
+        return self._imports.qualify_dotted(name)
 
     def truth_at_defaults(self, test: ast.expr, function: ast.FunctionDef) -> bool | None:
         """The truth of a condition on `function`'s parameters for a call that leaves them at their
@@ -571,6 +579,27 @@ class Resolver:
 
     # -- bindings --------------------------------------------------------------------------
 
+    def _getattr_read(self, call: ast.Call) -> ast.Attribute | None:
+        """`getattr(args, "deepspeed", None)` read as `args.deepspeed` (what it is when the object has
+        it, as the arguments a parser or a config class makes always do): an attribute node made once,
+        placed in the tree as the call's child, so its reaching values are those at the call."""
+        if not (
+            isinstance(call.func, ast.Name)
+            and call.func.id == "getattr"
+            and len(call.args) in (2, 3)
+            and isinstance(call.args[1], ast.Constant)
+            and isinstance(call.args[1].value, str)
+            and call.args[1].value.isidentifier()
+            and _state_key(call.args[0]) is not None
+        ):
+            return None
+        read = self._attribute_reads.get(id(call))
+        if read is None:
+            read = ast.copy_location(ast.Attribute(value=call.args[0], attr=call.args[1].value, ctx=ast.Load()), call)
+            self._attribute_reads[id(call)] = read
+            self.index.parents[id(read)] = call  # kept alive by the dict above, so its id is not reused
+        return read
+
     def bindings(self, key: str, at: ast.AST) -> list[Binding] | None:
         scope = self.scope_of(at)
         state = self._state_before(scope, at)
@@ -672,6 +701,9 @@ class Resolver:
         if isinstance(expr, ast.NamedExpr):
             return self.candidates(expr.value, guards, via, depth + 1)
         if isinstance(expr, ast.Call):
+            read = self._getattr_read(expr)
+            if read is not None:
+                return self.candidates(read, guards, via, depth + 1)
             followed = self._helper_returns(expr, guards, via, depth)
             if followed is not None:
                 return followed

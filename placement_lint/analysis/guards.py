@@ -56,11 +56,24 @@ _DISTRIBUTED_FLAG = LazyPattern(r"^(is_|use_|using_)?(ddp|distributed|multi_gpu|
 _ZERO_STAGE_FIELD = LazyPattern(r"^(ds_|deepspeed_)?zero_stage$")
 
 Lookup = Callable[[ast.expr], list[ast.expr | None]]
+# The environment `accelerate launch` sets for a DeepSpeed or FSDP run, and its value (None: the ZeRO stage).
+_ACCELERATE_ENV: dict[str, tuple[Mode, str | None]] = {
+    "ACCELERATE_USE_DEEPSPEED": (Mode.DEEPSPEED, "true"),
+    "ACCELERATE_DEEPSPEED_ZERO_STAGE": (Mode.DEEPSPEED, None),
+    "ACCELERATE_USE_FSDP": (Mode.FSDP, "true"),
+}
 
 
-def evaluate_truth(expr: ast.expr, setup: Setup, lookup: Lookup, passed: frozenset[str] = frozenset()) -> bool | None:
-    """`passed`: the script arguments the launch sets to a true value (`--load_in_4bit true`)."""
-    value = _Evaluator(setup, lookup, passed).value(expr, 0)
+def evaluate_truth(
+    expr: ast.expr,
+    setup: Setup,
+    lookup: Lookup,
+    passed: frozenset[str] = frozenset(),
+    qualify: Callable[[str], str] | None = None,
+) -> bool | None:
+    """`passed`: the script arguments the launch sets to a true value (`--load_in_4bit true`);
+    `qualify`: a callee's name as the file imports it (`zero3_on` -> `...is_deepspeed_zero3_enabled`)."""
+    value = _Evaluator(setup, lookup, passed, qualify).value(expr, 0)
     return _truth(value)
 
 
@@ -75,10 +88,13 @@ def _truth(value: object) -> bool | None:
 
 
 class _Evaluator:
-    def __init__(self, setup: Setup, lookup: Lookup, passed: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, setup: Setup, lookup: Lookup, passed: frozenset[str] = frozenset(), qualify: Callable[[str], str] | None = None
+    ) -> None:
         self.setup = setup
         self.lookup = lookup
         self.passed = passed
+        self.qualify = qualify
         # None when the setup is only "possibly" distributed: then every distributed condition is unknown.
         self.multi: bool | None = None if setup.mode is Mode.POSSIBLE else setup.distributed and not setup.single_process
 
@@ -117,6 +133,8 @@ class _Evaluator:
             return self._name(expr, depth)
         if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
             return tuple(self.value(e, depth + 1) for e in expr.elts)
+        if isinstance(expr, ast.Dict) and expr.keys:
+            return OBJECT  # `deepspeed={"zero_optimization": ...}`: a config, so `if args.deepspeed:` holds
         return UNKNOWN
 
     def _bool_op(self, expr: ast.BoolOp, depth: int) -> object:
@@ -199,6 +217,15 @@ class _Evaluator:
             return self._pick(Span(2, float("inf")), default)
         if name in RANK_ENV:
             return self._pick(Span(0, float("inf")), default)
+        if name in _ACCELERATE_ENV and self.setup.mode is not Mode.POSSIBLE:
+            # What `accelerate launch` exports for its DeepSpeed and FSDP runs (utils/launch.py); a
+            # script reading them is launched by it. Unset in any other setup.
+            mode, value = _ACCELERATE_ENV[name]
+            if self.setup.mode is not mode:
+                return default
+            if value is None:  # the stage
+                return UNKNOWN if self.setup.zero_stage is None else str(self.setup.zero_stage)
+            return value
         return UNKNOWN
 
     def _call(self, call: ast.Call, depth: int) -> object:
@@ -207,7 +234,8 @@ class _Evaluator:
             default = self.value(call.args[1], depth + 1) if len(call.args) > 1 else None
             return self._env(env, default)
         name = dotted(call.func) or ""
-        func = last_segment(name)
+        # By what the file imports it as: `from ...deepspeed import is_deepspeed_zero3_enabled as zero3_on`.
+        func = last_segment(self.qualify(name) if self.qualify is not None and name else name)
         if func in ("int", "bool", "str") and len(call.args) == 1:
             inner = self.value(call.args[0], depth + 1)
             if isinstance(inner, Span) or inner is UNKNOWN:
@@ -216,7 +244,9 @@ class _Evaluator:
                 return {"int": int, "bool": bool, "str": str}[func](inner)  # type: ignore[operator]
             except (TypeError, ValueError):
                 return UNKNOWN
-        if func == "is_deepspeed_zero3_enabled":
+        # transformers' global check, and the config's own (`args.hf_deepspeed_config.is_zero3()`,
+        # accelerate's `deepspeed_plugin.hf_ds_config.is_zero3()`): an HfDeepSpeedConfig's stage is 3.
+        if func in ("is_deepspeed_zero3_enabled", "is_zero3"):
             return self._zero3()
         if _stage_read(call):
             return self._stage()
@@ -245,7 +275,10 @@ class _Evaluator:
             return OBJECT  # TRL builds a BitsAndBytesConfig when the launch asks for 4/8-bit
         if func[:1].isupper() and func not in ("PartialState", "Accelerator"):
             return OBJECT  # `BitsAndBytesConfig(...)`: an instance, never None
-        return UNKNOWN
+        # What the call gives as the file tells it: a helper of the file returning a condition
+        # (`def use_zero3(): return is_deepspeed_zero3_enabled()`), `getattr(args, "deepspeed", None)`.
+        values = {_freeze(self.value(v, depth + 1)) if v is not None else UNKNOWN for v in self.lookup(call)}
+        return values.pop() if len(values) == 1 and UNKNOWN not in values else UNKNOWN
 
     def _compare(self, expr: ast.Compare, depth: int) -> object:
         left = self.value(expr.left, depth + 1)
