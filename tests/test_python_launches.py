@@ -60,6 +60,32 @@ def test_a_parameter_hides_the_module_constant_of_its_name() -> None:
     assert texts(source) == []
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        # Returned by a function of the file, called where it runs, or bound first.
+        'import subprocess\ndef build():\n    return ["deepspeed", "--num_gpus", "8", "t.py"]\nsubprocess.run(build())\n',
+        'import subprocess\nN = "8"\ndef build(extra):\n    cmd = ["deepspeed", "--num_gpus", N]\n    cmd += ["t.py"]\n    return cmd\n'
+        "cmd = build(1)\nsubprocess.Popen(cmd)\n",
+    ],
+)
+def test_a_command_returned_by_a_function_of_the_file_is_read(source: str) -> None:
+    assert [text for _, text in texts(source)] == ["deepspeed --num_gpus 8 t.py"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # Returned on some paths only, a function defined twice, one that calls itself.
+        'import subprocess\ndef build(a):\n    if a:\n        return ["torchrun", "t.py"]\n    return ["python", "t.py"]\nsubprocess.run(build(1))\n',
+        'import subprocess\ndef build():\n    return ["torchrun", "t.py"]\ndef build():\n    return ["python", "t.py"]\nsubprocess.run(build())\n',
+        "import subprocess\ndef build():\n    return build()\nsubprocess.run(build())\n",
+    ],
+)
+def test_a_command_a_function_returns_only_on_some_paths_is_not_guessed(source: str) -> None:
+    assert texts(source) == []
+
+
 def test_a_file_that_does_not_parse_holds_no_command() -> None:
     assert texts('import os\nos.system("torchrun t.py"\n') == []
 

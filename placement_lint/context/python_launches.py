@@ -55,6 +55,8 @@ class _Reader:
         self.tree = tree
         self.folder = str(path.parent)
         self.modules, self.functions = _imported_runners(tree)
+        self._known_module_values: dict[str, object] | None = None
+        self._returning: set[str] = set()  # the functions whose returned value is being worked out
 
     def commands(self) -> Iterator[PythonCommand]:
         running = self._scopes_running_commands()
@@ -65,7 +67,7 @@ class _Reader:
             conditional: set[int] = set()
             statements = sorted(_own_nodes(scope, conditional), key=lambda node: (node.lineno, node.col_offset))
             if scope is not self.tree and module_values is None:
-                module_values = self._module_values()
+                module_values = self._known_module_values = self._module_values()
             values: dict[str, object] = {} if scope is self.tree else dict(module_values or {})
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for parameter in ast.walk(scope.args):
@@ -213,6 +215,8 @@ class _Reader:
 
     def _call_value(self, node: ast.Call, values: dict[str, object]) -> object:
         func = node.func
+        if isinstance(func, ast.Name) and func.id in self._functions and func.id not in self._returning:
+            return self._returned(self._functions[func.id], values)
         args = [self._value(arg, values) for arg in node.args]
         if isinstance(func, ast.Name) and func.id == "str" and len(args) == 1 and isinstance(args[0], (str, int, float)):
             return str(args[0])
@@ -237,6 +241,40 @@ class _Reader:
             if _dotted(func) == "os.path.join" and args and all(isinstance(arg, str) for arg in args):
                 return os.path.join(*args)  # type: ignore[arg-type]
         return None
+
+    @functools.cached_property
+    def _functions(self) -> dict[str, ast.FunctionDef]:
+        """The module's own functions, by name (one defined twice is not known)."""
+        found: dict[str, ast.FunctionDef] = {}
+        twice: set[str] = set()
+        for node in self.tree.body:
+            if isinstance(node, ast.FunctionDef):
+                if node.name in found:
+                    twice.add(node.name)
+                found[node.name] = node
+        return {name: function for name, function in found.items() if name not in twice}
+
+    def _returned(self, function: ast.FunctionDef, calling: dict[str, object]) -> object:
+        """What a function of the module returns, when it builds a command from literals
+        (`def build_command(): return ["deepspeed", ...]`): its statements read in order, as a scope's
+        are, up to a `return` that runs on every path; its parameters are unknown. It sees the module's
+        names, or, while those are not known yet (a call at the top level), the caller's (`calling`)."""
+        self._returning.add(function.name)
+        try:
+            conditional: set[int] = set()
+            values = dict(self._known_module_values if self._known_module_values is not None else calling)
+            for parameter in ast.walk(function.args):
+                if isinstance(parameter, ast.arg):
+                    values.pop(parameter.arg, None)
+            for node in sorted(_own_nodes(function, conditional), key=lambda node: (node.lineno, node.col_offset)):
+                if isinstance(node, ast.Return):
+                    if id(node) in conditional or node.value is None:
+                        return None  # returns on some paths only: which, is not known here
+                    return self._value(node.value, values)
+                self._bind(node, values, id(node) in conditional)
+            return None
+        finally:
+            self._returning.discard(function.name)
 
     def _command(self, call: ast.Call, values: dict[str, object]) -> PythonCommand | None:
         """The commands a call runs, or None when it runs none (or none we can read)."""
