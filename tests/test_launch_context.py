@@ -640,3 +640,43 @@ def test_an_importer_whose_calls_reach_only_helpers_is_not_followed_for_returned
     result = lint_repo(tmp_path, jobs=1)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
     assert sorted(flowed) == ["train.py"]
+
+
+_LOADS_AUTO = 'from transformers import AutoModelForCausalLM, Trainer\nTrainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto")).train()\n'
+
+
+@pytest.mark.parametrize(
+    ("files", "launched"),
+    [
+        # from the repository root, where the launch script's own folder holds no such package
+        ({"scripts/run.sh": "torchrun --nproc_per_node 8 -m pkg.train\n"}, "pkg/train.py"),
+        # from the launch file's folder, after a `cd` into a folder of another machine (as a script path is)
+        ({"examples/run.sh": "cd /data\ntorchrun --nproc_per_node 8 -m pkg.train\n"}, "examples/pkg/train.py"),
+        # from where a `cd` in the script goes
+        ({"scripts/run.sh": 'cd "$(dirname "$0")/../apps"\ntorchrun --nproc_per_node 8 -m pkg.train\n'}, "apps/pkg/train.py"),
+        # from a nested project's root, and from where its packaging puts its packages
+        ({"svc/setup.py": "", "svc/scripts/run.sh": "torchrun --nproc_per_node 8 -m pkg.train\n"}, "svc/pkg/train.py"),
+        (
+            {
+                "svc/setup.py": 'from setuptools import setup\nsetup(name="svc", package_dir={"": "source"})\n',
+                "svc/scripts/run.sh": "torchrun --nproc_per_node 8 -m pkg.train\n",
+            },
+            "svc/source/pkg/train.py",
+        ),
+        # from a folder between a doc and the top, as a script path is (a doc of a project nested in folders)
+        (
+            {"research/beacon/examples/training.md": "```bash\ntorchrun --nproc_per_node 8 -m pkg.train\n```\n"},
+            "research/beacon/pkg/train.py",
+        ),
+    ],
+    ids=["root", "launch-file-folder", "cd", "nested-project", "nested-package-dir", "folder-above-doc"],
+)
+def test_a_dash_m_launch_finds_its_module_from_each_place_python_would_run_it(
+    tmp_path: Path, files: dict[str, str], launched: str
+) -> None:
+    (tmp_path / ".git").mkdir()
+    for name, text in {**files, launched: _LOADS_AUTO}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    result = lint_repo(tmp_path)
+    assert [(f.display, f.code) for f in result.findings] == [(launched, "DPL001")]

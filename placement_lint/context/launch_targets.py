@@ -31,7 +31,8 @@ def target_of(
 ) -> tuple[Path, str] | None:
     """The repository file a launch runs (a script path, or a `-m package.module`), and, in a monorepo,
     where its path was found: from the folder the command runs in or the launch script's, else from the
-    nearest project root above the launch script, else from the top of the repository. A script path a
+    nearest project root above the launch script (and where its packaging puts packages), else from the
+    top of the repository, else from a folder between the launch script and that top. A script path a
     module docstring documents that none of those hold may be written for another tree: `foreign`
     gives the repository's files to match its tail against (documented_elsewhere)."""
     name = launch.target or launch.module
@@ -43,17 +44,19 @@ def target_of(
             (root, f"{name} found from the repository top"),
         ]
     moved = [(base, "") for base in _moved_from_the_top(command, root)]
+    above = [
+        (folder, f"{name} found from {display(folder)}, a folder above the launch script")
+        for folder in folders_above(command, root, projects, name or "")
+    ]
     candidates: list[tuple[Path, str]] = []
     if launch.target and launch.target.endswith(".py"):
-        above = [
-            (folder, f"{name} found from {display(folder)}, a folder above the launch script")
-            for folder in folders_above(command, root, projects, launch.target)
-        ]
         bases = [(command.cwd, ""), (command.source.parent, ""), *outer, *moved, *above]
         candidates = [(base / launch.target, said) for base, said in bases]
     elif launch.module:
-        packages = [(folder, said) for top, said in outer for folder in (top, top / "src")]
-        for base, said in [(command.cwd, ""), *packages, *moved]:
+        # Where `python -m` finds a project's packages once it is installed: its folder, its `src/`, and
+        # the folders its packaging puts them in (a nested project's own `package_dir`).
+        packages = [(folder, said) for top, said in outer for folder in graph.layout_of(top).folders]
+        for base, said in [(command.cwd, ""), (command.source.parent, ""), *packages, *moved, *above]:
             found = graph.launched_module(launch.module, base)
             if found is not None:
                 return found, said
@@ -111,17 +114,29 @@ def folders_above(command: CommandLine, root: Path, projects: Projects, target: 
 
 
 def folder_above_holding(launch: Launch, command: CommandLine, target: Path, above: list[Path]) -> Path | None:
-    """Of the folders `above` the launch script, the one its target was found from, if it was found
-    there: not beside the script, nor from a project root or the top."""
-    if not launch.target or not above or os.path.isfile(command.cwd / launch.target):
+    """Of the folders `above` the launch script, the one its target (a script path or a `-m` module) was
+    found from, if it was found there: not beside the script, nor from a project root or the top."""
+    written = _written_paths(launch)
+    if not written or not above or any(os.path.isfile(command.cwd / path) for path in written):
         return None
     for folder in above:
-        if os.path.isfile(folder / launch.target):
-            try:
-                return folder if (folder / launch.target).resolve() == target else None
-            except (OSError, RuntimeError):
-                return None
+        for path in written:
+            if os.path.isfile(folder / path):
+                try:
+                    return folder if (folder / path).resolve() == target else None
+                except (OSError, RuntimeError):
+                    return None
     return None
+
+
+def _written_paths(launch: Launch) -> tuple[str, ...]:
+    """The relative paths a launch's target may be at: its script path, or the files `-m pkg.mod` runs."""
+    if launch.target:
+        return (launch.target,)
+    if launch.module and all(part.isidentifier() for part in launch.module.split(".")):
+        module = launch.module.replace(".", "/")
+        return (f"{module}.py", f"{module}/__main__.py")
+    return ()
 
 
 def _moved_from_the_top(command: CommandLine, root: Path) -> list[Path]:
