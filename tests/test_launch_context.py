@@ -680,3 +680,14 @@ def test_a_dash_m_launch_finds_its_module_from_each_place_python_would_run_it(
         (tmp_path / name).write_text(text)
     result = lint_repo(tmp_path)
     assert [(f.display, f.code) for f in result.findings] == [(launched, "DPL001")]
+
+
+def test_a_missing_script_under_the_repositorys_own_folder_is_not_taken_by_its_tail(tmp_path: Path) -> None:
+    """`$(dirname "$0")/train.py` is a path of this checkout, not of another machine: a file it does not
+    name is not found by its tail elsewhere in the repository."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "run.sh").write_text('torchrun --nproc_per_node 8 "$(dirname "$0")/train.py"\n')
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "train.py").write_text(_LOADS_AUTO)
+    assert lint_repo(tmp_path).findings == []

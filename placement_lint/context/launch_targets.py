@@ -28,13 +28,15 @@ def target_of(
     display: Callable[[Path], str],
     graph: ModuleGraph,
     foreign: Callable[[], ForeignPaths] | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[Path, str] | None:
     """The repository file a launch runs (a script path, or a `-m package.module`), and, in a monorepo,
     where its path was found: from the folder the command runs in or the launch script's, else from the
     nearest project root above the launch script (and where its packaging puts packages), else from the
-    top of the repository, else from a folder between the launch script and that top. A script path a
-    module docstring documents that none of those hold may be written for another tree: `foreign`
-    gives the repository's files to match its tail against (documented_elsewhere)."""
+    top of the repository, else from a folder between the launch script and that top. A script path
+    none of those hold may be written for another machine or tree: `foreign` gives the repository's
+    files to match it against (written_elsewhere, documented_elsewhere); `notes` hears why an absolute
+    path that names several of them was taken for none."""
     name = launch.target or launch.module
     project = projects.root_of(command.source.parent)
     outer: list[tuple[Path, str]] = [(root, "")]
@@ -70,8 +72,36 @@ def target_of(
             continue
         if real.is_relative_to(root):
             return real, said
-    if command.documented and launch.target and launch.target.endswith(".py") and foreign is not None:
+    if not (launch.target and launch.target.endswith(".py") and foreign is not None):
+        return None
+    if os.path.isabs(launch.target) and not Path(launch.target).is_relative_to(root):
+        where = f"{display(command.source)}:{command.where}"
+        return written_elsewhere(launch.target, where, foreign(), display, notes)
+    if command.documented:
         return documented_elsewhere(launch.target, command.source, foreign(), display)
+    return None
+
+
+def written_elsewhere(
+    target: str, where: str, foreign: ForeignPaths, display: Callable[[Path], str], notes: list[str] | None
+) -> tuple[Path, str] | None:
+    """The script an absolute path written for another machine names (`torchrun ${BASE_PATH}/finetune.py`
+    with `BASE_PATH=${1-"/home/MiniLLM"}`): the file a Dockerfile's COPY puts there, else the only
+    repository file ending in the path's longest tail some file ends in, as a config path of another
+    machine is taken. Several files ending so name none, and `notes` hears which."""
+    taken = foreign.find(target)
+    if taken is not None:
+        try:
+            real = real_path(taken.path)
+        except (OSError, RuntimeError):
+            return None
+        return real, f"{target} taken as {display(real)} ({taken.rule})"
+    sharing = foreign.sharing_the_tail(target)
+    if sharing and notes is not None:
+        shown = ", ".join(sharing[:3]) + (f" and {len(sharing) - 3} more" if len(sharing) > 3 else "")
+        note = f"{where}: {target} is taken as no file of the repository: {len(sharing)} end as it does ({shown})"
+        if note not in notes:  # a script read again with the arguments a README gives says it once
+            notes.append(note)
     return None
 
 
