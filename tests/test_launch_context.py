@@ -691,3 +691,42 @@ def test_a_missing_script_under_the_repositorys_own_folder_is_not_taken_by_its_t
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / "train.py").write_text(_LOADS_AUTO)
     assert lint_repo(tmp_path).findings == []
+
+
+def _archive_with_a_nested_project(top: Path) -> None:
+    """R1-V's shape, downloaded without its `.git`: the top holds no marker, `src/r1-v` a setup.py, and
+    the script that launches its SFT sits outside it, naming the target from the top."""
+    project = top / "src" / "r1-v"
+    (project / "src" / "open_r1").mkdir(parents=True)
+    (project / "configs").mkdir()
+    (project / "setup.py").write_text('from setuptools import setup\nsetup(name="r1-v", package_dir={"": "src"})\n')
+    (project / "configs" / "zero2.yaml").write_text(
+        "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\nnum_processes: 8\n"
+    )
+    (project / "src" / "open_r1" / "sft.py").write_text(_LOADS_AUTO)
+    (top / "src" / "scripts").mkdir()
+    (top / "src" / "scripts" / "run_sft.sh").write_text(
+        "accelerate launch --config_file src/r1-v/configs/zero2.yaml src/r1-v/src/open_r1/sft.py\n"
+    )
+
+
+def test_an_archive_checked_from_its_unmarked_top_reaches_into_the_project_nested_in_it(tmp_path: Path) -> None:
+    top = tmp_path / "R1-V"
+    _archive_with_a_nested_project(top)
+    findings = run([top], Settings(root=top, codes=CODES), RunOptions(), top).findings
+    assert [(f.display, f.code, f.message) for f in findings] == [
+        (
+            "src/r1-v/src/open_r1/sft.py",
+            "DPL001",
+            'device_map="auto" spreads each rank\'s model over every GPU under DeepSpeed ZeRO-2',
+        )
+    ]
+
+
+def test_a_clone_inside_an_unmarked_top_stays_a_repository_of_its_own(tmp_path: Path) -> None:
+    """A `.git` below the top is another repository (a clone kept inside an archive): the top's
+    launch scripts do not speak for its files."""
+    top = tmp_path / "R1-V"
+    _archive_with_a_nested_project(top)
+    (top / "src" / "r1-v" / ".git").mkdir()
+    assert run([top], Settings(root=top, codes=CODES), RunOptions(), top).findings == []
