@@ -98,6 +98,17 @@ def repo_contexts(
     working = str(base) if not is_shared_folder(str(base)) else None
     in_working = os.path.join(str(base), "")
 
+    # An archive whose top holds no marker, only a project nested in it (R1-V: `src/r1-v/setup.py`),
+    # checked from that top (`check .`): the top stands for the repository, as a `.git` there would
+    # make it, so a launch script outside the project (`src/scripts/run_sft.sh`) reaches into it.
+    unmarked_top = working if working is not None and str(base) in dict(walked) and repository_root(base) is None else None
+
+    def widened(root: str) -> str:
+        """A project root found by its marker, nested in the unmarked top the run was given: that top."""
+        if unmarked_top is None or root == unmarked_top or not root.startswith(in_working):
+            return root
+        return root if os.path.isdir(os.path.join(root, ".git")) else unmarked_top  # a clone inside is its own
+
     def root_of(folder: str) -> str:
         """A folder's repository root as text, as the walk found it (repository_root for the folder
         of a file named on the command line). Outside any repository, the outermost of the working
@@ -106,12 +117,12 @@ def repo_contexts(
         if known is None:
             repository = repository_root(Path(folder))
             if repository is not None:
-                return str(repository)
+                return widened(str(repository))
             real = str(real_folder(Path(folder)))
         else:
             real, root = known
             if root is not None:
-                return root
+                return widened(root)
         inside = real + os.sep
         holding = [name for name, prefix in walked if inside.startswith(prefix)]
         if working is not None and inside.startswith(in_working):

@@ -640,3 +640,93 @@ def test_an_importer_whose_calls_reach_only_helpers_is_not_followed_for_returned
     result = lint_repo(tmp_path, jobs=1)
     assert [(f.display, f.code) for f in result.findings] == [("loader.py", "DPL001")]
     assert sorted(flowed) == ["train.py"]
+
+
+_LOADS_AUTO = 'from transformers import AutoModelForCausalLM, Trainer\nTrainer(model=AutoModelForCausalLM.from_pretrained("m", device_map="auto")).train()\n'
+
+
+@pytest.mark.parametrize(
+    ("files", "launched"),
+    [
+        # from the repository root, where the launch script's own folder holds no such package
+        ({"scripts/run.sh": "torchrun --nproc_per_node 8 -m pkg.train\n"}, "pkg/train.py"),
+        # from the launch file's folder, after a `cd` into a folder of another machine (as a script path is)
+        ({"examples/run.sh": "cd /data\ntorchrun --nproc_per_node 8 -m pkg.train\n"}, "examples/pkg/train.py"),
+        # from where a `cd` in the script goes
+        ({"scripts/run.sh": 'cd "$(dirname "$0")/../apps"\ntorchrun --nproc_per_node 8 -m pkg.train\n'}, "apps/pkg/train.py"),
+        # from a nested project's root, and from where its packaging puts its packages
+        ({"svc/setup.py": "", "svc/scripts/run.sh": "torchrun --nproc_per_node 8 -m pkg.train\n"}, "svc/pkg/train.py"),
+        (
+            {
+                "svc/setup.py": 'from setuptools import setup\nsetup(name="svc", package_dir={"": "source"})\n',
+                "svc/scripts/run.sh": "torchrun --nproc_per_node 8 -m pkg.train\n",
+            },
+            "svc/source/pkg/train.py",
+        ),
+        # from a folder between a doc and the top, as a script path is (a doc of a project nested in folders)
+        (
+            {"research/beacon/examples/training.md": "```bash\ntorchrun --nproc_per_node 8 -m pkg.train\n```\n"},
+            "research/beacon/pkg/train.py",
+        ),
+    ],
+    ids=["root", "launch-file-folder", "cd", "nested-project", "nested-package-dir", "folder-above-doc"],
+)
+def test_a_dash_m_launch_finds_its_module_from_each_place_python_would_run_it(
+    tmp_path: Path, files: dict[str, str], launched: str
+) -> None:
+    (tmp_path / ".git").mkdir()
+    for name, text in {**files, launched: _LOADS_AUTO}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    result = lint_repo(tmp_path)
+    assert [(f.display, f.code) for f in result.findings] == [(launched, "DPL001")]
+
+
+def test_a_missing_script_under_the_repositorys_own_folder_is_not_taken_by_its_tail(tmp_path: Path) -> None:
+    """`$(dirname "$0")/train.py` is a path of this checkout, not of another machine: a file it does not
+    name is not found by its tail elsewhere in the repository."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "run.sh").write_text('torchrun --nproc_per_node 8 "$(dirname "$0")/train.py"\n')
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "train.py").write_text(_LOADS_AUTO)
+    assert lint_repo(tmp_path).findings == []
+
+
+def _archive_with_a_nested_project(top: Path) -> None:
+    """R1-V's shape, downloaded without its `.git`: the top holds no marker, `src/r1-v` a setup.py, and
+    the script that launches its SFT sits outside it, naming the target from the top."""
+    project = top / "src" / "r1-v"
+    (project / "src" / "open_r1").mkdir(parents=True)
+    (project / "configs").mkdir()
+    (project / "setup.py").write_text('from setuptools import setup\nsetup(name="r1-v", package_dir={"": "src"})\n')
+    (project / "configs" / "zero2.yaml").write_text(
+        "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 2\nnum_processes: 8\n"
+    )
+    (project / "src" / "open_r1" / "sft.py").write_text(_LOADS_AUTO)
+    (top / "src" / "scripts").mkdir()
+    (top / "src" / "scripts" / "run_sft.sh").write_text(
+        "accelerate launch --config_file src/r1-v/configs/zero2.yaml src/r1-v/src/open_r1/sft.py\n"
+    )
+
+
+def test_an_archive_checked_from_its_unmarked_top_reaches_into_the_project_nested_in_it(tmp_path: Path) -> None:
+    top = tmp_path / "R1-V"
+    _archive_with_a_nested_project(top)
+    findings = run([top], Settings(root=top, codes=CODES), RunOptions(), top).findings
+    assert [(f.display, f.code, f.message) for f in findings] == [
+        (
+            "src/r1-v/src/open_r1/sft.py",
+            "DPL001",
+            'device_map="auto" spreads each rank\'s model over every GPU under DeepSpeed ZeRO-2',
+        )
+    ]
+
+
+def test_a_clone_inside_an_unmarked_top_stays_a_repository_of_its_own(tmp_path: Path) -> None:
+    """A `.git` below the top is another repository (a clone kept inside an archive): the top's
+    launch scripts do not speak for its files."""
+    top = tmp_path / "R1-V"
+    _archive_with_a_nested_project(top)
+    (top / "src" / "r1-v" / ".git").mkdir()
+    assert run([top], Settings(root=top, codes=CODES), RunOptions(), top).findings == []

@@ -1,5 +1,6 @@
-"""A config path written for another machine (`/workspace/configs/ds_zero3.json` in a container,
-`/scratch/me/project/configs/ds_zero3.json` on a cluster), taken as the repository file it names.
+"""A config or script path written for another machine (`/workspace/configs/ds_zero3.json` in a container,
+`/scratch/me/project/configs/ds_zero3.json` on a cluster, `torchrun /home/me/project/finetune.py`), taken
+as the repository file it names.
 
 Two rules, in order: a Dockerfile of the repository copies a folder of it to where the path points
 (`COPY . /workspace`, or `WORKDIR /workspace` then `COPY . .`); else the path's longest tail that ends
@@ -38,8 +39,8 @@ class ForeignPaths:
         self._copies: list[tuple[str, str, str]] | None = None  # (destination, source, rule)
 
     def find(self, name: str) -> Taken | None:
-        written = PurePosixPath(name)
-        if not written.is_absolute() or len(written.parts) < 2 or _NOT_A_PROJECT.intersection(written.parts):
+        written = _of_another_machine(name)
+        if written is None:
             return None
         for destination, source, rule in self._dockerfile_copies():
             if name == destination or name.startswith(destination.rstrip("/") + "/"):
@@ -56,11 +57,27 @@ class ForeignPaths:
         parts = tuple(part for part in PurePosixPath(name).parts if part not in (".", ".."))
         return self._tail_match(parts) if parts and not PurePosixPath(name).is_absolute() else None
 
+    def sharing_the_tail(self, name: str) -> list[str]:
+        """The repository files (relative) that end in the longest tail of an absolute `name` some
+        file ends in, when several do: why `find` took none of them, for the note that says so."""
+        written = _of_another_machine(name)
+        if written is None:
+            return []
+        _, ends = self._longest_tail(written.parts[1:])
+        return ends if len(ends) > 1 else []
+
     def _tail_match(self, parts: tuple[str, ...]) -> Taken | None:
+        tail, ends = self._longest_tail(parts)
+        if len(ends) != 1:
+            return None  # several files end so: which one the other machine had is not known
+        return Taken(self.root.joinpath(*ends[0].split("/")), f"the only file of the repository ending in {tail}", tail)
+
+    def _longest_tail(self, parts: tuple[str, ...]) -> tuple[str, list[str]]:
+        """The longest tail of `parts` some repository file ends in, and the files ending in it."""
         files = self._listed()
         matching = [f for f in files if f == parts[-1] or f.endswith("/" + parts[-1])]
         if not matching:
-            return None
+            return "", []
         longest = 1
         for length in range(2, len(parts) + 1):  # the longest tail some file ends with
             tail = "/".join(parts[-length:])
@@ -69,10 +86,7 @@ class ForeignPaths:
             else:
                 break
         tail = "/".join(parts[-longest:])
-        ends = [f for f in matching if f == tail or f.endswith("/" + tail)]
-        if len(ends) != 1:
-            return None  # several files end so: which one the other machine had is not known
-        return Taken(self.root.joinpath(*ends[0].split("/")), f"the only file of the repository ending in {tail}", tail)
+        return tail, [f for f in matching if f == tail or f.endswith("/" + tail)]
 
     def _listed(self) -> list[str]:
         if self._files is None:
@@ -108,6 +122,14 @@ class ForeignPaths:
             self._copies += _copies_in(text, relative)
         self._copies.sort(key=lambda copy: -len(copy[0]))  # the deepest destination first
         return self._copies
+
+
+def _of_another_machine(name: str) -> PurePosixPath | None:
+    """An absolute path that may name a copy of the repository elsewhere; not a tool's or a library's file."""
+    written = PurePosixPath(name)
+    if not written.is_absolute() or len(written.parts) < 2 or _NOT_A_PROJECT.intersection(written.parts):
+        return None
+    return written
 
 
 def _copies_in(text: str, shown: str) -> list[tuple[str, str, str]]:

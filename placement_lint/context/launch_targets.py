@@ -28,13 +28,15 @@ def target_of(
     display: Callable[[Path], str],
     graph: ModuleGraph,
     foreign: Callable[[], ForeignPaths] | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[Path, str] | None:
     """The repository file a launch runs (a script path, or a `-m package.module`), and, in a monorepo,
     where its path was found: from the folder the command runs in or the launch script's, else from the
-    nearest project root above the launch script, else from the top of the repository. A script path a
-    module docstring documents that none of those hold may be written for another tree, and an absolute
-    one that is not here for another machine: `foreign` gives the repository's files to match its
-    tail against (documented_elsewhere)."""
+    nearest project root above the launch script (and where its packaging puts packages), else from the
+    top of the repository, else from a folder between the launch script and that top. A script path
+    none of those hold may be written for another machine or tree: `foreign` gives the repository's
+    files to match it against (written_elsewhere, documented_elsewhere); `notes` hears why an absolute
+    path that names several of them was taken for none."""
     name = launch.target or launch.module
     project = projects.root_of(command.source.parent)
     outer: list[tuple[Path, str]] = [(root, "")]
@@ -44,22 +46,19 @@ def target_of(
             (root, f"{name} found from the repository top"),
         ]
     moved = [(base, "") for base in _moved_from_the_top(command, root)]
+    above = [
+        (folder, f"{name} found from {display(folder)}, a folder above the launch script")
+        for folder in folders_above(command, root, projects, name or "")
+    ]
     candidates: list[tuple[Path, str]] = []
     if launch.target and launch.target.endswith(".py"):
-        above = [
-            (folder, f"{name} found from {display(folder)}, a folder above the launch script")
-            for folder in folders_above(command, root, projects, launch.target)
-        ]
         bases = [(command.cwd, ""), (command.source.parent, ""), *outer, *moved, *above]
         candidates = [(base / launch.target, said) for base, said in bases]
     elif launch.module:
-        packages = [(folder, said) for top, said in outer for folder in (top, top / "src")]
-        # A doc in `research/beacon/examples/` runs `-m main.train` from `research/beacon/`, as it would a script path.
-        above = [
-            (folder, f"{name} found from {display(folder)}, a folder above the launch script")
-            for folder in folders_above(command, root, projects, launch.module.replace(".", "/"))
-        ]
-        for base, said in [(command.cwd, ""), *packages, *moved, *above]:
+        # Where `python -m` finds a project's packages once it is installed: its folder, its `src/`, and
+        # the folders its packaging puts them in (a nested project's own `package_dir`).
+        packages = [(folder, said) for top, said in outer for folder in graph.layout_of(top).folders]
+        for base, said in [(command.cwd, ""), (command.source.parent, ""), *packages, *moved, *above]:
             found = graph.launched_module(launch.module, base)
             if found is not None:
                 return found, said
@@ -75,8 +74,34 @@ def target_of(
             return real, said
     if not (launch.target and launch.target.endswith(".py") and foreign is not None):
         return None
-    if command.documented or os.path.isabs(launch.target):
+    if os.path.isabs(launch.target) and not Path(launch.target).is_relative_to(root):
+        where = f"{display(command.source)}:{command.where}"
+        return written_elsewhere(launch.target, where, foreign(), display, notes)
+    if command.documented:
         return documented_elsewhere(launch.target, command.source, foreign(), display)
+    return None
+
+
+def written_elsewhere(
+    target: str, where: str, foreign: ForeignPaths, display: Callable[[Path], str], notes: list[str] | None
+) -> tuple[Path, str] | None:
+    """The script an absolute path written for another machine names (`torchrun ${BASE_PATH}/finetune.py`
+    with `BASE_PATH=${1-"/home/MiniLLM"}`): the file a Dockerfile's COPY puts there, else the only
+    repository file ending in the path's longest tail some file ends in, as a config path of another
+    machine is taken. Several files ending so name none, and `notes` hears which."""
+    taken = foreign.find(target)
+    if taken is not None:
+        try:
+            real = real_path(taken.path)
+        except (OSError, RuntimeError):
+            return None
+        return real, f"{target} taken as {display(real)} ({taken.rule})"
+    sharing = foreign.sharing_the_tail(target)
+    if sharing and notes is not None:
+        shown = ", ".join(sharing[:3]) + (f" and {len(sharing) - 3} more" if len(sharing) > 3 else "")
+        note = f"{where}: {target} is taken as no file of the repository: {len(sharing)} end as it does ({shown})"
+        if note not in notes:  # a script read again with the arguments a README gives says it once
+            notes.append(note)
     return None
 
 
@@ -124,17 +149,29 @@ def folders_above(command: CommandLine, root: Path, projects: Projects, target: 
 
 
 def folder_above_holding(launch: Launch, command: CommandLine, target: Path, above: list[Path]) -> Path | None:
-    """Of the folders `above` the launch script, the one its target was found from, if it was found
-    there: not beside the script, nor from a project root or the top."""
-    if not launch.target or not above or os.path.isfile(command.cwd / launch.target):
+    """Of the folders `above` the launch script, the one its target (a script path or a `-m` module) was
+    found from, if it was found there: not beside the script, nor from a project root or the top."""
+    written = _written_paths(launch)
+    if not written or not above or any(os.path.isfile(command.cwd / path) for path in written):
         return None
     for folder in above:
-        if os.path.isfile(folder / launch.target):
-            try:
-                return folder if (folder / launch.target).resolve() == target else None
-            except (OSError, RuntimeError):
-                return None
+        for path in written:
+            if os.path.isfile(folder / path):
+                try:
+                    return folder if (folder / path).resolve() == target else None
+                except (OSError, RuntimeError):
+                    return None
     return None
+
+
+def _written_paths(launch: Launch) -> tuple[str, ...]:
+    """The relative paths a launch's target may be at: its script path, or the files `-m pkg.mod` runs."""
+    if launch.target:
+        return (launch.target,)
+    if launch.module and all(part.isidentifier() for part in launch.module.split(".")):
+        module = launch.module.replace(".", "/")
+        return (f"{module}.py", f"{module}/__main__.py")
+    return ()
 
 
 def _moved_from_the_top(command: CommandLine, root: Path) -> list[Path]:

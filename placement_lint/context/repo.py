@@ -99,7 +99,7 @@ def build_repo_context(
             found = (
                 (projects.module_of(script, graph), "")
                 if script
-                else target_of(launch, command, root, projects, display, graph, configs.foreign_paths)
+                else target_of(launch, command, root, projects, display, graph, configs.foreign_paths, context.warnings)
             )
             target, found_from = found if found is not None else (None, "")
             if target is None:
