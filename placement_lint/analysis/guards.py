@@ -329,6 +329,9 @@ def _compare(op: ast.cmpop, left: object, right: object) -> object:
         if isinstance(right, tuple) and not isinstance(left, Span) and UNKNOWN not in right:
             found = left in right
             return found if isinstance(op, ast.In) else not found
+        if isinstance(left, str) and isinstance(right, str):  # `"zero3" in args.deepspeed`, the config's path
+            found = left in right
+            return found if isinstance(op, ast.In) else not found
         return UNKNOWN
     fn = _ORDER.get(type(op))
     if fn is None:
