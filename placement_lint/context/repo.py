@@ -126,7 +126,7 @@ def build_repo_context(
                 "launch",
                 (display(target),),
                 script_arguments(launch, command.cwd, configs, target),
-                single_process=one_process(launch, env),
+                single_process=one_process(launch, env, resolved),
                 one_gpu=one_gpu(launch, env),
                 bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
                 entry=script.function if script else "",
