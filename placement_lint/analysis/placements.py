@@ -567,11 +567,12 @@ class PlacementAnalysis:
         into `TrainingArguments`): building the arguments sets the device wherever it runs. A function
         of this file is seen where it is written."""
         found = []
-        for call in self.resolver.index.calls:
-            name = dotted(call.func)
-            called = self.resolver.called_function(call, name) if name else None
-            if called is not None and called[1] is not None and _sets_state(called[0], called[1].resolver, 2):
-                found.append(call)
+        with self.resolver.following_imports():  # asked by a rule too, outside the device maps' walk
+            for call in self.resolver.index.calls:
+                name = dotted(call.func)
+                called = self.resolver.called_function(call, name) if name else None
+                if called is not None and called[1] is not None and _sets_state(called[0], called[1].resolver, 2):
+                    found.append(call)
         return found
 
     def _harness_setups(self) -> list[ast.Call]:
