@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from placement_lint.analysis.names import dotted, keyword
-from placement_lint.analysis.values import Placement
 from placement_lint.context.evidence import Context
 from placement_lint.distributed import Mode
 from placement_lint.edits import Applicability, Fix
@@ -161,6 +160,8 @@ class ImplicitGpu0Loader(Rule):
 def _none_on_every_path(file: CheckedFile, load: ModelLoad, variant: Context) -> bool:
     """The map the call passes is None on every path the run takes (`device_map=device_map`, set to None
     in the branch of `if args.load_in_4_bit:` that the launch's `--load_in_4_bit` picks)."""
+    from placement_lint.analysis.values import Placement  # the analyses load only with a file to check
+
     if keyword(load.call, "device_map") is None:
         return False
     values = file.values_taken(load.call, variant)
