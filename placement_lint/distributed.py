@@ -42,6 +42,9 @@ class Setup(NamedTuple):
             if self.zero_stage is None:
                 return "DeepSpeed"
             return f"DeepSpeed ZeRO-{self.zero_stage}"
+        if self.mode is Mode.DDP and self.single_process:
+            # accelerate's MULTI_GPU with num_processes 1, `torchrun --nproc_per_node 1`: a process group of one.
+            return "DDP in one process"
         return {
             Mode.DDP: "multi-process DDP",
             Mode.FSDP: "FSDP",

@@ -321,7 +321,11 @@ def test_a_folder_listing_answers_for_names_it_does_not_hold_only(tmp_path: Path
         ("sys.path.insert(0, str(Path(__file__).resolve().parents[1]))", "app"),
         ("sys.path.append(str(pathlib.Path(__file__).parent.parent / 'shared'))", "app/shared"),
         ("HERE = os.path.dirname(os.path.abspath(__file__))\nsys.path.append(os.path.join(HERE, os.pardir))", "app"),
-        ('sys.path.append("..")', None),  # relative to the folder the process runs in: unknown here
+        # Relative to the folder the process runs in, which a script that climbs out of it runs from.
+        ('sys.path.append("..")', "app"),
+        ('sys.path.insert(0, "../shared")', "app/shared"),
+        ('sys.path.append(os.path.abspath(os.path.join("..", "shared")))', "app/shared"),
+        ('sys.path.append("../../../..")', None),  # outside the repository
         ("sys.path.append(os.getcwd())", None),
         ("sys.path.append(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))", None),  # outside the repository
         ("def f():\n    sys.path.append(os.path.dirname(os.path.dirname(__file__)))", None),  # only if f is called

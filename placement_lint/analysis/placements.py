@@ -559,7 +559,21 @@ class PlacementAnalysis:
 
     @cached_property
     def _state_creations(self) -> list[ast.Call]:
-        return self._creations(_DISTRIBUTED_STATE) + self._harness_setups()
+        return self._creations(_DISTRIBUTED_STATE) + self._harness_setups() + self._imported_state_setups()
+
+    def _imported_state_setups(self) -> list[ast.Call]:
+        """Calls of a function of another module of the repository that sets this process's device
+        itself (`model_args, training_args = parser_arguments()`, where utils/parser_args.py parses
+        into `TrainingArguments`): building the arguments sets the device wherever it runs. A function
+        of this file is seen where it is written."""
+        found = []
+        with self.resolver.following_imports():  # asked by a rule too, outside the device maps' walk
+            for call in self.resolver.index.calls:
+                name = dotted(call.func)
+                called = self.resolver.called_function(call, name) if name else None
+                if called is not None and called[1] is not None and _sets_state(called[0], called[1].resolver, 2):
+                    found.append(call)
+        return found
 
     def _harness_setups(self) -> list[ast.Call]:
         """`self.create_pg("cuda")` in a test class: torch's distributed test harness
@@ -588,26 +602,7 @@ class PlacementAnalysis:
         ]
 
     def _parses_only_script_arguments(self, call: ast.Call) -> bool:
-        """`HfArgumentParser(ScriptArguments).parse_args_into_dataclasses()`: a parser whose dataclasses
-        are all known and none is TrainingArguments, a TRL config or a subclass of one builds neither
-        the ZeRO-3 config nor the process's device (trl's stack_llama_2 dpo_llama2.py loads 4-bit before
-        its TrainingArguments exists). A parser the analysis cannot see still counts, as before."""
-        func = call.func
-        if not (isinstance(func, ast.Attribute) and func.attr in _ARGUMENT_PARSING):
-            return False
-        parser = self.resolver.candidates(func.value)
-        if len(parser) != 1 or not isinstance(parser[0].value, ast.Call) or not parser[0].value.args:
-            return False
-        first = parser[0].value.args[0]
-        classes = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
-        names = [dotted(c) for c in classes]
-        if not names or any(name is None for name in names):
-            return False
-        return not any(_config_class(last_segment(name), self._local_classes) for name in names)  # type: ignore[arg-type]
-
-    @cached_property
-    def _local_classes(self) -> dict[str, ast.ClassDef]:
-        return {node.name: node for node in self.resolver.index.classes}
+        return parses_only_script_arguments(call, self.resolver)
 
     def state_before(self, node: ast.AST) -> bool:
         """This process's device is set (see `_DISTRIBUTED_STATE`) before `node` runs."""
@@ -828,6 +823,46 @@ def _model_load_in(function: ast.FunctionDef, resolver: Resolver, path: str, dep
             if found is not None:
                 return found
     return None
+
+
+def parses_only_script_arguments(call: ast.Call, resolver: Resolver) -> bool:
+    """`HfArgumentParser(ScriptArguments).parse_args_into_dataclasses()`: a parser whose dataclasses
+    are all known and none is TrainingArguments, a TRL config or a subclass of one builds neither
+    the ZeRO-3 config nor the process's device (trl's stack_llama_2 dpo_llama2.py loads 4-bit before
+    its TrainingArguments exists). A parser the analysis cannot see still counts, as before."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in _ARGUMENT_PARSING):
+        return False
+    parser = resolver.candidates(func.value)
+    if len(parser) != 1 or not isinstance(parser[0].value, ast.Call) or not parser[0].value.args:
+        return False
+    first = parser[0].value.args[0]
+    classes = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
+    names = [dotted(c) for c in classes]
+    if not names or any(name is None for name in names):
+        return False
+    local = {node.name: node for node in resolver.index.classes}
+    return not any(_config_class(last_segment(name), local) for name in names)  # type: ignore[arg-type]
+
+
+def _sets_state(function: ast.FunctionDef, resolver: Resolver, depth: int) -> bool:
+    """`function` (of the module `resolver` reads) sets this process's device when it runs: it creates
+    a TrainingArguments, a TRL config, an Accelerator or a PartialState, parses arguments into one, or
+    calls a first-party function that does, up to `depth` calls down."""
+    calls = [node for node in own_nodes(function) if type(node) is ast.Call]
+    for call in calls:
+        if _creates(last_segment(dotted(call.func) or ""), _DISTRIBUTED_STATE) and not parses_only_script_arguments(
+            call, resolver
+        ):
+            return True
+    for call in calls if depth else ():
+        name = dotted(call.func)
+        called = resolver.called_function(call, name) if name else None
+        if called is not None and called[0] is not function:
+            inner, foreign = called
+            if _sets_state(inner, foreign.resolver if foreign else resolver, depth - 1):
+                return True
+    return False
 
 
 def _loader_name(call: ast.Call) -> str:

@@ -38,7 +38,9 @@ class Resolved(NamedTuple):  # a named tuple: a frozen dataclass's class costs e
     kind: Kind
     stage: int | None
     details: str  # "distributed_type DEEPSPEED, zero_stage 3"
-    one_process: bool = False  # the accelerate config it runs under starts one process (`num_processes: 1`)
+    # The accelerate config the launch runs with asks for one process (`num_processes: 1`), which
+    # the launcher's own options do not show.
+    one_process: bool = False
 
 
 def resolve_setup(
@@ -70,11 +72,13 @@ def resolve_setup(
     if launch.wrapped_by and base.kind is Kind.SINGLE:
         base = Resolved(Kind.DDP, None, f"{launch.wrapped_by} starts several processes")
     if script is None:
-        return _environment_settings(base, env, near, configs)
-    if base.kind in (Kind.ZERO3, Kind.DEEPSPEED) and script.kind not in (Kind.ZERO3, Kind.DEEPSPEED):
-        return base
-    details = ", ".join(d for d in (base.details, script.details) if d)
-    return Resolved(script.kind, script.stage, details, base.one_process)
+        resolved = _environment_settings(base, env, near, configs)
+    elif base.kind in (Kind.ZERO3, Kind.DEEPSPEED) and script.kind not in (Kind.ZERO3, Kind.DEEPSPEED):
+        resolved = base
+    else:
+        resolved = Resolved(script.kind, script.stage, ", ".join(d for d in (base.details, script.details) if d))
+    # What the script and the environment turn on changes the setup, not how many processes run it.
+    return resolved._replace(one_process=base.one_process)
 
 
 # The spellings of "true" that Python's strtobool (transformers' `strtobool`, accelerate's `str_to_bool`) accepts.
@@ -368,6 +372,9 @@ def _accelerate(
     kind, stage, details = _accelerate_config(config, near, configs, launch) if config else (None, None, "")
     if config:  # a path written for another machine: which rule found the file here
         details += configs.note(config_name)  # type: ignore[arg-type]
+    alone = kind is not None and _config_runs_one_process(kind, config, launch)
+    if alone:
+        details += _ONE_PROCESS
     if launch.option("--use_deepspeed") is not None:
         zero = launch.option("--zero_stage")
         stage = int(zero) if zero and zero.isdigit() else stage
@@ -398,24 +405,26 @@ def _accelerate(
         if kind is None and unknown is not None:  # `$ACCELERATE_ARGS`, `--num_processes $GPUS`: maybe one process
             return Resolved(Kind.POSSIBLE, None, f"{unknown} is only known when the script runs")
         if kind is None:
-            return _accelerate_default(launch, beside, configs, shipped)
-    if config and _config_starts_one_process(config, launch):
-        return Resolved(kind, stage, f"{details}, num_processes 1: one process", True)
-    return Resolved(kind, stage, details)
+            return _accelerate_default(beside, configs, shipped, launch)
+    return Resolved(kind, stage, details, alone)
 
 
-def _config_starts_one_process(config: dict[str, object], launch: Launch) -> bool:
-    """An accelerate config whose `num_processes` is 1, where the command line names neither processes
-    nor machines: `accelerate launch` copies it over (commands/launch.py `_validate_launch_command`, on
-    a LOCAL_MACHINE config) and starts that many in all, `--nproc_per_node 1` for a MULTI_GPU one: a
-    process group of one, which still counts as distributed (accelerate raises on a `device_map="auto"`
-    model it prepares) but shares no GPU with another rank."""
-    if launch.option("--num_processes", "--num_machines") is not None:
-        return False
-    if str(config.get("compute_environment", "LOCAL_MACHINE")) != "LOCAL_MACHINE":
-        return False
-    processes = config.get("num_processes")
-    return isinstance(processes, int) and not isinstance(processes, bool) and processes == 1
+# What the details say of a config that asks for one process.
+_ONE_PROCESS = ", num_processes 1: one process"
+
+
+def _config_runs_one_process(kind: Kind, config: dict[str, object], launch: Launch) -> bool:
+    """The accelerate config makes the launch one process: accelerate's `_validate_launch_command`
+    copies the config's `num_processes` and `num_machines` over the options the command line left
+    unset, and its launchers then start `num_processes // num_machines` processes on each machine
+    (`torchrun --nproc_per_node 1` for MULTI_GPU and FSDP, the same for DEEPSPEED on one machine). A
+    MULTI_GPU config of one process is still distributed (a process group of one), but no other rank
+    shares its GPU."""
+    if kind not in (Kind.DDP, Kind.DEEPSPEED, Kind.ZERO3, Kind.FSDP) or launch.option("--num_processes") is not None:
+        return False  # one process already, or the command line's count, which `one_process` reads
+    machines = launch.option("--num_machines")
+    machines = machines if machines is not None else str(config.get("num_machines", 1))
+    return str(config.get("num_processes")) == "1" and machines == "1"
 
 
 # What `accelerate launch` does with no config file, no `--multi_gpu` and no `--num_processes`
@@ -430,7 +439,7 @@ _ACCELERATE_DEFAULT = (
 
 
 def _accelerate_default(
-    launch: Launch, beside: tuple[Path, ...], configs: ConfigReader, shipped: ShippedAccelerateConfigs | None
+    beside: tuple[Path, ...], configs: ConfigReader, shipped: ShippedAccelerateConfigs | None, launch: Launch
 ) -> Resolved:
     """A bare `accelerate launch script.py`: multi-GPU DDP, unless the repository ships the accelerate
     config to install as the default (`accelerate config`, or copy it): then that config's setup."""
@@ -443,14 +452,15 @@ def _accelerate_default(
     path, config = found
     configs.loaded.append(path)
     kind, stage, details = _accelerate_config(config, path.parent, configs)
+    alone = _config_runs_one_process(kind, config, launch)
+    if alone:
+        details += _ONE_PROCESS
     shown = path.relative_to(configs.root).as_posix()
-    one = kind is not Kind.SINGLE and _config_starts_one_process(config, launch)
     return Resolved(
         kind,
         stage,
-        f"no config file: accelerate reads its default config, and the repository ships {shown} ({details})"
-        + (", num_processes 1: one process" if one else ""),
-        one,
+        f"no config file: accelerate reads its default config, and the repository ships {shown} ({details})",
+        alone,
     )
 
 
@@ -511,7 +521,8 @@ def _trl(launch: Launch, near: Path, configs: ConfigReader) -> Resolved:
         loaded = configs.load(path) if path else None
         if isinstance(loaded, dict):
             kind, stage, details = _accelerate_config(loaded, near, configs)
-            return Resolved(kind, stage, details)
+            alone = _config_runs_one_process(kind, loaded, launch)
+            return Resolved(kind, stage, details + _ONE_PROCESS if alone else details, alone)
     return Resolved(Kind.POSSIBLE, None, "trl launches through accelerate")
 
 
@@ -528,7 +539,7 @@ def _deepspeed(stage: int | None, details: str) -> Resolved:
 
 def one_process(launch: Launch, env: Mapping[str, str] | None = None, resolved: Resolved | None = None) -> bool:
     """The launch starts a single process (distributed machinery may still be on: DeepSpeed, MULTI_GPU).
-    `resolved`: its setup, when worked out (an accelerate config's `num_processes: 1`)."""
+    `resolved`: the setup the launch's configs give it, which may ask for one process themselves."""
     if launch.wrapped_by:
         return False
     if resolved is not None and resolved.one_process:

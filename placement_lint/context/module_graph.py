@@ -737,16 +737,18 @@ def sys_path_additions(raw: bytes, path: Path, root: Path) -> tuple[Path, ...]:
     """The folders of the repository a module adds to `sys.path` at its top level, when they are
     written from its own location (`sys.path.append(os.path.join(os.path.dirname(__file__), ".."))`,
     `sys.path.insert(0, str(Path(__file__).resolve().parents[1]))`, or a name bound to such a path
-    first). A path relative to the folder the process runs in (`sys.path.append("..")`) or computed
-    at run time is not known here: it adds nothing."""
+    first). A path relative to the folder the process runs in (`sys.path.append("..")`) is taken from
+    the module's own folder: a script that climbs out of the working folder is written to run from its
+    own (its launch scripts `cd` there or sit beside it), and run from elsewhere its import would
+    fail. A path computed at run time (`os.getcwd()`, a variable) is not known here: it adds nothing."""
     tree = _sys_path_tree(raw)
     return _additions(tree, path, root) if tree is not None else ()
 
 
 def _sys_path_tree(raw: bytes) -> ast.Module | None:
-    """The module's tree, when it may add a folder known here to `sys.path`: it names `sys.path` and
-    `__file__` (the only anchor of a path), and parses."""
-    if b"sys.path" not in raw or b"__file__" not in raw or len(raw) > _MAX_CLASS_MODULE_BYTES:
+    """The module's tree, when it may add a folder known here to `sys.path`: it names `sys.path`, and
+    parses."""
+    if b"sys.path" not in raw or len(raw) > _MAX_CLASS_MODULE_BYTES:
         return None
     try:
         return ast.parse(raw)
@@ -784,9 +786,12 @@ _PATH_CALLS = frozenset({"os.path.abspath", "os.path.realpath", "os.path.normpat
 
 def _path_from_here(node: ast.expr, here: str, bound: dict[str, str], depth: int = 0) -> str | None:
     """The path `node` computes from the module's own location (`here`, its `__file__`), or None.
-    Only `__file__` anchors a path: a bare literal is relative to where the process runs."""
+    `__file__` anchors a path; a relative literal, relative to where the process runs, is taken from
+    the module's own folder (see `sys_path_additions`)."""
     if depth > 20:
         return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value and not os.path.isabs(node.value):
+        return os.path.normpath(os.path.join(os.path.dirname(here), node.value))
 
     def inner(value: ast.expr) -> str | None:
         return _path_from_here(value, here, bound, depth + 1)

@@ -135,19 +135,7 @@ class CheckedFile:
         for variant in self.contexts.variants():
             if not variant.setup.distributed:
                 continue
-            analysis = self.analysis_for(variant.setup, variant.arguments)
-            resolver = self.resolver_for(variant.setup, variant.arguments)
-            for device_map in analysis.device_maps:
-                if not self._decided(device_map, resolver):
-                    continue
-                if not reachable_under(self, device_map.loader.node, variant.setup, variant.arguments):
-                    continue  # the load sits in a branch this run does not take
-                contexts = self.contexts.contexts_at(device_map.loader.node)
-                context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
-                if context is not None and self._importers_rule_out(device_map, context, resolver):
-                    continue  # the launched script's calls never take the branch that holds it
-                if context is None:
-                    continue
+            for device_map, context in self._taken_under(variant):
                 key = self._value_key(device_map)
                 if key not in reached:
                     reached[key] = []
@@ -155,6 +143,27 @@ class CheckedFile:
                 if not any(load.node is device_map.loader.node for load in reached[key]):
                     reached[key].append(device_map.loader)
         return found, reached
+
+    def _taken_under(self, variant: Context) -> Iterator[tuple[DeviceMap, Context]]:
+        """The device_maps a run of one setup and launch arguments may take, with its context."""
+        analysis = self.analysis_for(variant.setup, variant.arguments)
+        resolver = self.resolver_for(variant.setup, variant.arguments)
+        for device_map in analysis.device_maps:
+            if not self._decided(device_map, resolver):
+                continue
+            if not reachable_under(self, device_map.loader.node, variant.setup, variant.arguments):
+                continue  # the load sits in a branch this run does not take
+            contexts = self.contexts.contexts_at(device_map.loader.node)
+            context = next((c for c in contexts if (c.setup, c.arguments) == (variant.setup, variant.arguments)), None)
+            if context is None or self._importers_rule_out(device_map, context, resolver):
+                continue  # no such run reaches it, or the launched script's calls never take its branch
+            yield device_map, context
+
+    def values_taken(self, load: ast.AST, variant: Context) -> list[DeviceMap]:
+        """The values the device_map of `load` (a loader call) may take in a run of `variant`'s setup and
+        launch arguments: `device_map=device_map` after `if args.load_in_4_bit: device_map = None else:
+        device_map = {"": "cuda"}` is only None under a launch that passes `--load_in_4_bit`."""
+        return [device_map for device_map, _ in self._taken_under(variant) if device_map.loader.node is load]
 
     def _value_key(self, device_map: DeviceMap) -> tuple[int, object]:
         """What makes one finding of a value however many loads it reaches: where it is reported (a

@@ -68,7 +68,9 @@ class ImplicitGpu0Loader(Rule):
             if not setup.distributed or setup.single_process:
                 continue
             for load in file.analysis_for(setup, variant.arguments).model_loads:
-                if id(load.call) in reported or not (load.device_map_given is False or _explicit_none(load)):
+                if id(load.call) in reported or not (
+                    load.device_map_given is False or _explicit_none(load) or _none_on_every_path(file, load, variant)
+                ):
                     continue
                 unsloth = load.loader.name.split(".")[0] in _UNSLOTH
                 if unsloth and (setup.mode is not Mode.DDP or not self._unsloth_branch_runs(file, load, variant)):
@@ -143,7 +145,7 @@ class ImplicitGpu0Loader(Rule):
     @staticmethod
     def _fix(file: CheckedFile, load: ModelLoad) -> Fix:
         given = keyword(load.call, "device_map")
-        if given is not None and _explicit_none(load):
+        if given is not None:  # None, as written or on every path of the run: the value the call passes
             edit = file.replace(given.value, PER_PROCESS_MAP)
         else:
             edit = file.add_keyword(load.call, f"device_map={PER_PROCESS_MAP}")
@@ -153,6 +155,17 @@ class ImplicitGpu0Loader(Rule):
             edit,
             file.add_import("accelerate", "PartialState"),
         )
+
+
+def _none_on_every_path(file: CheckedFile, load: ModelLoad, variant: Context) -> bool:
+    """The map the call passes is None on every path the run takes (`device_map=device_map`, set to None
+    in the branch of `if args.load_in_4_bit:` that the launch's `--load_in_4_bit` picks)."""
+    from placement_lint.analysis.values import Placement  # the analyses load only with a file to check
+
+    if keyword(load.call, "device_map") is None:
+        return False
+    values = file.values_taken(load.call, variant)
+    return bool(values) and all(value.classified.placement is Placement.NONE for value in values)
 
 
 def _explicit_none(load: ModelLoad) -> bool:
