@@ -49,7 +49,7 @@ from functools import cached_property
 
 from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
 from placement_lint.analysis.flowstate import EMPTY, FlowState, Scratch, base_of, merge
-from placement_lint.analysis.guards import NO_LITERAL, Fact, evaluate_truth, exclude, facts_of, fails, literal
+from placement_lint.analysis.guards import NO_LITERAL, Fact, FactIndex, evaluate_truth, exclude, facts_of, fails, literal
 from placement_lint.analysis.index import index_of, walk
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, dotted, last_segment
 from placement_lint.distributed import Mode, Setup
@@ -533,7 +533,13 @@ class Resolver:
         here = (*guards, *self.enclosing_guards(at))
         if not here:
             return found
-        return [b for b in found if not (b.guards or b.path) or not self.excludes((*b.guards, *b.path), here)]
+        # The facts of the read's path, filed once for all its bindings (exclusion is symmetric).
+        filed = FactIndex(self._facts_of(here), self._subject)
+        return [
+            b
+            for b in found
+            if not (b.guards or b.path) or not filed.contradicted(self._facts_of((*b.guards, *b.path)), self._same_value)
+        ]
 
     def _lookup(self, expr: ast.expr) -> list[ast.expr | None]:
         """What a name in a condition can hold; an expression that resolves to nothing but itself

@@ -245,6 +245,7 @@ class PlacementAnalysis:
         self._consumers_cache: dict[int, tuple[Consumer, ...]] = {}
         self._consumers_under: dict[tuple[int, tuple[object, ...]], tuple[Consumer, ...]] = {}
         self._forwarding: dict[int, dict[str, list[ast.Call]]] = {}  # per helper (by id), see forwarded_device_maps
+        self._arms: dict[int, dict[int, bool]] = {}  # per node of the module (by id), see _branches
         # What its device maps and loads ask back through: a plain reference from each would make a cycle
         # (the analysis keeps them in its lists), and the file's whole tree would then wait for the cycle
         # collector (2-7 ms a file of trl's trainers, 22 ms of its run's CPU).
@@ -649,7 +650,12 @@ class PlacementAnalysis:
 
     def _branches(self, node: ast.AST) -> dict[int, bool]:
         """For each `if` (statement or expression) around `node`: is `node` in its body (True) or its
-        `else` (False)? A node in the condition itself runs whichever arm follows, so it has no entry."""
+        `else` (False)? A node in the condition itself runs whichever arm follows, so it has no entry.
+        Kept for the module's nodes: each load asks it of every TrainingArguments(...) again, and a node
+        down an elif chain is one `if` deeper per branch above it."""
+        known = self._arms.get(id(node))
+        if known is not None:
+            return known
         arms: dict[int, bool] = {}
         child = node
         for ancestor in self.resolver.ancestors(node):
@@ -661,6 +667,8 @@ class PlacementAnalysis:
             elif isinstance(ancestor, ast.IfExp) and child is not ancestor.test:
                 arms[id(ancestor)] = child is ancestor.body
             child = ancestor
+        if id(node) in self.resolver.index.parents:  # not another module's node, whose id may be reused
+            self._arms[id(node)] = arms
         return arms
 
 
