@@ -169,9 +169,12 @@ CHAIN_LINKS = [
 ]
 
 
-def chain_source(order: list[int], ending: str) -> str:
+def chain_source(order: list[int], ending: str, in_loop: bool = False) -> str:
     links = "".join(CHAIN_LINKS[link].format(kw="if" if i == 0 else "elif", i=i) for i, link in enumerate(order))
     header = "def main():\n    args = parse()\n    model = None\n    device_map = 'start'\n    kwargs = {'torch_dtype': 'fp16'}\n"
+    if in_loop:  # walked past thrice: an earlier pass with conditions undecided, the recording, the state handed on
+        links = "    for step in steps:\n" + "".join(f"    {line}\n" for line in (links + ending).splitlines())
+        ending = "        load(model, device_map=device_map)\n"
     return header + links + ending + "    load(model, device_map=device_map, **kwargs)\n"
 
 
@@ -202,11 +205,12 @@ CHAINS = [
 ]
 
 
+@pytest.mark.parametrize("in_loop", [False, True], ids=["in the body", "in a loop"])
 @pytest.mark.parametrize(("order", "ending"), CHAINS)
 def test_an_elif_chain_joined_link_by_link_records_the_states_nested_ifs_record(
-    order: list[int], ending: str, monkeypatch: pytest.MonkeyPatch
+    order: list[int], ending: str, in_loop: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = ast.parse(chain_source(order, ending))
+    module = ast.parse(chain_source(order, ending, in_loop))
     chained = recorded_states(module)
     monkeypatch.setattr(dataflow, "_is_elif", lambda stmt: False)  # each `elif` an `if` in the one before's `else`
     assert recorded_states(module) == chained

@@ -990,8 +990,8 @@ class Resolver:
         if not isinstance(stmt, _COMPOUND):
             return self._apply(stmt, state, guards)
         if isinstance(stmt, ast.If):
-            if _is_elif(stmt) and not self._blind and not self._has_walrus:
-                return self._record_chain(stmt, state, guards)
+            if _is_elif(stmt) and not self._has_walrus:
+                return self._chain(stmt, state, guards, recording=True)
             body = self._record(stmt.body, state, (*guards, (stmt.test, True)))
             orelse = self._record(stmt.orelse, state, (*guards, (stmt.test, False)))
             head, bound = self._head(stmt, state, guards)
@@ -1031,23 +1031,24 @@ class Resolver:
             self._record(stmt.body, state, guards)
         return self._apply(stmt, state, guards)
 
-    def _record_chain(self, stmt: ast.If, state: FlowState, guards: tuple[Guard, ...]) -> _Outcome:
-        """An `if`/`elif` chain, recorded as its nested `if`s are (each branch from the state before the
-        chain, with the conditions of the branches passed and its own), and joined link by link from
-        the last, as nested `if`s are, but each join looks only at the keys that can differ from what
-        the links below handed on (see _join_link): down a chain of b branches, each join would
-        otherwise look at every key written further down."""
+    def _chain(self, stmt: ast.If, state: FlowState, guards: tuple[Guard, ...], recording: bool) -> _Outcome:
+        """An `if`/`elif` chain, recorded (or walked past) as its nested `if`s are (each branch from the
+        state before the chain, with the conditions of the branches passed and its own), and joined
+        link by link from the last, as nested `if`s are, but each join looks only at the keys that can
+        differ from what the links below handed on (see _join_link): down a chain of b branches, each
+        join would otherwise look at every key written further down."""
+        walk = self._record if recording else self._apply_block
         links = [stmt]
         while _is_elif(links[-1]):
             links.append(links[-1].orelse[0])  # type: ignore[arg-type]
         bodies = []
         passed = guards
         for position, link in enumerate(links):
-            if position:
+            if position and recording:
                 self._recording[id(link)] = state
-            bodies.append(self._record(link.body, state, (*passed, (link.test, True))))
+            bodies.append(walk(link.body, state, (*passed, (link.test, True))))
             passed = (*passed, (link.test, False))
-        last = self._record(links[-1].orelse, state, passed)
+        last = walk(links[-1].orelse, state, passed)
         below = _Below(set(last[2]), {key for key in last[2] if _touches(state, key)}, set(last[2]))
         outcome = last[0], last[1], below.written
         for link, body in zip(reversed(links), reversed(bodies), strict=True):
@@ -1061,7 +1062,7 @@ class Resolver:
         left as it is, unless it is `unsettled` (a branch's own bindings, never joined yet). `below`
         is updated for the next link up."""
         truth = None
-        if body[1] or orelse[1] or body[2] or orelse[2]:
+        if not self._blind and (body[1] or orelse[1] or body[2] or orelse[2]):
             truth = self.truth(stmt.test)
         body_taken, orelse_taken = truth is not False, truth is not True
         touching = {key for key in body[2] if _touches(head, key)} if body_taken else set()
@@ -1082,9 +1083,10 @@ class Resolver:
                 for base in body[2]:
                     looked_at.update(orelse[0].keys_under(base))
         if len(live) == 2:
-            changed = looked_at
-            body_state = _carried_through(head, body[0], changed, (stmt.test, True))
-            orelse_state = _carried_through(head, orelse[0], changed, (stmt.test, False))
+            body_state, orelse_state = body[0], orelse[0]
+            if not self._blind:
+                body_state = _carried_through(head, body_state, looked_at, (stmt.test, True))
+                orelse_state = _carried_through(head, orelse_state, looked_at, (stmt.test, False))
             below.unsettled = set()
             return self._merge([body_state, orelse_state], looked_at, base=1), False, written
         if live[0] is body:
@@ -1155,6 +1157,8 @@ class Resolver:
         if not isinstance(stmt, _COMPOUND):
             return head, False, bound
         if isinstance(stmt, ast.If):
+            if _is_elif(stmt) and not self._has_walrus:
+                return self._chain(stmt, head, guards, recording=False)
             body = self._apply_block(stmt.body, head, (*guards, (stmt.test, True)))
             orelse = self._apply_block(stmt.orelse, head, (*guards, (stmt.test, False)))
             return self._join_if(stmt, head, body, orelse, bound)
