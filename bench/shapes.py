@@ -468,7 +468,7 @@ SHAPES: dict[str, Shape] = {
 # an elif chain looks at the keys bound further down it and each path holds a condition per branch
 # passed; a name re-bound under an `if` block after block holds a binding per block, each with a
 # condition per later block.
-SCALING_SHAPES = ("elif", "rewrapped", "elif-fresh", "nested-if-shared")
+SCALING_SHAPES = ("elif", "rewrapped", "elif-fresh", "nested-if-shared", "elif-loop")
 
 
 def training_script(shape: str, scale: int) -> str:

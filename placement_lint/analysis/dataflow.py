@@ -24,15 +24,25 @@ by looking at those keys alone. At each compound statement:
   the body is recorded from the state before the loop joined with that; one more pass from the
   state before the loop gives what the loop hands on. Three passes a loop, so a statement nested in
   d loops is walked at most 1 + 2d times.
+- an `if`/`elif` chain (an `if` whose `else` is one `if`): each branch is walked once from the state
+  before the chain, with the conditions of the branches passed and its own, as for nested `if`s.
+  The joins are those of the nested `if`s, from the last link up, but a link's join looks only at
+  the keys its own branch writes, the keys written below that the state before the chain has (or
+  whose dict it has), and those no join below has settled yet: a key first bound further down is
+  absent from this link's branch, so the join hands on what the links below gave it, untouched.
 - `with`, `try`, `match`, a class body: each block once, from the state before the statement, and
   again for what is handed on only where that starts from another state (a `with ... as`, the
   `else`/handlers/`finally` of a `try`).
 Statements after a `return`, `raise`, `break` or `continue` get the state where control left.
 
 Cost: for a scope of n statements nested at most d deep, O(n * d) statement visits, each O(log k)
-for the k keys it changes; a join costs the keys its paths changed plus the bindings they hold. (An
-`elif` chain of b branches is b `if`s nested in one another's `else`: each join there looks at the
-keys written further down the chain, and a condition per branch passed holds on each path.)
+for the k keys it changes; a join costs the keys its paths changed plus the bindings they hold. An
+`elif` chain of b branches costs b joins, each of the keys its branch writes and those the state
+before the chain has, plus the bindings those hold: linear in the chain for names fresh to each
+branch. What stays superlinear is what the representation holds: a name bound in every branch (or
+re-bound under an `if` block after block) reaches the join below with a binding per branch, and
+each join rebuilds that list; a path down a chain holds a condition per branch passed, and each
+question compares its conditions with those of the bindings it reaches.
 Questions cost their answer: a lookup, then the bindings followed. A question asked while its own
 scope is being walked, about a point the walk has not reached (a condition reading a value bound
 further down a loop), sees nothing bound there yet.
