@@ -356,6 +356,81 @@ if __name__ == "__main__":
     main()
 """
 
+# One kwargs dict built key by key, each key under its own `if` on the arguments.
+_KWARGS_KEYS_HEADER = _IMPORTS + _PARSE_ARGS + _MAIN_HEADER + '    model_kwargs = {"torch_dtype": torch.bfloat16}\n'
+_KWARGS_KEYS_BLOCK = """    if args.retries > {i}:
+        model_kwargs["option_{i}"] = {i}
+    elif args.steps == {i}:
+        model_kwargs.pop("option_{i}", None)
+    if args.load_in_4bit and args.steps > {i}:
+        model_kwargs["device_map"] = {{"": local_rank}}
+    model_kwargs.setdefault("revision_{i}", "main")
+"""
+_KWARGS_KEYS_FOOTER = (
+    "    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, **model_kwargs)\n"
+    "    models.append(model)\n" + _MAIN_FOOTER
+)
+
+# An elif chain inside the training loop: the loop's passes walk it as well as the recording.
+_ELIF_LOOP_HEADER = (
+    _IMPORTS
+    + _PARSE_ARGS
+    + _MAIN_HEADER
+    + """    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, torch_dtype=torch.bfloat16)
+    for step in range(args.steps):
+"""
+)
+_ELIF_LOOP_BLOCK = """        {keyword} args.model_type == "type_{i}":
+            kwargs = {{"torch_dtype": torch.bfloat16, "revision": "v{i}"}}
+            if args.load_in_4bit:
+                kwargs["device_map"] = "auto"
+            model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, **kwargs)
+            model = model.to(device)
+"""
+
+
+class ElifLoopShape(Shape):
+    """One chain in a loop's body, its last branch a `continue`."""
+
+    def script(self, name: str, scale: int) -> str:
+        blocks = self.per_scale * scale
+        body = "".join(self.block.format(i=i, keyword="if" if i == 0 else "elif") for i in range(blocks))
+        body += "        else:\n            continue\n"
+        return self.head(name, blocks) + body + self.footer
+
+
+# Hundreds of models side by side (model_0 .. model_N): loaded, moved, wrapped, kept, no branches.
+_MODELS_BLOCK = """    model_{i} = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, torch_dtype=torch.bfloat16)
+    model_{i}.config.use_cache = False
+    model_{i} = model_{i}.to(device)
+    ref_{i} = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, device_map="auto")
+    models.append(model_{i})
+"""
+
+# A training loop of retries: try/except/finally in a for loop, ifs, continue and break, names shared.
+_RETRY_HEADER = (
+    _IMPORTS
+    + _PARSE_ARGS
+    + _MAIN_HEADER
+    + """    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, torch_dtype=torch.bfloat16)
+    for attempt in range(args.retries):
+"""
+)
+_RETRY_BLOCK = """        try:
+            kwargs = {{"torch_dtype": torch.bfloat16}}
+            if attempt == {i}:
+                kwargs["device_map"] = "auto"
+            model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, **kwargs)
+        except OSError:
+            if args.lora:
+                continue
+            break
+        finally:
+            models.append(model)
+        with torch.no_grad():
+            model = model.to(device)
+"""
+
 SHAPES: dict[str, Shape] = {
     "elif": ElifShape(_ELIF_BLOCK, 42, doc="a long if/elif chain on args.model_type"),
     "elif-fresh": ElifShape(_ELIF_FRESH_BLOCK, 42, doc="the if/elif chain, fresh names in every branch"),
@@ -374,16 +449,29 @@ SHAPES: dict[str, Shape] = {
     "toplevel": Shape(_TOPLEVEL_BLOCK, 26, header=_TOPLEVEL_HEADER, footer=_TOPLEVEL_FOOTER, doc="a script without main()"),
     "match": Shape(_MATCH_BLOCK, 20, doc="match statements on args.model_type"),
     "method": Shape(_METHOD_BLOCK, 30, header=_METHOD_HEADER, footer=_METHOD_FOOTER, doc="self.x = ... in a Trainer subclass"),
+    "kwargs-keys": Shape(
+        _KWARGS_KEYS_BLOCK, 40, header=_KWARGS_KEYS_HEADER, footer=_KWARGS_KEYS_FOOTER, doc="one kwargs dict, a key under each if"
+    ),
+    "elif-loop": ElifLoopShape(
+        _ELIF_LOOP_BLOCK, 42, header=_ELIF_LOOP_HEADER, footer=_LOOP_FOOTER, doc="an elif chain in a loop"
+    ),
+    "models": Shape(_MODELS_BLOCK, 56, doc="model_0 .. model_N side by side, no branches"),
+    "retry": Shape(
+        _RETRY_BLOCK, 20, header=_RETRY_HEADER, footer=_LOOP_FOOTER, doc="try/except/finally, ifs, continue in a loop"
+    ),
 }
 
 
 # The forms whose analysis grew faster than the code: bench/run.py's scaling section times them beside
 # its own. t(8x)/t(2x) in CPU time before their mending, and after: elif 41, 7.4; rewrapped 12, 3.9;
-# elif-fresh 38, 11; nested-if-shared 8.9, 7.6. All but rewrapped are still quadratic: each join down
-# an elif chain looks at the keys bound further down it and each path holds a condition per branch
-# passed; a name re-bound under an `if` block after block holds a binding per block, each with a
-# condition per later block.
-SCALING_SHAPES = ("elif", "rewrapped", "elif-fresh", "nested-if-shared")
+# elif-fresh 38, 11; nested-if-shared 8.9, 7.6. Then (elif chains joined link by link, one walk for a
+# function's splatted dicts), 8x CPU and growth before -> after, 3 runs on a shared machine: elif 2.47 s
+# 5.0 -> 2.03 s 6.0; elif-fresh 7.98 s 10.1 -> 1.48 s 5.3; nested-if-shared 3.12 s 5.9 -> 3.15 s 7.9;
+# elif-loop 3.62 s 5.4 -> 3.23 s 6.9 (the 2x times fell more than the 8x ones). What is still quadratic
+# is the representation: a name bound in every branch of a chain (or re-bound under an `if` block after
+# block) holds a binding per branch, a list every join rebuilds, and a path down a chain holds a
+# condition per branch passed, which every question there compares.
+SCALING_SHAPES = ("elif", "rewrapped", "elif-fresh", "nested-if-shared", "elif-loop")
 
 
 def training_script(shape: str, scale: int) -> str:

@@ -124,3 +124,116 @@ def test_the_state_keeps_a_dicts_entries_in_the_order_they_were_stored_across_a_
 def test_the_flow_module_says_how_it_works_and_what_it_costs() -> None:
     doc = dataflow.__doc__ or ""
     assert "The algorithm." in doc and "Cost:" in doc
+
+
+# An elif chain's links, each a different way of changing the state: shared and fresh names, a name
+# bound before the chain, entries of a dict built before it and of dicts the branches build, a branch that
+# leaves, conditions the setup decides either way, and a nested chain.
+CHAIN_LINKS = [
+    """    {kw} args.model_type == "type_{i}":
+        model = load_{i}()
+        kwargs["device_map"] = "auto"
+""",
+    """    {kw} args.model_type == "fresh_{i}":
+        kwargs_{i} = {{"torch_dtype": "bf16"}}
+        if args.load_in_4bit:
+            kwargs_{i}["device_map"] = "auto"
+        model_{i} = load(**kwargs_{i})
+""",
+    """    {kw} args.model_type == "rebound_{i}":
+        kwargs = {{}}
+        device_map = None
+""",
+    """    {kw} args.model_type == "leaves_{i}":
+        raise ValueError("{i}")
+""",
+    """    {kw} is_deepspeed_zero3_enabled():
+        device_map = "never_{i}"
+""",
+    """    {kw} not is_deepspeed_zero3_enabled():
+        model = "only_{i}"
+        kwargs_0 = {{}}
+""",
+    """    {kw} args.model_type == "nested_{i}":
+        if args.a:
+            device_map = "a_{i}"
+        elif args.b:
+            device_map = "b_{i}"
+            kwargs["trust"] = True
+        else:
+            kwargs.pop("device_map")
+""",
+    """    {kw} args.model_type == "options_{i}":
+        options = {{"key_{i}": {i}}}
+""",
+]
+
+
+def chain_source(order: list[int], ending: str, in_loop: bool = False) -> str:
+    links = "".join(CHAIN_LINKS[link].format(kw="if" if i == 0 else "elif", i=i) for i, link in enumerate(order))
+    header = "def main():\n    args = parse()\n    model = None\n    device_map = 'start'\n    kwargs = {'torch_dtype': 'fp16'}\n"
+    if in_loop:  # walked past thrice: an earlier pass with conditions undecided, the recording, the state handed on
+        links = "    for step in steps:\n" + "".join(f"    {line}\n" for line in (links + ending).splitlines())
+        ending = "        load(model, device_map=device_map)\n"
+    return header + links + ending + "    load(model, device_map=device_map, **kwargs)\n"
+
+
+def recorded_states(module: ast.Module) -> list[tuple[object, ...]]:
+    """Every state the walk of main() recorded, as comparable values: each key's bindings and each dict's keys."""
+    resolver = Resolver(module, ZERO3)
+    function = module.body[0]
+    flow = resolver._record_scope(function)
+    states = [*(flow.before[id(s)] for s in ast.walk(function) if isinstance(s, ast.stmt) and id(s) in flow.before), flow.end]
+    return [
+        (
+            sorted((key, [tuple(map(id, b[:2])) + (b[2], b[3]) for b in bindings]) for key, bindings in state.values.items()),
+            sorted(state.entries.items()),
+        )
+        for state in states
+    ]
+
+
+CHAINS = [
+    ([0, 1, 2, 3, 4, 5, 6, 0, 1, 2], "    else:\n        raise SystemExit\n"),
+    ([1, 1, 1, 1, 1], ""),
+    ([0, 0, 0, 2, 0, 0], "    else:\n        model = 'fallback'\n"),
+    ([3, 3, 1, 3], "    else:\n        return\n"),
+    ([4, 1, 5, 0, 2, 6, 6], "    else:\n        kwargs['device_map'] = 'else'\n"),
+    ([5, 6, 0, 3], ""),
+    ([2, 6, 1, 4, 0], "    else:\n        kwargs_1 = {'x': 1}\n"),
+    ([7, 1, 7, 0, 7, 7], "    else:\n        options = {'other': 0}\n"),
+]
+
+
+@pytest.mark.parametrize("in_loop", [False, True], ids=["in the body", "in a loop"])
+@pytest.mark.parametrize(("order", "ending"), CHAINS)
+def test_an_elif_chain_joined_link_by_link_records_the_states_nested_ifs_record(
+    order: list[int], ending: str, in_loop: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = ast.parse(chain_source(order, ending, in_loop))
+    chained = recorded_states(module)
+    monkeypatch.setattr(dataflow, "_is_elif", lambda stmt: False)  # each `elif` an `if` in the one before's `else`
+    assert recorded_states(module) == chained
+
+
+def keys_joined(branches: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The keys the joins of one elif chain of fresh names look at."""
+    count = 0
+    merge = dataflow.merge
+
+    def counted(states, written, *args):  # type: ignore[no-untyped-def]
+        nonlocal count
+        count += len(written) if len(states) > 1 else 0
+        return merge(states, written, *args)
+
+    monkeypatch.setattr(dataflow, "merge", counted)
+    recorded_states(ast.parse(chain_source([1] * branches, "    else:\n        raise SystemExit\n")))
+    monkeypatch.undo()
+    return count
+
+
+def test_the_joins_down_an_elif_chain_look_at_the_keys_each_branch_writes_not_those_written_below(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    short, long = keys_joined(40, monkeypatch), keys_joined(80, monkeypatch)
+    assert long <= 2.1 * short, (short, long)  # every key bound further down: 4x

@@ -24,15 +24,25 @@ by looking at those keys alone. At each compound statement:
   the body is recorded from the state before the loop joined with that; one more pass from the
   state before the loop gives what the loop hands on. Three passes a loop, so a statement nested in
   d loops is walked at most 1 + 2d times.
+- an `if`/`elif` chain (an `if` whose `else` is one `if`): each branch is walked once from the state
+  before the chain, with the conditions of the branches passed and its own, as for nested `if`s.
+  The joins are those of the nested `if`s, from the last link up, but a link's join looks only at
+  the keys its own branch writes, the keys written below that the state before the chain has (or
+  whose dict it has), and those no join below has settled yet: a key first bound further down is
+  absent from this link's branch, so the join hands on what the links below gave it, untouched.
 - `with`, `try`, `match`, a class body: each block once, from the state before the statement, and
   again for what is handed on only where that starts from another state (a `with ... as`, the
   `else`/handlers/`finally` of a `try`).
 Statements after a `return`, `raise`, `break` or `continue` get the state where control left.
 
 Cost: for a scope of n statements nested at most d deep, O(n * d) statement visits, each O(log k)
-for the k keys it changes; a join costs the keys its paths changed plus the bindings they hold. (An
-`elif` chain of b branches is b `if`s nested in one another's `else`: each join there looks at the
-keys written further down the chain, and a condition per branch passed holds on each path.)
+for the k keys it changes; a join costs the keys its paths changed plus the bindings they hold. An
+`elif` chain of b branches costs b joins, each of the keys its branch writes and those the state
+before the chain has, plus the bindings those hold: linear in the chain for names fresh to each
+branch. What stays superlinear is what the representation holds: a name bound in every branch (or
+re-bound under an `if` block after block) reaches the join below with a binding per branch, and
+each join rebuilds that list; a path down a chain holds a condition per branch passed, and each
+question compares its conditions with those of the bindings it reaches.
 Questions cost their answer: a lookup, then the bindings followed. A question asked while its own
 scope is being walked, about a point the walk has not reached (a condition reading a value bound
 further down a loop), sees nothing bound there yet.
@@ -48,8 +58,8 @@ from contextlib import contextmanager
 from functools import cached_property
 
 from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
-from placement_lint.analysis.flowstate import EMPTY, FlowState, Scratch, merge
-from placement_lint.analysis.guards import NO_LITERAL, Fact, evaluate_truth, exclude, facts_of, fails, literal
+from placement_lint.analysis.flowstate import EMPTY, FlowState, Scratch, base_of, merge
+from placement_lint.analysis.guards import NO_LITERAL, Fact, FactIndex, evaluate_truth, exclude, facts_of, fails, literal
 from placement_lint.analysis.index import index_of, walk
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, ImportTable, dotted, last_segment
 from placement_lint.distributed import Mode, Setup
@@ -541,7 +551,13 @@ class Resolver:
         here = (*guards, *self.enclosing_guards(at))
         if not here:
             return found
-        return [b for b in found if not (b.guards or b.path) or not self.excludes((*b.guards, *b.path), here)]
+        # The facts of the read's path, filed once for all its bindings (exclusion is symmetric).
+        filed = FactIndex(self._facts_of(here), self._subject)
+        return [
+            b
+            for b in found
+            if not (b.guards or b.path) or not filed.contradicted(self._facts_of((*b.guards, *b.path)), self._same_value)
+        ]
 
     def _lookup(self, expr: ast.expr) -> list[ast.expr | None]:
         """What a name in a condition can hold; an expression that resolves to nothing but itself
@@ -1016,6 +1032,8 @@ class Resolver:
         if not isinstance(stmt, _COMPOUND):
             return self._apply(stmt, state, guards)
         if isinstance(stmt, ast.If):
+            if _is_elif(stmt) and not self._has_walrus:
+                return self._chain(stmt, state, guards, recording=True)
             body = self._record(stmt.body, state, (*guards, (stmt.test, True)))
             orelse = self._record(stmt.orelse, state, (*guards, (stmt.test, False)))
             head, bound = self._head(stmt, state, guards)
@@ -1054,6 +1072,68 @@ class Resolver:
         if isinstance(stmt, ast.ClassDef):
             self._record(stmt.body, state, guards)
         return self._apply(stmt, state, guards)
+
+    def _chain(self, stmt: ast.If, state: FlowState, guards: tuple[Guard, ...], recording: bool) -> _Outcome:
+        """An `if`/`elif` chain, recorded (or walked past) as its nested `if`s are (each branch from the
+        state before the chain, with the conditions of the branches passed and its own), and joined
+        link by link from the last, as nested `if`s are, but each join looks only at the keys that can
+        differ from what the links below handed on (see _join_link): down a chain of b branches, each
+        join would otherwise look at every key written further down."""
+        walk = self._record if recording else self._apply_block
+        links = [stmt]
+        while _is_elif(links[-1]):
+            links.append(links[-1].orelse[0])  # type: ignore[arg-type]
+        bodies = []
+        passed = guards
+        for position, link in enumerate(links):
+            if position and recording:
+                self._recording[id(link)] = state
+            bodies.append(walk(link.body, state, (*passed, (link.test, True))))
+            passed = (*passed, (link.test, False))
+        last = walk(links[-1].orelse, state, passed)
+        below = _Below(set(last[2]), {key for key in last[2] if _touches(state, key)}, set(last[2]))
+        outcome = last[0], last[1], below.written
+        for link, body in zip(reversed(links), reversed(bodies), strict=True):
+            outcome = self._join_link(link, state, body, outcome, below)
+        return outcome
+
+    def _join_link(self, stmt: ast.If, head: FlowState, body: _Outcome, orelse: _Outcome, below: _Below) -> _Outcome:
+        """_join_if for one link of an elif chain, whose `orelse` is what the links below handed on.
+        A key written below that the state before the chain lacks (and whose dict it lacks) is absent
+        from this link's branch, so the join hands on the bindings the links below gave it: it is
+        left as it is, unless it is `unsettled` (a branch's own bindings, never joined yet). `below`
+        is updated for the next link up."""
+        truth = None
+        if not self._blind and (body[1] or orelse[1] or body[2] or orelse[2]):
+            truth = self.truth(stmt.test)
+        body_taken, orelse_taken = truth is not False, truth is not True
+        touching = {key for key in body[2] if _touches(head, key)} if body_taken else set()
+        if not orelse_taken:
+            below.written, below.touching, below.unsettled = set(body[2]), touching, set(body[2])
+        elif body_taken:
+            below.written |= body[2]
+            below.touching |= touching
+        written = below.written
+        live = [b for b, taken in ((body, body_taken), (orelse, orelse_taken)) if taken and not b[1]]
+        if not live:
+            below.unsettled = set()
+            return head, True, written
+        looked_at = below.touching | below.unsettled
+        if body_taken:
+            looked_at |= body[2]
+            if len(live) == 2:
+                for base in body[2]:
+                    looked_at.update(orelse[0].keys_under(base))
+        if len(live) == 2:
+            body_state, orelse_state = body[0], orelse[0]
+            if not self._blind:
+                body_state = _carried_through(head, body_state, looked_at, (stmt.test, True))
+                orelse_state = _carried_through(head, orelse_state, looked_at, (stmt.test, False))
+            below.unsettled = set()
+            return self._merge([body_state, orelse_state], looked_at, base=1), False, written
+        if live[0] is body:
+            below.unsettled = set(body[2])
+        return self._merge([live[0][0]], looked_at), False, written
 
     def _head(self, stmt: ast.stmt, state: FlowState, guards: tuple[Guard, ...]) -> tuple[FlowState, set[str]]:
         """The state once the statement's own expressions ran: `:=` there binds before its blocks run."""
@@ -1119,6 +1199,8 @@ class Resolver:
         if not isinstance(stmt, _COMPOUND):
             return head, False, bound
         if isinstance(stmt, ast.If):
+            if _is_elif(stmt) and not self._has_walrus:
+                return self._chain(stmt, head, guards, recording=False)
             body = self._apply_block(stmt.body, head, (*guards, (stmt.test, True)))
             orelse = self._apply_block(stmt.orelse, head, (*guards, (stmt.test, False)))
             return self._join_if(stmt, head, body, orelse, bound)
@@ -1185,8 +1267,8 @@ class Resolver:
         live = [state] + [s for s, terminated, _ in cases if not terminated]
         return self._merge(live, written), False, written
 
-    def _merge(self, states: list[FlowState], written: set[str]) -> FlowState:
-        return _joined_paths(merge(states, written, ABSENT, Binding, _known_absent), written)
+    def _merge(self, states: list[FlowState], written: set[str], base: int = 0) -> FlowState:
+        return _joined_paths(merge(states, written, ABSENT, Binding, _known_absent, base), written)
 
     def _bind(self, target: ast.expr, value: ast.expr | None, state: Scratch, guards: tuple[Guard, ...], stmt: ast.stmt) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -1281,6 +1363,31 @@ _SIMPLE_BINDERS = frozenset(
         ast.ImportFrom,
     }
 )
+
+
+class _Below:
+    """What the links of an elif chain below the one being joined handed on: every key they wrote, those
+    the state before the chain has (`touching`: itself, its dict, or entries of its dict), and those
+    whose bindings no join has settled yet (`unsettled`: deduplicated, their paths folded)."""
+
+    __slots__ = ("written", "touching", "unsettled")
+
+    def __init__(self, written: set[str], touching: set[str], unsettled: set[str]) -> None:
+        self.written, self.touching, self.unsettled = written, touching, unsettled
+
+
+def _is_elif(stmt: ast.If) -> bool:
+    return len(stmt.orelse) == 1 and isinstance(stmt.orelse[0], ast.If)
+
+
+def _touches(state: FlowState, key: str) -> bool:
+    """The state has the key, or (for a dict entry) its dict or another entry of it."""
+    if key in state:
+        return True
+    if "[" not in key:
+        return False
+    base = base_of(key)
+    return base in state or bool(state.keys_under(base))
 
 
 def _carried_through(head: FlowState, branch: FlowState, changed: set[str], guard: Guard) -> FlowState:

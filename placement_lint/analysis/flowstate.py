@@ -110,17 +110,19 @@ class Scratch(_Readable):
         return FlowState(self.values.finish(), self.entries.finish())
 
 
-def merge(states: list[FlowState], written: Iterable[str], absent: Any, binding: Any, known_absent: Any) -> FlowState:
+def merge(
+    states: list[FlowState], written: Iterable[str], absent: Any, binding: Any, known_absent: Any, base: int = 0
+) -> FlowState:
     """The state where the paths that ended in `states` join: each key holds what it holds on any
     path. `written` holds every key that differs between the states (the keys their paths changed
-    since they parted); the others are shared, so only those are looked at.
+    since they parted); the others are taken from `states[base]`, so only those are looked at.
 
     A dict entry that one path's display lacks is absent on that path, not unknown: it gets an
     `absent` binding at that display (`binding(absent, statement, guards)`, with `known_absent(state,
     base)` telling which paths know their dict's keys)."""
     if len(states) == 1 or not written:
-        return states[0]
-    scratch = states[0].edit()
+        return states[base]
+    scratch = states[base].edit()
     for key in written:
         found = [bindings for state in states if (bindings := state.values.get(key)) is not None]
         if len(found) == 1 and len(found[0]) == 1 and _unmarked(key, states):

@@ -245,6 +245,7 @@ class PlacementAnalysis:
         self._consumers_cache: dict[int, tuple[Consumer, ...]] = {}
         self._consumers_under: dict[tuple[int, tuple[object, ...]], tuple[Consumer, ...]] = {}
         self._forwarding: dict[int, dict[str, list[ast.Call]]] = {}  # per helper (by id), see forwarded_device_maps
+        self._arms: dict[int, dict[int, bool]] = {}  # per node of the module (by id), see _branches
         # What its device maps and loads ask back through: a plain reference from each would make a cycle
         # (the analysis keeps them in its lists), and the file's whole tree would then wait for the cycle
         # collector (2-7 ms a file of trl's trainers, 22 ms of its run's CPU).
@@ -644,7 +645,12 @@ class PlacementAnalysis:
 
     def _branches(self, node: ast.AST) -> dict[int, bool]:
         """For each `if` (statement or expression) around `node`: is `node` in its body (True) or its
-        `else` (False)? A node in the condition itself runs whichever arm follows, so it has no entry."""
+        `else` (False)? A node in the condition itself runs whichever arm follows, so it has no entry.
+        Kept for the module's nodes: each load asks it of every TrainingArguments(...) again, and a node
+        down an elif chain is one `if` deeper per branch above it."""
+        known = self._arms.get(id(node))
+        if known is not None:
+            return known
         arms: dict[int, bool] = {}
         child = node
         for ancestor in self.resolver.ancestors(node):
@@ -656,6 +662,8 @@ class PlacementAnalysis:
             elif isinstance(ancestor, ast.IfExp) and child is not ancestor.test:
                 arms[id(ancestor)] = child is ancestor.body
             child = ancestor
+        if id(node) in self.resolver.index.parents:  # not another module's node, whose id may be reused
+            self._arms[id(node)] = arms
         return arms
 
 
@@ -747,44 +755,55 @@ def _dict_parameters(
     """The parameters whose dict the loads splat, themselves (`**bnb_args`) or merged into a local dict
     the function builds empty and only ever updates with them (`kw = dict(); kw.update(bnb_args)`)."""
     found: dict[str, list[ast.Call]] = {}
+    merged = _merged_parameters(function, [name for name in splatted if name not in parameters], parameters)
     for name, loads in splatted.items():
         if name in parameters:
             found.setdefault(name, []).extend(loads)
             continue
-        sources = _merged_parameters(function, name, parameters)
-        for parameter in sources or ():
+        for parameter in merged[name] or ():
             found.setdefault(parameter, []).extend(loads)
     return found
 
 
-def _merged_parameters(function: ast.FunctionDef, name: str, parameters: set[str]) -> list[str] | None:
-    """The parameters a local dict is made of, when it is bound once to an empty dict and changed only
-    by `.update(<parameter>)`; None for any other dict (it decides its own keys)."""
-    bound, merged = 0, []
+def _merged_parameters(function: ast.FunctionDef, names: list[str], parameters: set[str]) -> dict[str, list[str] | None]:
+    """For each local dict of `names`, the parameters it is made of, when it is bound once to an empty
+    dict and changed only by `.update(<parameter>)`; None for any other dict (it decides its own keys).
+    One walk of the body for all of them: a long `main()` splats a dict per load, hundreds of them."""
+    bound = dict.fromkeys(names, 0)
+    merged: dict[str, list[str] | None] = {name: [] for name in names}
+    if not names:
+        return merged
     for node in own_nodes(function):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                value = node.value
-                empty = (
-                    isinstance(value, ast.Dict)
-                    and not value.keys
-                    or (isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args and not value.keywords)
-                )
+            assigned = {t.id for t in targets if isinstance(t, ast.Name) and t.id in merged}
+            if not assigned:
+                continue
+            value = node.value
+            empty = (
+                isinstance(value, ast.Dict)
+                and not value.keys
+                or (isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args and not value.keywords)
+            )
+            for name in assigned:
                 if not empty or isinstance(node, ast.AugAssign):
-                    return None
-                bound += 1
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name:
+                    merged[name] = None
+                else:
+                    bound[name] += 1
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in merged:
             if not isinstance(node.ctx, ast.Load):
-                return None
+                merged[node.value.id] = None
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-            if node.func.value.id != name or node.func.attr not in _DICT_CHANGES:
+            name = node.func.value.id
+            if name not in merged or node.func.attr not in _DICT_CHANGES:
                 continue
             given = node.args[0] if node.func.attr == "update" and len(node.args) == 1 and not node.keywords else None
+            sources = merged[name]
             if not isinstance(given, ast.Name) or given.id not in parameters:
-                return None
-            merged.append(given.id)
-    return merged if bound == 1 else None
+                merged[name] = None
+            elif sources is not None:
+                sources.append(given.id)
+    return {name: sources if sources is not None and bound[name] == 1 else None for name, sources in merged.items()}
 
 
 def _changed_dicts(function: ast.FunctionDef) -> set[str]:
