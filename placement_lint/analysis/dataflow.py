@@ -264,6 +264,9 @@ class Resolver:
         # (conditions, a rule reading a config call to edit it) gets this file's nodes only.
         self._importing = 0
         self._imports: ImportTable | None = None  # see _qualify
+        # What the analyses over this module work out once for all their questions, by a key of their
+        # own (kept here: the module's nodes, whose ids some keys hold, live as long as the resolver).
+        self.memo: dict[tuple[object, ...], object] = {}
         self._attribute_reads: dict[int, ast.Attribute] = {}  # by id(call), see _getattr_read
 
     @contextmanager

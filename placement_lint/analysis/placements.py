@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
-from placement_lint.analysis.dataflow import ABSENT, Candidate, Resolver, own_nodes, rebound_names
+from placement_lint.analysis.dataflow import ABSENT, Candidate, ForeignFunction, Resolver, own_nodes, rebound_names
 from placement_lint.analysis.flow import ModelFlow, no_ancestors
 from placement_lint.analysis.index import ModuleIndex, walk
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
@@ -568,11 +568,18 @@ class PlacementAnalysis:
         into `TrainingArguments`): building the arguments sets the device wherever it runs. A function
         of this file is seen where it is written."""
         found = []
+        imported = _imported_names(self.resolver)
+        if not imported:
+            return found
         with self.resolver.following_imports():  # asked by a rule too, outside the device maps' walk
             for call in self.resolver.index.calls:
                 name = dotted(call.func)
-                called = self.resolver.called_function(call, name) if name else None
-                if called is not None and called[1] is not None and _sets_state(called[0], called[1].resolver, 2):
+                if not name or name.split(".")[0] not in imported:
+                    continue  # most calls are of a local, a method or a builtin: only imports can be another module's
+                # By the module's imports, not its value flow: each launch's analysis of a file asks,
+                # and walking the file's scopes for each (90 launch scripts of one) cost seconds.
+                foreign = _first_party(self.resolver, name)
+                if foreign is not None and _sets_state(foreign.function, foreign.resolver, 2):
                     found.append(call)
         return found
 
@@ -864,10 +871,44 @@ def parses_only_script_arguments(call: ast.Call, resolver: Resolver) -> bool:
     return not any(_config_class(last_segment(name), local) for name in names)  # type: ignore[arg-type]
 
 
+def _imported_names(resolver: Resolver) -> frozenset[str]:
+    """The names the module's imports bind and no `def` of it rebinds, once a module (every launch's
+    analysis of a file asks)."""
+    key = ("imported names",)
+    known = resolver.memo.get(key)
+    if known is None:
+        bound: set[str] = set()
+        defined: set[str] = set()
+        for node in resolver.index.nodes:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined.add(node.name)
+        known = resolver.memo[key] = frozenset(bound - defined)
+    return known  # type: ignore[return-value]
+
+
+def _first_party(resolver: Resolver, name: str) -> ForeignFunction | None:
+    """The function of another module of the repository a callee, as written, names by the module's imports."""
+    key = ("first party", name)
+    if key not in resolver.memo:
+        resolver.memo[key] = resolver.helpers(name, resolver.setup) if resolver.helpers is not None else None
+    return resolver.memo[key]  # type: ignore[return-value]
+
+
 def _sets_state(function: ast.FunctionDef, resolver: Resolver, depth: int) -> bool:
     """`function` (of the module `resolver` reads) sets this process's device when it runs: it creates
     a TrainingArguments, a TRL config, an Accelerator or a PartialState, parses arguments into one, or
-    calls a first-party function that does, up to `depth` calls down."""
+    calls a first-party function that does, up to `depth` calls down. Worked out once a function and
+    depth for each module's resolver."""
+    key = ("sets state", id(function), depth)
+    known = resolver.memo.get(key)
+    if known is None:
+        known = resolver.memo[key] = _works_out_sets_state(function, resolver, depth)
+    return known  # type: ignore[return-value]
+
+
+def _works_out_sets_state(function: ast.FunctionDef, resolver: Resolver, depth: int) -> bool:
     calls = [node for node in own_nodes(function) if type(node) is ast.Call]
     for call in calls:
         if _creates(last_segment(dotted(call.func) or ""), _DISTRIBUTED_STATE) and not parses_only_script_arguments(
