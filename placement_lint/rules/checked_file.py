@@ -412,6 +412,19 @@ def written(file: CheckedFile, node: ast.AST, limit: int = 48) -> str:
     return shortened(file.source.text[start:end], limit)
 
 
+def move_text(file: CheckedFile, call: ast.Call) -> str:
+    """`model.to("cuda")`; for a move chained on a call (the load, `.eval()`), its tail: `.cuda()` on the
+    model from_pretrained(...) loads."""
+    assert isinstance(call.func, ast.Attribute)
+    if not isinstance(call.func.value, ast.Call):
+        return written(file, call, limit=40)
+    loaded = call.func.value
+    while isinstance(loaded.func, ast.Attribute) and isinstance(loaded.func.value, ast.Call):
+        loaded = loaded.func.value  # `X.from_pretrained(...).eval()`: the load
+    arguments = ", ".join(written(file, a, limit=24) for a in [*call.args, *call.keywords])
+    return f".{call.func.attr}({arguments}) on the model {written(file, loaded.func, limit=40)} loads"
+
+
 def is_local(file: CheckedFile, device_map: DeviceMap) -> bool:
     """The value is written in the loader's own scope, so changing it changes only this load. A
     dataclass field default never is: it is every run's default for that command-line argument."""

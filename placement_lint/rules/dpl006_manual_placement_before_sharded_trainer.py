@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
+from placement_lint.analysis.flow import SELF_RETURNING
 from placement_lint.analysis.names import dotted, keyword, last_segment
 from placement_lint.distributed import SINGLE, Mode
-from placement_lint.edits import Applicability, Fix
+from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.patterns import LazyPattern
 from placement_lint.rules.base import (
     PEFT_WRAPPERS,
@@ -19,6 +20,7 @@ from placement_lint.rules.base import (
     Rule,
     Violation,
     fix,
+    move_text,
     under,
     wrapped_model,
     written,
@@ -112,7 +114,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
     def _judge(
         self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None, wrapped: bool
     ) -> Violation | None:
-        placement = written(file, call, limit=40)
+        placement = move_text(file, call)
         meets, always = (
             _quantized_paths(file, call, load)
             if move in ("dtype", "cuda") and load.quantized and not wrapped and (move == "dtype" or _eight_bit(file, load))
@@ -186,7 +188,13 @@ class ManualPlacementBeforeShardedTrainer(Rule):
             and dotted(statement.targets[0]) == owner
         )
         if not (standalone or rebinding):
-            return None
+            # `teacher = X.from_pretrained(...).to(device)`, `student.teacher = teacher.cuda()`: the
+            # module without its move (both return the module itself).
+            if isinstance(statement, ast.Expr) or not isinstance(call.func, ast.Attribute):
+                return None
+            _, start = file.source.node_span(call.func.value)
+            _, end = file.source.node_span(call)
+            return fix(Applicability.UNSAFE, "Remove the manual placement", Edit(start, end, ""))
         edit = file.remove_statement(statement)  # type: ignore[arg-type]
         return fix(Applicability.UNSAFE, "Remove the manual placement", edit) if edit else None
 
@@ -195,7 +203,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
     ) -> tuple[ModelLoad, bool] | None:
         """The model load `owner` holds here, and whether through a wrapper that is a module of its own
         (a PEFT model), not the transformers model itself."""
-        if depth > 3:
+        if depth > 6:
             return None
         if isinstance(owner, ast.Call):
             candidates = [owner]
@@ -204,6 +212,11 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         for value in candidates:
             if id(value) in loads:
                 return loads[id(value)], False
+            if isinstance(value.func, ast.Attribute) and value.func.attr in SELF_RETURNING:
+                # `X.from_pretrained(...).eval().requires_grad_(False)`: the module itself
+                found = self._model_of(file, value.func.value, loads, depth + 1)
+                if found is not None:
+                    return found
             model = wrapped_model(value)
             if model is not None:
                 found = self._model_of(file, model, loads, depth + 1)
@@ -266,12 +279,19 @@ def _with_attachment(file: CheckedFile, violation: Violation, consumer: Consumer
 
 
 def _model_holders(file: CheckedFile, loads: dict[int, ModelLoad]) -> set[str]:
-    """Names that some statement binds to a model load or a PEFT wrapper call (the cheap filter)."""
+    """Names that some statement binds to a model load, a PEFT wrapper call, or a call of a function of
+    this file (which may return a load: `model = load_model(name)`) (the cheap filter)."""
     names: set[str] = set()
+    functions = {node.name for node in file.resolver.index.nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in file.resolver.index.nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
             value = node.value
-            if id(value) in loads or last_segment(dotted(value.func)) in PEFT_WRAPPERS or _loads_inside(value, loads):
+            if (
+                id(value) in loads
+                or last_segment(dotted(value.func)) in PEFT_WRAPPERS
+                or _loads_inside(value, loads)
+                or _innermost_callee(value) in functions
+            ):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     for element in target.elts if isinstance(target, ast.Tuple) else [target]:
@@ -279,6 +299,14 @@ def _model_holders(file: CheckedFile, loads: dict[int, ModelLoad]) -> set[str]:
                         if key:
                             names.add(key)
     return names
+
+
+def _innermost_callee(call: ast.Call) -> str | None:
+    """`load_model` of `load_model(name).eval()`: the bare name the chain of calls starts with."""
+    current: ast.expr = call
+    while isinstance(current, ast.Call) and isinstance(current.func, ast.Attribute):
+        current = current.func.value
+    return current.func.id if isinstance(current, ast.Call) and isinstance(current.func, ast.Name) else None
 
 
 def _loads_inside(call: ast.Call, loads: dict[int, ModelLoad]) -> bool:
