@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
-from placement_lint.analysis.names import WRAPPERS, ImportTable, dotted, last_segment
+from placement_lint.analysis.names import SELF_RETURNING, WRAPPERS, ImportTable, dotted, last_segment
 
 MODEL_ARGUMENTS = (
     "model",
@@ -36,9 +36,6 @@ _MODEL_BUILDERS = {"from_pretrained", "from_config", "_from_config"}
 # Uses that run the model without training it; merging an adapter and saving the result count too
 # (trl's stack_llama_2 sft_llama2.py reloads with device_map="auto" only to merge and save).
 _INFERENCE_METHODS = {"generate", "eval", "forward", "score", "encode", "sample", "merge_and_unload"}
-# nn.Module methods that return the module itself: `X.from_pretrained(...).eval().to(device)` is still
-# the loaded model, and so is `teacher.to(device)` where its result is attached or returned.
-SELF_RETURNING = {"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "eval", "train", "requires_grad_"}
 # Base classes whose subclasses register the modules assigned to their attributes.
 _MODULE_BASES = {"Module", "PreTrainedModel"}
 

@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.analysis.names import TRL_GUARDED_TRAINERS, ImportTable, dotted, keyword
+from placement_lint.analysis.names import SELF_RETURNING, TRL_GUARDED_TRAINERS, ImportTable, dotted, keyword
 from placement_lint.context.evidence import Context, FileContext, Kind
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Edit
@@ -419,7 +419,9 @@ def move_text(file: CheckedFile, call: ast.Call) -> str:
     if not isinstance(call.func.value, ast.Call):
         return written(file, call, limit=40)
     loaded = call.func.value
-    while isinstance(loaded.func, ast.Attribute) and isinstance(loaded.func.value, ast.Call):
+    while isinstance(loaded.func, ast.Attribute) and loaded.func.attr in SELF_RETURNING:
+        if not isinstance(loaded.func.value, ast.Call):
+            return written(file, call, limit=40)  # `teacher.requires_grad_(False).cuda()`
         loaded = loaded.func.value  # `X.from_pretrained(...).eval()`: the load
     arguments = ", ".join(written(file, a, limit=24) for a in [*call.args, *call.keywords])
     return f".{call.func.attr}({arguments}) on the model {written(file, loaded.func, limit=40)} loads"

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
-from placement_lint.analysis.flow import SELF_RETURNING
-from placement_lint.analysis.names import dotted, keyword, last_segment
+from placement_lint.analysis.names import SELF_RETURNING, dotted, keyword, last_segment
 from placement_lint.distributed import SINGLE, Mode
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.patterns import LazyPattern
@@ -187,10 +186,11 @@ class ManualPlacementBeforeShardedTrainer(Rule):
             and owner is not None
             and dotted(statement.targets[0]) == owner
         )
-        if not (standalone or rebinding):
-            # `teacher = X.from_pretrained(...).to(device)`, `student.teacher = teacher.cuda()`: the
-            # module without its move (both return the module itself).
-            if isinstance(statement, ast.Expr) or not isinstance(call.func, ast.Attribute):
+        if not ((standalone and isinstance(call.func.value, (ast.Name, ast.Attribute))) or rebinding):  # type: ignore[union-attr]
+            # `teacher = X.from_pretrained(...).to(device)`, `student.teacher = teacher.cuda()`,
+            # `teacher.requires_grad_(False).cuda()`: the module without its move (both return the module
+            # itself), and the rest of the chain kept.
+            if not isinstance(call.func, ast.Attribute):
                 return None
             _, start = file.source.node_span(call.func.value)
             _, end = file.source.node_span(call)
