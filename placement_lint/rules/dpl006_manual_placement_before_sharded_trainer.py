@@ -19,7 +19,6 @@ from placement_lint.rules.base import (
     Rule,
     Violation,
     fix,
-    move_text,
     under,
     wrapped_model,
     written,
@@ -113,7 +112,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
     def _judge(
         self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None, wrapped: bool
     ) -> Violation | None:
-        placement = move_text(file, call)
+        placement = _placement_text(file, call)
         meets, always = (
             _quantized_paths(file, call, load)
             if move in ("dtype", "cuda") and load.quantized and not wrapped and (move == "dtype" or _eight_bit(file, load))
@@ -208,7 +207,15 @@ class ManualPlacementBeforeShardedTrainer(Rule):
         if isinstance(owner, ast.Call):
             candidates = [owner]
         else:
-            candidates = [c.value for c in file.resolver.candidates(owner) if isinstance(c.value, ast.Call)]
+            candidates = []
+            for candidate in file.resolver.candidates(owner):
+                if isinstance(candidate.value, ast.Call):
+                    candidates.append(candidate.value)
+                elif candidate.value is None and candidate.via:
+                    for item in _returned_items(file, owner, candidate.via[-1]):
+                        found = self._model_of(file, item, loads, depth + 1)
+                        if found is not None:
+                            return found
         for value in candidates:
             if id(value) in loads:
                 return loads[id(value)], False
@@ -299,6 +306,40 @@ def _model_holders(file: CheckedFile, loads: dict[int, ModelLoad]) -> set[str]:
                         if key:
                             names.add(key)
     return names
+
+
+def _placement_text(file: CheckedFile, call: ast.Call) -> str:
+    """`model.to("cuda")`; a move chained on the load, `AutoModel.from_pretrained(...).cuda()` (its
+    arguments would leave no room for the rest of the headline)."""
+    assert isinstance(call.func, ast.Attribute)
+    loaded = call.func.value
+    while isinstance(loaded, ast.Call) and isinstance(loaded.func, ast.Attribute) and loaded.func.attr in SELF_RETURNING:
+        loaded = loaded.func.value
+    if not (isinstance(loaded, ast.Call) and isinstance(loaded.func, ast.Attribute)):
+        return written(file, call, limit=40)
+    arguments = written(file, call, limit=200)[len(written(file, call.func, limit=200)) :]
+    shown = arguments if len(arguments) <= 24 else "(...)"
+    return f"{written(file, loaded.func, limit=40)}(...).{call.func.attr}{shown}"
+
+
+def _returned_items(file: CheckedFile, owner: ast.expr, binding: ast.AST) -> list[ast.expr]:
+    """`model, tokenizer = load(name)` with `load` a function of this file that returns `model, tok`:
+    the expressions its returns give for the item `owner` is bound to."""
+    if not (isinstance(binding, ast.Assign) and len(binding.targets) == 1 and isinstance(binding.targets[0], ast.Tuple)):
+        return []
+    call = binding.value
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        return []
+    written = dotted(owner)
+    position = next((i for i, item in enumerate(binding.targets[0].elts) if dotted(item) == written), None)
+    called = file.resolver.called_function(call, call.func.id)
+    if position is None or called is None or called[1] is not None:
+        return []
+    return [
+        node.value.elts[position]
+        for node in ast.walk(called[0])
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) > position
+    ]
 
 
 def _innermost_callee(call: ast.Call) -> str | None:
