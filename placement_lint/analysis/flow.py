@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
-from placement_lint.analysis.names import WRAPPERS, ImportTable, dotted, last_segment
+from placement_lint.analysis.names import SELF_RETURNING, WRAPPERS, ImportTable, dotted, last_segment
 
 MODEL_ARGUMENTS = (
     "model",
@@ -36,11 +36,14 @@ _MODEL_BUILDERS = {"from_pretrained", "from_config", "_from_config"}
 # Uses that run the model without training it; merging an adapter and saving the result count too
 # (trl's stack_llama_2 sft_llama2.py reloads with device_map="auto" only to merge and save).
 _INFERENCE_METHODS = {"generate", "eval", "forward", "score", "encode", "sample", "merge_and_unload"}
+# Base classes whose subclasses register the modules assigned to their attributes.
+_MODULE_BASES = {"Module", "PreTrainedModel"}
 
 
 # What a read of the model does with it (see ModelFlow._read_use): hands it to a consumer, to a wrapper
 # whose result is followed, returns it (or an item of a returned tuple), or attaches it to another model.
 _DIRECT, _WRAPPED, _RETURNED, _RETURNED_ITEM, _ATTACHED = "direct", "wrapped", "returned", "returned item", "attached"
+_HELD = "held"  # passed to a module class of the file that makes it a submodule (`Distiller(student, teacher)`)
 
 
 def no_ancestors(written: str) -> tuple[str, ...]:
@@ -88,6 +91,7 @@ class ModelFlow:
         self.remote = remote or {}
         self.ancestors = ancestors
         self.trainer_classes = _TrainerClasses(self.index.classes, ancestors)
+        self.module_classes = _ModuleClasses(self.index.classes, ancestors)
         self._uses: dict[tuple[str, int], list[Consumer]] = {}
         self._scoped_loads: dict[str, dict[int, list[ast.Name | ast.Attribute]]] = {}
         self._uses_by_scope: dict[tuple[str, int], list[tuple[tuple[int, int], object, object]]] = {}  # see _uses_in
@@ -110,6 +114,7 @@ class ModelFlow:
         parent = self.resolver.parent(value)
         if position is not None:
             return self._unpacked(parent, position, depth)
+        value, parent = self._through_self_returning(value, parent)
         consumer = self._consumer_of_argument(value, parent)
         if consumer is not None:
             if consumer.kind is ConsumerKind.WRAPPER and consumer.name in WRAPPERS:
@@ -118,6 +123,9 @@ class ModelFlow:
         attached = self._attachment(value, parent)
         if attached is not None:
             return self._attached_uses(*attached, depth)
+        holder = self._module_holding(value, parent)
+        if holder is not None:
+            return self._held_uses(*holder, depth)
         if isinstance(parent, (ast.Assign, ast.AnnAssign)):
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
             found: list[Consumer] = []
@@ -197,6 +205,8 @@ class ModelFlow:
                 found += self._returned(taken, depth)  # type: ignore[arg-type]
             elif kind is _RETURNED_ITEM:
                 found += self._returned(taken[0], depth, taken[1])  # type: ignore[index]
+            elif kind is _HELD:
+                found += self._held_uses(*taken, depth)  # type: ignore[misc]
             else:
                 found += self._attached_uses(*taken, depth)  # type: ignore[misc]
         return list(dict.fromkeys(found))
@@ -225,6 +235,13 @@ class ModelFlow:
             return _DIRECT, consumer
         if isinstance(parent, ast.Attribute) and parent.attr in _INFERENCE_METHODS:
             return _DIRECT, Consumer(ConsumerKind.INFERENCE, f"{key}.{parent.attr}", parent)
+        if isinstance(parent, ast.Attribute) and parent.attr in SELF_RETURNING:
+            # `student.teacher = teacher.to(device)`, `return model.cuda()`: the result is the model;
+            # a move on its own line hands it nowhere.
+            call = self.resolver.parent(parent)
+            if isinstance(call, ast.Call) and call.func is parent and not isinstance(self.resolver.parent(call), ast.Expr):
+                return _WRAPPED, call
+            return None
         if isinstance(parent, ast.Call) and parent.func is node:
             return _DIRECT, Consumer(ConsumerKind.INFERENCE, f"{key}(...)", parent)
         if isinstance(parent, ast.Return):
@@ -233,7 +250,54 @@ class ModelFlow:
             position = next(i for i, item in enumerate(parent.elts) if item is node)
             return _RETURNED_ITEM, (returned, position)  # `return data, model, tokenizer`
         attached = self._attachment(node, parent)
-        return None if attached is None else (_ATTACHED, attached)
+        if attached is not None:
+            return _ATTACHED, attached
+        holder = self._module_holding(node, parent)
+        if holder is not None:
+            return _HELD, holder
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            if any(dotted(target) not in (None, key) for target in targets):
+                return _WRAPPED, node  # `model = student`: the uses of the new name
+        return None
+
+    def _through_self_returning(self, value: ast.expr, parent: ast.AST | None) -> tuple[ast.expr, ast.AST | None]:
+        """`X.from_pretrained(...).eval().requires_grad_(False)`: the last call of the chain, and its parent."""
+        while isinstance(parent, ast.Attribute) and parent.attr in SELF_RETURNING:
+            call = self.resolver.parent(parent)
+            if not (isinstance(call, ast.Call) and call.func is parent):
+                break
+            value, parent = call, self.resolver.parent(call)
+        return value, parent
+
+    def _module_holding(self, node: ast.AST, parent: ast.AST | None) -> tuple[ast.Call, ast.stmt] | None:
+        """`Distiller(student, teacher)`, a module class of this file whose `__init__` makes the parameter
+        that takes `node` a submodule (`self.teacher = teacher`): that call, and the statement it is in."""
+        call = self.resolver.parent(parent) if isinstance(parent, ast.keyword) else parent
+        if not isinstance(call, ast.Call) or call.func is node or not isinstance(call.func, ast.Name):
+            return None
+        init = self.module_classes.init_of(call.func.id)
+        if init is None:
+            return None
+        if isinstance(parent, ast.keyword):
+            name = parent.arg
+        else:
+            position = next((i for i, item in enumerate(call.args) if item is node), None)
+            parameters = [*init.args.posonlyargs, *init.args.args][1:]  # after `self`
+            if position is None or position >= len(parameters) or any(isinstance(a, ast.Starred) for a in call.args[:position]):
+                return None
+            name = parameters[position].arg
+        if name is None or name not in self.module_classes.registered(init, self.resolver):
+            return None
+        statement = next((a for a in self.resolver.ancestors(call) if isinstance(a, ast.stmt)), None)
+        return None if statement is None else (call, statement)
+
+    def _held_uses(self, holder: ast.Call, statement: ast.stmt, depth: int) -> list[Consumer]:
+        """Where the module that holds the model goes: the model is sharded and trained with it."""
+        return [
+            consumer if consumer.attached is not None else consumer._replace(attached=statement)
+            for consumer in self.consumers(holder, depth + 1)
+        ]
 
     def _attachment(self, node: ast.AST, parent: ast.AST | None) -> tuple[str, ast.stmt] | None:
         """The model `node` is made a submodule of, by the name that holds it, and the statement that
@@ -270,10 +334,14 @@ class ModelFlow:
         """`owner` is bound to a model load, or a wrapper of one (`get_peft_model(model, config)`)."""
         for candidate in self.resolver.candidates(owner, depth=6):
             value = candidate.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SELF_RETURNING:
+                value = value.func.value  # `X.from_pretrained(...).eval()`
             if isinstance(value, ast.Call):
                 name = last_segment(dotted(value.func))
                 if name in _MODEL_BUILDERS or name in WRAPPERS:
                     return True
+                if isinstance(value.func, ast.Name) and self.module_classes.init_of(value.func.id) is not None:
+                    return True  # `distiller = Distiller(student)`, then `distiller.teacher = teacher`
         return False
 
     def _attached_uses(self, owner: str, statement: ast.stmt, depth: int) -> list[Consumer]:
@@ -301,6 +369,9 @@ class ModelFlow:
         func = last_segment(qualified)
         positional = keyword_name is None and node in call.args
         if self.is_trainer(call):
+            if keyword_name in MODEL_ARGUMENTS and keyword_name != "model" and self._only_kept(call, keyword_name):
+                # Kept on the trainer and run by its loss, never handed to FSDP or DeepSpeed: a replica.
+                return Consumer(ConsumerKind.INFERENCE, f"{self.trainer_name(call)}({keyword_name}=...)", call)
             if keyword_name in MODEL_ARGUMENTS or (positional and call.args.index(node) == 0):  # type: ignore[arg-type]
                 return Consumer(ConsumerKind.TRAINER, self.trainer_name(call), call)
             return None
@@ -317,8 +388,41 @@ class ModelFlow:
             return Consumer(ConsumerKind.INFERENCE, "pipeline", call)
         return None
 
+    def _only_kept(self, call: ast.Call, parameter: str) -> bool:
+        """A trainer class of this file whose `__init__` takes `parameter` (`teacher_model`) itself and
+        only stores it (`self.teacher = teacher_model`): neither passes it on to the base trainer (TRL's
+        GKDTrainer prepares its `teacher_model`) nor hands it, or the attribute it is stored in, to a
+        preparation (`accelerator.prepare_model`, `prepare_deepspeed`, `deepspeed.initialize`, FSDP) in
+        any method of the class. transformers' Trainer prepares only `self.model`."""
+        if not isinstance(call.func, ast.Name):
+            return False
+        cls = next((c for c in self.index.classes if c.name == call.func.id), None)
+        init = None if cls is None else next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        if init is None or parameter not in {a.arg for a in (*init.args.args, *init.args.kwonlyargs)}:
+            return False  # inherited, or taken in `**kwargs` and passed on
+        stored = {parameter}
+        for node in ast.walk(init):
+            if isinstance(node, ast.Name) and node.id == parameter and isinstance(node.ctx, ast.Load):
+                value, parent = self._through_self_returning(node, self.resolver.parent(node))
+                if isinstance(parent, (ast.Call, ast.keyword, ast.Starred)):
+                    return False  # passed to a call: the base trainer, a preparation, a copy...
+                if isinstance(parent, ast.Assign) and parent.value is value:
+                    stored.update(key for key in (dotted(t) for t in parent.targets) if key)
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Call) and _prepares(node):
+                taken = [*node.args, *(k.value for k in node.keywords)]
+                if any(dotted(argument) in stored for argument in taken):
+                    return False
+        return True
+
     def _calls_to(self, function: str) -> list[ast.Call]:
         return self.index.calls_by_name.get(function, [])
+
+
+def _prepares(call: ast.Call) -> bool:
+    """`self.accelerator.prepare_model(...)`, `prepare_deepspeed(...)`, `deepspeed.initialize(...)`, `FSDP(...)`."""
+    name = last_segment(dotted(call.func))
+    return "prepare" in name or name in ("initialize", "FullyShardedDataParallel", "FSDP", "fully_shard", "DistributedDataParallel", "DDP")
 
 
 def _wrapper_name(written: str, qualified: str) -> str | None:
@@ -358,3 +462,80 @@ class _TrainerClasses:
             or base_name in self
             or bool(written and any(a.endswith("Trainer") for a in self._ancestors(written)))
         )
+
+
+class _ModuleClasses:
+    """Classes of this file that are torch modules (`class Distiller(nn.Module)`), with the parameters of
+    their `__init__` that it makes submodules: assigned to an attribute of `self` (also inside an
+    `nn.ModuleDict`/`nn.ModuleList`), `setattr(self, ...)`, `self.add_module(...)`. A model kept out of
+    the module tree on purpose (`self._teacher = [teacher]`, `object.__setattr__`) is none of these."""
+
+    def __init__(self, found: list[ast.ClassDef], ancestors: Callable[[str], tuple[str, ...]]) -> None:
+        self._classes = {node.name: node for node in found}
+        self._ancestors = ancestors
+        self._known: dict[str, bool] = {}
+        self._registered: dict[int, frozenset[str]] = {}
+
+    def init_of(self, name: str) -> ast.FunctionDef | None:
+        node = self._classes.get(name)
+        if node is None or not self._is_module(name):
+            return None
+        return next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+
+    def _is_module(self, name: str) -> bool:
+        if name not in self._known:
+            self._known[name] = False  # while its bases are looked at: a cycle of names is no module
+            self._known[name] = any(self._is_module_base(base) for base in self._classes[name].bases)
+        return self._known[name]
+
+    def _is_module_base(self, base: ast.expr) -> bool:
+        written = dotted(base)
+        name = last_segment(written)
+        if name in _MODULE_BASES or name.endswith("PreTrainedModel"):
+            return True
+        if name in self._classes:
+            return self._is_module(name)
+        return bool(written) and any(last_segment(a) in _MODULE_BASES for a in self._ancestors(written))  # type: ignore[arg-type]
+
+    def registered(self, init: ast.FunctionDef, resolver: Resolver) -> frozenset[str]:
+        found = self._registered.get(id(init))
+        if found is None:
+            parameters = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
+            names: set[str] = set()
+            for node in ast.walk(init):
+                if isinstance(node, ast.Name) and node.id in parameters and isinstance(node.ctx, ast.Load):
+                    if _registers_on_self(node, resolver):
+                        names.add(node.id)
+            found = self._registered[id(init)] = frozenset(names)
+        return found
+
+
+def _registers_on_self(node: ast.expr, resolver: Resolver) -> bool:
+    """`self.teacher = node` (or `node.eval()`), `self.models = nn.ModuleList([node])`,
+    `setattr(self, "teacher", node)`, `self.add_module("teacher", node)`."""
+    parent = resolver.parent(node)
+    while True:
+        if isinstance(parent, ast.Attribute) and parent.attr in SELF_RETURNING:
+            call = resolver.parent(parent)
+            if not (isinstance(call, ast.Call) and call.func is parent):
+                return False
+            node, parent = call, resolver.parent(call)
+        elif isinstance(parent, (ast.List, ast.Tuple)) or (isinstance(parent, ast.Dict) and node in parent.values):
+            container = resolver.parent(parent)
+            if not (isinstance(container, ast.Call) and last_segment(dotted(container.func)) in _MODULE_CONTAINERS):
+                return False
+            node, parent = container, resolver.parent(container)
+        elif isinstance(parent, ast.Call) and last_segment(dotted(parent.func)) in _MODULE_CONTAINERS and node in parent.args:
+            node, parent = parent, resolver.parent(parent)
+        else:
+            break
+    if isinstance(parent, ast.Assign) and parent.value is node:
+        return any(isinstance(t, ast.Attribute) and dotted(t.value) == "self" for t in parent.targets)
+    if isinstance(parent, ast.AnnAssign) and parent.value is node:
+        return isinstance(parent.target, ast.Attribute) and dotted(parent.target.value) == "self"
+    if isinstance(parent, ast.Call) and node in parent.args:
+        if dotted(parent.func) == "setattr" and len(parent.args) == 3 and parent.args[2] is node:
+            return dotted(parent.args[0]) == "self"
+        if isinstance(parent.func, ast.Attribute) and parent.func.attr in _REGISTERING_METHODS:
+            return dotted(parent.func.value) == "self"
+    return False

@@ -91,6 +91,9 @@ PER_PROCESS_CALLS = frozenset({"get_kbit_device_map", "current_device", "get_cur
 SPREADING_CALLS = frozenset({"infer_auto_device_map"})
 # Calls that take a loaded model and give back one that wraps it (or the same model prepared);
 # `analysis.flow` follows the model through them. The rules read these tables without the analyses.
+# nn.Module methods that return the module itself: `X.from_pretrained(...).eval().to(device)` is still
+# the loaded model, and so is `teacher.to(device)` where its result is attached or returned.
+SELF_RETURNING = frozenset({"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "eval", "train", "requires_grad_"})
 WRAPPERS = {
     "get_peft_model",
     "prepare_model_for_kbit_training",

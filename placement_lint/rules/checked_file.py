@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.analysis.names import TRL_GUARDED_TRAINERS, ImportTable, dotted, keyword
+from placement_lint.analysis.names import SELF_RETURNING, TRL_GUARDED_TRAINERS, ImportTable, dotted, keyword
 from placement_lint.context.evidence import Context, FileContext, Kind
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Edit
@@ -419,6 +419,21 @@ def written(file: CheckedFile, node: ast.AST, limit: int = 48) -> str:
     """The code as the user wrote it, on one line and shortened to `limit` characters."""
     start, end = file.source.node_span(node)
     return shortened(file.source.text[start:end], limit)
+
+
+def move_text(file: CheckedFile, call: ast.Call) -> str:
+    """`model.to("cuda")`; for a move chained on a call (the load, `.eval()`), its tail: `.cuda()` on the
+    model from_pretrained(...) loads."""
+    assert isinstance(call.func, ast.Attribute)
+    if not isinstance(call.func.value, ast.Call):
+        return written(file, call, limit=40)
+    loaded = call.func.value
+    while isinstance(loaded.func, ast.Attribute) and loaded.func.attr in SELF_RETURNING:
+        if not isinstance(loaded.func.value, ast.Call):
+            return written(file, call, limit=40)  # `teacher.requires_grad_(False).cuda()`
+        loaded = loaded.func.value  # `X.from_pretrained(...).eval()`: the load
+    arguments = ", ".join(written(file, a, limit=24) for a in [*call.args, *call.keywords])
+    return f".{call.func.attr}({arguments}) on the model {written(file, loaded.func, limit=40)} loads"
 
 
 def is_local(file: CheckedFile, device_map: DeviceMap) -> bool:

@@ -20,6 +20,7 @@ from placement_lint.rules.base import (
     Violation,
     fix,
     main_process_only,
+    move_text,
     shown_value,
     state_exists_at_load,
     under,
@@ -225,7 +226,7 @@ class FixedDeviceInDistributed(Rule):
                 if _in_device_block(file, call) or main_process_only(file, call):
                     break  # the device is made current, or only the main process, whose GPU 0 is, moves it
                 message = Message(
-                    f"{_move_text(file, call)} moves each rank's model to GPU 0 {under(setup)}: nothing set its device",
+                    f"{move_text(file, call)} moves each rank's model to GPU 0 {under(setup)}: nothing set its device",
                     help="call torch.cuda.set_device(local_rank) first, or move it to PartialState().device",
                     facts=(
                         (
@@ -241,15 +242,6 @@ class FixedDeviceInDistributed(Rule):
                 )
                 yield self.violation(file, call, message, None, context, role="finding")
                 break
-
-
-def _move_text(file: CheckedFile, call: ast.Call) -> str:
-    """`model.to("cuda")`; for a move chained on the load, its tail: `.cuda()` after from_pretrained(...)."""
-    assert isinstance(call.func, ast.Attribute)
-    if not isinstance(call.func.value, ast.Call):
-        return written(file, call, limit=40)
-    arguments = ", ".join(written(file, a, limit=24) for a in [*call.args, *call.keywords])
-    return f".{call.func.attr}({arguments}) on the model {written(file, call.func.value.func, limit=40)} loads"
 
 
 def _to_current_device(file: CheckedFile, call: ast.Call) -> bool:

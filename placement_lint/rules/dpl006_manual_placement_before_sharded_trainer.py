@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
-from placement_lint.analysis.names import dotted, keyword, last_segment
+from placement_lint.analysis.names import SELF_RETURNING, dotted, keyword, last_segment
 from placement_lint.distributed import SINGLE, Mode
-from placement_lint.edits import Applicability, Fix
+from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.patterns import LazyPattern
 from placement_lint.rules.base import (
     PEFT_WRAPPERS,
@@ -112,7 +112,7 @@ class ManualPlacementBeforeShardedTrainer(Rule):
     def _judge(
         self, file: CheckedFile, call: ast.Call, load: ModelLoad, move: str, full_eval: ast.keyword | None, wrapped: bool
     ) -> Violation | None:
-        placement = written(file, call, limit=40)
+        placement = _placement_text(file, call)
         meets, always = (
             _quantized_paths(file, call, load)
             if move in ("dtype", "cuda") and load.quantized and not wrapped and (move == "dtype" or _eight_bit(file, load))
@@ -185,8 +185,15 @@ class ManualPlacementBeforeShardedTrainer(Rule):
             and owner is not None
             and dotted(statement.targets[0]) == owner
         )
-        if not (standalone or rebinding):
-            return None
+        if not ((standalone and isinstance(call.func.value, (ast.Name, ast.Attribute))) or rebinding):  # type: ignore[union-attr]
+            # `teacher = X.from_pretrained(...).to(device)`, `student.teacher = teacher.cuda()`,
+            # `teacher.requires_grad_(False).cuda()`: the module without its move (both return the module
+            # itself), and the rest of the chain kept.
+            if not isinstance(call.func, ast.Attribute):
+                return None
+            _, start = file.source.node_span(call.func.value)
+            _, end = file.source.node_span(call)
+            return fix(Applicability.UNSAFE, "Remove the manual placement", Edit(start, end, ""))
         edit = file.remove_statement(statement)  # type: ignore[arg-type]
         return fix(Applicability.UNSAFE, "Remove the manual placement", edit) if edit else None
 
@@ -195,15 +202,28 @@ class ManualPlacementBeforeShardedTrainer(Rule):
     ) -> tuple[ModelLoad, bool] | None:
         """The model load `owner` holds here, and whether through a wrapper that is a module of its own
         (a PEFT model), not the transformers model itself."""
-        if depth > 3:
+        if depth > 6:
             return None
         if isinstance(owner, ast.Call):
             candidates = [owner]
         else:
-            candidates = [c.value for c in file.resolver.candidates(owner) if isinstance(c.value, ast.Call)]
+            candidates = []
+            for candidate in file.resolver.candidates(owner):
+                if isinstance(candidate.value, ast.Call):
+                    candidates.append(candidate.value)
+                elif candidate.value is None and candidate.via:
+                    for item in _returned_items(file, owner, candidate.via[-1]):
+                        found = self._model_of(file, item, loads, depth + 1)
+                        if found is not None:
+                            return found
         for value in candidates:
             if id(value) in loads:
                 return loads[id(value)], False
+            if isinstance(value.func, ast.Attribute) and value.func.attr in SELF_RETURNING:
+                # `X.from_pretrained(...).eval().requires_grad_(False)`: the module itself
+                found = self._model_of(file, value.func.value, loads, depth + 1)
+                if found is not None:
+                    return found
             model = wrapped_model(value)
             if model is not None:
                 found = self._model_of(file, model, loads, depth + 1)
@@ -266,12 +286,19 @@ def _with_attachment(file: CheckedFile, violation: Violation, consumer: Consumer
 
 
 def _model_holders(file: CheckedFile, loads: dict[int, ModelLoad]) -> set[str]:
-    """Names that some statement binds to a model load or a PEFT wrapper call (the cheap filter)."""
+    """Names that some statement binds to a model load, a PEFT wrapper call, or a call of a function of
+    this file (which may return a load: `model = load_model(name)`) (the cheap filter)."""
     names: set[str] = set()
+    functions = {node.name for node in file.resolver.index.nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in file.resolver.index.nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
             value = node.value
-            if id(value) in loads or last_segment(dotted(value.func)) in PEFT_WRAPPERS or _loads_inside(value, loads):
+            if (
+                id(value) in loads
+                or last_segment(dotted(value.func)) in PEFT_WRAPPERS
+                or _loads_inside(value, loads)
+                or _innermost_callee(value) in functions
+            ):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
                     for element in target.elts if isinstance(target, ast.Tuple) else [target]:
@@ -279,6 +306,48 @@ def _model_holders(file: CheckedFile, loads: dict[int, ModelLoad]) -> set[str]:
                         if key:
                             names.add(key)
     return names
+
+
+def _placement_text(file: CheckedFile, call: ast.Call) -> str:
+    """`model.to("cuda")`; a move chained on the load, `AutoModel.from_pretrained(...).cuda()` (its
+    arguments would leave no room for the rest of the headline)."""
+    assert isinstance(call.func, ast.Attribute)
+    loaded = call.func.value
+    while isinstance(loaded, ast.Call) and isinstance(loaded.func, ast.Attribute) and loaded.func.attr in SELF_RETURNING:
+        loaded = loaded.func.value
+    if not (isinstance(loaded, ast.Call) and isinstance(loaded.func, ast.Attribute)):
+        return written(file, call, limit=40)
+    arguments = written(file, call, limit=200)[len(written(file, call.func, limit=200)) :]
+    shown = arguments if len(arguments) <= 24 else "(...)"
+    return f"{written(file, loaded.func, limit=40)}(...).{call.func.attr}{shown}"
+
+
+def _returned_items(file: CheckedFile, owner: ast.expr, binding: ast.AST) -> list[ast.expr]:
+    """`model, tokenizer = load(name)` with `load` a function of this file that returns `model, tok`:
+    the expressions its returns give for the item `owner` is bound to."""
+    if not (isinstance(binding, ast.Assign) and len(binding.targets) == 1 and isinstance(binding.targets[0], ast.Tuple)):
+        return []
+    call = binding.value
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        return []
+    written = dotted(owner)
+    position = next((i for i, item in enumerate(binding.targets[0].elts) if dotted(item) == written), None)
+    called = file.resolver.called_function(call, call.func.id)
+    if position is None or called is None or called[1] is not None:
+        return []
+    return [
+        node.value.elts[position]
+        for node in ast.walk(called[0])
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) > position
+    ]
+
+
+def _innermost_callee(call: ast.Call) -> str | None:
+    """`load_model` of `load_model(name).eval()`: the bare name the chain of calls starts with."""
+    current: ast.expr = call
+    while isinstance(current, ast.Call) and isinstance(current.func, ast.Attribute):
+        current = current.func.value
+    return current.func.id if isinstance(current, ast.Call) and isinstance(current.func, ast.Name) else None
 
 
 def _loads_inside(call: ast.Call, loads: dict[int, ModelLoad]) -> bool:
