@@ -35,8 +35,7 @@ def _consumers(source: str, load_of: str = "teacher") -> list[tuple[ConsumerKind
     "source",
     [
         # chained at the load: the module methods return the model itself
-        'teacher = AutoModelForCausalLM.from_pretrained("teacher").eval().requires_grad_(False).cuda()\n'
-        "Trainer(model=teacher)\n",
+        'teacher = AutoModelForCausalLM.from_pretrained("teacher").eval().requires_grad_(False).cuda()\nTrainer(model=teacher)\n',
         # moved inside the call that takes it
         'teacher = AutoModelForCausalLM.from_pretrained("teacher")\nTrainer(model=teacher.to("cuda"))\n',
         # another name for it

@@ -397,7 +397,9 @@ class ModelFlow:
         if not isinstance(call.func, ast.Name):
             return False
         cls = next((c for c in self.index.classes if c.name == call.func.id), None)
-        init = None if cls is None else next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        init = (
+            None if cls is None else next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        )
         if init is None or parameter not in {a.arg for a in (*init.args.args, *init.args.kwonlyargs)}:
             return False  # inherited, or taken in `**kwargs` and passed on
         stored = {parameter}
@@ -422,7 +424,14 @@ class ModelFlow:
 def _prepares(call: ast.Call) -> bool:
     """`self.accelerator.prepare_model(...)`, `prepare_deepspeed(...)`, `deepspeed.initialize(...)`, `FSDP(...)`."""
     name = last_segment(dotted(call.func))
-    return "prepare" in name or name in ("initialize", "FullyShardedDataParallel", "FSDP", "fully_shard", "DistributedDataParallel", "DDP")
+    return "prepare" in name or name in (
+        "initialize",
+        "FullyShardedDataParallel",
+        "FSDP",
+        "fully_shard",
+        "DistributedDataParallel",
+        "DDP",
+    )
 
 
 def _wrapper_name(written: str, qualified: str) -> str | None:

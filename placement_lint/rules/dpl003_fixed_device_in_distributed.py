@@ -26,7 +26,6 @@ from placement_lint.rules.base import (
     under,
     value_facts,
     wrapped_model,
-    written,
     zero3_live_at_load,
 )
 
