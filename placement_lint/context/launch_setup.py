@@ -128,7 +128,9 @@ def _environment_settings(base: Resolved, env: Mapping[str, str], near: Path, co
 
 def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: Path | None = None) -> Resolved | None:
     """`--deepspeed ds.json`, `--fsdp ...`, `--fsdp_config ...`, or a recipe YAML (or arguments JSON), given to the script."""
-    deepspeed = launch.script_arg("--deepspeed", "--deepspeed_config")
+    # `--deepspeed --deepspeed_config ds.json`: deepspeed.add_config_arguments makes `--deepspeed` a
+    # switch and `--deepspeed_config` the path, so a bare `--deepspeed` must not hide the path beside it.
+    deepspeed = launch.script_arg("--deepspeed") or launch.script_arg("--deepspeed_config")
     if deepspeed:
         stage = _json_stage(deepspeed, near, configs)
         return _deepspeed(stage, f"--deepspeed {deepspeed}{configs.note(deepspeed)}")
