@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from placement_lint.context.commands import expand, parse_command, split
 from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, RST_SUFFIXES, SHELL_SUFFIXES
+from placement_lint.context.shell_options import run_option_loop
 from placement_lint.discover import real_path
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
@@ -552,11 +553,20 @@ def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[st
     except OSError:
         return
     _note_read(script)
-    if b"\0" in raw or _SHIFTS.search(raw):
-        return  # `shift` / `getopts` move the positional parameters: `$1` is not the first argument throughout
+    if b"\0" in raw:
+        return
+    text = raw.decode("utf-8", errors="replace")
+    if _SHIFTS.search(raw):
+        # `shift` / `getopts` move the positional parameters: `$1` is not the first argument throughout.
+        # An option loop (`while ...; do case "$1" in --zero) ZERO="$2"; shift 2 ;;`) is stepped
+        # through for the words given; any other use leaves the script unread.
+        ran = run_option_loop(text, arguments)
+        if ran is None:
+            return
+        text, arguments = ran.text, ran.positional
     inside = {**exported, _CALLED: "", "@": " ".join(shlex.quote(word) for word in arguments)}
     inside.update({str(index): word for index, word in enumerate(arguments[:9], start=1)})
-    yield from _shell(script, raw.decode("utf-8", errors="replace"), 1, cwd, inside)
+    yield from _shell(script, text, 1, cwd, inside)
 
 
 # `[ -z "$X" ]`, `[[ -z ${X} ]]`, `[ "$X" == "" ]`: the test of a default, `if [ -z "$N" ]; then N=8; fi`
