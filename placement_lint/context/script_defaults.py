@@ -59,7 +59,7 @@ def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Pat
         try:
             default = value_of(field.default)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            default = _named_default(module, name, constants)
+            default = _named_default(module, name, constants, launch.env)
         if not (isinstance(default, str) and default.endswith(".json")):
             continue
         switch = fields.get("deepspeed") if name == "deepspeed_config" else None
@@ -81,10 +81,9 @@ def _module_constants(module: ast.Module) -> dict[str, str]:
     return {name: text for name, text in bound.items() if text is not None}
 
 
-def _named_default(module: ast.Module, dest: str, constants: dict[str, str]) -> str | None:
-    """The module constant an `add_argument("--deepspeed", default=DS_CONFIG)` names."""
-    if not constants:
-        return None
+def _named_default(module: ast.Module, dest: str, constants: dict[str, str], env: dict[str, str]) -> str | None:
+    """The module constant an `add_argument("--deepspeed", default=DS_CONFIG)` names, or the value of
+    `default=os.environ.get("DS_CONFIG", "configs/ds_zero3.json")`: the launch's, else the fallback."""
     for node in ast.walk(module):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
             continue
@@ -92,8 +91,27 @@ def _named_default(module: ast.Module, dest: str, constants: dict[str, str]) -> 
         if f"--{dest}" not in options and f"--{dest.replace('_', '-')}" not in options:
             continue
         default = next((kw.value for kw in node.keywords if kw.arg == "default"), None)
-        if isinstance(default, ast.Name):
-            return constants.get(default.id)
+        return _default_text(default, constants, env) if default is not None else None
+    return None
+
+
+_ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv", "environ.get", "getenv"})
+
+
+def _default_text(default: ast.expr, constants: dict[str, str], env: dict[str, str], depth: int = 0) -> str | None:
+    if isinstance(default, ast.Constant):
+        return default.value if isinstance(default.value, str) else None
+    if isinstance(default, ast.Name):
+        return constants.get(default.id)
+    if isinstance(default, ast.Call) and len(default.args) == 2 and not default.keywords and depth < 4:
+        from placement_lint.analysis.names import dotted
+
+        variable = default.args[0]
+        if dotted(default.func) in _ENVIRONMENT_READS and isinstance(variable, ast.Constant) and isinstance(variable.value, str):
+            if variable.value in env:
+                given = env[variable.value]
+                return given if "$" not in given and "`" not in given else None
+            return _default_text(default.args[1], constants, env, depth + 1)
     return None
 
 
