@@ -237,11 +237,15 @@ class InFileEvidence:
             if not (isinstance(config, ast.Call) and last_segment(dotted(config.func) or "") == "ScalingConfig"):
                 continue
             workers, gpu = keyword(config, "num_workers"), keyword(config, "use_gpu")
-            count = workers.value if workers is not None else None
             # Without use_gpu=True (Ray's default is False) the workers see no GPU: nothing to place.
             on_gpu = gpu is not None and isinstance(gpu.value, ast.Constant) and gpu.value.value is True
-            if on_gpu and isinstance(count, ast.Constant) and isinstance(count.value, int) and count.value > 1:
-                self._add(Kind.DDP, call, f"TorchTrainer(scaling_config=ScalingConfig(num_workers={count.value}, use_gpu=True))")
+            # `num_workers=NUM_WORKERS`, `num_workers=args.num_workers` (its default): every value it can take
+            counts = [c.value for c in self.resolver.candidates(workers.value)] if workers is not None else []
+            if on_gpu and counts and all(_is_int(count) and count.value > 1 for count in counts):  # type: ignore[union-attr]
+                shown = self._short(workers.value) if workers is not None else ""
+                fewest = min(count.value for count in counts)  # type: ignore[union-attr]
+                written = str(fewest) if shown == str(fewest) else f"{shown} ({fewest})"
+                self._add(Kind.DDP, call, f"TorchTrainer(scaling_config=ScalingConfig(num_workers={written}, use_gpu=True))")
                 return
 
     def _training_arguments(self, call: ast.Call, name: str) -> None:
@@ -397,6 +401,10 @@ class InFileEvidence:
         if all(isinstance(v, (ast.List, ast.Tuple, ast.Constant)) for v in leaves):
             return any(bool(v.elts) if isinstance(v, (ast.List, ast.Tuple)) else bool(v.value) for v in leaves)  # type: ignore[union-attr]
         return None
+
+
+def _is_int(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _dict_stage(node: ast.Dict) -> int | None:
