@@ -488,15 +488,18 @@ _SRUN_TASK_OPTIONS = ("-n", "--ntasks", "--ntasks-per-node", "-N", "--nodes")
 
 
 def _allocation(directive: str, variables: dict[str, str]) -> None:
-    """Record an `#SBATCH` task count: one task in all (`--ntasks=1`, or one node of one task) makes
-    every `srun` of the script that sets no count of its own start one process."""
+    """Record an `#SBATCH` task count: one task in all (`--ntasks=1`, or one task per node on one node,
+    SLURM's default node count) makes every `srun` of the script that sets no count of its own start
+    one process."""
     found = _SBATCH_TASKS.match(directive)
     if found is None:
         return
     name = {"-n": "--ntasks", "-N": "--nodes"}.get(found.group(1), found.group(1))
     variables[f"#SBATCH {name}"] = found.group(2)
     ntasks, per_node, nodes = (variables.get(f"#SBATCH {key}") for key in ("--ntasks", "--ntasks-per-node", "--nodes"))
-    one = ntasks == "1" or (ntasks is None and per_node == "1" and nodes == "1")
+    # SLURM allocates one node unless told more (by --nodes, or a task count that needs more): one task
+    # per node with no node count is one task.
+    one = ntasks == "1" or (ntasks is None and per_node == "1" and nodes in (None, "1"))
     if one:
         variables[_ONE_TASK] = ""
     else:
