@@ -50,8 +50,8 @@ _YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "befo
 _LAUNCH_WORDS = tuple(token.decode() for token in LAUNCH_TOKENS)
 # Documentation kinds: their code blocks hold commands only where a block is shell.
 DOC_KINDS = ("markdown", "rst")
-# A doc can hold a command only in a code block: a fence, or an rst directive or literal block.
-DOC_CODE_MARKERS = (b"```", b"~~~", b"::")
+# A doc can hold a command only in a code block: a fence or an indented block, or an rst directive or literal block.
+DOC_CODE_MARKERS = (b"```", b"~~~", b"::", b"\n    ")  # the last: a Markdown indented code block
 _FENCE_OPEN = LazyPattern(r"^(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)")
 _QUOTE_OR_INDENT = LazyPattern(r"^[ \t>]*")
 _HEREDOC = LazyPattern(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
@@ -1290,7 +1290,8 @@ _NEWLINE = LazyPattern("\n")
 
 
 def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
-    """Fenced blocks (``` or ~~~ of any length, indented in a list or quoted) of any language label."""
+    """Fenced blocks (``` or ~~~ of any length, indented in a list or quoted) of any language label,
+    and indented code blocks."""
     yield from _markdown_blocks(path, text, path.parent, _cloned_names(text))
 
 
@@ -1300,6 +1301,15 @@ def _markdown_blocks(path: Path, text: str, cwd: Path, clones: frozenset[str]) -
     lines = text.splitlines()
     number = 0
     while number < len(lines):
+        if _opens_indented_code(lines, number):
+            end, body = _indented_block(lines, number, 3)
+            while body and not body[-1].strip():
+                body.pop()
+            # Labelled by nothing, as an rst `::` block: shell only when it opens with a launch or a
+            # shell-only word and is not Python.
+            cwd = yield from _doc_block(path, body, number + 1, "indented", cwd, clones)
+            number = end
+            continue
         prefix = _QUOTE_OR_INDENT.match(lines[number]).group()  # type: ignore[union-attr]
         opening = _FENCE_OPEN.match(lines[number][len(prefix) :])
         number += 1
@@ -1317,6 +1327,22 @@ def _markdown_blocks(path: Path, text: str, cwd: Path, clones: frozenset[str]) -
             body.append(line[len(prefix) :] if line.startswith(prefix) else inner)
         cwd = yield from _doc_block(path, body, first, language, cwd, clones)
     return cwd
+
+
+_LIST_ITEM = LazyPattern(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
+
+
+def _opens_indented_code(lines: list[str], number: int) -> bool:
+    """Whether a CommonMark indented code block (four spaces) starts at `lines[number]`: after
+    a blank line (or at the top), with the text before it at the margin and not a list item, whose
+    indented paragraphs are its own, not code."""
+    line = lines[number]
+    if not (line.startswith("    ") and line.strip()):
+        return False
+    if number > 0 and lines[number - 1].strip():
+        return False  # an indented line cannot interrupt a paragraph
+    before = next((lines[i] for i in range(number - 1, -1, -1) if lines[i].strip()), None)
+    return before is None or (not before[0].isspace() and not _LIST_ITEM.match(before) and not before.startswith(">"))
 
 
 _RST_CODE = LazyPattern(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::[ \t]*([A-Za-z0-9_+-]*)")
