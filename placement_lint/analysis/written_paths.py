@@ -48,15 +48,19 @@ _SAME_PATH_METHODS = frozenset({"resolve", "absolute", "as_posix"})
 Bound = Callable[[ast.Name], list[ast.expr | None]]
 
 
-def written_path(node: ast.expr, bound: Bound) -> str | None:
+def written_path(node: ast.expr, bound: Bound, folder: str | None = None) -> str | None:
     """The path `node` names (see the module's docstring), or None. `bound(name)`: the values a name
-    can hold where it is read (None for one not known); a name whose values disagree is unknown."""
+    can hold where it is read (None for one not known); a name whose values disagree is unknown.
+    `folder`: the script's folder, to join a path anchored there onto (else it is relative to it)."""
     written = _written(node, bound, 0)
     if written is None or not written.strip():
         return None
     if _anchored(written):
         normal = posixpath.normpath(written)
-        return posixpath.relpath(normal, _HERE) if _anchored(normal) else None
+        if not _anchored(normal):
+            return None
+        relative = posixpath.relpath(normal, _HERE)
+        return os.path.normpath(os.path.join(folder, relative)) if folder is not None else relative
     return None if "<anchor>" in written else written
 
 

@@ -140,7 +140,9 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     default = default_deepspeed_config(launch, target, configs.scripts)
     if default:
         stage = _json_stage(default, near, configs)
-        return _deepspeed(stage, f"the script's default --deepspeed {default}{configs.note(default)}")
+        # A default joined from the script's folder comes absolute: shown from the repository's root.
+        shown = Path(default).relative_to(configs.root).as_posix() if Path(default).is_relative_to(configs.root) else default
+        return _deepspeed(stage, f"the script's default --deepspeed {shown}{configs.note(default)}")
     if flagged is not None and not flagged.given and (found := _flagged_config(flagged, near, configs, target)) is not None:
         return found
     fsdp = launch.script_arg("--fsdp")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,7 +60,7 @@ def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Pat
         try:
             default = value_of(field.default)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            default = _named_default(module, name, constants, launch.env)
+            default = _named_default(module, name, constants, launch.env, str(target.parent))
         if not (isinstance(default, str) and default.endswith(".json")):
             continue
         switch = fields.get("deepspeed") if name == "deepspeed_config" else None
@@ -81,9 +82,12 @@ def _module_constants(module: ast.Module) -> dict[str, str]:
     return {name: text for name, text in bound.items() if text is not None}
 
 
-def _named_default(module: ast.Module, dest: str, constants: dict[str, str], env: dict[str, str]) -> str | None:
-    """The module constant an `add_argument("--deepspeed", default=DS_CONFIG)` names, or the value of
-    `default=os.environ.get("DS_CONFIG", "configs/ds_zero3.json")`: the launch's, else the fallback."""
+def _named_default(module: ast.Module, dest: str, constants: dict[str, str], env: dict[str, str], folder: str) -> str | None:
+    """The module constant an `add_argument("--deepspeed", default=DS_CONFIG)` names, the value of
+    `default=os.environ.get("DS_CONFIG", "configs/ds_zero3.json")` (the launch's, else the fallback), or
+    a path joined from literals (`os.path.join("configs", "ds_zero3.json")`) or from the script's
+    `folder` (`os.path.join(ROOT, "configs", "ds_zero3.json")`, also through a module constant: absolute
+    then, and only when that file exists)."""
     for node in ast.walk(module):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
             continue
@@ -91,8 +95,24 @@ def _named_default(module: ast.Module, dest: str, constants: dict[str, str], env
         if f"--{dest}" not in options and f"--{dest.replace('_', '-')}" not in options:
             continue
         default = next((kw.value for kw in node.keywords if kw.arg == "default"), None)
-        return _default_text(default, constants, env) if default is not None else None
+        if default is None:
+            return None
+        text = _default_text(default, constants, env)
+        return text if text is not None else _joined_default(module, default, folder)
     return None
+
+
+def _joined_default(module: ast.Module, default: ast.expr, folder: str) -> str | None:
+    from placement_lint.analysis.written_paths import written_path
+
+    bound: dict[str, list[ast.expr | None]] = {}
+    for statement in module.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            bound.setdefault(statement.targets[0].id, []).append(statement.value)
+    path = written_path(default, lambda name: bound.get(name.id, [None]), folder)
+    if path is None or not path.endswith(".json"):
+        return None
+    return path if not os.path.isabs(path) or os.path.isfile(path) else None
 
 
 _ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv", "environ.get", "getenv"})
