@@ -17,6 +17,7 @@ from placement_lint.context.script_defaults import (
     deepspeed_config_flag,
     default_deepspeed_config,
     handed_sections,
+    loaded_files,
 )
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.patterns import LazyPattern
@@ -156,7 +157,13 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
         return found
     # A top-level `deepspeed:` whose stage is not known (a mapping of the script's own, `deepspeed:
     # {config_path: ...}`) gives way to a section the script hands on.
-    handed = _handed_section(_named_files(launch), near, configs, target)
+    # After the files the launch names, those the script opens by a path of its own (one joined from
+    # its folder comes absolute: named from the repository's root).
+    loaded = [
+        Path(name).relative_to(configs.root).as_posix() if Path(name).is_relative_to(configs.root) else name
+        for name in loaded_files(target, configs.scripts)
+    ]
+    handed = _handed_section([*_named_files(launch), *loaded], near, configs, target)
     return handed if handed is not None else found
 
 

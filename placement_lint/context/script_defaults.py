@@ -514,6 +514,38 @@ def handed_sections(target: Path | None, read: list[Path] | None = None) -> list
     return _sections(module) if module is not None else []
 
 
+# Calls that open or load a settings file by its path (`yaml.safe_load(open("configs/train.yaml"))`).
+_FILE_OPENERS = frozenset({"open", "io.open", "Path", "pathlib.Path", "OmegaConf.load", "omegaconf.OmegaConf.load"})
+_MAX_LOADED_FILES = 8
+
+
+def loaded_files(target: Path | None, read: list[Path] | None = None) -> list[str]:
+    """The YAML and JSON files the launched script opens by a path written in it (a literal, or joined
+    from its own folder: absolute then), in the order written, when it hands a section of a loaded
+    file to its training arguments (handed_sections): `with open("configs/train.yaml") as f: cfg =
+    yaml.safe_load(f)` ... `TrainingArguments(**cfg["training"])`. `read`: as for default_deepspeed_config."""
+    module = _looked_into(target, "may_hand_a_section", read) if target is not None else None
+    if module is None or target is None or not _sections(module):
+        return []
+    from placement_lint.analysis.names import dotted
+    from placement_lint.analysis.written_paths import written_path
+
+    bound: dict[str, list[ast.expr | None]] = {}
+    for statement in module.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            bound.setdefault(statement.targets[0].id, []).append(statement.value)
+    found: list[str] = []
+    for node in ast.walk(module):
+        if not (isinstance(node, ast.Call) and node.args and dotted(node.func) in _FILE_OPENERS):
+            continue
+        path = written_path(node.args[0], lambda name: bound.get(name.id, [None]), str(target.parent))
+        if path is not None and path.endswith((".yaml", ".yml", ".json")) and "$" not in path and path not in found:
+            found.append(path)
+            if len(found) >= _MAX_LOADED_FILES:
+                break
+    return found
+
+
 def sections_for_facet(raw: bytes, module: ast.Module) -> list[tuple[tuple[str, ...], bool]]:
     """What a cache's facet keeps of the sections a script hands its training arguments."""
     return [(section.keys, section.whole) for section in _sections(module)] if _MAY_HAND_A_SECTION.search(raw) else []
