@@ -819,12 +819,18 @@ def test_a_script_run_with_arguments_is_read_with_them_at_the_call(tmp_path: Pat
     assert not any(line == 3 and "deepspeed" in launched for _, line, launched in found)  # no arguments: read on its own
 
 
-def test_a_script_that_shifts_its_arguments_is_not_read_with_them(tmp_path: Path) -> None:
+def test_a_script_that_shifts_its_arguments_in_an_option_loop_is_read_with_them(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_text(
         'while [[ "$1" != "" ]]; do\n  case $1 in\n    -c) shift; CONFIG=$1 ;;\n  esac\n  shift\ndone\ndeepspeed train.py --deepspeed $CONFIG\n'
     )
     found = [command.text for command in commands_in(tmp_path / "go.sh", "bash run.sh -c ds_zero3.json\n", "shell")]
-    assert found == ["bash run.sh -c ds_zero3.json"]
+    assert found == ["deepspeed train.py --deepspeed ds_zero3.json", "bash run.sh -c ds_zero3.json"]
+
+
+def test_a_script_that_shifts_its_arguments_outside_an_option_loop_is_not_read_with_them(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text("MODE=$1\nshift\nCONFIG=$1\ndeepspeed train.py --deepspeed $CONFIG\n")
+    found = [command.text for command in commands_in(tmp_path / "go.sh", "bash run.sh sft ds_zero3.json\n", "shell")]
+    assert found == ["bash run.sh sft ds_zero3.json"]
 
 
 def test_what_a_called_script_exports_stays_with_its_commands(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.guards import ENV_READERS, RANK_ENV, WORLD_ENV, is_env_read
 from placement_lint.analysis.index import walk
 from placement_lint.analysis.names import ImportTable, dotted, keyword, last_segment
+from placement_lint.analysis.written_paths import written_path
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import Evidence, Kind, Override
 from placement_lint.distributed import NAMED_SETUPS
@@ -95,6 +96,11 @@ _TRL_CONFIG_NAMES = {
     "XPOConfig", "NashMDConfig", "CPOConfig", "ORPOConfig", "BCOConfig", "GKDConfig", "GOLDConfig",
     "MiniLLMConfig", "PPOConfig", "PRMConfig", "DistillationConfig", "IterativeSFTConfig",
 }  # fmt: skip
+
+
+# Calls that read a config from a file object or path, and what opens one, by qualified name.
+_CONFIG_READERS = frozenset({"json.load", "yaml.safe_load", "yaml.load", "yaml.full_load", "omegaconf.OmegaConf.load"})
+_OPENERS = frozenset({"open", "io.open", "builtins.open", "codecs.open", "pathlib.Path", "Path"})
 
 
 class InFileEvidence:
@@ -231,11 +237,15 @@ class InFileEvidence:
             if not (isinstance(config, ast.Call) and last_segment(dotted(config.func) or "") == "ScalingConfig"):
                 continue
             workers, gpu = keyword(config, "num_workers"), keyword(config, "use_gpu")
-            count = workers.value if workers is not None else None
             # Without use_gpu=True (Ray's default is False) the workers see no GPU: nothing to place.
             on_gpu = gpu is not None and isinstance(gpu.value, ast.Constant) and gpu.value.value is True
-            if on_gpu and isinstance(count, ast.Constant) and isinstance(count.value, int) and count.value > 1:
-                self._add(Kind.DDP, call, f"TorchTrainer(scaling_config=ScalingConfig(num_workers={count.value}, use_gpu=True))")
+            # `num_workers=NUM_WORKERS`, `num_workers=args.num_workers` (its default): every value it can take
+            counts = [c.value for c in self.resolver.candidates(workers.value)] if workers is not None else []
+            if on_gpu and counts and all(_is_int(count) and count.value > 1 for count in counts):  # type: ignore[union-attr]
+                shown = self._short(workers.value) if workers is not None else ""
+                fewest = min(count.value for count in counts)  # type: ignore[union-attr]
+                written = str(fewest) if shown == str(fewest) else f"{shown} ({fewest})"
+                self._add(Kind.DDP, call, f"TorchTrainer(scaling_config=ScalingConfig(num_workers={written}, use_gpu=True))")
                 return
 
     def _training_arguments(self, call: ast.Call, name: str) -> None:
@@ -256,7 +266,12 @@ class InFileEvidence:
 
     def _deepspeed_argument(self, call: ast.Call, name: str, value: ast.expr) -> None:
         candidates = self.resolver.candidates(value)
-        known = [c.value for c in candidates if isinstance(c.value, (ast.Constant, ast.Dict))]
+        known: list[ast.expr] = []
+        for candidate in candidates:
+            if isinstance(candidate.value, (ast.Constant, ast.Dict)):
+                known.append(candidate.value)
+            elif candidate.value is not None and (path := self._config_path(candidate.value)) is not None:
+                known.append(ast.Constant(path))
         if any(isinstance(v, ast.Constant) and v.value is not None for v in known) or any(isinstance(v, ast.Dict) for v in known):
             stages = {self._stage(v) for v in known if not (isinstance(v, ast.Constant) and v.value is None)}
             stage = stages.pop() if len(stages) == 1 else None
@@ -287,14 +302,86 @@ class InFileEvidence:
         else:
             self._add(Kind.DEEPSPEED, node, text, stage)
 
+    def _config_path(self, value: ast.expr) -> str | None:
+        """The JSON or YAML file a DeepSpeed config value names or was read from: a path written from
+        literals and the script's own folder (`os.path.join(ROOT, "configs", "ds_zero3.json")`,
+        relative to that folder), or one the script loads itself (`json.load(f)` with `with
+        open("configs/ds_zero3.json") as f`, `json.load(open(path))`, `yaml.safe_load(...)`)."""
+        if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+            reader = self.imports.qualify_dotted(dotted(value.func) or "")
+            if reader in _CONFIG_READERS:
+                return self._opened_path(value.args[0])
+            if reader == "json.loads":  # json.loads(Path(p).read_text()), json.loads(open(p).read())
+                text = value.args[0]
+                if (
+                    isinstance(text, ast.Call)
+                    and isinstance(text.func, ast.Attribute)
+                    and text.func.attr in ("read_text", "read")
+                ):
+                    return self._opened_path(text.func.value)
+                return None
+        written = self._written_path(value)
+        return written if written is not None and written.endswith((".json", ".yaml", ".yml")) else None
+
+    def _opened_path(self, value: ast.expr) -> str | None:
+        """The path of a file object or Path: `open(p)`, `Path(p)`, `Path(p).open()`, or a name bound to one
+        (`with open(p) as f`)."""
+        for candidate in self.resolver.candidates(value):
+            opened = candidate.value
+            if opened is None and isinstance(value, ast.Name):
+                opened = self._with_target(value)
+            if (
+                isinstance(opened, ast.Call)
+                and isinstance(opened.func, ast.Attribute)
+                and opened.func.attr == "open"
+                and not opened.args
+            ):
+                opened = opened.func.value  # Path(p).open()
+            if (
+                isinstance(opened, ast.Call)
+                and opened.args
+                and self.imports.qualify_dotted(dotted(opened.func) or "") in _OPENERS
+            ):
+                written = self._written_path(opened.args[0])
+                if written is not None and written.endswith((".json", ".yaml", ".yml")):
+                    return written
+            elif (
+                opened is not None
+                and (written := self._written_path(opened)) is not None
+                and written.endswith((".json", ".yaml", ".yml"))
+            ):
+                return written
+        return None
+
+    def _with_target(self, name: ast.Name) -> ast.expr | None:
+        """What `with open(p) as f:` binds the `f` read at `name` to: the innermost `with` around it
+        that names it (the resolver does not bind `with` targets)."""
+        found: ast.expr | None = None
+        for node in self.resolver.index.nodes:
+            if not isinstance(node, (ast.With, ast.AsyncWith)) or not node.body:
+                continue
+            end = node.end_lineno or node.lineno
+            if not node.body[0].lineno <= name.lineno <= end:
+                continue
+            for item in node.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
+                    found = item.context_expr  # walked outside in: a later match is further in
+        return found
+
+    def _written_path(self, value: ast.expr) -> str | None:
+        """A path written from literals and the script's own folder, relative to that folder."""
+        return written_path(value, lambda name: [c.value for c in self.resolver.candidates(name)])
+
     def _stage(self, value: ast.expr) -> int | None:
-        """The ZeRO stage of a DeepSpeed config given as a dict display, a name bound to one, or a JSON path."""
+        """The ZeRO stage of a DeepSpeed config given as a dict display, a name bound to one, a JSON path,
+        or a file the script reads it from (_config_path)."""
         for candidate in self.resolver.candidates(value):
             leaf = candidate.value
             if isinstance(leaf, ast.Dict):
                 return _dict_stage(leaf)
-            if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str) and self.configs is not None:
-                found = self.configs.find(leaf.value, self.path.parent)
+            written = leaf.value if isinstance(leaf, ast.Constant) else self._config_path(leaf) if leaf is not None else None
+            if isinstance(written, str) and self.configs is not None:
+                found = self.configs.find(written, self.path.parent)
                 if found is not None:
                     return zero_stage_of(self.configs.load(found))
         return None
@@ -314,6 +401,10 @@ class InFileEvidence:
         if all(isinstance(v, (ast.List, ast.Tuple, ast.Constant)) for v in leaves):
             return any(bool(v.elts) if isinstance(v, (ast.List, ast.Tuple)) else bool(v.value) for v in leaves)  # type: ignore[union-attr]
         return None
+
+
+def _is_int(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _dict_stage(node: ast.Dict) -> int | None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from placement_lint.context.commands import expand, parse_command, split
 from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, RST_SUFFIXES, SHELL_SUFFIXES
+from placement_lint.context.shell_options import run_option_loop
 from placement_lint.discover import real_path
 from placement_lint.patterns import LazyPattern
 from placement_lint.records import NamedTuple
@@ -49,8 +50,8 @@ _YAML_KEYS = {"run", "script", "command", "commands", "cmd", "entrypoint", "befo
 _LAUNCH_WORDS = tuple(token.decode() for token in LAUNCH_TOKENS)
 # Documentation kinds: their code blocks hold commands only where a block is shell.
 DOC_KINDS = ("markdown", "rst")
-# A doc can hold a command only in a code block: a fence, or an rst directive or literal block.
-DOC_CODE_MARKERS = (b"```", b"~~~", b"::")
+# A doc can hold a command only in a code block: a fence or an indented block, or an rst directive or literal block.
+DOC_CODE_MARKERS = (b"```", b"~~~", b"::", b"\n    ")  # the last: a Markdown indented code block
 _FENCE_OPEN = LazyPattern(r"^(`{3,}|~{3,})\s*([A-Za-z0-9_+-]*)")
 _QUOTE_OR_INDENT = LazyPattern(r"^[ \t>]*")
 _HEREDOC = LazyPattern(r"<<-?\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)['\"]?")
@@ -487,15 +488,18 @@ _SRUN_TASK_OPTIONS = ("-n", "--ntasks", "--ntasks-per-node", "-N", "--nodes")
 
 
 def _allocation(directive: str, variables: dict[str, str]) -> None:
-    """Record an `#SBATCH` task count: one task in all (`--ntasks=1`, or one node of one task) makes
-    every `srun` of the script that sets no count of its own start one process."""
+    """Record an `#SBATCH` task count: one task in all (`--ntasks=1`, or one task per node on one node,
+    SLURM's default node count) makes every `srun` of the script that sets no count of its own start
+    one process."""
     found = _SBATCH_TASKS.match(directive)
     if found is None:
         return
     name = {"-n": "--ntasks", "-N": "--nodes"}.get(found.group(1), found.group(1))
     variables[f"#SBATCH {name}"] = found.group(2)
     ntasks, per_node, nodes = (variables.get(f"#SBATCH {key}") for key in ("--ntasks", "--ntasks-per-node", "--nodes"))
-    one = ntasks == "1" or (ntasks is None and per_node == "1" and nodes == "1")
+    # SLURM allocates one node unless told more (by --nodes, or a task count that needs more): one task
+    # per node with no node count is one task.
+    one = ntasks == "1" or (ntasks is None and per_node == "1" and nodes in (None, "1"))
     if one:
         variables[_ONE_TASK] = ""
     else:
@@ -552,11 +556,20 @@ def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[st
     except OSError:
         return
     _note_read(script)
-    if b"\0" in raw or _SHIFTS.search(raw):
-        return  # `shift` / `getopts` move the positional parameters: `$1` is not the first argument throughout
+    if b"\0" in raw:
+        return
+    text = raw.decode("utf-8", errors="replace")
+    if _SHIFTS.search(raw):
+        # `shift` / `getopts` move the positional parameters: `$1` is not the first argument throughout.
+        # An option loop (`while ...; do case "$1" in --zero) ZERO="$2"; shift 2 ;;`) is stepped
+        # through for the words given; any other use leaves the script unread.
+        ran = run_option_loop(text, arguments)
+        if ran is None:
+            return
+        text, arguments = ran.text, ran.positional
     inside = {**exported, _CALLED: "", "@": " ".join(shlex.quote(word) for word in arguments)}
     inside.update({str(index): word for index, word in enumerate(arguments[:9], start=1)})
-    yield from _shell(script, raw.decode("utf-8", errors="replace"), 1, cwd, inside)
+    yield from _shell(script, text, 1, cwd, inside)
 
 
 # `[ -z "$X" ]`, `[[ -z ${X} ]]`, `[ "$X" == "" ]`: the test of a default, `if [ -z "$N" ]; then N=8; fi`
@@ -1277,7 +1290,8 @@ _NEWLINE = LazyPattern("\n")
 
 
 def _markdown(path: Path, text: str) -> Iterator[CommandLine]:
-    """Fenced blocks (``` or ~~~ of any length, indented in a list or quoted) of any language label."""
+    """Fenced blocks (``` or ~~~ of any length, indented in a list or quoted) of any language label,
+    and indented code blocks."""
     yield from _markdown_blocks(path, text, path.parent, _cloned_names(text))
 
 
@@ -1287,6 +1301,15 @@ def _markdown_blocks(path: Path, text: str, cwd: Path, clones: frozenset[str]) -
     lines = text.splitlines()
     number = 0
     while number < len(lines):
+        if _opens_indented_code(lines, number):
+            end, body = _indented_block(lines, number, 3)
+            while body and not body[-1].strip():
+                body.pop()
+            # Labelled by nothing, as an rst `::` block: shell only when it opens with a launch or a
+            # shell-only word and is not Python.
+            cwd = yield from _doc_block(path, body, number + 1, "indented", cwd, clones)
+            number = end
+            continue
         prefix = _QUOTE_OR_INDENT.match(lines[number]).group()  # type: ignore[union-attr]
         opening = _FENCE_OPEN.match(lines[number][len(prefix) :])
         number += 1
@@ -1304,6 +1327,22 @@ def _markdown_blocks(path: Path, text: str, cwd: Path, clones: frozenset[str]) -
             body.append(line[len(prefix) :] if line.startswith(prefix) else inner)
         cwd = yield from _doc_block(path, body, first, language, cwd, clones)
     return cwd
+
+
+_LIST_ITEM = LazyPattern(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
+
+
+def _opens_indented_code(lines: list[str], number: int) -> bool:
+    """Whether a CommonMark indented code block (four spaces) starts at `lines[number]`: after
+    a blank line (or at the top), with the text before it at the margin and not a list item, whose
+    indented paragraphs are its own, not code."""
+    line = lines[number]
+    if not (line.startswith("    ") and line.strip()):
+        return False
+    if number > 0 and lines[number - 1].strip():
+        return False  # an indented line cannot interrupt a paragraph
+    before = next((lines[i] for i in range(number - 1, -1, -1) if lines[i].strip()), None)
+    return before is None or (not before[0].isspace() and not _LIST_ITEM.match(before) and not before.startswith(">"))
 
 
 _RST_CODE = LazyPattern(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode|prompt)::[ \t]*([A-Za-z0-9_+-]*)")

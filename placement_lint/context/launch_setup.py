@@ -17,6 +17,7 @@ from placement_lint.context.script_defaults import (
     deepspeed_config_flag,
     default_deepspeed_config,
     handed_sections,
+    loaded_files,
 )
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
 from placement_lint.patterns import LazyPattern
@@ -132,7 +133,9 @@ def _environment_settings(base: Resolved, env: Mapping[str, str], near: Path, co
 
 def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: Path | None = None) -> Resolved | None:
     """`--deepspeed ds.json`, `--fsdp ...`, `--fsdp_config ...`, or a recipe YAML (or arguments JSON), given to the script."""
-    deepspeed = launch.script_arg("--deepspeed", "--deepspeed_config")
+    # `--deepspeed --deepspeed_config ds.json`: deepspeed.add_config_arguments makes `--deepspeed` a
+    # switch and `--deepspeed_config` the path, so a bare `--deepspeed` must not hide the path beside it.
+    deepspeed = launch.script_arg("--deepspeed") or launch.script_arg("--deepspeed_config")
     if deepspeed:
         stage = _json_stage(deepspeed, near, configs)
         return _deepspeed(stage, f"--deepspeed {deepspeed}{configs.note(deepspeed)}")
@@ -142,7 +145,9 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     default = default_deepspeed_config(launch, target, configs.scripts)
     if default:
         stage = _json_stage(default, near, configs)
-        return _deepspeed(stage, f"the script's default --deepspeed {default}{configs.note(default)}")
+        # A default joined from the script's folder comes absolute: shown from the repository's root.
+        shown = Path(default).relative_to(configs.root).as_posix() if Path(default).is_relative_to(configs.root) else default
+        return _deepspeed(stage, f"the script's default --deepspeed {shown}{configs.note(default)}")
     if flagged is not None and not flagged.given and (found := _flagged_config(flagged, near, configs, target)) is not None:
         return found
     fsdp = launch.script_arg("--fsdp")
@@ -156,7 +161,13 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
         return found
     # A top-level `deepspeed:` whose stage is not known (a mapping of the script's own, `deepspeed:
     # {config_path: ...}`) gives way to a section the script hands on.
-    handed = _handed_section(_named_files(launch), near, configs, target)
+    # After the files the launch names, those the script opens by a path of its own (one joined from
+    # its folder comes absolute: named from the repository's root).
+    loaded = [
+        Path(name).relative_to(configs.root).as_posix() if Path(name).is_relative_to(configs.root) else name
+        for name in loaded_files(target, configs.scripts)
+    ]
+    handed = _handed_section([*_named_files(launch), *loaded], near, configs, target)
     return handed if handed is not None else found
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,7 +60,7 @@ def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Pat
         try:
             default = value_of(field.default)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            default = _named_default(module, name, constants)
+            default = _named_default(module, name, constants, launch.env, str(target.parent))
         if not (isinstance(default, str) and default.endswith(".json")):
             continue
         switch = fields.get("deepspeed") if name == "deepspeed_config" else None
@@ -81,10 +82,12 @@ def _module_constants(module: ast.Module) -> dict[str, str]:
     return {name: text for name, text in bound.items() if text is not None}
 
 
-def _named_default(module: ast.Module, dest: str, constants: dict[str, str]) -> str | None:
-    """The module constant an `add_argument("--deepspeed", default=DS_CONFIG)` names."""
-    if not constants:
-        return None
+def _named_default(module: ast.Module, dest: str, constants: dict[str, str], env: dict[str, str], folder: str) -> str | None:
+    """The module constant an `add_argument("--deepspeed", default=DS_CONFIG)` names, the value of
+    `default=os.environ.get("DS_CONFIG", "configs/ds_zero3.json")` (the launch's, else the fallback), or
+    a path joined from literals (`os.path.join("configs", "ds_zero3.json")`) or from the script's
+    `folder` (`os.path.join(ROOT, "configs", "ds_zero3.json")`, also through a module constant: absolute
+    then, and only when that file exists)."""
     for node in ast.walk(module):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
             continue
@@ -92,8 +95,43 @@ def _named_default(module: ast.Module, dest: str, constants: dict[str, str]) -> 
         if f"--{dest}" not in options and f"--{dest.replace('_', '-')}" not in options:
             continue
         default = next((kw.value for kw in node.keywords if kw.arg == "default"), None)
-        if isinstance(default, ast.Name):
-            return constants.get(default.id)
+        if default is None:
+            return None
+        text = _default_text(default, constants, env)
+        return text if text is not None else _joined_default(module, default, folder)
+    return None
+
+
+def _joined_default(module: ast.Module, default: ast.expr, folder: str) -> str | None:
+    from placement_lint.analysis.written_paths import written_path
+
+    bound: dict[str, list[ast.expr | None]] = {}
+    for statement in module.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            bound.setdefault(statement.targets[0].id, []).append(statement.value)
+    path = written_path(default, lambda name: bound.get(name.id, [None]), folder)
+    if path is None or not path.endswith(".json"):
+        return None
+    return path if not os.path.isabs(path) or os.path.isfile(path) else None
+
+
+_ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv", "environ.get", "getenv"})
+
+
+def _default_text(default: ast.expr, constants: dict[str, str], env: dict[str, str], depth: int = 0) -> str | None:
+    if isinstance(default, ast.Constant):
+        return default.value if isinstance(default.value, str) else None
+    if isinstance(default, ast.Name):
+        return constants.get(default.id)
+    if isinstance(default, ast.Call) and len(default.args) == 2 and not default.keywords and depth < 4:
+        from placement_lint.analysis.names import dotted
+
+        variable = default.args[0]
+        if dotted(default.func) in _ENVIRONMENT_READS and isinstance(variable, ast.Constant) and isinstance(variable.value, str):
+            if variable.value in env:
+                given = env[variable.value]
+                return given if "$" not in given and "`" not in given else None
+            return _default_text(default.args[1], constants, env, depth + 1)
     return None
 
 
@@ -474,6 +512,38 @@ def handed_sections(target: Path | None, read: list[Path] | None = None) -> list
     [] for a script that hands none. `read`: as for default_deepspeed_config."""
     module = _looked_into(target, "may_hand_a_section", read) if target is not None else None
     return _sections(module) if module is not None else []
+
+
+# Calls that open or load a settings file by its path (`yaml.safe_load(open("configs/train.yaml"))`).
+_FILE_OPENERS = frozenset({"open", "io.open", "Path", "pathlib.Path", "OmegaConf.load", "omegaconf.OmegaConf.load"})
+_MAX_LOADED_FILES = 8
+
+
+def loaded_files(target: Path | None, read: list[Path] | None = None) -> list[str]:
+    """The YAML and JSON files the launched script opens by a path written in it (a literal, or joined
+    from its own folder: absolute then), in the order written, when it hands a section of a loaded
+    file to its training arguments (handed_sections): `with open("configs/train.yaml") as f: cfg =
+    yaml.safe_load(f)` ... `TrainingArguments(**cfg["training"])`. `read`: as for default_deepspeed_config."""
+    module = _looked_into(target, "may_hand_a_section", read) if target is not None else None
+    if module is None or target is None or not _sections(module):
+        return []
+    from placement_lint.analysis.names import dotted
+    from placement_lint.analysis.written_paths import written_path
+
+    bound: dict[str, list[ast.expr | None]] = {}
+    for statement in module.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            bound.setdefault(statement.targets[0].id, []).append(statement.value)
+    found: list[str] = []
+    for node in ast.walk(module):
+        if not (isinstance(node, ast.Call) and node.args and dotted(node.func) in _FILE_OPENERS):
+            continue
+        path = written_path(node.args[0], lambda name: bound.get(name.id, [None]), str(target.parent))
+        if path is not None and path.endswith((".yaml", ".yml", ".json")) and "$" not in path and path not in found:
+            found.append(path)
+            if len(found) >= _MAX_LOADED_FILES:
+                break
+    return found
 
 
 def sections_for_facet(raw: bytes, module: ast.Module) -> list[tuple[tuple[str, ...], bool]]:
