@@ -237,3 +237,37 @@ def test_the_joins_down_an_elif_chain_look_at_the_keys_each_branch_writes_not_th
 ) -> None:
     short, long = keys_joined(40, monkeypatch), keys_joined(80, monkeypatch)
     assert long <= 2.1 * short, (short, long)  # every key bound further down: 4x
+
+
+def consumer_searches(blocks: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many times the model flow looks for where a value goes, asked where every load of a model
+    moved and re-wrapped block after block (`model = model.to(...)`, each result read by the next) goes."""
+    from placement_lint.analysis import flow as flow_module
+    from placement_lint.analysis.names import ImportTable
+
+    lines = ["from transformers import AutoModelForCausalLM, Trainer", "import torch", "", "def main():"]
+    lines.append('    model = AutoModelForCausalLM.from_pretrained("m")')
+    for number in range(blocks):
+        lines += [f"    model = model.to('cuda:{number % 2}')", "    model = torch.compile(model)"]
+    lines += ["    Trainer(model=model).train()", ""]
+    module = ast.parse("\n".join(lines))
+    resolver = Resolver(module, Setup(Mode.FSDP))
+    model_flow = flow_module.ModelFlow(module, ImportTable.of(module, resolver.index.nodes), resolver)
+    count = 0
+    find = model_flow._find_consumers
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal count
+        count += 1
+        return find(*args, **kwargs)
+
+    monkeypatch.setattr(model_flow, "_find_consumers", counted)
+    calls = [node for node in resolver.index.calls if isinstance(node.func, ast.Attribute)]
+    for call in calls:
+        model_flow.consumers(call)
+    return count
+
+
+def test_a_model_moved_again_and_again_is_followed_once_from_each_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    short, long = consumer_searches(20, monkeypatch), consumer_searches(40, monkeypatch)
+    assert long <= 2.2 * short, (short, long)

@@ -93,6 +93,9 @@ class ModelFlow:
         self.trainer_classes = _TrainerClasses(self.index.classes, ancestors)
         self.module_classes = _ModuleClasses(self.index.classes, ancestors)
         self._uses: dict[tuple[str, int], list[Consumer]] = {}
+        # Where each value flows, once: a model re-wrapped and moved block after block (`model =
+        # model.to(device)`, each result read by the next) was followed again from every wrapper.
+        self._consumers: dict[tuple[int, int, int | None], list[Consumer]] = {}
         self._scoped_loads: dict[str, dict[int, list[ast.Name | ast.Attribute]]] = {}
         self._uses_by_scope: dict[tuple[str, int], list[tuple[tuple[int, int], object, object]]] = {}  # see _uses_in
 
@@ -111,6 +114,12 @@ class ModelFlow:
         the object is that item of the tuple the call returns (`data, model, tok = load()`)."""
         if depth > 4:
             return []
+        key = (id(value), depth, position)
+        if key not in self._consumers:
+            self._consumers[key] = self._find_consumers(value, depth, position)
+        return list(self._consumers[key])
+
+    def _find_consumers(self, value: ast.expr, depth: int, position: int | None) -> list[Consumer]:
         parent = self.resolver.parent(value)
         if position is not None:
             return self._unpacked(parent, position, depth)

@@ -59,6 +59,8 @@ class CheckedFile:
         self._resolvers: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], Resolver] = {}
         self._analyses: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], PlacementAnalysis] = {}
         self._sites: dict[tuple[int, int], Site] = {}
+        # The device maps each run may take, once per setup and launch arguments (see _taken_under).
+        self._taken: dict[tuple[Setup, tuple[tuple[str, str, str], ...]], list[tuple[DeviceMap, Context]]] = {}
 
     @cached_property
     def bypasses_device_map_check(self) -> bool:
@@ -144,8 +146,15 @@ class CheckedFile:
                     reached[key].append(device_map.loader)
         return found, reached
 
-    def _taken_under(self, variant: Context) -> Iterator[tuple[DeviceMap, Context]]:
-        """The device_maps a run of one setup and launch arguments may take, with its context."""
+    def _taken_under(self, variant: Context) -> list[tuple[DeviceMap, Context]]:
+        """The device_maps a run of one setup and launch arguments may take, with its context: worked
+        out once a run (each load's values ask again: 58,000 times in a 2,000-line function)."""
+        key = (variant.setup, variant.arguments)
+        if key not in self._taken:
+            self._taken[key] = list(self._work_out_taken(variant))
+        return self._taken[key]
+
+    def _work_out_taken(self, variant: Context) -> Iterator[tuple[DeviceMap, Context]]:
         analysis = self.analysis_for(variant.setup, variant.arguments)
         resolver = self.resolver_for(variant.setup, variant.arguments)
         for device_map in analysis.device_maps:
