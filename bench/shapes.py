@@ -21,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
@@ -100,13 +101,15 @@ _ELIF_BLOCK = """    {keyword} args.model_type == "type_{i}":
 
 
 class ElifShape(Shape):
-    """One chain: the block's first `if` is an `elif` after the first block, and a final `else` raises."""
+    """One chain: the block's first `if` is an `elif` after the first block, and a final `else` ends it
+    (`ending`: raises, by default)."""
+
+    ending = '    else:\n        raise ValueError(f"unknown model type {args.model_type}")\n'
 
     def script(self, name: str, scale: int) -> str:
         blocks = self.per_scale * scale
         body = "".join(self.block.format(i=i, keyword="if" if i == 0 else "elif") for i in range(blocks))
-        body += '    else:\n        raise ValueError(f"unknown model type {args.model_type}")\n'
-        return self.head(name, blocks) + body + self.footer
+        return self.head(name, blocks) + body + self.ending + self.footer
 
 
 # The same chain with fresh names in every branch: each join down it looks at every key bound below.
@@ -380,23 +383,13 @@ _ELIF_LOOP_HEADER = (
     for step in range(args.steps):
 """
 )
-_ELIF_LOOP_BLOCK = """        {keyword} args.model_type == "type_{i}":
-            kwargs = {{"torch_dtype": torch.bfloat16, "revision": "v{i}"}}
-            if args.load_in_4bit:
-                kwargs["device_map"] = "auto"
-            model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, **kwargs)
-            model = model.to(device)
-"""
+_ELIF_LOOP_BLOCK = textwrap.indent(_ELIF_BLOCK, "    ")  # the same chain, one level deeper
 
 
-class ElifLoopShape(Shape):
+class ElifLoopShape(ElifShape):
     """One chain in a loop's body, its last branch a `continue`."""
 
-    def script(self, name: str, scale: int) -> str:
-        blocks = self.per_scale * scale
-        body = "".join(self.block.format(i=i, keyword="if" if i == 0 else "elif") for i in range(blocks))
-        body += "        else:\n            continue\n"
-        return self.head(name, blocks) + body + self.footer
+    ending = "        else:\n            continue\n"
 
 
 # Hundreds of models side by side (model_0 .. model_N): loaded, moved, wrapped, kept, no branches.
