@@ -93,17 +93,18 @@ def affected(files: list[Path], repos: list[RepoContext], changed: set[Path], cw
     # Evidence names launchers and chain links by path: a stored entry whose text does not hold a
     # changed file's name cannot name the file, and one whose text holds its path as a string does
     # (as a launcher or a chain link, or next to one: a doubt costs a check). Only the rest are decoded.
-    names = None if mentions.names else _as_stored(changed, base)
+    stored = None if mentions.names else _as_stored(changed, base)
     relaunched: set[Path] = set()
     for repo in repos:
         by_file = repo.by_file
         for path in by_file:
-            text = stored_text(by_file, path) if names is not None else None
-            if text is not None and names is not None:
-                if any(quoted in text for quoted in names[0]):
+            text = stored_text(by_file, path) if stored is not None else None
+            if text is not None:
+                quoted_paths, names = stored  # type: ignore[misc]
+                if any(quoted in text for quoted in quoted_paths):
                     relaunched.add(path)
                     continue
-                if not any(name in text for name in names[1]):
+                if not any(name in text for name in names):
                     continue
             for item in by_file[path]:  # a repository's evidence is all launches and imports, never in-file
                 launcher = real(item.path)
@@ -131,6 +132,11 @@ def _as_stored(changed: set[Path], base: Path) -> tuple[list[bytes], list[bytes]
     if not all(path.isascii() and path.isprintable() and '"' not in path and "\\" not in path for path in paths):
         return None
     return [f'"{path}"'.encode() for path in paths], [p.name.encode() for p in changed]
+
+
+def names_a_config(paths: Iterable[str | Path]) -> bool:
+    """Is one of `paths` a config (which any file may name, so every file is a candidate)?"""
+    return any(os.path.splitext(path)[1].lower() in CONFIG_SUFFIXES for path in paths)
 
 
 def _add_config_names(mentions: _Mentions, repos: list[RepoContext]) -> None:

@@ -165,6 +165,7 @@ def repo_contexts(
         cached = None
         if cache_folder is not None:
             from placement_lint.cache import Reuse, load_repo_context
+            from placement_lint.changes import names_a_config
 
             # The Python files that may have become launchers since the context was built: of a walk of
             # the root, those the result cache does not vouch for; beside a file named alone, those there;
@@ -181,7 +182,7 @@ def repo_contexts(
             # a script) when no file the run reports is fed by it: with a launch script named on the command
             # line, those are the files it launches, as the cached context tells. A config named there can
             # be named by any file: then any edit builds the context again.
-            reuse = None if _names_a_config(found) else Reuse(reported, functools.partial(_facet_now, real_root))
+            reuse = None if names_a_config(found.named_inputs) else Reuse(reported, functools.partial(_facet_now, real_root))
             cached = load_repo_context(
                 cache_folder, real_root, launchers, base, settings, found.statuses, track, python_names, vouched, reuse
             )
@@ -399,12 +400,6 @@ def run(
     return RunResult(results, len(files), errors, warnings, interrupted, settings.rule_url_base)
 
 
-def _names_a_config(found: Discovered) -> bool:
-    from placement_lint.changes import CONFIG_SUFFIXES
-
-    return any(os.path.splitext(name)[1].lower() in CONFIG_SUFFIXES for name in found.named_inputs)
-
-
 def _launched_by_named(found: Discovered, context: RepoContext, cwd: Path) -> frozenset[str]:
     """The files (resolved) that the launch scripts and docs named on the command line launch, by `context`."""
     from placement_lint.changes import affected
@@ -418,12 +413,12 @@ def _with_affected(files: list[str], found: Discovered, repos: list[RepoContext]
     launch or configure (`placement-lint check scripts/run.sh`, a pre-commit run where only a launch
     script is staged): those `--changed-since` would check again had only the named files changed.
     The configured excludes apply to them, as they are not named themselves."""
-    from placement_lint.changes import CONFIG_SUFFIXES, affected
+    from placement_lint.changes import affected, names_a_config
 
     named = {Path(name) for name in found.named_inputs}
     real_named = [real_path(path) for path in named]
     mine = [repo for repo in repos if any(path.is_relative_to(repo.root) for path in real_named)]
-    if any(path.suffix.lower() in CONFIG_SUFFIXES for path in named):
+    if names_a_config(named):
         # A Python file that names a config by its name is checked again too: every file is a candidate.
         candidates = discover([repo.root for repo in mine], settings).files
     else:  # only the files the launches reach can be
