@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement_lint.context.commands import expand, parse_command, split
-from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, RST_SUFFIXES, SHELL_SUFFIXES
+from placement_lint.context.launcher_names import (
+    DOCKER_NAMES,
+    MAKE_NAMES,
+    MARKDOWN_SUFFIXES,
+    RST_SUFFIXES,
+    SHELL_SUFFIXES,
+    may_start_a_launcher,
+    module_docstring,
+)
 from placement_lint.context.shell_options import run_option_loop
 from placement_lint.discover import real_path
 from placement_lint.patterns import LazyPattern
@@ -1559,8 +1567,6 @@ def _python(path: Path, text: str) -> Iterator[CommandLine]:
     """The launches a Python file's module docstring documents, and the commands the file runs
     (`subprocess.run([...])`, `os.system("...")`), each read as a shell script's line and said at
     the line of the call."""
-    from placement_lint.context.launcher_names import may_start_a_launcher, module_docstring
-
     raw = text.encode("utf-8", errors="replace")
     span = module_docstring(raw)
     if span is not None:
