@@ -196,7 +196,7 @@ def _run_arm(arm: _Arm, words: list[str], aliases: set[str], assigned: dict[str,
         if command.split()[0] in _EXITS:
             return None
         assignment = _ASSIGNMENT.match(command)
-        if assignment is not None and "+=" not in command.split("=", 1)[0]:
+        if assignment is not None:
             assigned[assignment.group(1)] = _value(assignment.group(2), words[shifted:], aliases)
     return shifted
 
