@@ -145,9 +145,7 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     default = default_deepspeed_config(launch, target, configs.scripts)
     if default:
         stage = _json_stage(default, near, configs)
-        # A default joined from the script's folder comes absolute: shown from the repository's root.
-        shown = Path(default).relative_to(configs.root).as_posix() if Path(default).is_relative_to(configs.root) else default
-        return _deepspeed(stage, f"the script's default --deepspeed {shown}{configs.note(default)}")
+        return _deepspeed(stage, f"the script's default --deepspeed {_from_root(default, configs)}{configs.note(default)}")
     if flagged is not None and not flagged.given and (found := _flagged_config(flagged, near, configs, target)) is not None:
         return found
     fsdp = launch.script_arg("--fsdp")
@@ -161,14 +159,17 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
         return found
     # A top-level `deepspeed:` whose stage is not known (a mapping of the script's own, `deepspeed:
     # {config_path: ...}`) gives way to a section the script hands on.
-    # After the files the launch names, those the script opens by a path of its own (one joined from
-    # its folder comes absolute: named from the repository's root).
-    loaded = [
-        Path(name).relative_to(configs.root).as_posix() if Path(name).is_relative_to(configs.root) else name
-        for name in loaded_files(target, configs.scripts)
-    ]
+    # After the files the launch names, those the script opens by a path of its own.
+    loaded = [_from_root(name, configs) for name in loaded_files(target, configs.scripts)]
     handed = _handed_section([*_named_files(launch), *loaded], near, configs, target)
     return handed if handed is not None else found
+
+
+def _from_root(name: str, configs: ConfigReader) -> str:
+    """A config path a script gives: one it joins from its own folder comes absolute, and is said from
+    the repository's root; any other as written."""
+    path = Path(name)
+    return path.relative_to(configs.root).as_posix() if path.is_relative_to(configs.root) else name
 
 
 def _flagged_config(flagged: FlagConfig, near: Path, configs: ConfigReader, target: Path | None) -> Resolved | None:
