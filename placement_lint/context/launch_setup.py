@@ -499,17 +499,18 @@ def _accelerate_config(
         return Kind.SINGLE, None, "distributed_type NO"
     if kind_name == "DEEPSPEED":
         section = config.get("deepspeed_config")
-        stage = None
-        if isinstance(section, dict):
-            value = section.get("zero_stage")
-            stage = value if isinstance(value, int) else None
-            file = section.get("deepspeed_config_file")
-            if stage is None and isinstance(file, str):
-                stage = _json_stage(file, near, configs)
+        if not isinstance(section, dict):
+            section = {}
+        value = section.get("zero_stage")
+        stage = value if isinstance(value, int) else None
+        file = section.get("deepspeed_config_file")
+        file = file if isinstance(file, str) else None
+        if stage is None and file is not None:
+            stage = _json_stage(file, near, configs)
         details = "distributed_type DEEPSPEED" + (f", zero_stage {stage}" if stage is not None else "")
-        if isinstance(section, dict) and isinstance(section.get("deepspeed_config_file"), str):
-            details += configs.note(section["deepspeed_config_file"])
-        if stage == 3 and isinstance(section, dict) and str(section.get("zero3_init_flag")).lower() == "false":
+        if file is not None:
+            details += configs.note(file)
+        if stage == 3 and str(section.get("zero3_init_flag")).lower() == "false":
             details += f", {ZERO3_INIT_OFF}"
         return (Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED), stage, details
     if kind_name == "FSDP":
