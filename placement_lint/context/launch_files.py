@@ -416,14 +416,19 @@ def _apply(changes: _Changes, values: dict[str, str]) -> None:
         values.pop(name, None)
 
 
-def _small_text(path: Path) -> str | None:
+def _small_bytes(path: Path) -> bytes | None:
+    """A repository script's bytes, or None when it is larger than a launch file may be or unreadable."""
     try:
         if path.stat().st_size > MAX_LAUNCHER_BYTES:
             return None
-        raw = path.read_bytes()
+        return path.read_bytes()
     except OSError:
         return None
-    return None if b"\0" in raw else raw.decode("utf-8", errors="replace")
+
+
+def _small_text(path: Path) -> str | None:
+    raw = _small_bytes(path)
+    return None if raw is None or b"\0" in raw else raw.decode("utf-8", errors="replace")
 
 
 _SOURCED: ContextVar[SourcedFiles | None] = ContextVar("sourced", default=None)  # set by commands_in
@@ -557,11 +562,8 @@ def _called_script(words: list[str], cwd: Path, path: Path) -> tuple[Path, list[
 def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[str, str]) -> Iterator[CommandLine]:
     """The commands of a repository script run with `arguments` from `cwd`; what the caller exported is
     set in it."""
-    try:
-        if script.stat().st_size > MAX_LAUNCHER_BYTES:
-            return
-        raw = script.read_bytes()
-    except OSError:
+    raw = _small_bytes(script)
+    if raw is None:
         return
     _note_read(script)
     if b"\0" in raw:
