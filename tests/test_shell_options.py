@@ -62,3 +62,10 @@ def test_getopts_with_clustered_and_separate_values() -> None:
 def test_a_loop_the_tool_cannot_end_is_not_guessed() -> None:
     text = 'while [[ $# -gt 0 ]]; do\n  case "$1" in\n    --z) Z=$2 ;;\n  esac\ndone\n'
     assert run_option_loop(text, ["--z", "3"]) is None
+
+
+def test_option_loop_append_is_not_taken_as_an_assignment() -> None:
+    script = LOOP.replace("--offload) OFFLOAD=true; shift ;;", '--extra) EXTRA+=" $2"; shift 2 ;;')
+    ran = run_option_loop(script, ["--zero", "3", "--extra", "x"])
+    assert ran is not None
+    assert ran.text.split("\n")[3] == "ZERO=3"

@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from placement_lint.context.commands import expand, parse_command, split
-from placement_lint.context.launcher_names import DOCKER_NAMES, MAKE_NAMES, MARKDOWN_SUFFIXES, RST_SUFFIXES, SHELL_SUFFIXES
+from placement_lint.context.launcher_names import (
+    DOCKER_NAMES,
+    MAKE_NAMES,
+    MARKDOWN_SUFFIXES,
+    RST_SUFFIXES,
+    SHELL_SUFFIXES,
+    may_start_a_launcher,
+    module_docstring,
+)
 from placement_lint.context.shell_options import run_option_loop
 from placement_lint.discover import real_path
 from placement_lint.patterns import LazyPattern
@@ -408,14 +416,19 @@ def _apply(changes: _Changes, values: dict[str, str]) -> None:
         values.pop(name, None)
 
 
-def _small_text(path: Path) -> str | None:
+def _small_bytes(path: Path) -> bytes | None:
+    """A repository script's bytes, or None when it is larger than a launch file may be or unreadable."""
     try:
         if path.stat().st_size > MAX_LAUNCHER_BYTES:
             return None
-        raw = path.read_bytes()
+        return path.read_bytes()
     except OSError:
         return None
-    return None if b"\0" in raw else raw.decode("utf-8", errors="replace")
+
+
+def _small_text(path: Path) -> str | None:
+    raw = _small_bytes(path)
+    return None if raw is None or b"\0" in raw else raw.decode("utf-8", errors="replace")
 
 
 _SOURCED: ContextVar[SourcedFiles | None] = ContextVar("sourced", default=None)  # set by commands_in
@@ -549,11 +562,8 @@ def _called_script(words: list[str], cwd: Path, path: Path) -> tuple[Path, list[
 def _run_script(script: Path, arguments: list[str], cwd: Path, exported: dict[str, str]) -> Iterator[CommandLine]:
     """The commands of a repository script run with `arguments` from `cwd`; what the caller exported is
     set in it."""
-    try:
-        if script.stat().st_size > MAX_LAUNCHER_BYTES:
-            return
-        raw = script.read_bytes()
-    except OSError:
+    raw = _small_bytes(script)
+    if raw is None:
         return
     _note_read(script)
     if b"\0" in raw:
@@ -1559,8 +1569,6 @@ def _python(path: Path, text: str) -> Iterator[CommandLine]:
     """The launches a Python file's module docstring documents, and the commands the file runs
     (`subprocess.run([...])`, `os.system("...")`), each read as a shell script's line and said at
     the line of the call."""
-    from placement_lint.context.launcher_names import may_start_a_launcher, module_docstring
-
     raw = text.encode("utf-8", errors="replace")
     span = module_docstring(raw)
     if span is not None:

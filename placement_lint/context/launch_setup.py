@@ -145,9 +145,7 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     default = default_deepspeed_config(launch, target, configs.scripts)
     if default:
         stage = _json_stage(default, near, configs)
-        # A default joined from the script's folder comes absolute: shown from the repository's root.
-        shown = Path(default).relative_to(configs.root).as_posix() if Path(default).is_relative_to(configs.root) else default
-        return _deepspeed(stage, f"the script's default --deepspeed {shown}{configs.note(default)}")
+        return _deepspeed(stage, f"the script's default --deepspeed {_from_root(default, configs)}{configs.note(default)}")
     if flagged is not None and not flagged.given and (found := _flagged_config(flagged, near, configs, target)) is not None:
         return found
     fsdp = launch.script_arg("--fsdp")
@@ -161,14 +159,17 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
         return found
     # A top-level `deepspeed:` whose stage is not known (a mapping of the script's own, `deepspeed:
     # {config_path: ...}`) gives way to a section the script hands on.
-    # After the files the launch names, those the script opens by a path of its own (one joined from
-    # its folder comes absolute: named from the repository's root).
-    loaded = [
-        Path(name).relative_to(configs.root).as_posix() if Path(name).is_relative_to(configs.root) else name
-        for name in loaded_files(target, configs.scripts)
-    ]
+    # After the files the launch names, those the script opens by a path of its own.
+    loaded = [_from_root(name, configs) for name in loaded_files(target, configs.scripts)]
     handed = _handed_section([*_named_files(launch), *loaded], near, configs, target)
     return handed if handed is not None else found
+
+
+def _from_root(name: str, configs: ConfigReader) -> str:
+    """A config path a script gives: one it joins from its own folder comes absolute, and is said from
+    the repository's root; any other as written."""
+    path = Path(name)
+    return path.relative_to(configs.root).as_posix() if path.is_relative_to(configs.root) else name
 
 
 def _flagged_config(flagged: FlagConfig, near: Path, configs: ConfigReader, target: Path | None) -> Resolved | None:
@@ -498,17 +499,18 @@ def _accelerate_config(
         return Kind.SINGLE, None, "distributed_type NO"
     if kind_name == "DEEPSPEED":
         section = config.get("deepspeed_config")
-        stage = None
-        if isinstance(section, dict):
-            value = section.get("zero_stage")
-            stage = value if isinstance(value, int) else None
-            file = section.get("deepspeed_config_file")
-            if stage is None and isinstance(file, str):
-                stage = _json_stage(file, near, configs)
+        if not isinstance(section, dict):
+            section = {}
+        value = section.get("zero_stage")
+        stage = value if isinstance(value, int) else None
+        file = section.get("deepspeed_config_file")
+        file = file if isinstance(file, str) else None
+        if stage is None and file is not None:
+            stage = _json_stage(file, near, configs)
         details = "distributed_type DEEPSPEED" + (f", zero_stage {stage}" if stage is not None else "")
-        if isinstance(section, dict) and isinstance(section.get("deepspeed_config_file"), str):
-            details += configs.note(section["deepspeed_config_file"])
-        if stage == 3 and isinstance(section, dict) and str(section.get("zero3_init_flag")).lower() == "false":
+        if file is not None:
+            details += configs.note(file)
+        if stage == 3 and str(section.get("zero3_init_flag")).lower() == "false":
             details += f", {ZERO3_INIT_OFF}"
         return (Kind.ZERO3 if stage == 3 else Kind.DEEPSPEED), stage, details
     if kind_name == "FSDP":

@@ -65,14 +65,12 @@ class _Reader:
             if id(scope) not in running:
                 continue  # no call in it can run a command: nothing to read
             conditional: set[int] = set()
-            statements = sorted(_own_nodes(scope, conditional), key=lambda node: (node.lineno, node.col_offset))
+            statements = _in_order(scope, conditional)
             if scope is not self.tree and module_values is None:
                 module_values = self._known_module_values = self._module_values()
             values: dict[str, object] = {} if scope is self.tree else dict(module_values or {})
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for parameter in ast.walk(scope.args):
-                    if isinstance(parameter, ast.arg):
-                        values.pop(parameter.arg, None)  # given by the caller: not the module's value
+                _forget_parameters(scope, values)
             for node in statements:
                 if isinstance(node, ast.Call):
                     command = self._command(node, values)
@@ -263,10 +261,8 @@ class _Reader:
         try:
             conditional: set[int] = set()
             values = dict(self._known_module_values if self._known_module_values is not None else calling)
-            for parameter in ast.walk(function.args):
-                if isinstance(parameter, ast.arg):
-                    values.pop(parameter.arg, None)
-            for node in sorted(_own_nodes(function, conditional), key=lambda node: (node.lineno, node.col_offset)):
+            _forget_parameters(function, values)
+            for node in _in_order(function, conditional):
                 if isinstance(node, ast.Return):
                     if id(node) in conditional or node.value is None:
                         return None  # returns on some paths only: which, is not known here
@@ -321,6 +317,18 @@ def _own_nodes(scope: ast.AST, conditional: set[int]) -> Iterator[ast.AST]:
             yield node
         branches = _branch_bodies(node)
         pending.extend((child, maybe or id(child) in branches) for child in ast.iter_child_nodes(node))
+
+
+def _in_order(scope: ast.AST, conditional: set[int]) -> list[ast.AST]:
+    """A scope's own nodes (`_own_nodes`) in the order they are written, as its statements run."""
+    return sorted(_own_nodes(scope, conditional), key=lambda node: (node.lineno, node.col_offset))
+
+
+def _forget_parameters(function: ast.FunctionDef | ast.AsyncFunctionDef, values: dict[str, object]) -> None:
+    """Drop from `values` the names a function's parameters shadow: its caller gives them."""
+    for parameter in ast.walk(function.args):
+        if isinstance(parameter, ast.arg):
+            values.pop(parameter.arg, None)
 
 
 def _branch_bodies(node: ast.AST) -> set[int]:

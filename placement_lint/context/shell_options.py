@@ -31,7 +31,11 @@ _SHIFT_ANYWHERE = LazyPattern(r"(?:^|[\s;&|(])shift\b")
 _OPTIND_SHIFT = LazyPattern(r"""^\s*shift\s+["']?\$\(\(\s*\$?OPTIND\s*-\s*1\s*\)\)["']?\s*;?\s*$""")
 _LOOP_START = LazyPattern(r"^\s*(?:while|until|for|select)\b")
 _LOOP_END = LazyPattern(r"(?:^|[\s;])done\s*(?:[;<>|&].*)?$")
+_COMMENT = LazyPattern(r"(?:^|\s)#.*$")
 _MAX_STEPS = 200
+# The commands of an arm that leave the script (or print its usage, then leave): a word that reaches
+# one is not a run the script goes on from.
+_EXITS = ("exit", "return", "usage", "help", "print_usage", "show_help")
 
 
 class OptionRun(NamedTuple):
@@ -73,7 +77,7 @@ def run_option_loop(text: str, arguments: list[str]) -> OptionRun | None:
 
 def _code(line: str) -> str:
     """A line without its comment (a `#` starting a word)."""
-    return re.sub(r"(?:^|\s)#.*$", "", line).strip()
+    return _COMMENT.sub("", line).strip()
 
 
 def _find_loop(lines: list[str]) -> tuple[int, int, tuple[str, str] | None] | None:
@@ -189,10 +193,10 @@ def _run_arm(arm: _Arm, words: list[str], aliases: set[str], assigned: dict[str,
             continue
         if command == "break":
             return "break" if not shifted else shifted
-        if command.split()[0] in ("exit", "return", "usage", "help", "print_usage", "show_help"):
+        if command.split()[0] in _EXITS:
             return None
         assignment = _ASSIGNMENT.match(command)
-        if assignment is not None and "+=" not in command.split("=", 1)[0]:
+        if assignment is not None:
             assigned[assignment.group(1)] = _value(assignment.group(2), words[shifted:], aliases)
     return shifted
 
@@ -273,7 +277,7 @@ def _run_getopts(body: list[str], getopts: tuple[str, str], arguments: list[str]
             if arm is None:
                 continue
             for command in arm.commands:
-                if command.split()[0] in ("exit", "return", "usage", "help", "print_usage", "show_help"):
+                if command.split()[0] in _EXITS:
                     return None
                 assignment = _ASSIGNMENT.match(command)
                 if assignment is not None:
