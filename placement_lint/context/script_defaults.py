@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,14 +106,20 @@ def _named_default(module: ast.Module, dest: str, constants: dict[str, str], env
 def _joined_default(module: ast.Module, default: ast.expr, folder: str) -> str | None:
     from placement_lint.analysis.written_paths import written_path
 
+    path = written_path(default, _top_level_bindings(module), folder)
+    if path is None or not path.endswith(".json"):
+        return None
+    return path if not os.path.isabs(path) or os.path.isfile(path) else None
+
+
+def _top_level_bindings(module: ast.Module) -> Callable[[ast.Name], list[ast.expr | None]]:
+    """The values each name is bound to at the module's top (`ROOT = os.path.dirname(__file__)`), as
+    written_path asks for them: [None] for a name bound nowhere there."""
     bound: dict[str, list[ast.expr | None]] = {}
     for statement in module.body:
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
             bound.setdefault(statement.targets[0].id, []).append(statement.value)
-    path = written_path(default, lambda name: bound.get(name.id, [None]), folder)
-    if path is None or not path.endswith(".json"):
-        return None
-    return path if not os.path.isabs(path) or os.path.isfile(path) else None
+    return lambda name: bound.get(name.id, [None])
 
 
 _ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv", "environ.get", "getenv"})
@@ -530,15 +537,12 @@ def loaded_files(target: Path | None, read: list[Path] | None = None) -> list[st
     from placement_lint.analysis.names import dotted
     from placement_lint.analysis.written_paths import written_path
 
-    bound: dict[str, list[ast.expr | None]] = {}
-    for statement in module.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
-            bound.setdefault(statement.targets[0].id, []).append(statement.value)
+    bound = _top_level_bindings(module)
     found: list[str] = []
     for node in ast.walk(module):
         if not (isinstance(node, ast.Call) and node.args and dotted(node.func) in _FILE_OPENERS):
             continue
-        path = written_path(node.args[0], lambda name: bound.get(name.id, [None]), str(target.parent))
+        path = written_path(node.args[0], bound, str(target.parent))
         if path is not None and path.endswith((".yaml", ".yml", ".json")) and "$" not in path and path not in found:
             found.append(path)
             if len(found) >= _MAX_LOADED_FILES:
