@@ -13,7 +13,7 @@ from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.guards import ENV_READERS, RANK_ENV, WORLD_ENV, is_env_read
 from placement_lint.analysis.index import walk
 from placement_lint.analysis.names import ImportTable, dotted, keyword, last_segment
-from placement_lint.analysis.written_paths import written_path
+from placement_lint.analysis.written_paths import opened_by_with, written_path
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import Evidence, Kind, Override
 from placement_lint.distributed import NAMED_SETUPS
@@ -329,7 +329,7 @@ class InFileEvidence:
         for candidate in self.resolver.candidates(value):
             opened = candidate.value
             if opened is None and isinstance(value, ast.Name):
-                opened = self._with_target(value)
+                opened = opened_by_with(self.resolver, value)
             if (
                 isinstance(opened, ast.Call)
                 and isinstance(opened.func, ast.Attribute)
@@ -352,21 +352,6 @@ class InFileEvidence:
             ):
                 return written
         return None
-
-    def _with_target(self, name: ast.Name) -> ast.expr | None:
-        """What `with open(p) as f:` binds the `f` read at `name` to: the innermost `with` around it
-        that names it (the resolver does not bind `with` targets)."""
-        found: ast.expr | None = None
-        for node in self.resolver.index.nodes:
-            if not isinstance(node, (ast.With, ast.AsyncWith)) or not node.body:
-                continue
-            end = node.end_lineno or node.lineno
-            if not node.body[0].lineno <= name.lineno <= end:
-                continue
-            for item in node.items:
-                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
-                    found = item.context_expr  # walked outside in: a later match is further in
-        return found
 
     def _written_path(self, value: ast.expr) -> str | None:
         """A path written from literals and the script's own folder, relative to that folder."""

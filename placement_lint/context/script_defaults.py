@@ -411,6 +411,7 @@ def _fields_naming(resolver: Resolver, imports: ImportTable, expr: ast.expr, ste
     """The fields whose value reaches `expr` as the config's path or its contents; the calls that read
     the file on the way are added to `readers`."""
     from placement_lint.analysis.names import dotted
+    from placement_lint.analysis.written_paths import opened_by_with
 
     if steps > _MAX_STEPS:
         return []
@@ -437,7 +438,7 @@ def _fields_naming(resolver: Resolver, imports: ImportTable, expr: ast.expr, ste
                 if qualified in _CARRIERS or (qualified is not None and _reads_its_file(resolver.module, imports, qualified)):
                     carried = value.args[0]
         elif value is None and not candidate.via and isinstance(expr, ast.Name):
-            carried = _opened_as(resolver, expr)
+            carried = opened_by_with(resolver, expr)
         if carried is not None:
             if isinstance(value, ast.Call):
                 readers.append(value)
@@ -489,19 +490,6 @@ def _reads_its_file(module: ast.Module, imports: ImportTable, qualified: str) ->
                     return True
         return False
     return _READER_NAME.match(name.lower()) is not None
-
-
-def _opened_as(resolver: Resolver, name: ast.Name) -> ast.expr | None:
-    """What `with open(path) as f:` opened, for `f` read in its body (the value flow leaves a name a
-    `with` binds unknown inside its block)."""
-    for ancestor in resolver.ancestors(name):
-        if isinstance(ancestor, (ast.With, ast.AsyncWith)):
-            for item in ancestor.items:
-                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
-                    return item.context_expr
-        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            break
-    return None
 
 
 # -- a section of a file the script loads, handed to its training arguments ------------------------
