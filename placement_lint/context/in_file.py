@@ -238,12 +238,13 @@ class InFileEvidence:
                 continue
             workers, gpu = keyword(config, "num_workers"), keyword(config, "use_gpu")
             # Without use_gpu=True (Ray's default is False) the workers see no GPU: nothing to place.
-            on_gpu = gpu is not None and isinstance(gpu.value, ast.Constant) and gpu.value.value is True
+            if workers is None or not (gpu is not None and isinstance(gpu.value, ast.Constant) and gpu.value.value is True):
+                continue
             # `num_workers=NUM_WORKERS`, `num_workers=args.num_workers` (its default): every value it can take
-            counts = [c.value for c in self.resolver.candidates(workers.value)] if workers is not None else []
-            if on_gpu and counts and all(_is_int(count) and count.value > 1 for count in counts):  # type: ignore[union-attr]
-                shown = self._short(workers.value) if workers is not None else ""
-                fewest = min(count.value for count in counts)  # type: ignore[union-attr]
+            values = self.resolver.candidates(workers.value)
+            counts = [count for candidate in values if (count := _int_of(candidate.value)) is not None]
+            if counts and len(counts) == len(values) and min(counts) > 1:
+                shown, fewest = self._short(workers.value), min(counts)
                 written = str(fewest) if shown == str(fewest) else f"{shown} ({fewest})"
                 self._add(Kind.DDP, call, f"TorchTrainer(scaling_config=ScalingConfig(num_workers={written}, use_gpu=True))")
                 return
@@ -388,8 +389,8 @@ class InFileEvidence:
         return None
 
 
-def _is_int(node: ast.expr | None) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is int
+def _int_of(node: ast.expr | None) -> int | None:
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
 
 
 def _dict_stage(node: ast.Dict) -> int | None:
