@@ -6,7 +6,9 @@ import ast
 
 import pytest
 
-from placement_lint.analysis.written_paths import written_path
+from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.written_paths import opened_by_with, written_path
+from placement_lint.distributed import SINGLE
 
 MODULE = """
 import os
@@ -65,3 +67,24 @@ def test_paths_written_from_literals_and_the_script_folder(expression: str, expe
 )
 def test_paths_not_known_here(expression: str) -> None:
     assert _path(expression) is None
+
+
+def test_opened_by_with_is_the_nearest_with_of_the_same_function_binding_the_name() -> None:
+    module = ast.parse(
+        "with open('outer.json') as f:\n"
+        "    with open('inner.json') as g:\n"
+        "        a = json.load(f)\n"
+        "        b = json.load(g)\n"
+        "    def later():\n"
+        "        return json.load(f)\n"
+    )
+    resolver = Resolver(module, SINGLE)
+    reads = [node.args[0] for node in ast.walk(module) if isinstance(node, ast.Call) and ast.unparse(node.func) == "json.load"]
+
+    def opened(read: ast.expr) -> str | None:
+        assert isinstance(read, ast.Name)
+        found = opened_by_with(resolver, read)
+        return ast.unparse(found) if found is not None else None
+
+    # The function reads `f` when it is called, once the file may be closed: not known from the `with`.
+    assert [opened(read) for read in reads] == ["open('outer.json')", "open('inner.json')", None]

@@ -13,8 +13,12 @@ import ast
 import os
 import posixpath
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from placement_lint.analysis.names import dotted
+
+if TYPE_CHECKING:
+    from placement_lint.analysis.dataflow import Resolver
 
 # The script's own folder, before anything is joined onto it, deep enough below a made-up root that
 # `..` and `.parent` can climb out of it: paths anchored here are returned relative to it. posixpath
@@ -146,3 +150,17 @@ def _joined(first: str | None, rest: list[str | None]) -> str | None:
     if any(os.path.isabs(part) for part in rest):  # type: ignore[arg-type]  # an absolute part restarts the path
         return None
     return posixpath.join(first, *rest)  # type: ignore[arg-type]
+
+
+def opened_by_with(resolver: Resolver, name: ast.Name) -> ast.expr | None:
+    """What `with open(path) as f:` opened, for `f` read in its body: the nearest `with` around it in
+    its own function that binds the name (the value flow leaves a name a `with` binds unknown inside
+    its block)."""
+    for ancestor in resolver.ancestors(name):
+        if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+            for item in ancestor.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
+                    return item.context_expr
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            break
+    return None

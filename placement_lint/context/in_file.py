@@ -13,7 +13,7 @@ from placement_lint.analysis.dataflow import Resolver
 from placement_lint.analysis.guards import ENV_READERS, RANK_ENV, WORLD_ENV, is_env_read
 from placement_lint.analysis.index import walk
 from placement_lint.analysis.names import ImportTable, dotted, keyword, last_segment
-from placement_lint.analysis.written_paths import written_path
+from placement_lint.analysis.written_paths import opened_by_with, written_path
 from placement_lint.context.configs import ConfigReader, zero_stage_of
 from placement_lint.context.evidence import Evidence, Kind, Override
 from placement_lint.distributed import NAMED_SETUPS
@@ -238,12 +238,13 @@ class InFileEvidence:
                 continue
             workers, gpu = keyword(config, "num_workers"), keyword(config, "use_gpu")
             # Without use_gpu=True (Ray's default is False) the workers see no GPU: nothing to place.
-            on_gpu = gpu is not None and isinstance(gpu.value, ast.Constant) and gpu.value.value is True
+            if workers is None or not (gpu is not None and isinstance(gpu.value, ast.Constant) and gpu.value.value is True):
+                continue
             # `num_workers=NUM_WORKERS`, `num_workers=args.num_workers` (its default): every value it can take
-            counts = [c.value for c in self.resolver.candidates(workers.value)] if workers is not None else []
-            if on_gpu and counts and all(_is_int(count) and count.value > 1 for count in counts):  # type: ignore[union-attr]
-                shown = self._short(workers.value) if workers is not None else ""
-                fewest = min(count.value for count in counts)  # type: ignore[union-attr]
+            values = self.resolver.candidates(workers.value)
+            counts = [count for candidate in values if (count := _int_of(candidate.value)) is not None]
+            if counts and len(counts) == len(values) and min(counts) > 1:
+                shown, fewest = self._short(workers.value), min(counts)
                 written = str(fewest) if shown == str(fewest) else f"{shown} ({fewest})"
                 self._add(Kind.DDP, call, f"TorchTrainer(scaling_config=ScalingConfig(num_workers={written}, use_gpu=True))")
                 return
@@ -329,7 +330,7 @@ class InFileEvidence:
         for candidate in self.resolver.candidates(value):
             opened = candidate.value
             if opened is None and isinstance(value, ast.Name):
-                opened = self._with_target(value)
+                opened = opened_by_with(self.resolver, value)
             if (
                 isinstance(opened, ast.Call)
                 and isinstance(opened.func, ast.Attribute)
@@ -352,21 +353,6 @@ class InFileEvidence:
             ):
                 return written
         return None
-
-    def _with_target(self, name: ast.Name) -> ast.expr | None:
-        """What `with open(p) as f:` binds the `f` read at `name` to: the innermost `with` around it
-        that names it (the resolver does not bind `with` targets)."""
-        found: ast.expr | None = None
-        for node in self.resolver.index.nodes:
-            if not isinstance(node, (ast.With, ast.AsyncWith)) or not node.body:
-                continue
-            end = node.end_lineno or node.lineno
-            if not node.body[0].lineno <= name.lineno <= end:
-                continue
-            for item in node.items:
-                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
-                    found = item.context_expr  # walked outside in: a later match is further in
-        return found
 
     def _written_path(self, value: ast.expr) -> str | None:
         """A path written from literals and the script's own folder, relative to that folder."""
@@ -403,8 +389,8 @@ class InFileEvidence:
         return None
 
 
-def _is_int(node: ast.expr | None) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is int
+def _int_of(node: ast.expr | None) -> int | None:
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
 
 
 def _dict_stage(node: ast.Dict) -> int | None:

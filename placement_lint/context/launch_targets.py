@@ -74,7 +74,9 @@ def target_of(
             return real, said
     if not (launch.target and launch.target.endswith(".py") and foreign is not None):
         return None
-    if os.path.isabs(launch.target) and not Path(launch.target).is_relative_to(root):
+    if os.path.isabs(launch.target):
+        if Path(launch.target).is_relative_to(root):
+            return None  # a path of this checkout that is not here: no other machine's
         where = f"{display(command.source)}:{command.where}"
         return written_elsewhere(launch.target, where, foreign(), display, notes)
     if command.documented:
@@ -108,14 +110,12 @@ def written_elsewhere(
 def documented_elsewhere(
     target: str, documented_in: Path, foreign: ForeignPaths, display: Callable[[Path], str]
 ) -> tuple[Path, str] | None:
-    """The script a docstring's launch names by a path of another tree (TRL's `examples/scripts/sft_vlm.py`
-    in a copy kept as `fine_tune/sft_vlm.py`), or any launch by an absolute path of another machine
-    (`/workspace/train.py`, `/home/me/proj/src/train.py`): the repository file a Dockerfile copies
-    there, else the only one ending in the path's longest tail that one ends in, when that is the
-    module holding the docstring, or the tail holds a folder (a bare name matching some other script
-    is too weak a sign)."""
-    absolute = os.path.isabs(target)
-    taken = foreign.find(target) if absolute else foreign.tail_of(target)
+    """The script a docstring's launch names by a relative path of another tree (TRL's
+    `examples/scripts/sft_vlm.py` in a copy kept as `fine_tune/sft_vlm.py`): the only repository file
+    ending in the path's longest tail that one ends in, when that is the module holding the docstring,
+    or the tail holds a folder (a bare name matching some other script is too weak a sign). An
+    absolute path is written_elsewhere's, in a docstring as anywhere."""
+    taken = foreign.tail_of(target)
     if taken is None:
         return None
     try:
@@ -123,9 +123,7 @@ def documented_elsewhere(
         own = real == real_path(documented_in)
     except (OSError, RuntimeError):
         return None
-    # A relative `train.py` of another tree may be any script of that name; an absolute path is the
-    # repository's clone on another machine (`/home/me/MiniLLM/finetune.py`), as for a config path.
-    if not (own or absolute) and "/" not in taken.tail:
+    if not own and "/" not in taken.tail:
         return None
     whose = ", the module whose docstring names it" if own else ""
     return real, f"{target} taken as {display(real)} ({taken.rule}{whose})"

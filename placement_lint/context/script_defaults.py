@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,14 +106,20 @@ def _named_default(module: ast.Module, dest: str, constants: dict[str, str], env
 def _joined_default(module: ast.Module, default: ast.expr, folder: str) -> str | None:
     from placement_lint.analysis.written_paths import written_path
 
+    path = written_path(default, _top_level_bindings(module), folder)
+    if path is None or not path.endswith(".json"):
+        return None
+    return path if not os.path.isabs(path) or os.path.isfile(path) else None
+
+
+def _top_level_bindings(module: ast.Module) -> Callable[[ast.Name], list[ast.expr | None]]:
+    """The values each name is bound to at the module's top (`ROOT = os.path.dirname(__file__)`), as
+    written_path asks for them: [None] for a name bound nowhere there."""
     bound: dict[str, list[ast.expr | None]] = {}
     for statement in module.body:
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
             bound.setdefault(statement.targets[0].id, []).append(statement.value)
-    path = written_path(default, lambda name: bound.get(name.id, [None]), folder)
-    if path is None or not path.endswith(".json"):
-        return None
-    return path if not os.path.isabs(path) or os.path.isfile(path) else None
+    return lambda name: bound.get(name.id, [None])
 
 
 _ENVIRONMENT_READS = frozenset({"os.environ.get", "os.getenv", "environ.get", "getenv"})
@@ -404,6 +411,7 @@ def _fields_naming(resolver: Resolver, imports: ImportTable, expr: ast.expr, ste
     """The fields whose value reaches `expr` as the config's path or its contents; the calls that read
     the file on the way are added to `readers`."""
     from placement_lint.analysis.names import dotted
+    from placement_lint.analysis.written_paths import opened_by_with
 
     if steps > _MAX_STEPS:
         return []
@@ -430,7 +438,7 @@ def _fields_naming(resolver: Resolver, imports: ImportTable, expr: ast.expr, ste
                 if qualified in _CARRIERS or (qualified is not None and _reads_its_file(resolver.module, imports, qualified)):
                     carried = value.args[0]
         elif value is None and not candidate.via and isinstance(expr, ast.Name):
-            carried = _opened_as(resolver, expr)
+            carried = opened_by_with(resolver, expr)
         if carried is not None:
             if isinstance(value, ast.Call):
                 readers.append(value)
@@ -484,19 +492,6 @@ def _reads_its_file(module: ast.Module, imports: ImportTable, qualified: str) ->
     return _READER_NAME.match(name.lower()) is not None
 
 
-def _opened_as(resolver: Resolver, name: ast.Name) -> ast.expr | None:
-    """What `with open(path) as f:` opened, for `f` read in its body (the value flow leaves a name a
-    `with` binds unknown inside its block)."""
-    for ancestor in resolver.ancestors(name):
-        if isinstance(ancestor, (ast.With, ast.AsyncWith)):
-            for item in ancestor.items:
-                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name.id:
-                    return item.context_expr
-        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            break
-    return None
-
-
 # -- a section of a file the script loads, handed to its training arguments ------------------------
 
 
@@ -530,15 +525,12 @@ def loaded_files(target: Path | None, read: list[Path] | None = None) -> list[st
     from placement_lint.analysis.names import dotted
     from placement_lint.analysis.written_paths import written_path
 
-    bound: dict[str, list[ast.expr | None]] = {}
-    for statement in module.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
-            bound.setdefault(statement.targets[0].id, []).append(statement.value)
+    bound = _top_level_bindings(module)
     found: list[str] = []
     for node in ast.walk(module):
         if not (isinstance(node, ast.Call) and node.args and dotted(node.func) in _FILE_OPENERS):
             continue
-        path = written_path(node.args[0], lambda name: bound.get(name.id, [None]), str(target.parent))
+        path = written_path(node.args[0], bound, str(target.parent))
         if path is not None and path.endswith((".yaml", ".yml", ".json")) and "$" not in path and path not in found:
             found.append(path)
             if len(found) >= _MAX_LOADED_FILES:
