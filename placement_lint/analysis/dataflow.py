@@ -267,7 +267,6 @@ class Resolver:
         # What the analyses over this module work out once for all their questions, by a key of their
         # own (kept here: the module's nodes, whose ids some keys hold, live as long as the resolver).
         self.memo: dict[tuple[object, ...], object] = {}
-        self._attribute_reads: dict[int, ast.Attribute] = {}  # by id(call), see _getattr_read
 
     @contextmanager
     def following_imports(self) -> Iterator[None]:
@@ -612,12 +611,14 @@ class Resolver:
             and _state_key(call.args[0]) is not None
         ):
             return None
-        read = self._attribute_reads.get(id(call))
+        # One node a call for every resolver of the module: the parents outlive a resolver (a helper's
+        # module is parsed once a run, read by each file's resolvers), and must name no node freed since.
+        read = self.index.added.get(id(call))
         if read is None:
             read = ast.copy_location(ast.Attribute(value=call.args[0], attr=call.args[1].value, ctx=ast.Load()), call)
-            self._attribute_reads[id(call)] = read
-            self.index.parents[id(read)] = call  # kept alive by the dict above, so its id is not reused
-        return read
+            self.index.added[id(call)] = read
+            self.index.parents[id(read)] = call
+        return read  # type: ignore[return-value]
 
     def bindings(self, key: str, at: ast.AST) -> list[Binding] | None:
         scope = self.scope_of(at)
