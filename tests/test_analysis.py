@@ -357,3 +357,19 @@ def test_a_getattr_read_is_one_node_of_the_tree_for_every_resolver_of_the_module
         reads.append(resolver._getattr_read(test))
     assert reads[0] is not None and all(read is reads[0] for read in reads)
     assert len(parents) == before + 1
+
+
+def test_a_callee_of_another_module_is_located_once_a_resolver() -> None:
+    # The calls that set the process's state and the helpers followed for values both ask for it.
+    module = ast.parse("from utils import load\nload()\nload()\n")
+    asked: list[str] = []
+
+    def locate(written: str, setup: Setup) -> None:
+        asked.append(written)
+
+    resolver = Resolver(module, DDP, helpers=locate)
+    with resolver.following_imports():
+        for statement in module.body[1:]:
+            resolver.called_function(statement.value, "load")  # type: ignore[attr-defined]
+    resolver.imported_function("load")
+    assert asked == ["load"]
