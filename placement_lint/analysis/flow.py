@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
-from placement_lint.analysis.names import SELF_RETURNING, WRAPPERS, ImportTable, dotted, last_segment
+from placement_lint.analysis.names import SELF_RETURNING, WRAPPERS, ImportTable, dotted, last_segment, past_self_returning
 
 MODEL_ARGUMENTS = (
     "model",
@@ -342,9 +342,7 @@ class ModelFlow:
     def _holds_model(self, owner: ast.expr) -> bool:
         """`owner` is bound to a model load, or a wrapper of one (`get_peft_model(model, config)`)."""
         for candidate in self.resolver.candidates(owner, depth=6):
-            value = candidate.value
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SELF_RETURNING:
-                value = value.func.value  # `X.from_pretrained(...).eval()`
+            value = past_self_returning(candidate.value) if isinstance(candidate.value, ast.expr) else None
             if isinstance(value, ast.Call):
                 name = last_segment(dotted(value.func))
                 if name in _MODEL_BUILDERS or name in WRAPPERS:

@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.analysis.names import SELF_RETURNING, TRL_GUARDED_TRAINERS, ImportTable, dotted, keyword
+from placement_lint.analysis.names import TRL_GUARDED_TRAINERS, ImportTable, dotted, keyword, past_self_returning
 from placement_lint.context.evidence import Context, FileContext, Kind
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Edit
@@ -435,9 +435,7 @@ def moved_call(call: ast.Call) -> ast.Call | None:
     itself: the load of `X.from_pretrained(...).eval().cuda()`. None for a move of a name (`model.cuda()`,
     `teacher.requires_grad_(False).cuda()`)."""
     assert isinstance(call.func, ast.Attribute)
-    moved = call.func.value
-    while isinstance(moved, ast.Call) and isinstance(moved.func, ast.Attribute) and moved.func.attr in SELF_RETURNING:
-        moved = moved.func.value
+    moved = past_self_returning(call.func.value)
     return moved if isinstance(moved, ast.Call) else None
 
 
