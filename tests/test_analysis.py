@@ -339,3 +339,37 @@ def test_the_device_maps_of_a_file_are_looked_for_once_whatever_the_setups_it_is
     ]
     assert found[0] and found == [found[0]] * len(setups)
     assert len(asked) == len({id(node) for node in asked}), "each node is asked once, not once a setup"
+
+
+def test_a_getattr_read_is_one_node_of_the_tree_for_every_resolver_of_the_module() -> None:
+    # A helper's module is parsed once a run and read by each checked file's resolvers: a node each
+    # resolver added would leave the tree's parents naming nodes freed with their resolver.
+    from placement_lint.analysis.index import index_of
+
+    module = ast.parse('import sys\nargs = parse()\nif getattr(args, "deepspeed", None):\n    sys.exit(1)\n')
+    test = module.body[-1].test  # type: ignore[attr-defined]
+    parents = index_of(module).parents
+    before = len(parents)
+    reads = []
+    for setup in (DDP, ZERO3, SINGLE):
+        resolver = Resolver(module, setup)
+        resolver.candidates(test)
+        reads.append(resolver._getattr_read(test))
+    assert reads[0] is not None and all(read is reads[0] for read in reads)
+    assert len(parents) == before + 1
+
+
+def test_a_callee_of_another_module_is_located_once_a_resolver() -> None:
+    # The calls that set the process's state and the helpers followed for values both ask for it.
+    module = ast.parse("from utils import load\nload()\nload()\n")
+    asked: list[str] = []
+
+    def locate(written: str, setup: Setup) -> None:
+        asked.append(written)
+
+    resolver = Resolver(module, DDP, helpers=locate)
+    with resolver.following_imports():
+        for statement in module.body[1:]:
+            resolver.called_function(statement.value, "load")  # type: ignore[attr-defined]
+    resolver.imported_function("load")
+    assert asked == ["load"]

@@ -267,7 +267,7 @@ class Resolver:
         # What the analyses over this module work out once for all their questions, by a key of their
         # own (kept here: the module's nodes, whose ids some keys hold, live as long as the resolver).
         self.memo: dict[tuple[object, ...], object] = {}
-        self._attribute_reads: dict[int, ast.Attribute] = {}  # by id(call), see _getattr_read
+        self._imported_functions: dict[str, ForeignFunction | None] = {}  # see imported_function
 
     @contextmanager
     def following_imports(self) -> Iterator[None]:
@@ -612,12 +612,14 @@ class Resolver:
             and _state_key(call.args[0]) is not None
         ):
             return None
-        read = self._attribute_reads.get(id(call))
+        # One node a call for every resolver of the module: the parents outlive a resolver (a helper's
+        # module is parsed once a run, read by each file's resolvers), and must name no node freed since.
+        read = self.index.added.get(id(call))
         if read is None:
             read = ast.copy_location(ast.Attribute(value=call.args[0], attr=call.args[1].value, ctx=ast.Load()), call)
-            self._attribute_reads[id(call)] = read
-            self.index.parents[id(read)] = call  # kept alive by the dict above, so its id is not reused
-        return read
+            self.index.added[id(call)] = read
+            self.index.parents[id(read)] = call
+        return read  # type: ignore[return-value]
 
     def bindings(self, key: str, at: ast.AST) -> list[Binding] | None:
         scope = self.scope_of(at)
@@ -866,8 +868,27 @@ class Resolver:
             return function, None
         if self.helpers is None or not self._importing or not self._imported(name, call):
             return None
-        foreign = self.helpers(name, self.setup)
+        foreign = self.imported_function(name)
         return None if foreign is None else (foreign.function, foreign)
+
+    def imported_function(self, name: str) -> ForeignFunction | None:
+        """The function of another module of the repository a callee, as written, names by the module's
+        imports alone (not by what binds the name where it is called), looked up once a name."""
+        if name not in self._imported_functions:
+            self._imported_functions[name] = self.helpers(name, self.setup) if self.helpers is not None else None
+        return self._imported_functions[name]
+
+    @cached_property
+    def imported_names(self) -> frozenset[str]:
+        """The names the module's imports bind and no `def` of it rebinds."""
+        bound: set[str] = set()
+        defined: set[str] = set()
+        for node in self.index.nodes:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined.add(node.name)
+        return frozenset(bound - defined)
 
     @cached_property
     def _has_walrus(self) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
-from placement_lint.analysis.names import SELF_RETURNING, WRAPPERS, ImportTable, dotted, last_segment
+from placement_lint.analysis.names import SELF_RETURNING, WRAPPERS, ImportTable, dotted, last_segment, past_self_returning
 
 MODEL_ARGUMENTS = (
     "model",
@@ -342,9 +342,7 @@ class ModelFlow:
     def _holds_model(self, owner: ast.expr) -> bool:
         """`owner` is bound to a model load, or a wrapper of one (`get_peft_model(model, config)`)."""
         for candidate in self.resolver.candidates(owner, depth=6):
-            value = candidate.value
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SELF_RETURNING:
-                value = value.func.value  # `X.from_pretrained(...).eval()`
+            value = past_self_returning(candidate.value) if isinstance(candidate.value, ast.expr) else None
             if isinstance(value, ast.Call):
                 name = last_segment(dotted(value.func))
                 if name in _MODEL_BUILDERS or name in WRAPPERS:
@@ -406,9 +404,7 @@ class ModelFlow:
         if not isinstance(call.func, ast.Name):
             return False
         cls = next((c for c in self.index.classes if c.name == call.func.id), None)
-        init = (
-            None if cls is None else next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-        )
+        init = None if cls is None else _init_of(cls)
         if init is None or parameter not in {a.arg for a in (*init.args.args, *init.args.kwonlyargs)}:
             return False  # inherited, or taken in `**kwargs` and passed on
         stored = {parameter}
@@ -443,6 +439,10 @@ def _prepares(call: ast.Call) -> bool:
     )
 
 
+def _init_of(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    return next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+
+
 def _wrapper_name(written: str, qualified: str) -> str | None:
     for candidate in (written, qualified):
         tail = ".".join(candidate.split(".")[-2:])
@@ -453,11 +453,10 @@ def _wrapper_name(written: str, qualified: str) -> str | None:
     return None
 
 
-class _TrainerClasses:
-    """Classes in this file that subclass a trainer (`class SavePeftModelTrainer(Trainer)`), also
-    through a class imported from the repository (`class Mine(CustomSFT)`, CustomSFT an SFTTrainer).
-    Worked out for a class when a call of it asks: following a base into another module parses it,
-    and a library file defines dozens of classes that are never called as trainers."""
+class _ClassesOfKind:
+    """Classes of this file of one kind, told by their bases (`_is_base`), also through a class of the
+    file or one imported from the repository. Worked out for a class when a call of it asks: following
+    a base into another module parses it, and a library file defines dozens of classes never called."""
 
     def __init__(self, found: list[ast.ClassDef], ancestors: Callable[[str], tuple[str, ...]]) -> None:
         self._classes = {node.name: node for node in found}
@@ -468,11 +467,19 @@ class _TrainerClasses:
         if name not in self._classes:
             return False
         if name not in self._known:
-            self._known[name] = False  # while its bases are looked at: a cycle of names is no trainer
-            self._known[name] = any(self._is_trainer_base(base) for base in self._classes[name].bases)
+            self._known[name] = False  # while its bases are looked at: a cycle of names is none of the kind
+            self._known[name] = any(self._is_base(base) for base in self._classes[name].bases)
         return self._known[name]
 
-    def _is_trainer_base(self, base: ast.expr) -> bool:
+    def _is_base(self, base: ast.expr) -> bool:
+        raise NotImplementedError
+
+
+class _TrainerClasses(_ClassesOfKind):
+    """Classes in this file that subclass a trainer (`class SavePeftModelTrainer(Trainer)`), also
+    through a class imported from the repository (`class Mine(CustomSFT)`, CustomSFT an SFTTrainer)."""
+
+    def _is_base(self, base: ast.expr) -> bool:
         written = dotted(base)
         base_name = last_segment(written)
         return (
@@ -482,37 +489,26 @@ class _TrainerClasses:
         )
 
 
-class _ModuleClasses:
+class _ModuleClasses(_ClassesOfKind):
     """Classes of this file that are torch modules (`class Distiller(nn.Module)`), with the parameters of
     their `__init__` that it makes submodules: assigned to an attribute of `self` (also inside an
     `nn.ModuleDict`/`nn.ModuleList`), `setattr(self, ...)`, `self.add_module(...)`. A model kept out of
     the module tree on purpose (`self._teacher = [teacher]`, `object.__setattr__`) is none of these."""
 
     def __init__(self, found: list[ast.ClassDef], ancestors: Callable[[str], tuple[str, ...]]) -> None:
-        self._classes = {node.name: node for node in found}
-        self._ancestors = ancestors
-        self._known: dict[str, bool] = {}
+        super().__init__(found, ancestors)
         self._registered: dict[int, frozenset[str]] = {}
 
     def init_of(self, name: str) -> ast.FunctionDef | None:
-        node = self._classes.get(name)
-        if node is None or not self._is_module(name):
-            return None
-        return next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        return _init_of(self._classes[name]) if name in self else None
 
-    def _is_module(self, name: str) -> bool:
-        if name not in self._known:
-            self._known[name] = False  # while its bases are looked at: a cycle of names is no module
-            self._known[name] = any(self._is_module_base(base) for base in self._classes[name].bases)
-        return self._known[name]
-
-    def _is_module_base(self, base: ast.expr) -> bool:
+    def _is_base(self, base: ast.expr) -> bool:
         written = dotted(base)
         name = last_segment(written)
         if name in _MODULE_BASES or name.endswith("PreTrainedModel"):
             return True
         if name in self._classes:
-            return self._is_module(name)
+            return name in self
         return bool(written) and any(last_segment(a) in _MODULE_BASES for a in self._ancestors(written))  # type: ignore[arg-type]
 
     def registered(self, init: ast.FunctionDef, resolver: Resolver) -> frozenset[str]:

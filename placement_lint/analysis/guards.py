@@ -481,9 +481,8 @@ def fails(value: object, fact: Fact) -> bool:
 
 def contradict(first: Fact, second: Fact) -> bool:
     """No value satisfies both facts (taken to be of the same value)."""
-    if (
-        _ORDER_OF_KINDS[second[1]] < _ORDER_OF_KINDS[first[1]]
-    ):  # two facts: a comparison, not a sort (asked once per branch passed)
+    # Two facts: a comparison, not a sort (asked once per branch passed).
+    if _ORDER_OF_KINDS[second[1]] < _ORDER_OF_KINDS[first[1]]:
         first, second = second, first
     (_, kind, values), (_, other_kind, other_values) = first, second
     if kind == "in":

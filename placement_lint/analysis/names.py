@@ -61,6 +61,14 @@ class ImportTable:
         return f"{target}.{rest}" if rest else target
 
 
+def past_self_returning(expr: ast.expr) -> ast.expr:
+    """What a chain of SELF_RETURNING calls is called on: `X.from_pretrained(...)` of
+    `X.from_pretrained(...).eval().cuda()`, `teacher` of `teacher.eval()`; `expr` itself otherwise."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in SELF_RETURNING:
+        expr = expr.func.value
+    return expr
+
+
 def last_segment(qualified: str | None) -> str:
     if not qualified:
         return ""
@@ -89,11 +97,11 @@ def argument(call: ast.Call, name: str, position: int | None = None) -> ast.expr
 # definition of one in the repository is not followed: its name is what the library promises.
 PER_PROCESS_CALLS = frozenset({"get_kbit_device_map", "current_device", "get_current_device", "get_local_device"})
 SPREADING_CALLS = frozenset({"infer_auto_device_map"})
-# Calls that take a loaded model and give back one that wraps it (or the same model prepared);
-# `analysis.flow` follows the model through them. The rules read these tables without the analyses.
 # nn.Module methods that return the module itself: `X.from_pretrained(...).eval().to(device)` is still
 # the loaded model, and so is `teacher.to(device)` where its result is attached or returned.
 SELF_RETURNING = frozenset({"to", "cuda", "cpu", "half", "float", "bfloat16", "double", "eval", "train", "requires_grad_"})
+# Calls that take a loaded model and give back one that wraps it (or the same model prepared);
+# `analysis.flow` follows the model through them. The rules read these tables without the analyses.
 WRAPPERS = {
     "get_peft_model",
     "prepare_model_for_kbit_training",

@@ -14,7 +14,7 @@ import bisect
 import enum
 import re
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
@@ -568,19 +568,16 @@ class PlacementAnalysis:
         into `TrainingArguments`): building the arguments sets the device wherever it runs. A function
         of this file is seen where it is written."""
         found = []
-        imported = _imported_names(self.resolver)
-        if not imported:
-            return found
-        with self.resolver.following_imports():  # asked by a rule too, outside the device maps' walk
-            for call in self.resolver.index.calls:
-                name = dotted(call.func)
-                if not name or name.split(".")[0] not in imported:
-                    continue  # most calls are of a local, a method or a builtin: only imports can be another module's
-                # By the module's imports, not its value flow: each launch's analysis of a file asks,
-                # and walking the file's scopes for each (90 launch scripts of one) cost seconds.
-                foreign = _first_party(self.resolver, name)
-                if foreign is not None and _sets_state(foreign.function, foreign.resolver, 2):
-                    found.append(call)
+        imported = self.resolver.imported_names
+        for call in self.resolver.index.calls if imported else ():
+            name = dotted(call.func)
+            if not name or name.split(".")[0] not in imported:
+                continue  # most calls are of a local, a method or a builtin: only imports can be another module's
+            # By the module's imports, not its value flow: each launch's analysis of a file asks,
+            # and walking the file's scopes for each (90 launch scripts of one) cost seconds.
+            foreign = self.resolver.imported_function(name)
+            if foreign is not None and _sets_state(foreign.function, foreign.resolver, 2):
+                found.append(call)
         return found
 
     def _harness_setups(self) -> list[ast.Call]:
@@ -840,15 +837,22 @@ def _model_load_in(function: ast.FunctionDef, resolver: Resolver, path: str, dep
     for call in calls:
         if _builds_a_model(call):
             return call, function.name, path
-    for call in calls if depth else ():
+    for inner, foreign in _called_functions(function, calls, resolver) if depth else ():
+        found = _model_load_in(inner, foreign.resolver if foreign else resolver, foreign.path if foreign else path, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _called_functions(
+    function: ast.FunctionDef, calls: list[ast.Call], resolver: Resolver
+) -> Iterator[tuple[ast.FunctionDef, ForeignFunction | None]]:
+    """The first-party functions other than `function` that its `calls` call (see Resolver.called_function)."""
+    for call in calls:
         name = dotted(call.func)
         called = resolver.called_function(call, name) if name else None
         if called is not None and called[0] is not function:
-            inner, foreign = called
-            found = _model_load_in(inner, foreign.resolver if foreign else resolver, foreign.path if foreign else path, depth - 1)
-            if found is not None:
-                return found
-    return None
+            yield called
 
 
 def parses_only_script_arguments(call: ast.Call, resolver: Resolver) -> bool:
@@ -871,31 +875,6 @@ def parses_only_script_arguments(call: ast.Call, resolver: Resolver) -> bool:
     return not any(_config_class(last_segment(name), local) for name in names)  # type: ignore[arg-type]
 
 
-def _imported_names(resolver: Resolver) -> frozenset[str]:
-    """The names the module's imports bind and no `def` of it rebinds, once a module (every launch's
-    analysis of a file asks)."""
-    key = ("imported names",)
-    known = resolver.memo.get(key)
-    if known is None:
-        bound: set[str] = set()
-        defined: set[str] = set()
-        for node in resolver.index.nodes:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                defined.add(node.name)
-        known = resolver.memo[key] = frozenset(bound - defined)
-    return known  # type: ignore[return-value]
-
-
-def _first_party(resolver: Resolver, name: str) -> ForeignFunction | None:
-    """The function of another module of the repository a callee, as written, names by the module's imports."""
-    key = ("first party", name)
-    if key not in resolver.memo:
-        resolver.memo[key] = resolver.helpers(name, resolver.setup) if resolver.helpers is not None else None
-    return resolver.memo[key]  # type: ignore[return-value]
-
-
 def _sets_state(function: ast.FunctionDef, resolver: Resolver, depth: int) -> bool:
     """`function` (of the module `resolver` reads) sets this process's device when it runs: it creates
     a TrainingArguments, a TRL config, an Accelerator or a PartialState, parses arguments into one, or
@@ -915,14 +894,10 @@ def _works_out_sets_state(function: ast.FunctionDef, resolver: Resolver, depth: 
             call, resolver
         ):
             return True
-    for call in calls if depth else ():
-        name = dotted(call.func)
-        called = resolver.called_function(call, name) if name else None
-        if called is not None and called[0] is not function:
-            inner, foreign = called
-            if _sets_state(inner, foreign.resolver if foreign else resolver, depth - 1):
-                return True
-    return False
+    return any(
+        _sets_state(inner, foreign.resolver if foreign else resolver, depth - 1)
+        for inner, foreign in (_called_functions(function, calls, resolver) if depth else ())
+    )
 
 
 def _loader_name(call: ast.Call) -> str:

@@ -16,6 +16,7 @@ from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.patterns import LazyPattern
 from placement_lint.rules.checked_file import CheckedFile, enclosing_conditions, shortened, written
 from placement_lint.rules.checked_file import move_text as move_text
+from placement_lint.rules.checked_file import moved_call as moved_call
 from placement_lint.rules.checked_file import reachable_under as reachable_under
 from placement_lint.rules.messages import DDP_WRAP_ERROR as DDP_WRAP_ERROR
 from placement_lint.rules.messages import HEADLINE_LIMIT as HEADLINE_LIMIT

@@ -8,7 +8,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.analysis.names import SELF_RETURNING, TRL_GUARDED_TRAINERS, ImportTable, dotted, keyword
+from placement_lint.analysis.names import TRL_GUARDED_TRAINERS, ImportTable, dotted, keyword, past_self_returning
 from placement_lint.context.evidence import Context, FileContext, Kind
 from placement_lint.distributed import SINGLE, Mode, Setup
 from placement_lint.edits import Edit
@@ -430,17 +430,21 @@ def written(file: CheckedFile, node: ast.AST, limit: int = 48) -> str:
     return shortened(file.source.text[start:end], limit)
 
 
+def moved_call(call: ast.Call) -> ast.Call | None:
+    """The call whose result a move (`.cuda()`, `.to(...)`) moves, past the calls that return their module
+    itself: the load of `X.from_pretrained(...).eval().cuda()`. None for a move of a name (`model.cuda()`,
+    `teacher.requires_grad_(False).cuda()`)."""
+    assert isinstance(call.func, ast.Attribute)
+    moved = past_self_returning(call.func.value)
+    return moved if isinstance(moved, ast.Call) else None
+
+
 def move_text(file: CheckedFile, call: ast.Call) -> str:
     """`model.to("cuda")`; for a move chained on a call (the load, `.eval()`), its tail: `.cuda()` on the
     model from_pretrained(...) loads."""
-    assert isinstance(call.func, ast.Attribute)
-    if not isinstance(call.func.value, ast.Call):
+    loaded = moved_call(call)
+    if loaded is None:
         return written(file, call, limit=40)
-    loaded = call.func.value
-    while isinstance(loaded.func, ast.Attribute) and loaded.func.attr in SELF_RETURNING:
-        if not isinstance(loaded.func.value, ast.Call):
-            return written(file, call, limit=40)  # `teacher.requires_grad_(False).cuda()`
-        loaded = loaded.func.value  # `X.from_pretrained(...).eval()`: the load
     arguments = ", ".join(written(file, a, limit=24) for a in [*call.args, *call.keywords])
     return f".{call.func.attr}({arguments}) on the model {written(file, loaded.func, limit=40)} loads"
 

@@ -19,6 +19,7 @@ from placement_lint.rules.base import (
     Rule,
     Violation,
     fix,
+    moved_call,
     under,
     wrapped_model,
     written,
@@ -311,11 +312,8 @@ def _model_holders(file: CheckedFile, loads: dict[int, ModelLoad]) -> set[str]:
 def _placement_text(file: CheckedFile, call: ast.Call) -> str:
     """`model.to("cuda")`; a move chained on the load, `AutoModel.from_pretrained(...).cuda()` (its
     arguments would leave no room for the rest of the headline)."""
-    assert isinstance(call.func, ast.Attribute)
-    loaded = call.func.value
-    while isinstance(loaded, ast.Call) and isinstance(loaded.func, ast.Attribute) and loaded.func.attr in SELF_RETURNING:
-        loaded = loaded.func.value
-    if not (isinstance(loaded, ast.Call) and isinstance(loaded.func, ast.Attribute)):
+    loaded = moved_call(call)
+    if loaded is None or not isinstance(loaded.func, ast.Attribute):
         return written(file, call, limit=40)
     arguments = written(file, call, limit=200)[len(written(file, call.func, limit=200)) :]
     shown = arguments if len(arguments) <= 24 else "(...)"
