@@ -230,6 +230,9 @@ def test_heredoc_text_is_not_a_command(tmp_path: Path) -> None:
         "```\ntorchrun --nproc_per_node 2 train.py\n```\n",
         "1. Train:\n\n   ```shell\n   torchrun --nproc_per_node 2 train.py\n   ```\n",
         "> ```bash\n> torchrun --nproc_per_node 2 train.py\n> ```\n",
+        # A line that opens with inline code in triple backticks opens no fence (CommonMark: a backtick
+        # fence's info string holds no backtick), so the block after it is still read the right way out.
+        "```export WANDB_DISABLED=true``` first, then:\n\n```bash\ntorchrun --nproc_per_node 2 train.py\n```\n",
     ],
 )
 def test_markdown_fence_forms(tmp_path: Path, text: str) -> None:

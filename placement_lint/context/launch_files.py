@@ -1323,8 +1323,8 @@ def _markdown_blocks(path: Path, text: str, cwd: Path, clones: frozenset[str]) -
         prefix = _QUOTE_OR_INDENT.match(lines[number]).group()  # type: ignore[union-attr]
         opening = _FENCE_OPEN.match(lines[number][len(prefix) :])
         number += 1
-        if opening is None:
-            continue
+        if opening is None or (opening.group(1)[0] == "`" and "`" in lines[number - 1][len(prefix) + opening.end(1) :]):
+            continue  # CommonMark: a backtick fence's info string holds no backtick (```code``` is inline code)
         fence, language = opening.group(1), opening.group(2).lower()
         body: list[str] = []
         first = number + 1
