@@ -945,3 +945,25 @@ def test_a_shell_script_that_only_sources_may_launch() -> None:
     assert may_launch(b"set -e; . ./env.sh\n$CMD\n", "shell")
     assert not may_launch(b"#!/bin/bash\necho done\n", "shell")
     assert not may_launch(b"Open source projects. See the docs.\n", "markdown")
+
+
+@pytest.mark.parametrize(
+    ("command", "processes"),
+    [
+        # torch/distributed/run.py: --nproc-per-node defaults to "1" and --nnodes to "1:1"
+        ("torchrun train.py", "one"),
+        ("python -m torch.distributed.run train.py", "one"),
+        ("torchrun --standalone --nnodes 1 train.py", "one"),
+        ("torchrun --nproc_per_node 1 train.py", "one"),
+        ("torchrun --nproc-per-node=2 train.py", "several"),
+        ("torchrun --nproc_per_node gpu train.py", "several"),
+        ("torchrun --nproc_per_node $NGPU train.py", "several"),
+        ("torchrun --nnodes 2 train.py", "several"),  # one on each node
+        ("PET_NPROC_PER_NODE=4 torchrun train.py", "several"),  # the option's environment variable
+        ("PET_NNODES=2 torchrun train.py", "several"),
+    ],
+)
+def test_torchrun_counts_processes_with_its_defaults(command: str, processes: str) -> None:
+    launch = parse_command(command)
+    assert launch is not None and launch.launcher == "torchrun"
+    assert ("one" if one_process(launch, launch.env) else "several") == processes
