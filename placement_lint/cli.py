@@ -364,7 +364,8 @@ def _report(  # type: ignore[no-untyped-def]
     if options.diff:
         if not quiet:
             count = sum(len(f.fixed) for f in result.files)
-            click.echo(f"Would fix {text.plural(count, 'problem')}.", err=True)
+            hidden = text.hidden_fixes(result, options)
+            click.echo(f"Would fix {text.plural(count, 'problem')}{f' ({hidden})' if hidden else ''}.", err=True)
         return "".join(f.diff for f in result.files if f.diff).removesuffix("\n"), False
     chosen = FORMATS[output_format]
     if color:

@@ -123,7 +123,10 @@ def test_unsafe_fix_needs_the_flag(tmp_path: Path) -> None:
     target.write_text(DDP_FIXED)
     first = run_script("check", "--fix", ".", cwd=tmp_path)
     assert first.returncode == 1 and target.read_text() == DDP_FIXED
-    assert "1 more with --unsafe-fixes" in first.stdout
+    assert "Found 1 problem in 1 file (1 hidden fix can be enabled with --unsafe-fixes)." in first.stdout
+    # ruff's wording for the fixes a run leaves out, also where --diff has nothing else to show
+    shown = run_script("check", "--diff", ".", cwd=tmp_path)
+    assert "Would fix 0 problems (1 hidden fix can be enabled with --unsafe-fixes)." in shown.stderr
     second = run_script("check", "--fix", "--unsafe-fixes", ".", cwd=tmp_path)
     assert second.returncode == 0
     assert 'device_map={"": PartialState().local_process_index}' in target.read_text()

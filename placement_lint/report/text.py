@@ -252,24 +252,33 @@ def summary(result: RunResult, options: RunOptions) -> str:
     findings = result.findings
     fixed = sum(len(f.fixed) for f in result.files)
     files_with = len({f.display for f in findings})
+    hidden = hidden_fixes(result, options)
     if options.fix and fixed:
         remaining = f"{len(findings)} remaining" if findings else "0 remaining"
-        return f"Fixed {plural(fixed, 'problem')} in {plural(len([f for f in result.files if f.fixed]), 'file')}, {remaining}."
+        fixed_files = plural(len([f for f in result.files if f.fixed]), "file")
+        return f"Fixed {plural(fixed, 'problem')} in {fixed_files}, {remaining}{_parenthesised([hidden])}."
     if not findings:
         failed = len(result.errors) + sum(1 for f in result.files if f.error)
         return f"No problems found, but {plural(failed, 'path')} could not be checked." if failed else "All checks passed!"
-    safe = sum(1 for f in findings if f.violation.fix and f.violation.fix.safe)
-    unsafe = sum(1 for f in findings if f.violation.fix and not f.violation.fix.safe)
-    parts = []
-    if options.unsafe_fixes and (safe + unsafe):
-        parts.append(f"{safe + unsafe} fixable with --fix --unsafe-fixes")
-    else:
-        if safe:
-            parts.append(f"{safe} fixable with --fix")
-        if unsafe:
-            parts.append(f"{unsafe} more with --unsafe-fixes")
-    detail = f" ({', '.join(parts)})" if parts else ""
-    return f"Found {plural(len(findings), 'problem')} in {plural(files_with, 'file')}{detail}."
+    fixable = sum(1 for f in findings if f.violation.fix and (f.violation.fix.safe or options.unsafe_fixes))
+    with_flags = "--fix --unsafe-fixes" if options.unsafe_fixes else "--fix"
+    parts = [f"{fixable} fixable with {with_flags}" if fixable else "", hidden]
+    return f"Found {plural(len(findings), 'problem')} in {plural(files_with, 'file')}{_parenthesised(parts)}."
+
+
+def hidden_fixes(result: RunResult, options: RunOptions) -> str:
+    """ruff's note on the unsafe fixes a run leaves out, or "" when it applies them or there are none."""
+    if options.unsafe_fixes:
+        return ""
+    count = sum(1 for f in result.findings if f.violation.fix and not f.violation.fix.safe)
+    if not count:
+        return ""
+    return f"{count} hidden {'fix' if count == 1 else 'fixes'} can be enabled with --unsafe-fixes"
+
+
+def _parenthesised(parts: list[str]) -> str:
+    given = [part for part in parts if part]
+    return f" ({', '.join(given)})" if given else ""
 
 
 def plural(count: int, word: str) -> str:
