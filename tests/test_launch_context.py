@@ -730,3 +730,24 @@ def test_a_clone_inside_an_unmarked_top_stays_a_repository_of_its_own(tmp_path: 
     _archive_with_a_nested_project(top)
     (top / "src" / "r1-v" / ".git").mkdir()
     assert run([top], Settings(root=top, codes=CODES), RunOptions(), top).findings == []
+
+
+@pytest.mark.parametrize(("pinned", "flag_fixed"), [("transformers==4.50.3", True), ("", True), ("transformers>=4.51", False)])
+def test_low_cpu_mem_usage_beside_a_refused_map_is_fixed_where_transformers_may_refuse_it_too(
+    tmp_path: Path, pinned: str, flag_fixed: bool
+) -> None:
+    """transformers <= 4.50 refuses `low_cpu_mem_usage=True` under ZeRO-3 with the map's error; 4.51 ignores it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text(pinned + "\n")
+    (tmp_path / "run.sh").write_text("deepspeed train.py --deepspeed ds.json\n")
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": 3}}')
+    (tmp_path / "train.py").write_text(
+        "from transformers import AutoModelForCausalLM, HfArgumentParser, Trainer, TrainingArguments\n"
+        "(args,) = HfArgumentParser(TrainingArguments).parse_args_into_dataclasses()\n"
+        'model = AutoModelForCausalLM.from_pretrained("m", device_map="auto", low_cpu_mem_usage=True)\n'
+        "Trainer(model=model, args=args).train()\n"
+    )
+    (finding,) = lint_repo(tmp_path).findings
+    assert finding.code == "DPL001" and finding.violation.fix is not None
+    assert (len(finding.violation.fix.edits) == 2) is flag_fixed
+    assert any("low_cpu_mem_usage=True is refused" in span.message for span in finding.violation.related) is flag_fixed

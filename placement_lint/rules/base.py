@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 from placement_lint.analysis.arguments import parser_fields, shown
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.index import walk
-from placement_lint.analysis.names import WRAPPERS, dotted, last_segment
+from placement_lint.analysis.names import WRAPPERS, dotted, keyword, last_segment
 from placement_lint.context.evidence import Context
 from placement_lint.edits import Applicability, Edit, Fix
 from placement_lint.patterns import LazyPattern
@@ -207,6 +207,41 @@ class Rule:
         from placement_lint.rules.spans import ROLES
 
         return violation._replace(related=tuple(sorted((*violation.related, *origins), key=lambda span: ROLES.index(span.role))))
+
+
+class RefusedLowCpuMemUsage:
+    """`low_cpu_mem_usage=True` in a load that ZeRO-3 refuses a device_map: transformers up to 4.50
+    refuses the flag with the same error (`modeling_utils.from_pretrained`: `if low_cpu_mem_usage: if
+    is_deepspeed_zero3_enabled(): raise`), so a fix of the map alone leaves the load failing; 4.51.0
+    pops the flag and ignores it, so a repository pinned at 4.51 or later is left alone."""
+
+    LABEL = "low_cpu_mem_usage=True is refused under ZeRO-3 too (transformers <= 4.50)"
+
+    def __init__(self, file: CheckedFile, flag: ast.keyword) -> None:
+        self.file = file
+        self.flag = flag
+
+    @classmethod
+    def in_load(cls, file: CheckedFile, device_map: DeviceMap, context: Context) -> RefusedLowCpuMemUsage | None:
+        load = device_map.loader.node
+        flag = keyword(load, "low_cpu_mem_usage") if isinstance(load, ast.Call) else None
+        if flag is None or not (isinstance(flag.value, ast.Constant) and flag.value.value is True):
+            return None
+        return None if context.pinned_below("transformers", "4.51") is False else cls(file, flag)
+
+    def edit(self, keep_without_zero3: bool) -> Edit:
+        """The flag off where the map becomes None; `keep_without_zero3`: the map is kept for runs
+        without ZeRO-3 (`None if is_deepspeed_zero3_enabled() else ...`), and so is the flag."""
+        return self.file.replace(self.flag.value, "not is_deepspeed_zero3_enabled()" if keep_without_zero3 else "False")
+
+    def added_to(self, violation: Violation) -> Violation:
+        """The flag as a span of the finding, which the fix (made with `edit`) changes too."""
+        from placement_lint.rules.spans import ROLES, Related
+
+        start, end = self.file.source.node_span(self.flag)
+        (row, column), (end_row, end_column) = self.file.source.position(start), self.file.source.position(end)
+        span = Related("finding", self.file.display, row, column, end_row, end_column, self.LABEL)
+        return violation._replace(related=tuple(sorted((*violation.related, span), key=lambda r: ROLES.index(r.role))))
 
 
 def state_exists_at_load(device_map: DeviceMap | ModelLoad, context: Context) -> bool:

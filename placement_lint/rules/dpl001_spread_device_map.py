@@ -19,6 +19,7 @@ from placement_lint.rules.base import (
     CheckedFile,
     FixAvailability,
     Message,
+    RefusedLowCpuMemUsage,
     Rule,
     Violation,
     fix,
@@ -92,8 +93,10 @@ class SpreadDeviceMapInDistributed(Rule):
                 file.bypasses_device_map_check or context.bypasses_device_map_check or context.one_gpu_per_process
             ):
                 continue
-            message = self._message(file, device_map, context)
-            yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, context))
+            flag = RefusedLowCpuMemUsage.in_load(file, device_map, context) if loads_under_zero3 else None
+            message = self._message(file, device_map, context, flag)
+            found = self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, context, flag))
+            yield flag.added_to(found) if flag else found
 
     @staticmethod
     def _per_rank_needed(device_map: DeviceMap, context: Context) -> bool:
@@ -103,7 +106,7 @@ class SpreadDeviceMapInDistributed(Rule):
             return False
         return wrapped_by_ddp(device_map) or (device_map.quantized and not state_exists_at_load(device_map, context))
 
-    def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> Message:
+    def _message(self, file: CheckedFile, device_map: DeviceMap, context: Context, flag: RefusedLowCpuMemUsage | None) -> Message:
         setup = context.setup
         if _raises_at_load(device_map, context):
             consequence = zero3_load_consequence(
@@ -115,7 +118,7 @@ class SpreadDeviceMapInDistributed(Rule):
             consequence = _DEEPSPEED_MOVE
         else:
             consequence = spread_prepare_consequence(context, device_map.classified.device == "auto")
-        advice = "use device_map=None"
+        advice = "use device_map=None and low_cpu_mem_usage=False" if flag else "use device_map=None"
         if self._per_rank_needed(device_map, context):
             reason = (
                 "DDP needs the model on this rank's GPU"
@@ -130,7 +133,7 @@ class SpreadDeviceMapInDistributed(Rule):
             value_facts(file, device_map),
         )
 
-    def _fix(self, file: CheckedFile, device_map: DeviceMap, context: Context) -> Fix:
+    def _fix(self, file: CheckedFile, device_map: DeviceMap, context: Context, flag: RefusedLowCpuMemUsage | None) -> Fix:
         if self._per_rank_needed(device_map, context):
             return fix(
                 Applicability.UNSAFE,
@@ -151,8 +154,9 @@ class SpreadDeviceMapInDistributed(Rule):
         )
         return fix(
             Applicability.SAFE if safe else Applicability.UNSAFE,
-            "Use device_map=None",
+            "Use device_map=None and low_cpu_mem_usage=False" if flag else "Use device_map=None",
             file.replace(file.site(device_map).node, "None"),
+            flag.edit(keep_without_zero3=False) if flag else None,
         )
 
 

@@ -12,6 +12,7 @@ from placement_lint.rules.base import (
     CheckedFile,
     FixAvailability,
     Message,
+    RefusedLowCpuMemUsage,
     Rule,
     Violation,
     fix,
@@ -54,15 +55,17 @@ class DeviceMapUnderZero3(Rule):
                 context,
                 "every process loads the whole model where the map says before DeepSpeed partitions it (out of memory on big models)",
             )
+            flag = RefusedLowCpuMemUsage.in_load(file, device_map, context)
             message = Message(
                 f"{shown_value(file, device_map)} is not allowed under DeepSpeed ZeRO-3",
                 consequence,
-                "ZeRO-3 partitions and places the model itself: use device_map=None",
+                f"ZeRO-3 partitions and places the model itself: use device_map=None{' and low_cpu_mem_usage=False' if flag else ''}",
                 value_facts(file, device_map),
             )
-            yield self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map))
+            found = self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, flag))
+            yield flag.added_to(found) if flag else found
 
-    def _fix(self, file: CheckedFile, device_map: DeviceMap) -> Fix:
+    def _fix(self, file: CheckedFile, device_map: DeviceMap, flag: RefusedLowCpuMemUsage | None) -> Fix:
         site = file.site(device_map)
         applicability = Applicability.SAFE if site.confined else Applicability.UNSAFE
         # A value bound under a condition no launch decides may serve runs without ZeRO-3 that take
@@ -76,8 +79,10 @@ class DeviceMapUnderZero3(Rule):
                 f"Use None under ZeRO-3 and keep the map for {'the DDP path' if serves_ddp else 'runs without it'}",
                 file.replace(site.node, f"None if is_deepspeed_zero3_enabled() else {original}"),
                 file.add_import("transformers.integrations", "is_deepspeed_zero3_enabled"),
+                flag.edit(keep_without_zero3=True) if flag else None,
             )
-        return fix(applicability, "Use device_map=None", file.replace(site.node, "None"))
+        title = "Use device_map=None and low_cpu_mem_usage=False" if flag else "Use device_map=None"
+        return fix(applicability, title, file.replace(site.node, "None"), flag.edit(keep_without_zero3=False) if flag else None)
 
     @staticmethod
     def _serves_ddp(file: CheckedFile, device_map: DeviceMap) -> bool:
