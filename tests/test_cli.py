@@ -571,3 +571,15 @@ def test_display_path_reads_the_text_as_relative_to_would(path: str, cwd: str) -
     except ValueError:
         expected = str(Path(path))
     assert display_path(Path(path), Path(cwd)) == expected
+
+
+def test_a_launch_file_warning_names_the_file_from_the_working_folder(tmp_path: Path) -> None:
+    """A launch file of a nested project (its own pyproject.toml) checked from a parent folder: the
+    warning names it as findings name files, not from the project's root."""
+    project = tmp_path / "top" / "vendor" / "lib"
+    (project / ".github" / "workflows").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'lib'\n")
+    (project / ".github" / "workflows" / "ci.yml").write_text("{% set n = 1 %}\njobs:\n  t:\n    steps:\n      - run: torchrun train.py\n")
+    (project / "train.py").write_text('from transformers import AutoModel\nAutoModel.from_pretrained("m", device_map="auto")\n')
+    result = run_script("check", "--no-cache", "top", cwd=tmp_path)
+    assert "warning: top/vendor/lib/.github/workflows/ci.yml: YAML does not parse" in result.stderr, result.stderr

@@ -81,13 +81,13 @@ def build_repo_context(
     sourced = SourcedFiles(root)
     stage = stage or _unheard
     sources = [*context.candidates, *python_sources]
-    read_ahead = _read_launch_files(context.candidates, context.root, jobs, sourced)
+    read_ahead = _read_launch_files(context.candidates, jobs, sourced)
     digests: dict[Path, str] = {}  # per launch file read on its own, its commands' digest
     read_into_others: set[Path] = set()
     for number, path in enumerate(sources):
         stage("Reading launch files", number, len(sources))
-        commands, problems, also_read = read_ahead[path] if path in read_ahead else _commands(path, context.root, sourced)
-        context.warnings += problems
+        commands, problems, also_read = read_ahead[path] if path in read_ahead else _commands(path, sourced)
+        context.warnings += [f"{display(path)}: {problem}" for problem in problems]
         read_into_others.update(also_read)
         if not also_read and launcher_kind(path, b"") in _READ_FOR_COMMANDS_ONLY:
             digests[path] = commands_digest(commands, problems)
@@ -224,7 +224,7 @@ SPLIT_READING_FILES = 64
 
 
 def _read_launch_files(
-    paths: list[Path], root: Path, jobs: int, sourced: SourcedFiles
+    paths: list[Path], jobs: int, sourced: SourcedFiles
 ) -> dict[Path, tuple[list[CommandLine], list[str], list[Path]]]:
     """The commands and problems of each launch file, read on both cores when there are enough (a file's
     commands depend on its text and the files beside it only); empty when this process is to read
@@ -234,9 +234,9 @@ def _read_launch_files(
         return {}
     theirs, known = paths[1::2], len(sourced.read)
     # The child reads the scripts its files source on its own: it sends back those it looked at.
-    aside = Aside(lambda: ([_commands(path, root, sourced) for path in theirs], sourced.read[known:]))
+    aside = Aside(lambda: ([_commands(path, sourced) for path in theirs], sourced.read[known:]))
     try:
-        read = {path: _commands(path, root, sourced) for path in paths[::2]}
+        read = {path: _commands(path, sourced) for path in paths[::2]}
     except BaseException:
         aside.cancel()
         raise
@@ -264,17 +264,17 @@ def launch_file_digest(path: Path, root: Path) -> str | None:
     the context may take more than its commands from it."""
     if launcher_kind(path, b"") not in _READ_FOR_COMMANDS_ONLY:
         return None
-    commands, problems, also_read = _commands(path, root, SourcedFiles(root))
+    commands, problems, also_read = _commands(path, SourcedFiles(root))
     return None if also_read else commands_digest(commands, problems)
 
 
-def _commands(path: Path, root: Path, sourced: SourcedFiles) -> tuple[list[CommandLine], list[str], list[Path]]:
-    """The launch commands a file holds, what could not be read of it (warnings, with its path), and
-    the other files read into its commands."""
+def _commands(path: Path, sourced: SourcedFiles) -> tuple[list[CommandLine], list[str], list[Path]]:
+    """The launch commands a file holds, what could not be read of it (warnings, which the caller
+    prefixes with the path as the run shows it), and the other files read into its commands."""
     try:
         if path.stat().st_size > (MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_LAUNCHER_BYTES):
             if launcher_kind(path, b"") in ("shell", "make", "docker", "procfile", *DOC_KINDS):  # a big YAML is just data
-                return [], [f"{_shown(path, root)}: skipped, larger than {MAX_LAUNCHER_BYTES} bytes"], []
+                return [], [f"skipped, larger than {MAX_LAUNCHER_BYTES} bytes"], []
             return [], [], []
         raw = path.read_bytes()
     except OSError:
@@ -285,7 +285,7 @@ def _commands(path: Path, root: Path, sourced: SourcedFiles) -> tuple[list[Comma
     if kind in DOC_KINDS and not any(marker in raw for marker in DOC_CODE_MARKERS):
         return [], [], []  # prose only: no code block to hold a command
     if kind != "notebook" and b"\0" in raw:
-        return [], [f"{_shown(path, root)}: skipped, binary (NUL bytes), no launch commands read"], []
+        return [], ["skipped, binary (NUL bytes), no launch commands read"], []
     problems: list[str] = []
     also_read: list[Path] = []
     try:
@@ -293,11 +293,7 @@ def _commands(path: Path, root: Path, sourced: SourcedFiles) -> tuple[list[Comma
     except (RecursionError, ValueError) as exc:
         problems.append(f"cannot read launch commands: {exc}")
         commands = []
-    return commands, [f"{_shown(path, root)}: {problem}" for problem in problems], also_read
-
-
-def _shown(path: Path, root: Path) -> str:
-    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    return commands, problems, also_read
 
 
 def _short(text: str) -> str:
