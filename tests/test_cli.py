@@ -579,7 +579,9 @@ def test_a_launch_file_warning_names_the_file_from_the_working_folder(tmp_path: 
     project = tmp_path / "top" / "vendor" / "lib"
     (project / ".github" / "workflows").mkdir(parents=True)
     (project / "pyproject.toml").write_text("[project]\nname = 'lib'\n")
-    (project / ".github" / "workflows" / "ci.yml").write_text("{% set n = 1 %}\njobs:\n  t:\n    steps:\n      - run: torchrun train.py\n")
+    (project / ".github" / "workflows" / "ci.yml").write_text(
+        "{% set n = 1 %}\njobs:\n  t:\n    steps:\n      - run: torchrun train.py\n"
+    )
     (project / "train.py").write_text('from transformers import AutoModel\nAutoModel.from_pretrained("m", device_map="auto")\n')
     result = run_script("check", "--no-cache", "top", cwd=tmp_path)
     assert "warning: top/vendor/lib/.github/workflows/ci.yml: YAML does not parse" in result.stderr, result.stderr

@@ -95,7 +95,9 @@ class SpreadDeviceMapInDistributed(Rule):
                 continue
             flag = RefusedLowCpuMemUsage.in_load(file, device_map, context) if loads_under_zero3 else None
             message = self._message(file, device_map, context, flag)
-            found = self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, context, flag))
+            found = self.placement_violation(
+                file, device_map, context, message, partial(self._fix, file, device_map, context, flag)
+            )
             yield flag.added_to(found) if flag else found
 
     @staticmethod
