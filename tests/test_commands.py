@@ -961,6 +961,8 @@ def test_a_shell_script_that_only_sources_may_launch() -> None:
         ("torchrun --nnodes 2 train.py", "several"),  # one on each node
         ("PET_NPROC_PER_NODE=4 torchrun train.py", "several"),  # the option's environment variable
         ("PET_NNODES=2 torchrun train.py", "several"),
+        ("torchrun $DISTRIBUTED_ARGS train.py", "several"),  # the computed words may set the count
+        ("torchrun $(launch_args 2) train.py", "several"),
     ],
 )
 def test_torchrun_counts_processes_with_its_defaults(command: str, processes: str) -> None:

@@ -307,7 +307,7 @@ def _torchrun_details(launch: Launch) -> str:
     count = launch.option("--nproc_per_node")
     if count in ("gpu", "auto"):  # torch/distributed/run.py determine_local_world_size
         return f"torchrun --nproc_per_node {count}: one process per GPU"
-    return f"torchrun --nproc_per_node {count}" if count else "torchrun (--nproc_per_node defaults to 1)"
+    return f"torchrun --nproc_per_node {count}" if count else "torchrun"
 
 
 def _deepspeed_launcher_details(launch: Launch, env: Mapping[str, str]) -> str:
@@ -561,11 +561,13 @@ def one_process(launch: Launch, env: Mapping[str, str] | None = None, resolved: 
         return True
     if launch.launcher == "torchrun":
         # torch/distributed/run.py get_args_parser: --nproc-per-node and --nnodes default to "1" and
-        # "1:1" (or PET_NPROC_PER_NODE / PET_NNODES), so a bare `torchrun train.py` is one process.
+        # "1:1" (or PET_NPROC_PER_NODE / PET_NNODES), so a bare `torchrun train.py` is one process;
+        # not when a word the script computes (`torchrun $DISTRIBUTED_ARGS train.py`) may set them.
         given = {**(env or {}), **launch.env}
-        count = launch.option("--nproc_per_node") or given.get("PET_NPROC_PER_NODE", "1")
-        nodes = launch.option("--nnodes") or given.get("PET_NNODES", "1:1")
-        return count == "1" and nodes in ("1", "1:1")
+        hidden = any(name.startswith(("$", "`")) for name in launch.options)
+        count = launch.option("--nproc_per_node") or (None if hidden else given.get("PET_NPROC_PER_NODE", "1"))
+        nodes = launch.option("--nnodes") or given.get("PET_NNODES")
+        return count == "1" and nodes in (None, "1", "1:1")
     if launch.launcher == "deepspeed":
         return _deepspeed_local_gpus(launch, env or {}) == 1 and _deepspeed_one_node(launch)
     if launch.launcher == "accelerate":
