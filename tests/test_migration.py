@@ -97,7 +97,11 @@ def test_show_fixes_lists_each_fix_then_the_summary(repo: Path) -> None:
     assert table_row(out, "DPL001") == ["DPL001", "spread-device-map-in-distributed", "1", "1", "0"]
     assert "Still needs a human (1):" in out and "ddp.py:4:" in out
     assert "--fix --unsafe-fixes" in out.split("Still needs a human")[1]
-    assert out.index("Fixed 1 problem:") < out.index("files scanned") < out.index("Fixed 1 problem in 1 file, 1 remaining (1 hidden fix can be enabled with --unsafe-fixes).")
+    assert (
+        out.index("Fixed 1 problem:")
+        < out.index("files scanned")
+        < out.index("Fixed 1 problem in 1 file, 1 remaining (1 hidden fix can be enabled with --unsafe-fixes).")
+    )
     assert out.rstrip().endswith("Fixed 1 problem in 1 file, 1 remaining (1 hidden fix can be enabled with --unsafe-fixes).")
 
 
