@@ -51,15 +51,26 @@ further down a loop), sees nothing bound there yet.
 from __future__ import annotations
 
 import ast
+import copy
 import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from functools import cached_property
+from functools import cached_property, partial
 
 from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
 from placement_lint.analysis.flowstate import EMPTY, FlowState, Scratch, base_of, merge
-from placement_lint.analysis.guards import NO_LITERAL, Fact, FactIndex, evaluate_truth, exclude, facts_of, fails, literal
+from placement_lint.analysis.guards import (
+    NO_LITERAL,
+    Fact,
+    FactIndex,
+    evaluate_truth,
+    exclude,
+    facts_of,
+    fails,
+    is_subject,
+    literal,
+)
 from placement_lint.analysis.index import index_of, walk
 from placement_lint.analysis.names import PER_PROCESS_CALLS, SPREADING_CALLS, ImportTable, dotted, last_segment
 from placement_lint.distributed import Mode, Setup
@@ -247,7 +258,9 @@ class Resolver:
         self._passed = frozenset(n for n, value, _ in self.arguments if _truthy(value))
         self._truths: dict[int, bool | None] = {}
         self._facts: dict[tuple[int, bool], list[Fact]] = {}  # what each condition's outcome says, once asked
-        self._subjects: dict[int, str] = {}  # by id(expr): what each fact is about (see _subject)
+        self._subjects: dict[int, str] = {}  # by id(expr): what each fact is about (see _subject_of)
+        # A function, not a method: the fact indexes kept for the module's branches hold it (no cycle).
+        self._subject = partial(_subject_of, self._subjects)
         self._scopes: dict[int, ast.AST] = {}  # by id(node), see scope_of
         self._deciding: set[int] = set()  # the conditions whose truth is being worked out (see truth)
         self._defaults: set[int] = set()  # the field defaults candidates were read from
@@ -268,6 +281,8 @@ class Resolver:
         # own (kept here: the module's nodes, whose ids some keys hold, live as long as the resolver).
         self.memo: dict[tuple[object, ...], object] = {}
         self._imported_functions: dict[str, ForeignFunction | None] = {}  # see imported_function
+        self._enclosing: dict[tuple[int, bool], tuple[Guard, ...]] = {}  # by (id(if), branch), see enclosing_guards
+        self._filed_paths: dict[int, tuple[FactIndex, set[Guard], bool]] = {}  # by id of an enclosing tuple
 
     @contextmanager
     def following_imports(self) -> Iterator[None]:
@@ -314,27 +329,88 @@ class Resolver:
             scopes[id(step)] = found
         return found
 
-    def enclosing_guards(self, node: ast.AST) -> list[Guard]:
+    def enclosing_guards(self, node: ast.AST) -> tuple[Guard, ...]:
         """The conditions that hold wherever `node` runs, inside its function: the `if`s (and
-        conditional expressions) around it, each with the branch `node` is in. Loops are left out:
-        a `while` body may run with its test already false on the way out."""
-        found: list[Guard] = []
+        conditional expressions) around it, each with the branch `node` is in, innermost first. Loops
+        are left out: a `while` body may run with its test already false on the way out. Kept per
+        branch, so that a question goes up only to the nearest branch asked about before (down an
+        if/elif chain, each `elif` is one level deeper, and every read in it asks)."""
+        found: tuple[Guard, ...] = ()
+        pending: list[tuple[tuple[int, bool], Guard]] = []
         child = node
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, _SCOPES) or isinstance(ancestor, ast.ClassDef):
                 break
             if isinstance(ancestor, ast.If) and child is not ancestor.test:
-                found.append((ancestor.test, child in ancestor.body))
+                branch = child in ancestor.body
+                held: tuple[Guard, ...] = ((ancestor.test, branch),)
             elif isinstance(ancestor, ast.IfExp) and child is not ancestor.test:
-                found.append((ancestor.test, child is ancestor.body))
+                branch = child is ancestor.body
+                held = ((ancestor.test, branch),)
+            elif isinstance(ancestor, ast.match_case) and child in ancestor.body:
+                branch = True
+                held = self._case_guards(ancestor)
+            else:
+                child = ancestor
+                continue
+            known = self._enclosing.get((id(ancestor), branch))
+            if known is not None:
+                found = known
+                break
+            pending.append(((id(ancestor), branch), held))
             child = ancestor
+        for key, held in reversed(pending):
+            found = self._enclosing[key] = (*held, *found)
         return found
+
+    def _case_guards(self, case: ast.match_case) -> tuple[Guard, ...]:
+        """The conditions a case's body runs under, innermost first, as those of the branches of an
+        if/elif chain on the match's subject: see case_guards."""
+        match = self.parent(case)
+        assert isinstance(match, ast.Match)
+        return tuple(reversed(self.case_guards(match)[match.cases.index(case)]))
+
+    def case_guards(self, match: ast.Match) -> list[tuple[Guard, ...]]:
+        """Each case's conditions, outermost first, as an if/elif chain on the subject would give them:
+        a case of literal patterns (`case "qlora":`, `case "lora" | "full":`) with no `if` clause holds
+        `subject in (...)` of its values, and every later case holds that the subject is none of them.
+        Other patterns say nothing of the subject. The tests are made once a module (see _case_test)."""
+        guards: list[tuple[Guard, ...]] = []
+        passed: tuple[Guard, ...] = ()
+        for case in match.cases:
+            test = self._case_test(match, case)
+            guards.append(passed if test is None else (*passed, (test, True)))
+            if test is not None:
+                passed = (*passed, (test, False))
+        return guards
+
+    def _case_test(self, match: ast.Match, case: ast.match_case) -> ast.expr | None:
+        """`subject in (v1, v2)` for a case of literal patterns with no `if` clause: one node a case
+        for every resolver of the module (kept in the index, as a getattr read is), located at the pattern."""
+        if case.guard is not None:
+            return None
+        patterns = case.pattern.patterns if isinstance(case.pattern, ast.MatchOr) else [case.pattern]
+        values: list[ast.expr] = []
+        for pattern in patterns:
+            if isinstance(pattern, ast.MatchValue):
+                values.append(pattern.value)
+            elif isinstance(pattern, ast.MatchSingleton):
+                values.append(ast.copy_location(ast.Constant(value=pattern.value), pattern))
+            else:
+                return None
+        test = self.index.added.get(id(case))
+        if test is None:
+            choices = ast.Tuple(elts=values, ctx=ast.Load())
+            made = ast.Compare(left=match.subject, ops=[ast.In()], comparators=[choices])
+            test = self.index.added[id(case)] = ast.copy_location(made, case.pattern)
+            self.index.parents[id(test)] = case
+        return test  # type: ignore[return-value]
 
     def guards_to(self, node: ast.AST, function: ast.AST) -> list[Guard] | None:
         """The conditions under which `function`'s body reaches `node`: the `if`s around it, and the
         earlier `if`s that return or raise in one branch (`if world_size == 1: return "auto"` before
         `return per_rank_map`). None when every way there returned or raised first."""
-        found = self.enclosing_guards(node)
+        found = list(self.enclosing_guards(node))
         child: ast.AST = node
         for ancestor in self.ancestors(node):
             passed = self._passing_before(ancestor, child)
@@ -486,14 +562,6 @@ class Resolver:
         `cfg`), and nothing binds the value again between the two tests."""
         return exclude(self._facts_of(first), self._facts_of(second), self._same_value, self._subject)
 
-    def _subject(self, expr: ast.expr) -> str:
-        """The value a fact is about, as exclude() compares them; once per expression (its conditions are
-        asked about again and again, one fact per branch passed down an if/elif chain)."""
-        subject = self._subjects.get(id(expr))
-        if subject is None:
-            subject = self._subjects[id(expr)] = ast.dump(expr)
-        return subject
-
     def _facts_of(self, guards: Iterable[Guard]) -> list[Fact]:
         found: list[Fact] = []
         for test, outcome in guards:
@@ -551,16 +619,35 @@ class Resolver:
         `if args.bits in [4, 8]:` never reaches a read under `if args.bits == 16:`."""
         if not any(binding.guards or binding.path for binding in found):
             return found
-        here = (*guards, *self.enclosing_guards(at))
+        enclosing = self.enclosing_guards(at)
+        here = (*guards, *enclosing) if guards else enclosing
         if not here:
             return found
-        # The facts of the read's path, filed once for all its bindings (exclusion is symmetric).
-        filed = FactIndex(self._facts_of(here), self._subject)
+        filed, held, consistent = self._filed_path(here) if here is enclosing else self._file_path(here)
+        # A binding all of whose conditions are the read's own (down an if/elif chain, those of the
+        # read's branch) is excluded only by a contradiction within the read's path, worked out once.
         return [
             b
             for b in found
-            if not (b.guards or b.path) or not filed.contradicted(self._facts_of((*b.guards, *b.path)), self._same_value)
+            if not (b.guards or b.path)
+            or (held.issuperset(b.guards) and held.issuperset(b.path) and consistent)
+            or not filed.contradicted(self._facts_of((*b.guards, *b.path)), self._same_value)
         ]
+
+    def _filed_path(self, enclosing: tuple[Guard, ...]) -> tuple[FactIndex, set[Guard], bool]:
+        """_file_path of a branch's conditions, kept for every read in that branch (the tuple is the
+        one enclosing_guards keeps, so its id stays its own)."""
+        filed = self._filed_paths.get(id(enclosing))
+        if filed is None:
+            filed = self._filed_paths[id(enclosing)] = self._file_path(enclosing)
+        return filed
+
+    def _file_path(self, here: tuple[Guard, ...]) -> tuple[FactIndex, set[Guard], bool]:
+        """The facts of a read's path filed for its bindings to be tried against (exclusion is
+        symmetric), the path's conditions, and whether no fact of the path contradicts another."""
+        facts = self._facts_of(here)
+        filed = FactIndex(facts, self._subject)
+        return filed, set(here), not filed.contradicted(facts, self._same_value)
 
     def _lookup(self, expr: ast.expr) -> list[ast.expr | None]:
         """What a name in a condition can hold; an expression that resolves to nothing but itself
@@ -843,7 +930,11 @@ class Resolver:
                 continue  # this return does not run in this setup
             if resolver is None:
                 # A condition only this call's arguments decide holds here: it is no guard of the value.
-                kept = [c for c, truth in zip(conditions, truths, strict=True) if truth is None or owner.truth(c[0]) is not None]
+                kept = [
+                    (self._at_call(test, function, call), outcome)
+                    for (test, outcome), truth in zip(conditions, truths, strict=True)
+                    if truth is None or owner.truth(test) is not None
+                ]
                 out += self.candidates(statement.value, (*guards, *kept), (*via, step), depth + 1)
                 continue
             # The helper's conditions are its module's: decide them there, keep none of them.
@@ -856,6 +947,24 @@ class Resolver:
         if _falls_off_end(function):
             out.append(Candidate(None, guards, via))  # returns None at the end: nothing to judge, but not a value
         return out
+
+    def _at_call(self, test: ast.expr, function: ast.FunctionDef, call: ast.Call) -> ast.expr:
+        """A condition of this module's helper `function` as its caller `call` sees it: a parameter
+        it reads is the value the call passes, when that is a name the caller can test too (`bits == 4`
+        of `quant_config_for(args.bits)` is `args.bits == 4`, which `if args.bits == 16:` there
+        contradicts). `test` itself when it reads no such parameter. One node a call and condition for
+        every resolver of the module, kept in the index."""
+        key = ("at call", id(call), id(test))
+        made = self.index.added.get(key)
+        if made is not None:
+            return made  # type: ignore[return-value]
+        passed = {name: value for name, value in call_arguments(call, function).items() if is_subject(value)}
+        if not passed or not any(isinstance(n, ast.Name) and n.id in passed for n in ast.walk(test)):
+            return test
+        made = _ParametersAsPassed(passed).visit(copy.deepcopy(test))
+        self.index.added[key] = made
+        self.index.parents[id(made)] = call
+        return made
 
     def called_function(self, call: ast.Call, name: str) -> tuple[ast.FunctionDef, ForeignFunction | None] | None:
         """The first-party function `call` (its callee written `name`) calls: one `def` of this module
@@ -1088,7 +1197,8 @@ class Resolver:
                 self._record(block, state, guards)
             return self._join_try(stmt, state, body, guards, _UNCHANGED)  # type: ignore[arg-type]
         if isinstance(stmt, ast.Match):
-            cases = [self._record(case.body, state, guards) for case in stmt.cases]
+            held = self.case_guards(stmt)
+            cases = [self._record(case.body, state, (*guards, *held[i])) for i, case in enumerate(stmt.cases)]
             head, bound = self._head(stmt, state, guards)
             if head is not state:
                 return self._apply(stmt, state, guards)
@@ -1248,7 +1358,9 @@ class Resolver:
             body = self._apply_block(stmt.body, head, guards)  # type: ignore[attr-defined]
             return self._join_try(stmt, head, body, guards, bound)
         if isinstance(stmt, ast.Match):
-            return self._join_match(head, [self._apply_block(case.body, head, guards) for case in stmt.cases], bound)
+            held = self.case_guards(stmt)
+            cases = [self._apply_block(case.body, head, (*guards, *held[i])) for i, case in enumerate(stmt.cases)]
+            return self._join_match(head, cases, bound)
         return head, False, bound  # a class body's bindings are its own; a function's name is bound above
 
     def _join_if(self, stmt: ast.If, head: FlowState, body: _Outcome, orelse: _Outcome, bound: set[str]) -> _Outcome:
@@ -1538,11 +1650,37 @@ def _known_absent(state: FlowState | Scratch, base: str) -> bool:
     return key_of(base, _KNOWN_DICT) in state and key_of(base, _COMPUTED_KEYS) not in state
 
 
+def _subject_of(known: dict[int, str], expr: ast.expr) -> str:
+    """The value a fact is about, as exclude() compares them; once per expression (its conditions are
+    asked about again and again, one fact per branch passed down an if/elif chain)."""
+    subject = known.get(id(expr))
+    if subject is None:
+        subject = known[id(expr)] = ast.dump(expr)
+    return subject
+
+
 def call_literals(call: ast.Call, function: ast.FunctionDef, rebound: frozenset[str] | None = None) -> dict[str, ast.expr]:
     """The parameters of `function` this call fixes to a literal: the literal arguments it passes,
-    and the literal defaults of those it leaves out. Nothing when the call spreads `*args`/`**kw` or
-    passes what the function does not take; a parameter the function re-binds is left out
-    (`rebound`: `rebound_names(function)`, for a caller asking of many calls of one function)."""
+    and the literal defaults of those it leaves out (see call_arguments)."""
+    return {name: value for name, value in call_arguments(call, function, rebound).items() if isinstance(value, ast.Constant)}
+
+
+class _ParametersAsPassed(ast.NodeTransformer):
+    """A copy of a helper's condition whose reads of its parameters are the caller's arguments (the
+    very nodes, so that a fact on one is a fact on the caller's value)."""
+
+    def __init__(self, passed: dict[str, ast.expr]) -> None:
+        self.passed = passed
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.passed.get(node.id, node) if isinstance(node.ctx, ast.Load) else node
+
+
+def call_arguments(call: ast.Call, function: ast.FunctionDef, rebound: frozenset[str] | None = None) -> dict[str, ast.expr]:
+    """The value of each parameter of `function` this call fixes: the argument it passes, or the
+    default of one it leaves out. Nothing when the call spreads `*args`/`**kw` or passes what the
+    function does not take; a parameter the function re-binds is left out (`rebound`:
+    `rebound_names(function)`, for a caller asking of many calls of one function)."""
     args = function.args
     if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
         return {}
@@ -1560,9 +1698,7 @@ def call_literals(call: ast.Call, function: ast.FunctionDef, rebound: frozenset[
     values = {**{n: d for n, d in defaults.items() if n not in given}, **given}
     if rebound is None:
         rebound = rebound_names(function)
-    return {
-        name: value for name, value in values.items() if name in names and name not in rebound and isinstance(value, ast.Constant)
-    }
+    return {name: value for name, value in values.items() if name in names and name not in rebound}
 
 
 def rebound_names(function: ast.FunctionDef) -> frozenset[str]:

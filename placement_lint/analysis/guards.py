@@ -432,21 +432,21 @@ def facts_of(test: ast.expr, outcome: bool) -> list[Fact]:
         return []
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         return _comparison_fact(test.left, test.ops[0], test.comparators[0], outcome)
-    if _is_subject(test):
+    if is_subject(test):
         return [(test, "truthy" if outcome else "falsy", ())]
     return []
 
 
 def _comparison_fact(left: ast.expr, op: ast.cmpop, right: ast.expr, outcome: bool) -> list[Fact]:
     if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
-        if not _is_subject(left):
+        if not is_subject(left):
             left, right = right, left
         value = literal(right)
-        if not _is_subject(left) or value is NO_LITERAL:
+        if not is_subject(left) or value is NO_LITERAL:
             return []
         kind = "in" if isinstance(op, (ast.Eq, ast.Is)) else "not in"
         return [(left, kind if outcome else _FLIPPED[kind], (value,))]
-    if isinstance(op, (ast.In, ast.NotIn)) and _is_subject(left) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+    if isinstance(op, (ast.In, ast.NotIn)) and is_subject(left) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
         values = tuple(literal(element) for element in right.elts)
         if NO_LITERAL in values:
             return []
@@ -455,7 +455,7 @@ def _comparison_fact(left: ast.expr, op: ast.cmpop, right: ast.expr, outcome: bo
     return []
 
 
-def _is_subject(expr: ast.expr) -> bool:
+def is_subject(expr: ast.expr) -> bool:
     """A value read by name (`bits`, `args.bits`, `cfg["bits"]`): the same at two tests unless re-bound."""
     while isinstance(expr, (ast.Attribute, ast.Subscript)):
         if isinstance(expr, ast.Subscript) and not (isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, str)):
