@@ -743,8 +743,10 @@ def forwarded_device_maps(function: ast.FunctionDef, calls: list[ast.Call] | Non
         for parameter, loads in found.items()
         if (parameter if parameter != _KWARGS else kwargs) not in rebound and (parameter != _KWARGS or kwargs not in changed)
     }
-    for parameter, loads in _dict_parameters(function, named - rebound, splatted).items():
-        forwarded.setdefault(_DICT_PARAMETER + parameter, []).extend(loads)
+    # `def load(name, **overrides): kw = {...}; kw.update(overrides)`: the caller's `device_map=` is merged in.
+    caught = kwargs if kwargs is not None and "device_map" not in named and kwargs not in rebound else None
+    for parameter, loads in _dict_parameters(function, (named - rebound) | {caught} - {None}, splatted).items():  # type: ignore[operator]
+        forwarded.setdefault(_KWARGS if parameter == caught else _DICT_PARAMETER + parameter, []).extend(loads)
     return forwarded
 
 
@@ -770,9 +772,10 @@ def _dict_parameters(
 
 
 def _merged_parameters(function: ast.FunctionDef, names: list[str], parameters: set[str]) -> dict[str, list[str] | None]:
-    """For each local dict of `names`, the parameters it is made of, when it is bound once to an empty
-    dict and changed only by `.update(<parameter>)`; None for any other dict (it decides its own keys).
-    One walk of the body for all of them: a long `main()` splats a dict per load, hundreds of them."""
+    """For each local dict of `names`, the parameters it is made of, when it is bound once to a dict
+    with no `device_map` of its own (empty, or literal keys: `{"trust_remote_code": True}`) and changed
+    only by `.update(<parameter>)`; None for any other dict (it decides its own keys). One walk of
+    the body for all of them: a long `main()` splats a dict per load, hundreds of them."""
     bound = dict.fromkeys(names, 0)
     merged: dict[str, list[str] | None] = {name: [] for name in names}
     if not names:
@@ -784,13 +787,14 @@ def _merged_parameters(function: ast.FunctionDef, names: list[str], parameters: 
             if not assigned:
                 continue
             value = node.value
-            empty = (
-                isinstance(value, ast.Dict)
-                and not value.keys
-                or (isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args and not value.keywords)
-            )
+            keys: list[object] | None = None
+            if isinstance(value, ast.Dict):
+                keys = [key.value if isinstance(key, ast.Constant) else key for key in value.keys]
+            elif isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args:
+                keys = [keyword.arg for keyword in value.keywords]
+            own_map = keys is None or not all(isinstance(key, str) and key != "device_map" for key in keys)
             for name in assigned:
-                if not empty or isinstance(node, ast.AugAssign):
+                if own_map or isinstance(node, ast.AugAssign):
                     merged[name] = None
                 else:
                     bound[name] += 1
