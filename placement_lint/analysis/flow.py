@@ -281,7 +281,12 @@ class ModelFlow:
 
     def _module_holding(self, node: ast.AST, parent: ast.AST | None) -> tuple[ast.Call, ast.stmt] | None:
         """`Distiller(student, teacher)`, a module class of this file whose `__init__` makes the parameter
-        that takes `node` a submodule (`self.teacher = teacher`): that call, and the statement it is in."""
+        that takes `node` a submodule (`self.teacher = teacher`): that call, and the statement it is in.
+        Also `Ensemble([student, teacher])`, whose `__init__` makes each item of the parameter one
+        (`self.members = nn.ModuleList(members)`; a plain list attribute registers none)."""
+        items = isinstance(parent, (ast.List, ast.Tuple))
+        if items:
+            node, parent = parent, self.resolver.parent(parent)  # type: ignore[assignment]
         call = self.resolver.parent(parent) if isinstance(parent, ast.keyword) else parent
         if not isinstance(call, ast.Call) or call.func is node or not isinstance(call.func, ast.Name):
             return None
@@ -296,7 +301,7 @@ class ModelFlow:
             if position is None or position >= len(parameters) or any(isinstance(a, ast.Starred) for a in call.args[:position]):
                 return None
             name = parameters[position].arg
-        if name is None or name not in self.module_classes.registered(init, self.resolver):
+        if name is None or name not in self.module_classes.registered(init, self.resolver)[items]:
             return None
         statement = next((a for a in self.resolver.ancestors(call) if isinstance(a, ast.stmt)), None)
         return None if statement is None else (call, statement)
@@ -497,7 +502,7 @@ class _ModuleClasses(_ClassesOfKind):
 
     def __init__(self, found: list[ast.ClassDef], ancestors: Callable[[str], tuple[str, ...]]) -> None:
         super().__init__(found, ancestors)
-        self._registered: dict[int, frozenset[str]] = {}
+        self._registered: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
 
     def init_of(self, name: str) -> ast.FunctionDef | None:
         return _init_of(self._classes[name]) if name in self else None
@@ -511,17 +516,28 @@ class _ModuleClasses(_ClassesOfKind):
             return name in self
         return bool(written) and any(last_segment(a) in _MODULE_BASES for a in self._ancestors(written))  # type: ignore[arg-type]
 
-    def registered(self, init: ast.FunctionDef, resolver: Resolver) -> frozenset[str]:
+    def registered(self, init: ast.FunctionDef, resolver: Resolver) -> tuple[frozenset[str], frozenset[str]]:
+        """The parameters `__init__` makes submodules, and those whose items it makes submodules
+        (`self.members = nn.ModuleList(members)`)."""
         found = self._registered.get(id(init))
         if found is None:
             parameters = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
             names: set[str] = set()
+            containers: set[str] = set()
             for node in ast.walk(init):
                 if isinstance(node, ast.Name) and node.id in parameters and isinstance(node.ctx, ast.Load):
                     if _registers_on_self(node, resolver):
                         names.add(node.id)
-            found = self._registered[id(init)] = frozenset(names)
+                    parent = resolver.parent(node)
+                    if _module_container(parent) and node in parent.args and _registers_on_self(parent, resolver):  # type: ignore[union-attr]
+                        containers.add(node.id)
+            found = self._registered[id(init)] = (frozenset(names), frozenset(containers))
         return found
+
+
+def _module_container(node: ast.AST | None) -> bool:
+    """`nn.ModuleList(...)`, `nn.ModuleDict(...)`: each item it is given becomes a submodule."""
+    return isinstance(node, ast.Call) and last_segment(dotted(node.func)) in _MODULE_CONTAINERS
 
 
 def _registers_on_self(node: ast.expr, resolver: Resolver) -> bool:
