@@ -461,7 +461,7 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
         sys.exit(EXIT_ERROR)
     notes: list[str] = []
     reports = explain_contexts(targets, settings, cwd, show_all, notes)
-    excluded = _excluded_launcher(settings, cwd)
+    excluded = _excluded_launcher(settings, cwd, paths)
     if output_format == "json":
         import json
 
@@ -511,13 +511,22 @@ def context_command(paths: tuple[Path, ...], show_all: bool, config_path: Path |
     sys.exit(EXIT_ERROR if any(r.error for r in reports) else EXIT_CLEAN)
 
 
-def _excluded_launcher(settings, cwd: Path):  # type: ignore[no-untyped-def]
+def _excluded_launcher(settings, cwd: Path, named: tuple[Path, ...]):  # type: ignore[no-untyped-def]
     """Does a piece of launch evidence come from a file the configured `exclude` / `extend-exclude`
-    cover (which a check reports nothing in, but whose launches count)?"""
+    cover (which a check reports nothing in, but whose launches count)? Not one under a path the
+    command names: a check of that path reports on it, as ruff checks a path it is given."""
     from placement_lint.discover import excluded_by_settings
 
     covered = excluded_by_settings(settings)
-    return lambda evidence: evidence.origin != "file" and covered(Path(os.path.abspath(cwd / evidence.path)))
+    given = [Path(os.path.abspath(cwd / path)) for path in named]
+
+    def excluded(evidence) -> bool:  # type: ignore[no-untyped-def]
+        if evidence.origin == "file":
+            return False
+        path = Path(os.path.abspath(cwd / evidence.path))
+        return covered(path) and not any(path.is_relative_to(folder) for folder in given)
+
+    return excluded
 
 
 @main.command()

@@ -115,6 +115,8 @@ def test_context_says_when_evidence_comes_from_an_excluded_folder(repo: Path) ->
     assert "scripts/run.sh is in a folder `exclude` leaves out" in shown
     listed = json.loads(context(repo, "--output-format", "json", "train.py"))
     assert [e["excluded_folder"] for e in listed[0]["contexts"][0]["evidence"]] == [True]
+    # Named on the command line, the folder is checked (as ruff checks a path it is given): no note.
+    assert "leaves out" not in context(repo, "train.py", "scripts")
     settings(repo)
     assert "leaves out" not in context(repo, "train.py")
 
