@@ -178,7 +178,8 @@ def _frames(file: FileResult, finding: Finding, style: Style, quoted: _Quoted) -
             out.append(f"{' ' * width}{style('-->', 'gutter')} {style(where, 'location')}")
         out.append(f"{gutter}{bar}")
         for row, text in frame.rows:
-            out.append(f"{style(str(row).rjust(width), 'gutter')} {bar} {text}")
+            numbered = f"{style(str(row).rjust(width), 'gutter')} {bar}"
+            out.append(f"{numbered} {text}" if text else numbered)  # an empty line ends at its bar, as ruff's
             if span.row <= row <= span.end_row:
                 code = text.rstrip().removesuffix("\\").rstrip()
                 start = span.column - 1 if row == span.row else len(text) - len(text.lstrip())
