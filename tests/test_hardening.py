@@ -80,6 +80,9 @@ def test_interrupted_migration_leaves_every_file_untouched_or_fixed(tmp_path: Pa
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A suite started in the background inherits SIGINT ignored, and Python then keeps it ignored:
+        # the run starts with the default handling, as one started from a terminal does.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # Which files are fixed first depends on how the walk's listing is shared among the workers: watch
     # files spread over the whole listing, so the signal follows the first fixes, wherever they land.
