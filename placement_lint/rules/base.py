@@ -41,16 +41,29 @@ if TYPE_CHECKING:
 _PRIMARY_LABELS = {"load": "loaded here", "origin": "the device_map value", "helper": "returns the device_map value"}
 
 
+def span_of(file: CheckedFile, node: ast.AST, role: str, label: str) -> Related:
+    """The span of one of this file's nodes, as a step of a finding's path."""
+    from placement_lint.rules.spans import Related
+
+    start, end = file.source.node_span(node)
+    return Related(role, file.display, *file.source.position(start), *file.source.position(end), label)
+
+
+def with_spans(violation: Violation, spans: Sequence[Related]) -> Violation:
+    """The finding with more steps of its path, each in its role's place."""
+    if not spans:
+        return violation
+    from placement_lint.rules.spans import ROLES
+
+    return violation._replace(related=tuple(sorted((*violation.related, *spans), key=lambda span: ROLES.index(span.role))))
+
+
 def _load_span(file: CheckedFile, load: Loader) -> tuple[Related, str]:
     """A load a value reaches, spanned as the loads other rules flag are: its callee as written
     (`AutoModelForCausalLM.from_pretrained`), or the target a TRL config's kwargs are assigned to."""
-    from placement_lint.rules.spans import Related
-
     node = load.node
     named = node.func if isinstance(node, ast.Call) else node.targets[0] if isinstance(node, ast.Assign) else node
-    start, end = file.source.node_span(named)
-    span = Related("load", file.display, *file.source.position(start), *file.source.position(end), "loaded here")
-    return span, written(file, named, 80)
+    return span_of(file, named, "load", "loaded here"), written(file, named, 80)
 
 
 def _forwarded_span(file: CheckedFile, load: ForwardedLoad) -> tuple[Related, str]:
@@ -61,8 +74,7 @@ def _forwarded_span(file: CheckedFile, load: ForwardedLoad) -> tuple[Related, st
     named = load.call.func
     callee = f"{load.name} in {load.function}" + (f" ({load.path})" if load.path is not None else "")
     if load.path is None:
-        start, end = file.source.node_span(named)
-        return Related("load", file.display, *file.source.position(start), *file.source.position(end), "loaded here"), callee
+        return span_of(file, named, "load", "loaded here"), callee
     end_row, end_column = named.end_lineno or named.lineno, (named.end_col_offset or 0) + 1
     return Related("load", load.path, named.lineno, named.col_offset + 1, end_row, end_column, "loaded here"), callee
 
@@ -163,10 +175,16 @@ class Rule:
         return Violation(self.code, headline(said.headline), start, end, fix, context, notes, related)
 
     def placement_violation(
-        self, file: CheckedFile, device_map: DeviceMap, context: Context, message: str, make_fix: Callable[[], Fix]
+        self,
+        file: CheckedFile,
+        device_map: DeviceMap,
+        context: Context,
+        message: str | Message,
+        make_fix: Callable[[], Fix],
+        also: Sequence[Related] = (),
     ) -> Violation:
         """A finding on a device_map, at its site; a value passed on a launch's command line gets no fix
-        (the command line is where it would have to change)."""
+        (the command line is where it would have to change). `also`: more code the fix changes."""
         # A helper's return value may serve other callers: only a person can say where to change it.
         # A dict display that later stores fill cannot become None: the stores would fail.
         candidate = device_map.candidate
@@ -179,10 +197,16 @@ class Rule:
         if fix is not None and fix.safe and file.on_one_path(device_map):
             # The branch that binds the value may serve runs the linter does not see: a person decides.
             fix = fix._replace(applicability=Applicability.UNSAFE)
-        return self.value_violation(file, device_map, context, message, fix)
+        return self.value_violation(file, device_map, context, message, fix, also)
 
     def value_violation(
-        self, file: CheckedFile, device_map: DeviceMap, context: Context, message: str | Message, fix: Fix | None
+        self,
+        file: CheckedFile,
+        device_map: DeviceMap,
+        context: Context,
+        message: str | Message,
+        fix: Fix | None,
+        also: Sequence[Related] = (),
     ) -> Violation:
         """A finding on a device_map, at its site, with the spans its value comes through. A value written
         apart from the load (`device_map = "auto"`, then `from_pretrained(..., device_map=device_map)`)
@@ -201,12 +225,7 @@ class Rule:
             role = "helper" if device_map.candidate.foreign is not None else "origin"
             loads = file.loads_reached(device_map)
         violation = self.violation(file, site, message, fix, context, device_map.consumers, role, loads, forwarded)
-        origins = value_origins(file, device_map)
-        if not origins:
-            return violation
-        from placement_lint.rules.spans import ROLES
-
-        return violation._replace(related=tuple(sorted((*violation.related, *origins), key=lambda span: ROLES.index(span.role))))
+        return with_spans(violation, (*value_origins(file, device_map), *also))
 
 
 class RefusedLowCpuMemUsage:
@@ -229,19 +248,20 @@ class RefusedLowCpuMemUsage:
             return None
         return None if context.pinned_below("transformers", "4.51") is False else cls(file, flag)
 
+    @staticmethod
+    def also(flag: RefusedLowCpuMemUsage | None) -> str:
+        """What the advice and the fix's title add for the flag, if there is one."""
+        return " and low_cpu_mem_usage=False" if flag is not None else ""
+
+    @staticmethod
+    def spans(flag: RefusedLowCpuMemUsage | None) -> tuple[Related, ...]:
+        """The flag as a span of the finding (the fix, made with `edit`, changes it too)."""
+        return (span_of(flag.file, flag.flag, "finding", flag.LABEL),) if flag is not None else ()
+
     def edit(self, keep_without_zero3: bool) -> Edit:
         """The flag off where the map becomes None; `keep_without_zero3`: the map is kept for runs
         without ZeRO-3 (`None if is_deepspeed_zero3_enabled() else ...`), and so is the flag."""
         return self.file.replace(self.flag.value, "not is_deepspeed_zero3_enabled()" if keep_without_zero3 else "False")
-
-    def added_to(self, violation: Violation) -> Violation:
-        """The flag as a span of the finding, which the fix (made with `edit`) changes too."""
-        from placement_lint.rules.spans import ROLES, Related
-
-        start, end = self.file.source.node_span(self.flag)
-        (row, column), (end_row, end_column) = self.file.source.position(start), self.file.source.position(end)
-        span = Related("finding", self.file.display, row, column, end_row, end_column, self.LABEL)
-        return violation._replace(related=tuple(sorted((*violation.related, span), key=lambda r: ROLES.index(r.role))))
 
 
 def state_exists_at_load(device_map: DeviceMap | ModelLoad, context: Context) -> bool:
@@ -389,15 +409,11 @@ def value_origins(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ..
         return ()
     from placement_lint.rules.spans import Related
 
-    def here(node: ast.AST, role: str, label: str) -> Related:
-        start, end = file.source.node_span(node)
-        return Related(role, file.display, *file.source.position(start), *file.source.position(end), label)
-
     foreign = helper.foreign if helper is not None else None
 
     def origin_of(node: ast.AST, label: str) -> Related:
         if foreign is None:
-            return here(node, "origin", label)
+            return span_of(file, node, "origin", label)
         end = (getattr(node, "end_lineno", None) or node.lineno, (getattr(node, "end_col_offset", None) or 0) + 1)  # type: ignore[attr-defined]
         return Related("origin", foreign.path, node.lineno, node.col_offset + 1, *end, label)  # type: ignore[attr-defined]
 
@@ -405,7 +421,7 @@ def value_origins(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ..
     if foreign is not None:  # the finding is the call; the value is written in the helper's module
         found.append(origin_of(device_map.node, f"returns {_foreign_text(foreign, device_map.node)}"))
     elif helper is not None:  # the finding is the value in the helper; its call is here
-        found.append(here(helper.call, "helper", f"{written(file, helper.call)} returns it"))
+        found.append(span_of(file, helper.call, "helper", f"{written(file, helper.call)} returns it"))
     if loop is not None:
         found.append(origin_of(loop, "its layers spread over devices here"))
     return tuple(found)

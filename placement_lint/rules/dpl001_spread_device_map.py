@@ -95,10 +95,8 @@ class SpreadDeviceMapInDistributed(Rule):
                 continue
             flag = RefusedLowCpuMemUsage.in_load(file, device_map, context) if loads_under_zero3 else None
             message = self._message(file, device_map, context, flag)
-            found = self.placement_violation(
-                file, device_map, context, message, partial(self._fix, file, device_map, context, flag)
-            )
-            yield flag.added_to(found) if flag else found
+            make_fix = partial(self._fix, file, device_map, context, flag)
+            yield self.placement_violation(file, device_map, context, message, make_fix, RefusedLowCpuMemUsage.spans(flag))
 
     @staticmethod
     def _per_rank_needed(device_map: DeviceMap, context: Context) -> bool:
@@ -120,7 +118,7 @@ class SpreadDeviceMapInDistributed(Rule):
             consequence = _DEEPSPEED_MOVE
         else:
             consequence = spread_prepare_consequence(context, device_map.classified.device == "auto")
-        advice = "use device_map=None and low_cpu_mem_usage=False" if flag else "use device_map=None"
+        advice = f"use device_map=None{RefusedLowCpuMemUsage.also(flag)}"
         if self._per_rank_needed(device_map, context):
             reason = (
                 "DDP needs the model on this rank's GPU"
@@ -156,7 +154,7 @@ class SpreadDeviceMapInDistributed(Rule):
         )
         return fix(
             Applicability.SAFE if safe else Applicability.UNSAFE,
-            "Use device_map=None and low_cpu_mem_usage=False" if flag else "Use device_map=None",
+            f"Use device_map=None{RefusedLowCpuMemUsage.also(flag)}",
             file.replace(file.site(device_map).node, "None"),
             flag.edit(keep_without_zero3=False) if flag else None,
         )

@@ -59,11 +59,11 @@ class DeviceMapUnderZero3(Rule):
             message = Message(
                 f"{shown_value(file, device_map)} is not allowed under DeepSpeed ZeRO-3",
                 consequence,
-                f"ZeRO-3 partitions and places the model itself: use device_map=None{' and low_cpu_mem_usage=False' if flag else ''}",
+                f"ZeRO-3 partitions and places the model itself: use device_map=None{RefusedLowCpuMemUsage.also(flag)}",
                 value_facts(file, device_map),
             )
-            found = self.placement_violation(file, device_map, context, message, partial(self._fix, file, device_map, flag))
-            yield flag.added_to(found) if flag else found
+            make_fix = partial(self._fix, file, device_map, flag)
+            yield self.placement_violation(file, device_map, context, message, make_fix, RefusedLowCpuMemUsage.spans(flag))
 
     def _fix(self, file: CheckedFile, device_map: DeviceMap, flag: RefusedLowCpuMemUsage | None) -> Fix:
         site = file.site(device_map)
@@ -81,7 +81,7 @@ class DeviceMapUnderZero3(Rule):
                 file.add_import("transformers.integrations", "is_deepspeed_zero3_enabled"),
                 flag.edit(keep_without_zero3=True) if flag else None,
             )
-        title = "Use device_map=None and low_cpu_mem_usage=False" if flag else "Use device_map=None"
+        title = f"Use device_map=None{RefusedLowCpuMemUsage.also(flag)}"
         return fix(applicability, title, file.replace(site.node, "None"), flag.edit(keep_without_zero3=False) if flag else None)
 
     @staticmethod
