@@ -398,11 +398,11 @@ class Resolver:
                 values.append(ast.copy_location(ast.Constant(value=pattern.value), pattern))
             else:
                 return None
-        test = self.index.added.get(id(case))
+        test = self.index.added.get(("case", id(case)))
         if test is None:
             choices = ast.Tuple(elts=values, ctx=ast.Load())
             made = ast.Compare(left=match.subject, ops=[ast.In()], comparators=[choices])
-            test = self.index.added[id(case)] = ast.copy_location(made, case.pattern)
+            test = self.index.added[("case", id(case))] = ast.copy_location(made, case.pattern)
             self.index.parents[id(test)] = case
         return test  # type: ignore[return-value]
 
@@ -701,10 +701,10 @@ class Resolver:
             return None
         # One node a call for every resolver of the module: the parents outlive a resolver (a helper's
         # module is parsed once a run, read by each file's resolvers), and must name no node freed since.
-        read = self.index.added.get(id(call))
+        read = self.index.added.get(("getattr", id(call)))
         if read is None:
             read = ast.copy_location(ast.Attribute(value=call.args[0], attr=call.args[1].value, ctx=ast.Load()), call)
-            self.index.added[id(call)] = read
+            self.index.added[("getattr", id(call))] = read
             self.index.parents[id(read)] = call
         return read  # type: ignore[return-value]
 
@@ -959,11 +959,12 @@ class Resolver:
         if made is not None:
             return made  # type: ignore[return-value]
         passed = {name: value for name, value in call_arguments(call, function).items() if is_subject(value)}
-        if not passed or not any(isinstance(n, ast.Name) and n.id in passed for n in ast.walk(test)):
-            return test
-        made = _ParametersAsPassed(passed).visit(copy.deepcopy(test))
+        if passed and any(isinstance(n, ast.Name) and n.id in passed for n in ast.walk(test)):
+            made = _ParametersAsPassed(passed).visit(copy.deepcopy(test))
+            self.index.parents[id(made)] = call
+        else:
+            made = test  # kept too: the next resolver of the module asks no second time
         self.index.added[key] = made
-        self.index.parents[id(made)] = call
         return made
 
     def called_function(self, call: ast.Call, name: str) -> tuple[ast.FunctionDef, ForeignFunction | None] | None:

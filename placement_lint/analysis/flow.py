@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
 from placement_lint.analysis.dataflow import Resolver
@@ -301,7 +302,8 @@ class ModelFlow:
             if position is None or position >= len(parameters) or any(isinstance(a, ast.Starred) for a in call.args[:position]):
                 return None
             name = parameters[position].arg
-        if name is None or name not in self.module_classes.registered(init, self.resolver)[items]:
+        registered = self.module_classes.registered(init, self.resolver)
+        if name is None or name not in (registered.items if items else registered.whole):
             return None
         statement = next((a for a in self.resolver.ancestors(call) if isinstance(a, ast.stmt)), None)
         return None if statement is None else (call, statement)
@@ -502,7 +504,7 @@ class _ModuleClasses(_ClassesOfKind):
 
     def __init__(self, found: list[ast.ClassDef], ancestors: Callable[[str], tuple[str, ...]]) -> None:
         super().__init__(found, ancestors)
-        self._registered: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+        self._registered: dict[int, _Registered] = {}
 
     def init_of(self, name: str) -> ast.FunctionDef | None:
         return _init_of(self._classes[name]) if name in self else None
@@ -516,9 +518,7 @@ class _ModuleClasses(_ClassesOfKind):
             return name in self
         return bool(written) and any(last_segment(a) in _MODULE_BASES for a in self._ancestors(written))  # type: ignore[arg-type]
 
-    def registered(self, init: ast.FunctionDef, resolver: Resolver) -> tuple[frozenset[str], frozenset[str]]:
-        """The parameters `__init__` makes submodules, and those whose items it makes submodules
-        (`self.members = nn.ModuleList(members)`)."""
+    def registered(self, init: ast.FunctionDef, resolver: Resolver) -> _Registered:
         found = self._registered.get(id(init))
         if found is None:
             parameters = {a.arg for a in (*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs)}
@@ -531,8 +531,16 @@ class _ModuleClasses(_ClassesOfKind):
                     parent = resolver.parent(node)
                     if _module_container(parent) and node in parent.args and _registers_on_self(parent, resolver):  # type: ignore[union-attr]
                         containers.add(node.id)
-            found = self._registered[id(init)] = (frozenset(names), frozenset(containers))
+            found = self._registered[id(init)] = _Registered(frozenset(names), frozenset(containers))
         return found
+
+
+class _Registered(NamedTuple):
+    """The parameters of a module class's `__init__` it makes submodules (`self.teacher = teacher`),
+    and those whose items it makes submodules (`self.members = nn.ModuleList(members)`)."""
+
+    whole: frozenset[str]
+    items: frozenset[str]
 
 
 def _module_container(node: ast.AST | None) -> bool:

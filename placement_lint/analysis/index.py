@@ -99,9 +99,9 @@ class ModuleIndex:
         self.calls = calls
         self.classes = classes
         self.calls_and_assigns = calls_and_assigns
-        # Nodes an analysis adds to the tree (by the id of the node they stand for, or ids of the nodes
-        # they are made of: see the resolver's getattr reads, match cases and helper conditions), kept as
-        # long as the parents that name them, so that no id there is reused.
+        # Nodes an analysis adds to the tree, by what they stand for (a kind and the ids of the nodes they
+        # are made of: the resolver's getattr reads, match cases and helper conditions), kept as long as
+        # the parents that name them, so that no id there is reused.
         self.added: dict[object, ast.AST] = {}
 
     @cached_property
