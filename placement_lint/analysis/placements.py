@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
-from placement_lint.analysis.dataflow import ABSENT, Candidate, ForeignFunction, Resolver, own_nodes, rebound_names
+from placement_lint.analysis.dataflow import ABSENT, Candidate, ForeignFunction, Resolver, dict_entries, own_nodes, rebound_names
 from placement_lint.analysis.flow import ModelFlow, no_ancestors
 from placement_lint.analysis.index import ModuleIndex, walk
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
@@ -786,13 +786,7 @@ def _merged_parameters(function: ast.FunctionDef, names: list[str], parameters: 
             assigned = {t.id for t in targets if isinstance(t, ast.Name) and t.id in merged}
             if not assigned:
                 continue
-            value = node.value
-            keys: list[object] | None = None
-            if isinstance(value, ast.Dict):
-                keys = [key.value if isinstance(key, ast.Constant) else key for key in value.keys]
-            elif isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args:
-                keys = [keyword.arg for keyword in value.keywords]
-            own_map = keys is None or not all(isinstance(key, str) and key != "device_map" for key in keys)
+            own_map = not _names_no_map(node.value)
             for name in assigned:
                 if own_map or isinstance(node, ast.AugAssign):
                     merged[name] = None
@@ -812,6 +806,19 @@ def _merged_parameters(function: ast.FunctionDef, names: list[str], parameters: 
             elif sources is not None:
                 sources.append(given.id)
     return {name: sources if sources is not None and bound[name] == 1 else None for name, sources in merged.items()}
+
+
+def _names_no_map(value: ast.expr | None) -> bool:
+    """`{}`, `dict()`, `{"trust_remote_code": True}`: a dict whose keys are all written out as
+    strings, none of them `device_map` (a `**spread` or a computed key may hold one)."""
+    if isinstance(value, ast.Dict):
+        written_out = len(value.keys)
+    elif isinstance(value, ast.Call) and dotted(value.func) == "dict" and not value.args:
+        written_out = len(value.keywords)
+    else:
+        return False
+    entries = dict_entries(value)
+    return len(entries) == written_out and all(name != "device_map" for name, _ in entries)
 
 
 def _changed_dicts(function: ast.FunctionDef) -> set[str]:
