@@ -563,10 +563,10 @@ def one_process(launch: Launch, env: Mapping[str, str] | None = None, resolved: 
         # torch/distributed/run.py get_args_parser: --nproc-per-node and --nnodes default to "1" and
         # "1:1" (or PET_NPROC_PER_NODE / PET_NNODES), so a bare `torchrun train.py` is one process;
         # not when a word the script computes (`torchrun $DISTRIBUTED_ARGS train.py`) may set them.
-        given = {**(env or {}), **launch.env}
+        env = env or {}  # the caller's, with the launch's own prefix (`PET_NNODES=2 torchrun ...`) over it
         hidden = any(name.startswith(("$", "`")) for name in launch.options)
-        count = launch.option("--nproc_per_node") or (None if hidden else given.get("PET_NPROC_PER_NODE", "1"))
-        nodes = launch.option("--nnodes") or given.get("PET_NNODES")
+        count = launch.option("--nproc_per_node") or (None if hidden else env.get("PET_NPROC_PER_NODE", "1"))
+        nodes = launch.option("--nnodes") or env.get("PET_NNODES")
         return count == "1" and nodes in (None, "1", "1:1")
     if launch.launcher == "deepspeed":
         return _deepspeed_local_gpus(launch, env or {}) == 1 and _deepspeed_one_node(launch)
