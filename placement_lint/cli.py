@@ -363,9 +363,7 @@ def _report(  # type: ignore[no-untyped-def]
         click.echo(f"Added {text.plural(result.noqa_added, 'noqa comment')}.", err=True)
     if options.diff:
         if not quiet:
-            count = sum(len(f.fixed) for f in result.files)
-            hidden = text.hidden_fixes(result, options)
-            click.echo(f"Would fix {text.plural(count, 'problem')}{f' ({hidden})' if hidden else ''}.", err=True)
+            click.echo(text.would_fix(result, options), err=True)
         return "".join(f.diff for f in result.files if f.diff).removesuffix("\n"), False
     chosen = FORMATS[output_format]
     if color:

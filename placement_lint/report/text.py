@@ -255,23 +255,30 @@ def summary(result: RunResult, options: RunOptions) -> str:
     files_with = len({f.display for f in findings})
     hidden = hidden_fixes(result, options)
     if options.fix and fixed:
-        remaining = f"{len(findings)} remaining" if findings else "0 remaining"
         fixed_files = plural(len([f for f in result.files if f.fixed]), "file")
-        return f"Fixed {plural(fixed, 'problem')} in {fixed_files}, {remaining}{_parenthesised([hidden])}."
+        return f"Fixed {plural(fixed, 'problem')} in {fixed_files}, {len(findings)} remaining{_parenthesised([hidden])}."
     if not findings:
         failed = len(result.errors) + sum(1 for f in result.files if f.error)
         return f"No problems found, but {plural(failed, 'path')} could not be checked." if failed else "All checks passed!"
-    fixable = sum(1 for f in findings if f.violation.fix and (f.violation.fix.safe or options.unsafe_fixes))
+    allowed = options.allowed
+    fixable = sum(1 for f in findings if f.violation.fix and f.violation.fix.applicability in allowed)
     with_flags = "--fix --unsafe-fixes" if options.unsafe_fixes else "--fix"
     parts = [f"{fixable} fixable with {with_flags}" if fixable else "", hidden]
     return f"Found {plural(len(findings), 'problem')} in {plural(files_with, 'file')}{_parenthesised(parts)}."
 
 
+def would_fix(result: RunResult, options: RunOptions) -> str:
+    """--diff's summary: the problems its patch fixes, and ruff's note on the fixes it leaves out."""
+    count = sum(len(f.fixed) for f in result.files)
+    return f"Would fix {plural(count, 'problem')}{_parenthesised([hidden_fixes(result, options)])}."
+
+
 def hidden_fixes(result: RunResult, options: RunOptions) -> str:
-    """ruff's note on the unsafe fixes a run leaves out, or "" when it applies them or there are none."""
-    if options.unsafe_fixes:
-        return ""
-    count = sum(1 for f in result.findings if f.violation.fix and not f.violation.fix.safe)
+    """ruff's note on the fixes a run leaves out (the unsafe ones, without --unsafe-fixes), or ""."""
+    if not result.findings:
+        return ""  # a clean run imports no fixes' classes (options.allowed does)
+    allowed = options.allowed
+    count = sum(1 for f in result.findings if f.violation.fix and f.violation.fix.applicability not in allowed)
     if not count:
         return ""
     return f"{count} hidden {'fix' if count == 1 else 'fixes'} can be enabled with --unsafe-fixes"
