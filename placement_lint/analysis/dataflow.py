@@ -336,7 +336,7 @@ class Resolver:
         branch, so that a question goes up only to the nearest branch asked about before (down an
         if/elif chain, each `elif` is one level deeper, and every read in it asks)."""
         found: tuple[Guard, ...] = ()
-        pending: list[tuple[tuple[int, bool], Guard]] = []
+        pending: list[tuple[tuple[int, bool], tuple[Guard, ...]]] = []  # the branches not kept yet, innermost first
         child = node
         for ancestor in self.ancestors(node):
             if isinstance(ancestor, _SCOPES) or isinstance(ancestor, ast.ClassDef):
@@ -389,6 +389,9 @@ class Resolver:
         for every resolver of the module (kept in the index, as a getattr read is), located at the pattern."""
         if case.guard is not None:
             return None
+        made = self.index.added.get(("case", id(case)))
+        if made is not None:
+            return made  # type: ignore[return-value]
         patterns = case.pattern.patterns if isinstance(case.pattern, ast.MatchOr) else [case.pattern]
         values: list[ast.expr] = []
         for pattern in patterns:
@@ -398,13 +401,11 @@ class Resolver:
                 values.append(ast.copy_location(ast.Constant(value=pattern.value), pattern))
             else:
                 return None
-        test = self.index.added.get(("case", id(case)))
-        if test is None:
-            choices = ast.Tuple(elts=values, ctx=ast.Load())
-            made = ast.Compare(left=match.subject, ops=[ast.In()], comparators=[choices])
-            test = self.index.added[("case", id(case))] = ast.copy_location(made, case.pattern)
-            self.index.parents[id(test)] = case
-        return test  # type: ignore[return-value]
+        choices = ast.Tuple(elts=values, ctx=ast.Load())
+        test = ast.copy_location(ast.Compare(left=match.subject, ops=[ast.In()], comparators=[choices]), case.pattern)
+        self.index.added[("case", id(case))] = test
+        self.index.parents[id(test)] = case
+        return test
 
     def guards_to(self, node: ast.AST, function: ast.AST) -> list[Guard] | None:
         """The conditions under which `function`'s body reaches `node`: the `if`s around it, and the
