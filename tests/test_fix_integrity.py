@@ -119,3 +119,14 @@ def test_a_dataclass_default_never_gets_a_safe_fix(tmp_path: Path) -> None:
     )
     [finding] = lint_file(path).findings
     assert finding.row == 7 and finding.violation.fix.applicability.value == "unsafe"
+
+
+def test_the_lossless_gate_refuses_bytes_libcst_cannot_parse_back_unless_the_original_is_beyond_it() -> None:
+    from placement_lint.fixes.write import NotLossless, verify_lossless
+
+    original = b"m = load('g', device_map='auto')\n"
+    verify_lossless(original, b"m = load('g', device_map=None)\n")
+    with pytest.raises(NotLossless):
+        verify_lossless(original, b"m = load('g', device_map=None(((\n")
+    # Lone CR line endings: LibCST cannot reproduce the original, so ast's check is the only gate.
+    verify_lossless(b"a = 1\rm = load('g', device_map='auto')\r", b"a = 1\rm = load('g', device_map=None(((\r")
