@@ -55,6 +55,9 @@ class FileChecker(PreCheck):
         # each fixed text again: the warnings are the final text's).
         self._directive_problems: dict[str, tuple[noqa.DirectiveProblem, ...]] = {}
         self._per_file_ignores = [(gitignore_spec([pattern]), codes) for pattern, codes in settings.per_file_ignores]
+        # Set in pool workers: a fixed file is handed back to be written by the run's process, so an
+        # interrupt, which kills the workers, never stops a write half-way (fixes/write.py).
+        self.defers_writes = False
 
     def finish(self, name: Path | str, screened: Screened) -> Screened:
         """Check a file the pre-check let through (`name` may be its path as text, as the pre-check's)."""
@@ -124,7 +127,7 @@ class FileChecker(PreCheck):
             def lint(changed: SourceFile) -> list[Violation]:
                 return self._lint(changed, result.display)[0]
 
-            violations = fix_file(path, source, violations, result, write, self.options, lint)
+            violations = fix_file(path, source, violations, result, write, self.options, lint, self.defers_writes)
         result.source = result.source or source
         notebook = _as_notebook(result.source)
         if notebook is not None:

@@ -635,9 +635,9 @@ def _checker(settings: Settings, options: RunOptions, cwd: Path, launches: Launc
 
 
 def _pooling(options: RunOptions, files: int) -> bool:
-    """Could sharing `files` among processes pay? A run that writes fixes checks one file after the
-    other, so an interrupt stops between files."""
-    return not options.fix and _jobs(options) >= 2 and files >= 2
+    """Could sharing `files` among processes pay? (A run that writes fixes shares them too: the
+    workers hand their fixed files back, and this process writes them; see `_pooled`.)"""
+    return _jobs(options) >= 2 and files >= 2
 
 
 def _jobs(options: RunOptions) -> int:
@@ -651,8 +651,10 @@ _WORKER_PENDING: list[_Pending] = []
 _WORKER_HASHING = False
 
 
-def _start_worker(checker: FileChecker, pending: list[_Pending], hashing: bool) -> None:
+def _start_worker(checker: FileChecker, pending: list[_Pending], hashing: bool, helper: bool = True) -> None:
+    """`helper`: a process other than the run's own, whose fixed files the run's process writes."""
     global _WORKER_CHECKER, _WORKER_PENDING, _WORKER_HASHING
+    checker.defers_writes = helper
     _WORKER_CHECKER, _WORKER_PENDING, _WORKER_HASHING = checker, pending, hashing
     collect_garbage_rarely()
     leave_alone_what_lives()
@@ -678,9 +680,30 @@ def _pooled(checker: FileChecker, pending: list[_Pending], jobs: int, hashing: b
     # Big files first.
     ordered = sorted(range(len(pending)), key=lambda index: -pending[index].status.st_size)
     if _CAN_FORK:
-        yield from _forked(checker, pending, _chunks(ordered, pending, jobs), hashing, jobs)
+        screened = _forked(checker, pending, _chunks(ordered, pending, jobs), hashing, jobs)
     else:
-        yield from _executor(checker, pending, ordered, jobs, hashing)
+        screened = _executor(checker, pending, ordered, jobs, hashing)
+    for item, answer in screened:
+        if answer.result is not None and answer.result.unwritten is not None:
+            answer = _written(checker, item.name, answer)
+        yield item, answer
+
+
+def _written(checker: FileChecker, name: str, screened: Screened) -> Screened:
+    """A worker's fixed file, written here. The workers never write: an interrupt kills them, and one
+    killed mid-write would leave a temp file beside the file it fixed. A file that changed since the
+    worker read it, or cannot be written, is checked again here, which says what stops it."""
+    from placement_lint.fixes.write import ChangedOnDisk, write_atomically
+
+    result = screened.result
+    assert result is not None and result.unwritten is not None and result.path is not None
+    data, expected = result.unwritten
+    result.unwritten = None
+    try:
+        write_atomically(result.path, data, expected)
+    except (ChangedOnDisk, OSError):
+        return Screened(screened.digest, checker.check(Path(name)))
+    return screened
 
 
 # Forking is cheap where the platform forks safely (process.CAN_FORK): two forks cost 2.5 ms where a
@@ -764,7 +787,7 @@ def _forked(
                 status = 1
                 try:
                     os.close(reader)
-                    _start_worker(checker, pending, hashing)
+                    _start_worker(checker, pending, hashing)  # a helper: what it fixes is written here
                     results = [item for number in claims for item in _screen_batch(chunks[number])]
                     with os.fdopen(writer, "wb") as out:
                         pickle.dump(results, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -773,7 +796,7 @@ def _forked(
                     os._exit(status)
             os.close(writer)
             children.append((pid, reader))
-        _start_worker(checker, pending, hashing)
+        _start_worker(checker, pending, hashing, helper=False)
         for number in claims:
             for index, screened in _screen_batch(chunks[number]):
                 done.add(index)

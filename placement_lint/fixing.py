@@ -25,9 +25,11 @@ def fix_file(
     write: bool,
     options: RunOptions,
     lint: Callable[[SourceFile], list[Violation]],
+    defer_write: bool = False,
 ) -> list[Violation]:
     """Apply a checked file's fixes until they settle (`lint` checks each fixed text again), then write
-    them, or with --diff show them; what cannot be fixed is said in `result`. The violations left."""
+    them (with `defer_write`, leave them in `result.unwritten` for the caller to write), or with --diff
+    show them; what cannot be fixed is said in `result`. The violations left."""
     import difflib
 
     from placement_lint.fixes.apply import FixFailed, fix_to_fixed_point
@@ -89,7 +91,9 @@ def fix_file(
         return violations
     try:
         verify_lossless(source.raw, new_source.raw)
-        if write:
+        if write and defer_write:
+            result.unwritten = (data, expected)
+        elif write:
             write_atomically(path, data, expected)
     except NotLossless as exc:
         result.warnings.append(f"{result.display}: fixes reverted, the fixed file would not parse ({exc})")

@@ -143,7 +143,19 @@ class PlacedWarning(NamedTuple):
 class FileResult:
     """What checking one file gave: its findings, or why it could not be checked."""
 
-    __slots__ = ("display", "findings", "error", "fixed", "diff", "warnings", "placed_warnings", "source", "path", "dependencies")
+    __slots__ = (
+        "display",
+        "findings",
+        "error",
+        "fixed",
+        "diff",
+        "warnings",
+        "placed_warnings",
+        "source",
+        "path",
+        "dependencies",
+        "unwritten",
+    )
 
     def __init__(
         self,
@@ -167,6 +179,9 @@ class FileResult:
         self.source = source
         self.path = path
         self.dependencies: list[Path] = dependencies if dependencies is not None else []  # configs its evidence read
+        # A pool worker's fixed file, for the run's own process to write: (the new bytes, the bytes
+        # the file must still hold). `fixed` and `findings` already say what it will be.
+        self.unwritten: tuple[bytes, bytes] | None = None
 
     @property
     def reports_anything(self) -> bool:

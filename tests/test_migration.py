@@ -340,6 +340,61 @@ def test_a_forked_worker_that_dies_has_its_share_checked_by_the_run(tmp_path: Pa
     assert sorted(f.display for f in result.findings) == [f"train{i}.py" for i in range(4)]
 
 
+@pytest.mark.parametrize("pooled", ["parsing", "everything"])
+def test_a_pooled_fix_run_writes_every_fix_from_the_runs_own_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pooled: str
+) -> None:
+    """The workers fix, the run's process writes: an interrupt kills workers, never a write."""
+    from placement_lint import engine
+    from placement_lint.fixes import write
+
+    if not engine._CAN_FORK:
+        pytest.skip("this platform's workers do not fork")
+    for i in range(8):
+        (tmp_path / f"train{i}.py").write_text(ZERO3)
+    writers = tmp_path.parent / f"{tmp_path.name}-writers"
+    real = write.replace_file
+
+    def recorded(target: Path, data: bytes, mode: int | None, durable: bool = True) -> None:
+        with writers.open("a") as log:
+            log.write(f"{os.getpid()}\n")
+        real(target, data, mode, durable)
+
+    monkeypatch.setattr(write, "replace_file", recorded)
+    monkeypatch.setattr(engine, "POOL_THRESHOLD_BYTES" if pooled == "parsing" else "SCREEN_POOL_BYTES", 0)
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(jobs=2, fix=True), tmp_path)
+    assert sorted(r.display for r in result.files if r.fixed) == [f"train{i}.py" for i in range(8)]
+    assert all('device_map="auto"' not in (tmp_path / f"train{i}.py").read_text() for i in range(8))
+    assert writers.read_text().split() == [str(os.getpid())] * 8
+
+
+def test_a_file_changed_under_a_pooled_fix_is_checked_again_by_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from placement_lint import engine
+
+    if not engine._CAN_FORK:
+        pytest.skip("this platform's workers do not fork")
+    for i in range(4):
+        (tmp_path / f"train{i}.py").write_text(ZERO3)
+    parent = os.getpid()
+    real = engine._screen_batch
+    edited = ZERO3.replace("# spread", "# someone else's edit")
+
+    def edits_after_reading(batch: list[int]) -> list[tuple[int, Screened | str | None]]:
+        done = real(batch)
+        if os.getpid() != parent:  # the file changes after the worker read it, before the run writes it
+            for index, _ in done:
+                Path(engine._WORKER_PENDING[index].name).write_text(edited)
+        return done
+
+    monkeypatch.setattr(engine, "_screen_batch", edits_after_reading)
+    monkeypatch.setattr(engine, "SCREEN_POOL_BYTES", 0)
+    result = run([tmp_path], Settings(root=tmp_path, codes=CODES), RunOptions(jobs=2, fix=True), tmp_path)
+    texts = [(tmp_path / f"train{i}.py").read_text() for i in range(4)]
+    assert all('device_map="auto"' not in text for text in texts), "the edited files were fixed as they are now"
+    assert sum("someone else's edit" in text for text in texts) >= 1, "a worker took a share"
+    assert sorted(r.display for r in result.files if r.fixed) == [f"train{i}.py" for i in range(4)]
+
+
 def test_the_pieces_hold_every_file_once_big_files_alone(tmp_path: Path) -> None:
     from placement_lint import engine
 
