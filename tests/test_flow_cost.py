@@ -179,14 +179,18 @@ def chain_source(order: list[int], ending: str, in_loop: bool = False) -> str:
 
 
 def recorded_states(module: ast.Module) -> list[tuple[object, ...]]:
-    """Every state the walk of main() recorded, as comparable values: each key's bindings and each dict's keys."""
+    """Every state the walk of main() recorded, as comparable values: each key's bindings (as a question
+    reads them) and each dict's keys."""
     resolver = Resolver(module, ZERO3)
     function = module.body[0]
     flow = resolver._record_scope(function)
     states = [*(flow.before[id(s)] for s in ast.walk(function) if isinstance(s, ast.stmt) and id(s) in flow.before), flow.end]
     return [
         (
-            sorted((key, [tuple(map(id, b[:2])) + (b[2], b[3]) for b in bindings]) for key, bindings in state.values.items()),
+            sorted(
+                (key, [tuple(map(id, b[:2])) + (b[2], b[3]) for b in resolver._bindings_read(bindings)])
+                for key, bindings in state.values.items()
+            ),
             sorted(state.entries.items()),
         )
         for state in states
@@ -271,3 +275,52 @@ def consumer_searches(blocks: int, monkeypatch: pytest.MonkeyPatch) -> int:
 def test_a_model_moved_again_and_again_is_followed_once_from_each_point(monkeypatch: pytest.MonkeyPatch) -> None:
     short, long = consumer_searches(20, monkeypatch), consumer_searches(40, monkeypatch)
     assert long <= 2.2 * short, (short, long)
+
+
+def items_joined(blocks: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The items the joins of a function store, whose `model` is re-bound under nested ifs block after
+    block, so a binding of every block before reaches each join."""
+    block = "    if args.a_{i}:\n        if args.b_{i}:\n            model = load({i})\n    use(model)\n"
+    source = "def main(args):\n    model = None\n" + "".join(block.format(i=i) for i in range(blocks))
+    count = 0
+    merge = dataflow.merge
+
+    def counted(states, written, *args):  # type: ignore[no-untyped-def]
+        nonlocal count
+        joined = merge(states, written, *args)
+        count += sum(len(joined.get(key) or ()) for key in written) if len(states) > 1 else 0
+        return joined
+
+    monkeypatch.setattr(dataflow, "merge", counted)
+    module = ast.parse(source)
+    Resolver(module, ZERO3)._record_scope(module.body[0])
+    monkeypatch.undo()
+    return count
+
+
+def test_a_join_stores_what_its_branches_changed_not_everything_that_reaches_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    short, long = items_joined(40, monkeypatch), items_joined(80, monkeypatch)
+    assert long <= 2.1 * short, (short, long)  # a binding per block before, rebuilt at each join: 4x
+
+
+def test_a_binding_carried_through_a_branch_keeps_its_condition_past_the_joins_inside_the_other() -> None:
+    source = (
+        "def main(args):\n"
+        "    x = 1\n"
+        "    if args.c:\n"
+        "        x = None\n"
+        "    else:\n"
+        "        for step in range(3):\n"
+        "            try:\n"
+        "                step = step + 1\n"
+        "            except Exception:\n"
+        "                if args.bits in [4, 8]:\n"
+        "                    x = None\n"
+        "    use(x)\n"
+    )
+    module = ast.parse(source)
+    read = next(n for n in ast.walk(module) if isinstance(n, ast.Name) and n.id == "x" and isinstance(n.ctx, ast.Load))
+    found = Resolver(module, ZERO3).bindings("x", read)
+    assert found is not None
+    first = next(b for b in found if b.statement.lineno == 2)
+    assert {(test.lineno, taken) for test, taken in first.path} == {(3, False)}, "x = 1 reaches only where args.c is false"

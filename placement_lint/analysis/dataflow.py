@@ -15,9 +15,13 @@ by looking at those keys alone. At each compound statement:
   condition is decided (once: `truth` keeps every condition's answer) only when the branches hand
   on different states; a branch the setup rules out is still walked for the questions inside it,
   but not joined.
-  Where both branches are joined, a binding from before the `if` that a branch carries through
-  unchanged (while the other re-binds its name) keeps that branch's condition as its `path`: `x =
-  None` reaches past `if q: x = cfg()` only where q is false. Conditions on one value that
+  Where both branches are joined, every binding of a key a branch changed reaches the join with
+  that branch's condition in its `path`: `x = None` reaches past `if q: x = cfg()` only where q is
+  false (a binding made in the branch has the condition among its own guards already). A key's
+  list is marked as a whole (flowstate.Carried), not binding by binding, and two long lists join as
+  two items, so a join costs the same however much reaches it; a question reads a marked list once
+  (`_bindings_read`), each binding with the conditions of every way it came, and one binding that
+  came several ways keeps the conditions all its ways share. Conditions on one value that
   contradict (`excludes`) then keep a binding from a read on a path it cannot take.
 - a loop: one earlier pass of the body, with conditions left undecided (a condition there could
   ask about a later point of this very body), gives what the body binds on a previous iteration;
@@ -36,13 +40,14 @@ by looking at those keys alone. At each compound statement:
 Statements after a `return`, `raise`, `break` or `continue` get the state where control left.
 
 Cost: for a scope of n statements nested at most d deep, O(n * d) statement visits, each O(log k)
-for the k keys it changes; a join costs the keys its paths changed plus the bindings they hold. An
-`elif` chain of b branches costs b joins, each of the keys its branch writes and those the state
-before the chain has, plus the bindings those hold: linear in the chain for names fresh to each
-branch. What stays superlinear is what the representation holds: a name bound in every branch (or
-re-bound under an `if` block after block) reaches the join below with a binding per branch, and
-each join rebuilds that list; a path down a chain holds a condition per branch passed, and each
-question compares its conditions with those of the bindings it reaches.
+for the k keys it changes; a join costs the keys its paths changed, each O(1) (a list longer than
+four joins as one item). An `elif` chain of b branches costs b joins, each of the keys its branch
+writes and those the state before the chain has: linear in the chain. A question pays for what it
+reads: the first read of a marked list costs the lists inside it once each, times the bindings
+they hold (kept: a later read of any of them is a lookup). What stays superlinear is what the
+answers hold: a name re-bound in every branch of a chain reaches a read below it with a binding per
+branch, a path down a chain holds a condition per branch passed, and each question compares its
+conditions with those of the bindings it reaches.
 Questions cost their answer: a lookup, then the bindings followed. A question asked while its own
 scope is being walked, about a point the walk has not reached (a condition reading a value bound
 further down a loop), sees nothing bound there yet.
@@ -59,7 +64,7 @@ from contextlib import contextmanager
 from functools import cached_property, partial
 
 from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
-from placement_lint.analysis.flowstate import EMPTY, FlowState, Scratch, base_of, merge
+from placement_lint.analysis.flowstate import EMPTY, Bindings, Carried, FlowState, Scratch, base_of, merge
 from placement_lint.analysis.guards import (
     NO_LITERAL,
     Fact,
@@ -283,6 +288,7 @@ class Resolver:
         self._imported_functions: dict[str, ForeignFunction | None] = {}  # see imported_function
         self._enclosing: dict[tuple[int, bool], tuple[Guard, ...]] = {}  # by (id(if), branch), see enclosing_guards
         self._filed_paths: dict[int, tuple[FactIndex, set[Guard], bool]] = {}  # by id of an enclosing tuple
+        self._read: dict[int, tuple[Bindings, list[Binding]]] = {}  # by id of a stored list, see _bindings_read
 
     @contextmanager
     def following_imports(self) -> Iterator[None]:
@@ -713,7 +719,7 @@ class Resolver:
         scope = self.scope_of(at)
         state = self._state_before(scope, at)
         if key in state:
-            return state[key]
+            return self._bindings_read(state[key])
         base = key.split("[", 1)[0]
         if "[" in key and _known_absent(state, base):
             return [Binding(ABSENT, at)]
@@ -722,10 +728,44 @@ class Resolver:
                 return None
             module_state = self._state_before(self.module, None)
             if key in module_state:
-                return module_state[key]
+                return self._bindings_read(module_state[key])
             if "[" in key and _known_absent(module_state, base):
                 return [Binding(ABSENT, at)]
         return None
+
+    def _bindings_read(self, stored: Bindings) -> list[Binding]:
+        """A stored list as its bindings, each with the path it was carried along (flowstate.Carried).
+        Each list is read once, after the lists its Carried hold (in a loop, not a recursion: a long
+        function nests a Carried per `if`), and its reading folded, so a list that many ways reach
+        costs its length once per way, never once per path through the ways."""
+        read = self._read
+        if not _carries(stored):
+            return stored
+        pending = [stored]
+        while pending:
+            top = pending[-1]
+            if id(top) in read:
+                pending.pop()
+                continue
+            inner = [
+                item.bindings
+                for item in top
+                if type(item) is Carried and id(item.bindings) not in read and _carries(item.bindings)
+            ]
+            if inner:
+                pending += inner
+                continue
+            pending.pop()
+            bindings: list[Binding] = []
+            for item in top:
+                if type(item) is not Carried:
+                    bindings.append(item)
+                    continue
+                carried = read[id(item.bindings)][1] if id(item.bindings) in read else item.bindings
+                guards = item.guards
+                bindings += [Binding(b[0], b[1], b[2], (*b[3], *guards)) for b in carried] if guards else carried
+            read[id(top)] = (top, _folded(list(dict.fromkeys(bindings))))
+        return read[id(stored)][1]
 
     def map_entries(self, name: ast.expr) -> MapEntries | None:
         """Every value the dict bound to `name` holds where `name` is read, when entries were stored
@@ -737,14 +777,14 @@ class Resolver:
         state = self._state_before(scope, name)
         if key_of(base, _KNOWN_DICT) not in state:
             return None
-        stored = [b for k in state.keys_under(base) if k != key_of(base, _KNOWN_DICT) for b in state[k]]
+        stored = [b for k in state.keys_under(base) if k != key_of(base, _KNOWN_DICT) for b in self._bindings_read(state[k])]
         # Stored apart from every display bound to the name (with two live, `None` then `{"": rank}`
         # under `if`, an entry of the one is not a store after the other).
-        built = {id(d.statement) for d in state.get(base, [])}
+        built = {id(d.statement) for d in self._bindings_read(state.get(base, []))}
         if all(id(b.statement) in built for b in stored):
             return None
         values = tuple(b.value for b in stored if isinstance(b.value, ast.expr))
-        computed = [b for b in state.get(key_of(base, _COMPUTED_KEYS), []) if isinstance(b.value, ast.expr)]
+        computed = [b for b in self._bindings_read(state.get(key_of(base, _COMPUTED_KEYS), [])) if isinstance(b.value, ast.expr)]
         spread_by = next((b.statement for b in computed if self._varies_with_loop(b.value, b.statement)), None)  # type: ignore[arg-type]
         return MapEntries(values, spread_by)  # type: ignore[arg-type]
 
@@ -1466,7 +1506,7 @@ class Resolver:
                 else:  # setdefault keeps what is there
                     before = state.get(key)
                     known_absent = before is None and key_of(base, _KNOWN_DICT) in state
-                    if known_absent or (before and all(b.value is ABSENT for b in before)):
+                    if known_absent or (before and all(b.value is ABSENT for b in self._bindings_read(before))):
                         state[key] = [Binding(value, stmt, guards)]
 
 
@@ -1529,46 +1569,81 @@ def _touches(state: FlowState, key: str) -> bool:
 
 
 def _carried_through(head: FlowState, branch: FlowState, changed: set[str], guard: Guard) -> FlowState:
-    """A branch's state, where each key a branch changed still holds its bindings from before the
-    `if`: on this path they came through the branch whose condition is `guard`."""
+    """A branch's state, where each key a branch changed and that held bindings before the `if` is
+    marked as come through the branch whose condition is `guard`: all its bindings at once (see
+    flowstate.Carried), so a join costs the same however much reaches it. A binding made in the
+    branch has the condition among its own guards already, so marking it too changes nothing."""
     scratch: Scratch | None = None
     for key in changed:
         before = head.get(key)
         bindings = branch.get(key)
         if not before or not bindings:
             continue
-        kept = {id(b) for b in before}
-        if not any(id(b) in kept for b in bindings):
-            continue
+        if not any(type(b) is Carried for b in bindings) and set(map(id, before)).isdisjoint(map(id, bindings)):
+            continue  # only the branch's own bindings
         if scratch is None:
             scratch = branch.edit()
-        # Built directly: a named tuple's _replace costs three times as much, once per binding per `if`.
-        scratch[key] = [Binding(b[0], b[1], b[2], (*b[3], guard)) if id(b) in kept else b for b in bindings]
+        scratch[key] = [Carried(bindings, (guard,))]
     return branch if scratch is None else scratch.freeze()
 
 
 def _joined_paths(state: FlowState, written: set[str]) -> FlowState:
-    """One binding reaching the join along both branches is one binding: only the conditions both of its
-    ways share still hold for it."""
+    """Bindings carried to the join along both branches are carried along neither: only the conditions
+    both of their ways share still hold for them."""
     scratch: Scratch | None = None
     for key in written:
-        bindings = state.get(key)
-        if not bindings or len(bindings) < 2 or not any(b.path for b in bindings):
+        items = state.get(key)
+        if not items or len(items) < 2:
             continue
-        combined: dict[tuple[int, int, tuple[Guard, ...]], Binding] = {}
-        for b in bindings:
-            same = (id(b.value), id(b.statement), b.guards)
-            earlier = combined.get(same)
-            if earlier is None:
-                combined[same] = b
-            else:  # a path is a condition per `if` the binding was carried through: a set, not a scan each
-                ways = set(b.path)
-                combined[same] = Binding(earlier[0], earlier[1], earlier[2], tuple(g for g in earlier.path if g in ways))
-        if len(combined) < len(bindings):
-            if scratch is None:
-                scratch = state.edit()
-            scratch[key] = list(combined.values())
+        ways: dict[int, list[Carried]] = {}
+        for item in items:
+            if type(item) is Carried:
+                ways.setdefault(_carried_key(item), []).append(item)
+        if len(ways) == sum(map(len, ways.values())):
+            continue
+        joined: list[Binding | Carried] = []
+        for item in items:
+            if type(item) is not Carried:
+                joined.append(item)
+                continue
+            same = ways.pop(_carried_key(item), None)
+            if same is None:
+                continue  # joined with the first of its kind
+            guards = item.guards
+            for other in same[1:]:
+                held = set(other.guards)
+                guards = tuple(g for g in guards if g in held)
+            joined.append(item if len(same) == 1 else Carried(item.bindings, guards))
+        if scratch is None:
+            scratch = state.edit()
+        scratch[key] = joined
     return state if scratch is None else scratch.freeze()
+
+
+def _carried_key(item: Carried) -> int:
+    """What two Carried of the same bindings share: the one binding, or the list they carry."""
+    return id(item.bindings[0]) if len(item.bindings) == 1 else id(item.bindings)
+
+
+def _carries(stored: Bindings) -> bool:
+    return any(type(item) is Carried for item in stored)
+
+
+def _folded(bindings: list[Binding]) -> list[Binding]:
+    """One binding reaching a point along several ways is one binding: only the conditions all of its
+    ways share still hold for it (in the order of its first way)."""
+    if len(bindings) < 2 or not any(b.path for b in bindings):
+        return bindings
+    combined: dict[tuple[int, int, tuple[Guard, ...]], Binding] = {}
+    for b in bindings:
+        same = (id(b.value), id(b.statement), b.guards)
+        earlier = combined.get(same)
+        if earlier is None:
+            combined[same] = b
+        else:  # a path is a condition per `if` the binding was carried through: a set, not a scan each
+            ways = set(b.path)
+            combined[same] = Binding(earlier[0], earlier[1], earlier[2], tuple(g for g in earlier.path if g in ways))
+    return list(combined.values()) if len(combined) < len(bindings) else bindings
 
 
 def _mutates(call: ast.Call) -> bool:

@@ -22,7 +22,34 @@ from typing import Any
 
 from immutables import Map
 
-Bindings = list  # list[dataflow.Binding]: shared between states, never changed once stored
+Bindings = list  # list[dataflow.Binding | Carried]: shared between states, never changed once stored
+
+
+class Carried:
+    """Bindings from before an `if`, carried unchanged through a branch of it: read as each binding
+    of `bindings` (a stored list, shared) with `guards` added to the end of its path.
+
+    A join marks every binding that reaches it along one branch only with that branch's condition
+    (dataflow.Binding.path). Marking each binding anew made a join cost as much as everything that
+    reaches it: a name bound under each of a long function's ifs holds one binding per if, so the
+    function cost the square of its length. A Carried marks them all at once; the bindings are
+    marked when a question reads them (dataflow.Resolver.bindings)."""
+
+    __slots__ = ("bindings", "guards")
+
+    def __init__(self, bindings: Bindings, guards: tuple[Any, ...]) -> None:
+        self.bindings = bindings
+        self.guards = guards
+
+
+_JOINED_WHOLE = 4  # a list longer than this joins as one item; shorter ones show their Carried to be folded
+
+
+def first_binding(bindings: Bindings) -> Any:
+    """The first binding a stored list reads as."""
+    while type(bindings[0]) is Carried:
+        bindings = bindings[0].bindings
+    return bindings[0]
 
 
 def base_of(key: str) -> str:
@@ -132,14 +159,17 @@ def merge(
                 scratch.values[key] = found[0]
             continue
         present = bool(found)
-        # In order of first appearance, each once: one pass in C. A name bound before each of many
-        # loops holds a binding per loop (the loop may not run), and this join happens at every loop.
-        merged = dict.fromkeys(chain.from_iterable(found))
+        # In order of first appearance, each once. A path's long list joins as one Carried, read in
+        # its place: down an elif chain each link joins what all the links below hand on, and
+        # copying that made a chain cost the square of its length.
+        merged = dict.fromkeys(
+            chain.from_iterable((Carried(bindings, ()),) if len(bindings) > _JOINED_WHOLE else bindings for bindings in found)
+        )
         if "[" in key and not key.endswith(("[[?]]", "[[*]]")):
             base = base_of(key)
             for state in states:
                 if key not in state.values and known_absent(state, base) and state.values.get(base):
-                    first = state.values[base][0]
+                    first = first_binding(state.values[base])
                     marker = binding(absent, first.statement, first.guards)
                     if present:
                         merged.setdefault(marker)
