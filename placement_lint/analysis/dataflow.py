@@ -632,13 +632,15 @@ class Resolver:
             return found
         filed, held, consistent = self._filed_path(here) if here is enclosing else self._file_path(here)
         # A binding all of whose conditions are the read's own (down an if/elif chain, those of the
-        # read's branch) is excluded only by a contradiction within the read's path, worked out once.
+        # read's branch) is excluded only by a contradiction within the read's path, worked out once;
+        # on a path without one, only the binding's other conditions can contradict it (down a chain,
+        # its own branch's test, not the tests of the branches both passed).
         return [
             b
             for b in found
             if not (b.guards or b.path)
             or (held.issuperset(b.guards) and held.issuperset(b.path) and consistent)
-            or not filed.contradicted(self._facts_of((*b.guards, *b.path)), self._same_value)
+            or not filed.contradicted(self._facts_of(_beyond(held, b) if consistent else (*b.guards, *b.path)), self._same_value)
         ]
 
     def _filed_path(self, enclosing: tuple[Guard, ...]) -> tuple[FactIndex, set[Guard], bool]:
@@ -1623,6 +1625,11 @@ def _joined_paths(state: FlowState, written: set[str]) -> FlowState:
 def _carried_key(item: Carried) -> int:
     """What two Carried of the same bindings share: the one binding, or the list they carry."""
     return id(item.bindings[0]) if len(item.bindings) == 1 else id(item.bindings)
+
+
+def _beyond(held: set[Guard], binding: Binding) -> list[Guard]:
+    """The binding's conditions that a read's path does not hold."""
+    return [condition for condition in (*binding.guards, *binding.path) if condition not in held]
 
 
 def _carries(stored: Bindings) -> bool:
