@@ -317,15 +317,20 @@ def test_a_pool_whose_workers_spawn_gives_the_same_findings(tmp_path: Path, thre
     ]
 
 
-def test_a_forked_worker_that_dies_has_its_share_checked_by_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
+def forked_workers_over(tmp_path: Path, files: int) -> None:
+    """Skip where workers do not fork; else `files` training scripts, each with a finding."""
     from placement_lint import engine
 
     if not engine._CAN_FORK:
         pytest.skip("this platform's workers do not fork")
-    for i in range(4):
+    for i in range(files):
         (tmp_path / f"train{i}.py").write_text(ZERO3)
+
+
+def test_a_forked_worker_that_dies_has_its_share_checked_by_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from placement_lint import engine
+
+    forked_workers_over(tmp_path, 4)
     parent = os.getpid()
     real = engine._screen_batch
 
@@ -348,10 +353,7 @@ def test_a_pooled_fix_run_writes_every_fix_from_the_runs_own_process(
     from placement_lint import engine
     from placement_lint.fixes import write
 
-    if not engine._CAN_FORK:
-        pytest.skip("this platform's workers do not fork")
-    for i in range(8):
-        (tmp_path / f"train{i}.py").write_text(ZERO3)
+    forked_workers_over(tmp_path, 8)
     writers = tmp_path.parent / f"{tmp_path.name}-writers"
     real = write.replace_file
 
@@ -371,10 +373,7 @@ def test_a_pooled_fix_run_writes_every_fix_from_the_runs_own_process(
 def test_a_file_changed_under_a_pooled_fix_is_checked_again_by_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from placement_lint import engine
 
-    if not engine._CAN_FORK:
-        pytest.skip("this platform's workers do not fork")
-    for i in range(4):
-        (tmp_path / f"train{i}.py").write_text(ZERO3)
+    forked_workers_over(tmp_path, 4)
     parent = os.getpid()
     real = engine._screen_batch
     edited = ZERO3.replace("# spread", "# someone else's edit")
