@@ -49,7 +49,7 @@ def test_pyproject_pep621_and_poetry(tmp_path: Path) -> None:
         },
     )
     assert found["transformers"] == [(">=5.0", "pyproject.toml [project]")]
-    assert found["trl"] == [("==0.27.0", "pyproject.toml [project]")]
+    assert found["trl"] == [("==0.27.0", "pyproject.toml [project.optional-dependencies] train")]
     assert found["accelerate"] == [("<0.35,>=0.34.2", "pyproject.toml [tool.poetry]")]
     assert found["peft"] == [("<0.14,>=0.13", "pyproject.toml [tool.poetry]")]
     assert found["deepspeed"] == [("==0.15.4", "pyproject.toml [tool.poetry]")]

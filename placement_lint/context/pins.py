@@ -137,12 +137,13 @@ def _pyproject(text: str, shown: str) -> list[tuple[str, str, str]]:
     data = parsed_toml(text)
     found = []
     project = data.get("project", {})
-    lines = list(project.get("dependencies", []))
-    for extra in project.get("optional-dependencies", {}).values():
-        lines += list(extra)
-    for line in lines:
+    # Each pin says where it is: an extra's (`pip install .[minicpmv]`) is not the project's own.
+    lines = [(line, f"{shown} [project]") for line in project.get("dependencies", [])]
+    for name, extra in project.get("optional-dependencies", {}).items():
+        lines += [(line, f"{shown} [project.optional-dependencies] {name}") for line in extra]
+    for line, where in lines:
         if isinstance(line, str):
-            found += _requirement(line, f"{shown} [project]")
+            found += _requirement(line, where)
     poetry = data.get("tool", {}).get("poetry", {})
     tables = [poetry.get("dependencies", {}), *(g.get("dependencies", {}) for g in poetry.get("group", {}).values())]
     for table in tables:
