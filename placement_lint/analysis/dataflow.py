@@ -1749,6 +1749,29 @@ def call_literals(call: ast.Call, function: ast.FunctionDef, rebound: frozenset[
     return {name: value for name, value in call_arguments(call, function, rebound).items() if isinstance(value, ast.Constant)}
 
 
+_CONSTRUCTOR = "_placement_lint_constructor"
+
+
+def constructor(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    """The class's own `__init__` as a call of the class sees it: its parameters without `self`
+    (its body and defaults the very nodes), for call_arguments; made once and kept on the class."""
+    if hasattr(cls, _CONSTRUCTOR):
+        return getattr(cls, _CONSTRUCTOR)  # type: ignore[no-any-return]
+    found = [s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"]
+    view = None
+    if len(found) == 1 and (found[0].args.posonlyargs or found[0].args.args):
+        init = found[0]
+        args = copy.copy(init.args)
+        if args.posonlyargs:
+            args.posonlyargs = args.posonlyargs[1:]
+        else:
+            args.args = args.args[1:]
+        view = copy.copy(init)
+        view.args = args
+    setattr(cls, _CONSTRUCTOR, view)
+    return view
+
+
 class _ParametersAsPassed(ast.NodeTransformer):
     """A copy of a helper's condition whose reads of its parameters are the caller's arguments (the
     very nodes, so that a fact on one is a fact on the caller's value)."""

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from placement_lint.analysis.dataflow import Resolver
+from placement_lint.analysis.dataflow import Resolver, constructor
 from placement_lint.analysis.flow import ModelFlow, returned_item, unpacked_positions
 from placement_lint.analysis.index import index_of
 from placement_lint.analysis.names import ImportTable
@@ -429,9 +429,10 @@ def _calls_that_matter(
 
 
 def record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict[Path, set[Path]]) -> list[Path]:
-    """Fill `context.calls`: for each module a launch reaches through imports, per top-level function,
-    the literal arguments (and the defaults they leave) of every call its launched importers make of
-    it; None when an importer also uses the function otherwise (a callback: its calls are unknown).
+    """Fill `context.calls`: for each module a launch reaches through imports, per top-level function
+    (or class, whose calls are its `__init__`'s), the literal arguments (and the defaults they leave)
+    of every call its launched importers make of it; None when an importer also uses the name
+    otherwise (a callback, a subclass, a class method: its calls are unknown).
     Returns the modules read for their functions' defaults (inputs of the context, whole)."""
     from placement_lint.analysis.dataflow import call_literals, rebound_names
 
@@ -451,7 +452,7 @@ def record_importer_calls(context: RepoContext, graph: ModuleGraph, edges: dict[
                         continue  # no rule fires there: what its functions are called with decides nothing
                     if named_otherwise is None:
                         named_otherwise = _named_otherwise(summary.module)
-                    function = _top_level_function(_tree(graph, module, trees), function_name)
+                    function = _called_function(_tree(graph, module, trees), function_name)
                     known = context.calls.setdefault(module, {})
                     if function is None or name in named_otherwise or (function_name in known and known[function_name] is None):
                         known[function_name] = None
@@ -498,11 +499,17 @@ def _tree(graph: ModuleGraph, module: Path, trees: dict[Path, ast.Module | None]
     return trees[module]
 
 
-def _top_level_function(tree: ast.Module | None, name: str) -> ast.FunctionDef | None:
+def _called_function(tree: ast.Module | None, name: str) -> ast.FunctionDef | None:
+    """What a call of the module's top-level `name` runs with its arguments: the function, or a
+    class's `__init__` as the call sees it (without `self`)."""
     if tree is None:
         return None
-    found = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name]
-    return found[0] if len(found) == 1 and isinstance(found[0], ast.FunctionDef) else None
+    found = [s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == name]
+    if len(found) != 1:
+        return None
+    if isinstance(found[0], ast.ClassDef):
+        return constructor(found[0])
+    return found[0] if isinstance(found[0], ast.FunctionDef) else None
 
 
 def _returned_uses(flow: ModelFlow, calls: list[ast.Call], where: str) -> list[tuple[int | None, tuple[Consumer, ...]]]:

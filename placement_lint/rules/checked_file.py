@@ -188,19 +188,29 @@ class CheckedFile:
 
     def _importers_rule_out(self, device_map: DeviceMap, context: Context, resolver: Resolver) -> bool:
         """The setup reaches this module only through a launched script that imports it, the value is
-        in a top-level function this module never calls itself, and every call the launched importers
-        make of it passes (or leaves at its default) a literal that rules out the value's branch:
-        `build(cls, path, ds_config)` never takes `if for_eval:` in `def build(..., for_eval=False)`."""
+        in a top-level function (or a top-level class's `__init__`) this module never calls itself, and
+        every call the launched importers make of it passes (or leaves at its default) a literal that
+        rules out the value's branch: `build(cls, path, ds_config)` never takes `if for_eval:` in
+        `def build(..., for_eval=False)`."""
         strong = [e for e in context.evidence if e.kind not in (Kind.POSSIBLE, Kind.SINGLE)]
         if not strong or any(e.origin != "import" for e in strong):
             return False
         function = self.resolver.scope_of(device_map.loader.node)
-        if not isinstance(function, ast.FunctionDef) or self.resolver.parent(function) is not self.module:
+        if not isinstance(function, ast.FunctionDef):
             return False
-        bindings = self.contexts.remote_calls.get(function.name)
-        if not bindings or self.resolver.index.calls_by_name.get(function.name):
+        owner = self.resolver.parent(function)
+        if isinstance(owner, ast.ClassDef) and function.name == "__init__":  # `W(...)` calls it
+            name, owner = owner.name, self.resolver.parent(owner)
+        else:
+            name = function.name
+        if owner is not self.module:
             return False
-        guards = [*self.resolver.enclosing_guards(device_map.loader.node), *device_map.candidate.guards]
+        bindings = self.contexts.remote_calls.get(name)
+        if not bindings or self.resolver.index.calls_by_name.get(name):
+            return False
+        # The value's conditions: where it was bound, and the branches it came past (`device_map =
+        # "auto"` then `if train_mode and ...: device_map = {"": rank}` reaches only where that is false).
+        guards = [*self.resolver.enclosing_guards(device_map.loader.node), *device_map.candidate.conditions]
         return any(
             all(
                 resolver.truth_for_call(test, function, {name: ast.Constant(value) for name, value in bound.items()})
