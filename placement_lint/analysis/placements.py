@@ -344,7 +344,7 @@ class PlacementAnalysis:
             (
                 call
                 for call in self.resolver.index.calls
-                if _creates(last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG)
+                if _creates_with(call, last_segment(self.imports.qualify(call.func)), _ZERO3_CONFIG, self.resolver)
             ),
             key=lambda c: (c.lineno, c.col_offset),
         )
@@ -603,7 +603,8 @@ class PlacementAnalysis:
         return [
             call
             for call in self.resolver.index.calls
-            if _creates(last_segment(self.imports.qualify(call.func)), names) and not self._parses_only_script_arguments(call)
+            if _creates_with(call, last_segment(self.imports.qualify(call.func)), names, self.resolver)
+            and not self._parses_only_script_arguments(call)
         ]
 
     def _parses_only_script_arguments(self, call: ast.Call) -> bool:
@@ -843,7 +844,7 @@ def _model_load_in(function: ast.FunctionDef, resolver: Resolver, path: str, dep
     None as soon as one of them creates what makes ZeRO-3 visible itself (`HfDeepSpeedConfig(ds_config)`
     before its load): such a helper sets up its own load."""
     calls = [node for node in walk(function) if type(node) is ast.Call]
-    if any(_creates(last_segment(dotted(call.func) or ""), _ZERO3_CONFIG) for call in calls):
+    if any(_creates_with(call, last_segment(dotted(call.func) or ""), _ZERO3_CONFIG, resolver) for call in calls):
         return None
     for call in calls:
         if _builds_a_model(call):
@@ -901,9 +902,9 @@ def _sets_state(function: ast.FunctionDef, resolver: Resolver, depth: int) -> bo
 def _works_out_sets_state(function: ast.FunctionDef, resolver: Resolver, depth: int) -> bool:
     calls = [node for node in own_nodes(function) if type(node) is ast.Call]
     for call in calls:
-        if _creates(last_segment(dotted(call.func) or ""), _DISTRIBUTED_STATE) and not parses_only_script_arguments(
-            call, resolver
-        ):
+        if _creates_with(
+            call, last_segment(dotted(call.func) or ""), _DISTRIBUTED_STATE, resolver
+        ) and not parses_only_script_arguments(call, resolver):
             return True
     return any(
         _sets_state(inner, foreign.resolver if foreign else resolver, depth - 1)
@@ -937,3 +938,36 @@ _PLAIN_DATACLASS_NAMES = frozenset({"ModelConfig", "ScriptArguments", "ModelArgu
 def _creates(name: str, names: set[str]) -> bool:
     """A call that creates one of `names`, parses arguments into TrainingArguments, or builds a TRL config."""
     return name in names or name in _ARGUMENT_PARSING or (name.endswith("Config") and name[:-6].isupper())
+
+
+def _creates_with(call: ast.Call, name: str, names: set[str], resolver: Resolver) -> bool:
+    """_creates, or a parse method of a project's own argument parser (`H4ArgumentParser((ModelArguments,
+    DPOConfig)).parse()`, HfArgumentParser subclassed) whose dataclasses include a training config."""
+    return _creates(name, names) or parses_into_a_config(call, resolver)
+
+
+def parses_into_a_config(call: ast.Call, resolver: Resolver) -> bool:
+    """`parser.parse()` (a `parse...` method neither argparse nor transformers has) where `parser` is
+    built by a project's own `...Parser(...)` given dataclasses, one of which is TrainingArguments, a
+    TRL config or a class derived from one."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr.startswith("parse")) or func.attr in _NOT_INTO_DATACLASSES:
+        return False
+    parser = resolver.candidates(func.value)
+    if len(parser) != 1 or not isinstance(parser[0].value, ast.Call) or not parser[0].value.args:
+        return False
+    maker = last_segment(dotted(parser[0].value.func) or "")
+    if not maker.endswith("Parser") or maker in ("ArgumentParser", "HfArgumentParser"):
+        return False
+    first = parser[0].value.args[0]
+    classes = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
+    names = [last_segment(dotted(c) or "") for c in classes]
+    local = {node.name: node for node in resolver.index.classes}
+    return any(name[:1].isupper() and _config_class(name, local) for name in names)
+
+
+# Parse methods that give no dataclasses (argparse's, which HfArgumentParser inherits), and those
+# _creates knows by name already.
+_NOT_INTO_DATACLASSES = frozenset(
+    {"parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args", *_ARGUMENT_PARSING}
+)
