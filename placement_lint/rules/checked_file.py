@@ -187,13 +187,15 @@ class CheckedFile:
         return sorted(loads, key=lambda load: (load.node.lineno, load.node.col_offset))  # type: ignore[attr-defined]
 
     def _importers_rule_out(self, device_map: DeviceMap, context: Context, resolver: Resolver) -> bool:
-        """The setup reaches this module only through a launched script that imports it, the value is
-        in a top-level function (or a top-level class's `__init__`) this module never calls itself, and
-        every call the launched importers make of it passes (or leaves at its default) a literal that
-        rules out the value's branch: `build(cls, path, ds_config)` never takes `if for_eval:` in
-        `def build(..., for_eval=False)`."""
+        """The setup reaches this module through a launched script that imports it (no launch runs the
+        module itself), the value is in a top-level function (or a top-level class's `__init__`) this
+        module never calls itself, and every call the launched importers make of it passes (or leaves
+        at its default) a literal that rules out the value's branch: `build(cls, path, ds_config)`
+        never takes `if for_eval:` in `def build(..., for_eval=False)`."""
         strong = [e for e in context.evidence if e.kind not in (Kind.POSSIBLE, Kind.SINGLE)]
-        if not strong or any(e.origin != "import" for e in strong):
+        # What the module itself sets up (`TrainingArguments(ddp_find_unused_parameters=...)`) runs
+        # only when a caller calls into it; a launch of the module itself would run it otherwise.
+        if not any(e.origin == "import" for e in strong) or any(e.origin == "launch" for e in strong):
             return False
         function = self.resolver.scope_of(device_map.loader.node)
         if not isinstance(function, ast.FunctionDef):
