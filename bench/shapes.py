@@ -369,6 +369,16 @@ _KWARGS_KEYS_BLOCK = """    if args.retries > {i}:
         model_kwargs["device_map"] = {{"": local_rank}}
     model_kwargs.setdefault("revision_{i}", "main")
 """
+# The device map of one kwargs dict set under an if, block after block, with a load after each: every
+# load can get the map of any block before it, so the answers themselves grow with the square.
+_ENTRY_UNDER_IFS_HEADER = _IMPORTS + _PARSE_ARGS + _MAIN_HEADER + "    model_kwargs = {}\n"
+_ENTRY_UNDER_IFS_BLOCK = """    if args.option_{i}:
+        model_kwargs["device_map"] = {{"": local_rank}} if args.ddp else "auto"
+        model_kwargs["revision"] = "v{i}"
+    if args.other_{i} and model_kwargs.get("device_map"):
+        model_kwargs.pop("device_map")
+    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, **model_kwargs)
+"""
 _KWARGS_KEYS_FOOTER = (
     "    model = AutoModelForCausalLM.from_pretrained(args.model_name_or_path, **model_kwargs)\n"
     "    models.append(model)\n" + _MAIN_FOOTER
@@ -452,6 +462,9 @@ SHAPES: dict[str, Shape] = {
     "retry": Shape(
         _RETRY_BLOCK, 20, header=_RETRY_HEADER, footer=_LOOP_FOOTER, doc="try/except/finally, ifs, continue in a loop"
     ),
+    "entry-under-ifs": Shape(
+        _ENTRY_UNDER_IFS_BLOCK, 42, header=_ENTRY_UNDER_IFS_HEADER, doc="a kwargs entry set under each if, a load after each"
+    ),
 }
 
 
@@ -463,8 +476,12 @@ SHAPES: dict[str, Shape] = {
 # elif-loop 3.62 s 5.4 -> 3.23 s 6.9 (the 2x times fell more than the 8x ones). What is still quadratic
 # is the representation: a name bound in every branch of a chain (or re-bound under an `if` block after
 # block) holds a binding per branch, a list every join rebuilds, and a path down a chain holds a
-# condition per branch passed, which every question there compares.
-SCALING_SHAPES = ("elif", "rewrapped", "elif-fresh", "nested-if-shared", "elif-loop")
+# condition per branch passed, which every question there compares. 0.10.0 marks a key's bindings with
+# a branch's condition as a whole (flowstate.Carried), and each read tries only the conditions its path
+# lacks: 8x/2x in CPU time on a shared machine, before -> after: nested-if-shared 7.2 -> 2.2, elif 5.3
+# -> 4.3, elif-loop 6.6 -> 4.6. entry-under-ifs, found after, is quadratic in its answers: each of n
+# loads can get the map of any block before it (8x/2x 7.9, 6.5 once each value is classified once).
+SCALING_SHAPES = ("elif", "rewrapped", "elif-fresh", "nested-if-shared", "elif-loop", "entry-under-ifs")
 
 
 def training_script(shape: str, scale: int) -> str:

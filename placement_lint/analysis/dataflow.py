@@ -289,6 +289,8 @@ class Resolver:
         self._enclosing: dict[tuple[int, bool], tuple[Guard, ...]] = {}  # by (id(if), branch), see enclosing_guards
         self._filed_paths: dict[int, tuple[FactIndex, set[Guard], bool]] = {}  # by id of an enclosing tuple
         self._read: dict[int, tuple[Bindings, list[Binding]]] = {}  # by id of a stored list, see _bindings_read
+        self._entries_followed: dict[tuple[int, int, int, bool], tuple[Binding, list[Candidate]]] = {}  # see _entry_values
+        self._walks = 0  # scopes being walked now: a question asked meanwhile may see a state not complete yet
 
     @contextmanager
     def following_imports(self) -> Iterator[None]:
@@ -1073,6 +1075,18 @@ class Resolver:
         found = self.bindings(name.split(".")[0], call)
         return bool(found) and all(isinstance(b.statement, (ast.Import, ast.ImportFrom)) for b in found)
 
+    def _entry_values(self, binding: Binding) -> list[Candidate]:
+        """What a dict entry's binding can hold, once a binding (by its value, statement and guards, which
+        its copies share): an entry set under each of many ifs reaches every load after it. Not kept
+        while a scope is walked: what it reads there may be bound further down."""
+        if self._walks:
+            return self.candidates(binding.value, binding.guards, (binding.statement,))  # type: ignore[arg-type]
+        key = (id(binding.value), id(binding.statement), id(binding.guards), self._importing > 0)
+        known = self._entries_followed.get(key)
+        if known is None:
+            known = self._entries_followed[key] = (binding, self.candidates(binding.value, binding.guards, (binding.statement,)))  # type: ignore[arg-type]
+        return known[1]
+
     def key_candidates(self, mapping: ast.expr, key: str, depth: int = 0) -> list[Candidate] | None:
         """Values of `mapping[key]` for a kwargs dict; None when the dict's keys are unknown."""
         if depth > 6:
@@ -1092,7 +1106,7 @@ class Resolver:
             out: list[Candidate] = []
             for binding in found:
                 if isinstance(binding.value, ast.expr):
-                    followed = self.candidates(binding.value, binding.guards, (binding.statement,))
+                    followed = self._entry_values(binding)
                     out += [c._replace(path=(*binding.path, *c.path)) for c in followed] if binding.path else followed
                 else:
                     out.append(Candidate(binding.value, binding.guards, (binding.statement,), path=binding.path))
@@ -1177,10 +1191,12 @@ class Resolver:
         flow = self._flows[id(scope)] = _ScopeFlow()
         body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) else []
         previous, self._recording = self._recording, flow.before
+        self._walks += 1
         try:
             flow.end = self._record(body, EMPTY, ())[0]  # type: ignore[arg-type]
         finally:
             self._recording = previous
+            self._walks -= 1
         return flow
 
     def _record(self, stmts: list[ast.stmt], state: FlowState, guards: tuple[Guard, ...]) -> _Outcome:

@@ -18,7 +18,16 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 
 from placement_lint.analysis.consumers import Consumer, ConsumerKind
-from placement_lint.analysis.dataflow import ABSENT, Candidate, ForeignFunction, Resolver, dict_entries, own_nodes, rebound_names
+from placement_lint.analysis.dataflow import (
+    ABSENT,
+    Candidate,
+    ForeignFunction,
+    MapEntries,
+    Resolver,
+    dict_entries,
+    own_nodes,
+    rebound_names,
+)
 from placement_lint.analysis.flow import ModelFlow, no_ancestors
 from placement_lint.analysis.index import ModuleIndex, walk
 from placement_lint.analysis.names import ImportTable, argument, dotted, keyword, last_segment
@@ -280,6 +289,7 @@ class PlacementAnalysis:
         return found
 
     def _collect_device_maps(self, found: list[DeviceMap], seen: set[tuple[int, int]]) -> None:
+        classifications: dict[tuple[int, int, MapEntries | None], Classified] = {}
         for node in _device_map_sources(self.resolver.index, self.imports, self._forwarding_here):
             for loader, candidates in self._loader_values(node):
                 quantized = self._quantized(loader)
@@ -293,7 +303,12 @@ class PlacementAnalysis:
                     seen.add((id(loader.node), id(candidate.value)))
                     # A value from a helper in another module is resolved in that module.
                     owner = candidate.foreign.resolver if candidate.foreign else self.resolver
-                    classified = classify(candidate.value, owner.candidates, entries=candidate.entries)  # type: ignore[union-attr]
+                    # Once a value: what it is depends on where it is written, not on the load it
+                    # reaches (a kwargs entry set under each of many ifs reaches every load after it).
+                    key = (id(candidate.value), id(owner), candidate.entries)
+                    classified = classifications.get(key)
+                    if classified is None:
+                        classified = classifications[key] = classify(candidate.value, owner.candidates, entries=candidate.entries)  # type: ignore[union-attr]
                     found.append(DeviceMap(loader, candidate, classified, quantized, after_state, after_config, self._weak))
 
     @cached_property
