@@ -895,7 +895,7 @@ class Resolver:
         for binding in found:
             if isinstance(binding.value, ast.expr):
                 followed = self.candidates(binding.value, (*guards, *binding.guards), (*via, binding.statement), depth + 1)
-                out += [c._replace(path=(*binding.path, *c.path)) for c in followed] if binding.path else followed
+                out += _carried_along(followed, binding.path)
             else:
                 out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement), path=binding.path))
         entries = self.map_entries(expr) if any(isinstance(c.value, ast.Dict) for c in out) else None
@@ -1107,7 +1107,7 @@ class Resolver:
             for binding in found:
                 if isinstance(binding.value, ast.expr):
                     followed = self._entry_values(binding)
-                    out += [c._replace(path=(*binding.path, *c.path)) for c in followed] if binding.path else followed
+                    out += _carried_along(followed, binding.path)
                 else:
                     out.append(Candidate(binding.value, binding.guards, (binding.statement,), path=binding.path))
             return out
@@ -1641,6 +1641,15 @@ def _joined_paths(state: FlowState, written: set[str]) -> FlowState:
 def _carried_key(item: Carried) -> int:
     """What two Carried of the same bindings share: the one binding, or the list they carry."""
     return id(item.bindings[0]) if len(item.bindings) == 1 else id(item.bindings)
+
+
+def _carried_along(followed: list[Candidate], path: tuple[Guard, ...]) -> list[Candidate]:
+    """The values a binding leads to, each with the binding's path before its own; the binding's tuple
+    itself where a value has none (a kwargs entry set under each of many ifs reaches every load after
+    it with a path as long as the ifs since: a copy for each made its memory grow with the cube)."""
+    if not path:
+        return followed
+    return [c._replace(path=(*path, *c.path) if c.path else path) for c in followed]
 
 
 def _beyond(held: set[Guard], binding: Binding) -> list[Guard]:
