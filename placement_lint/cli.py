@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from placement_lint.distributed import NAMED_SETUPS
-from placement_lint.process import collect_garbage_rarely
+from placement_lint.process import collect_garbage_rarely, ends_after_the_run
 from placement_lint.report.formats import FORMATS
 from placement_lint.version import __version__
 
@@ -38,14 +38,22 @@ def _rule_names() -> dict[str, str]:
 @click.version_option(__version__, "-V", "--version", prog_name="placement-lint")
 def main() -> None:
     """Find device_map placements that break distributed training, before the GPUs are booked."""
-    collect_garbage_rarely()
+
+
+# Set by `console`: the process is the command's own, not a program that called `main`.
+_STANDALONE = False
 
 
 def console() -> None:
     """The `placement-lint` command and `python -m placement_lint`: `main`, then leave without
     tearing the interpreter down. Freeing every object a run made costs 15-20 ms, a quarter of a
     warm run over trl; mypy leaves the same way. The output is flushed first. An interrupt, a
-    crash or `sys.exit("message")` leaves as usual, as does `main` called from Python."""
+    crash or `sys.exit("message")` leaves as usual, as does `main` called from Python. The
+    collector is the command's own to tune (process.collect_garbage_rarely); a program calling
+    `main` keeps its own."""
+    global _STANDALONE
+    _STANDALONE = True
+    collect_garbage_rarely()
     try:
         main()
     except SystemExit as done:
@@ -137,6 +145,8 @@ def check(
     """Check PATHS (default: the current folder) for device_map placements that break distributed training.
 
     `-` as the only path, or --stdin-filename, reads the source from stdin."""
+    if _STANDALONE:
+        ends_after_the_run()
     from placement_lint.engine import run
     from placement_lint.results import RunOptions
     from placement_lint.settings import ConfigError, settings_for

@@ -652,11 +652,15 @@ _WORKER_HASHING = False
 
 
 def _start_worker(checker: FileChecker, pending: list[_Pending], hashing: bool, helper: bool = True) -> None:
-    """`helper`: a process other than the run's own, whose fixed files the run's process writes."""
+    """`helper`: a process other than the run's own, whose fixed files the run's process writes, and
+    whose collector is the tool's own to tune (the run's process may be an API caller's, or the
+    editor server's: set there, the rare collections outlived the run and its garbage piled up, 7 GB
+    over the test suite's 300 pooled runs; the command line tunes its own at start)."""
     global _WORKER_CHECKER, _WORKER_PENDING, _WORKER_HASHING
     checker.defers_writes = helper
     _WORKER_CHECKER, _WORKER_PENDING, _WORKER_HASHING = checker, pending, hashing
-    collect_garbage_rarely()
+    if helper:
+        collect_garbage_rarely()
     leave_alone_what_lives()
 
 

@@ -161,3 +161,26 @@ def test_dir_shows_the_api_the_package_imports_on_first_use() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "False"]  # listing the API does not import it
+
+
+def test_a_program_running_many_pooled_checks_keeps_its_collector_and_no_garbage(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collector of a process the tool does not own (an API caller, the editor server) is left as
+    it was, and each run's garbage is collected: it piled up run after run (7 GB over the suite)."""
+    import gc
+
+    from placement_lint import engine
+    from placement_lint.engine import run
+    from placement_lint.results import RunOptions
+    from placement_lint.settings import Settings
+
+    from helpers import CODES
+
+    monkeypatch.setattr(engine, "SCREEN_POOL_BYTES", 0)  # pooled, so this process checks a share
+    root = (Path(__file__).parent / "fixtures" / "launch" / "bad_accelerate_config_zero3").resolve()
+    threshold = gc.get_threshold()
+    run([root], Settings(root=root, codes=CODES), RunOptions(jobs=2), root)
+    first = len(gc.get_objects())
+    for _ in range(6):
+        run([root], Settings(root=root, codes=CODES), RunOptions(jobs=2), root)
+    assert gc.get_threshold() == threshold and gc.get_freeze_count() == 0
+    assert len(gc.get_objects()) < first * 1.5, "a run's garbage outlived it"
