@@ -890,16 +890,24 @@ def parses_only_script_arguments(call: ast.Call, resolver: Resolver) -> bool:
     func = call.func
     if not (isinstance(func, ast.Attribute) and func.attr in _ARGUMENT_PARSING):
         return False
-    parser = resolver.candidates(func.value)
-    if len(parser) != 1 or not isinstance(parser[0].value, ast.Call) or not parser[0].value.args:
+    made = _parser_made(func.value, resolver)
+    if made is None:
         return False
-    first = parser[0].value.args[0]
-    classes = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
-    names = [dotted(c) for c in classes]
+    names = [dotted(c) for c in made[1]]
     if not names or any(name is None for name in names):
         return False
     local = {node.name: node for node in resolver.index.classes}
     return not any(_config_class(last_segment(name), local) for name in names)  # type: ignore[arg-type]
+
+
+def _parser_made(parser: ast.expr, resolver: Resolver) -> tuple[str, list[ast.expr]] | None:
+    """What `parser` is built by, when it is one `...(dataclasses, ...)` call: the callee's last
+    name, and the dataclasses it is given (a tuple or list of them, or one)."""
+    built = resolver.candidates(parser)
+    if len(built) != 1 or not isinstance(built[0].value, ast.Call) or not built[0].value.args:
+        return None
+    first = built[0].value.args[0]
+    return last_segment(dotted(built[0].value.func) or ""), first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
 
 
 def _sets_state(function: ast.FunctionDef, resolver: Resolver, depth: int) -> bool:
@@ -968,14 +976,12 @@ def parses_into_a_config(call: ast.Call, resolver: Resolver) -> bool:
     func = call.func
     if not (isinstance(func, ast.Attribute) and func.attr.startswith("parse")) or func.attr in _NOT_INTO_DATACLASSES:
         return False
-    parser = resolver.candidates(func.value)
-    if len(parser) != 1 or not isinstance(parser[0].value, ast.Call) or not parser[0].value.args:
+    made = _parser_made(func.value, resolver)
+    if made is None:
         return False
-    maker = last_segment(dotted(parser[0].value.func) or "")
+    maker, classes = made
     if not maker.endswith("Parser") or maker in ("ArgumentParser", "HfArgumentParser"):
         return False
-    first = parser[0].value.args[0]
-    classes = first.elts if isinstance(first, (ast.Tuple, ast.List)) else [first]
     names = [last_segment(dotted(c) or "") for c in classes]
     local = {node.name: node for node in resolver.index.classes}
     return any(name[:1].isupper() and _config_class(name, local) for name in names)
