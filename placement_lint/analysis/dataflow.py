@@ -1616,7 +1616,7 @@ def _joined_paths(state: FlowState, written: set[str]) -> FlowState:
         ways: dict[int, list[Carried]] = {}
         for item in items:
             if type(item) is Carried:
-                ways.setdefault(_carried_key(item), []).append(item)
+                ways.setdefault(id(item.bindings), []).append(item)
         if len(ways) == sum(map(len, ways.values())):
             continue
         joined: list[Binding | Carried] = []
@@ -1624,7 +1624,7 @@ def _joined_paths(state: FlowState, written: set[str]) -> FlowState:
             if type(item) is not Carried:
                 joined.append(item)
                 continue
-            same = ways.pop(_carried_key(item), None)
+            same = ways.pop(id(item.bindings), None)
             if same is None:
                 continue  # joined with the first of its kind
             guards = item.guards
@@ -1636,11 +1636,6 @@ def _joined_paths(state: FlowState, written: set[str]) -> FlowState:
             scratch = state.edit()
         scratch[key] = joined
     return state if scratch is None else scratch.freeze()
-
-
-def _carried_key(item: Carried) -> int:
-    """What two Carried of the same bindings share: the one binding, or the list they carry."""
-    return id(item.bindings[0]) if len(item.bindings) == 1 else id(item.bindings)
 
 
 def _carried_along(followed: list[Candidate], path: tuple[Guard, ...]) -> list[Candidate]:
