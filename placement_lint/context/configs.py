@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from placement_lint.discover import real_path
 
 if TYPE_CHECKING:
+    import ast
+
     from placement_lint.context.foreign_paths import ForeignPaths
 
 MAX_CONFIG_BYTES = 2 * 1024 * 1024
@@ -32,6 +34,9 @@ class ConfigReader:
         # default, an option they hand DeepSpeed as the config, an arguments file they parse): any edit of
         # one may change what its launches run under, not only an edit of its import lines.
         self.scripts: list[Path] = []
+        # The tree the run's module graph keeps of a launched script (build_repo_context), for the
+        # propagation and the checker: its setup is read from the same tree. None: parsed where read.
+        self.script_tree: Callable[[Path], ast.Module | None] | None = None
         self._foreign: ForeignPaths | None = None
 
     def find(self, name: str, near: Path) -> Path | None:

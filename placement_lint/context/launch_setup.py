@@ -139,10 +139,10 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     if deepspeed:
         stage = _json_stage(deepspeed, near, configs)
         return _deepspeed(stage, f"--deepspeed {deepspeed}{configs.note(deepspeed)}")
-    flagged = deepspeed_config_flag(launch, target, configs.scripts)
+    flagged = deepspeed_config_flag(launch, target, configs.scripts, configs.script_tree)
     if flagged is not None and flagged.given and (found := _flagged_config(flagged, near, configs, target)) is not None:
         return found
-    default = default_deepspeed_config(launch, target, configs.scripts)
+    default = default_deepspeed_config(launch, target, configs.scripts, configs.script_tree)
     if default:
         stage = _json_stage(default, near, configs)
         return _deepspeed(stage, f"the script's default --deepspeed {_from_root(default, configs)}{configs.note(default)}")
@@ -160,7 +160,7 @@ def _script_settings(launch: Launch, near: Path, configs: ConfigReader, target: 
     # A top-level `deepspeed:` whose stage is not known (a mapping of the script's own, `deepspeed:
     # {config_path: ...}`) gives way to a section the script hands on.
     # After the files the launch names, those the script opens by a path of its own.
-    loaded = [_from_root(name, configs) for name in loaded_files(target, configs.scripts)]
+    loaded = [_from_root(name, configs) for name in loaded_files(target, configs.scripts, configs.script_tree)]
     handed = _handed_section([*_named_files(launch), *loaded], near, configs, target)
     return handed if handed is not None else found
 
@@ -234,7 +234,7 @@ def _handed_section(names: list[str], near: Path, configs: ConfigReader, target:
     Which of the files the launch names the script loads is not followed: the first that has the
     section, with a `deepspeed:` or `fsdp:` key in it, is taken. A key path read off an attribute
     (`self.config.training`) is tried from each of its tails."""
-    sections = handed_sections(target, configs.scripts) if names else []
+    sections = handed_sections(target, configs.scripts, configs.script_tree) if names else []
     for name in names if sections else ():
         path = configs.find(name, near)
         data = configs.load(path) if path else None

@@ -483,6 +483,15 @@ class ModuleGraph:
             self._handed[path] = (raw, tree)  # type: ignore[assignment]
         return tree
 
+    def kept_tree(self, path: Path) -> ast.Module | None:
+        """The tree of a module that imports the repository, which the graph keeps for the propagation
+        and hands to the checker: a launched script's, for its launch's setup (its `--deepspeed`
+        default, the config it hands DeepSpeed), so it is parsed once a run. None for a module the
+        graph keeps no tree of (it imports nothing of the repository, or does not parse). No summary
+        is made here: a script launched on one process is not followed."""
+        file = self._file(path)
+        return self._tree(path, file) if file is not None and file.local else None
+
     def bytes_of(self, path: Path) -> bytes | None:
         """The bytes of a module the graph read that imports something of the repository, while the
         launch context is built; else None."""

@@ -75,6 +75,7 @@ def build_repo_context(
     projects = Projects(root, context.candidates)
     configs = ConfigReader(root, projects.root_of)
     graph = ModuleGraph(root, anchors=anchors, project_of=projects.root_of)
+    configs.script_tree = graph.kept_tree
     launched: dict[Path, list[Evidence]] = {}
     uses: dict[Path, set[str]] = {}  # what of each launched file runs: "__main__", or a console script's function
     shipped = ShippedAccelerateConfigs(root, context.candidates, configs)

@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # the value flow is imported only for a script that may hand 
     from placement_lint.analysis.dataflow import Resolver
     from placement_lint.analysis.names import ImportTable
 
+# The tree the run keeps of a launched script, if it keeps one (ConfigReader.script_tree).
+Parse = Callable[[Path], "ast.Module | None"]
+
 _MAX_SCRIPT_BYTES = 1024 * 1024
 # A script whose text names no such option (with a default) and no JSON file is not parsed.
 _MAY_DEFAULT = LazyPattern(rb"""["']--deepspeed(?:[_-]config)?["']|\bdeepspeed\s*:""")
@@ -39,7 +42,7 @@ _MAY_HAND_A_CONFIG = LazyPattern(rb"\binitialize\s*\(|HfDeepSpeedConfig|\bdeepsp
 _MAY_HAND_A_SECTION = LazyPattern(rb"Arguments\s*\(|Config\s*\(|\bparse_dict\s*\(|\binitialize\s*\(|\bhf_ds_config\b")
 
 
-def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Path] | None = None) -> str | None:
+def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Path] | None = None, parse: Parse | None = None) -> str | None:
     """The JSON config the launched script's `--deepspeed` (or `--deepspeed_config`) option defaults
     to, when the launch gives neither; None when it gives one, or the script has no such default. A
     `--deepspeed_config` default beside a `--deepspeed` switch that is off by default (DeepSpeed's
@@ -47,7 +50,7 @@ def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Pat
     the script when its text was looked into (see ConfigReader.scripts)."""
     if target is None or launch.script_arg("--deepspeed_config") is not None or launch.script_arg("--deepspeed"):
         return None
-    module = _looked_into(target, "may_default", read)
+    module = _looked_into(target, "may_default", read, parse)
     if module is None:
         return None
     from placement_lint.analysis.arguments import parser_fields, value_of
@@ -149,15 +152,18 @@ class _Script(NamedTuple):
     may_hand_a_section: bool  # it may hand its training arguments a section of a file it loads
 
 
-def _looked_into(target: Path, may: str, read: list[Path] | None) -> ast.Module | None:
+def _looked_into(target: Path, may: str, read: list[Path] | None, parse: Parse | None = None) -> ast.Module | None:
     """The launched script's tree, when a look at its bytes (`may`: a field of _Script) leaves the
-    question open; the script is noted in `read` once its text decided something."""
+    question open; the script is noted in `read` once its text decided something. `parse`: the tree
+    the run keeps of the script (its module graph's, for the propagation and the checker: the script
+    is parsed once a run), None when it keeps none; then it is parsed here."""
     script = _script(target)
     if script is None or not getattr(script, may):
         return None
     if read is not None:
         read.append(target)
-    return _parsed(script.raw)
+    kept = parse(target) if parse is not None else None
+    return kept if kept is not None else _parsed(script.raw)
 
 
 def _script(target: Path) -> _Script | None:
@@ -215,14 +221,14 @@ class FlagConfig(NamedTuple):
         return f"{said}, which {script} passes to {self.sink}"
 
 
-def deepspeed_config_flag(launch: Launch, target: Path | None, read: list[Path] | None = None) -> FlagConfig | None:
+def deepspeed_config_flag(launch: Launch, target: Path | None, read: list[Path] | None = None, parse: Parse | None = None) -> FlagConfig | None:
     """The config a launch names through an option of the launched script's own whose value the script
     hands to DeepSpeed as its config (config_sinks), where the launch's arguments do not rule out the
     branch that hands it (`if args.use_deepspeed:` under a launch that leaves the switch off): the first
     such option the launch passes, else the first whose default names a JSON file. None when there is
     no such option, or its value is only known when the launch runs (`$DS_CONFIG`). `read`: as for
     default_deepspeed_config."""
-    module = _looked_into(target, "may_hand_a_config", read) if target is not None else None
+    module = _looked_into(target, "may_hand_a_config", read, parse) if target is not None else None
     if module is None:
         return None
     sinks = _sinks(module)
@@ -502,10 +508,10 @@ class ConfigSection(NamedTuple):
     whole: bool  # the section's keys are the arguments (`**config["training_args"]`); else it is the DeepSpeed config
 
 
-def handed_sections(target: Path | None, read: list[Path] | None = None) -> list[ConfigSection]:
+def handed_sections(target: Path | None, read: list[Path] | None = None, parse: Parse | None = None) -> list[ConfigSection]:
     """The sections of a loaded file the launched script hands its training arguments (_find_sections);
     [] for a script that hands none. `read`: as for default_deepspeed_config."""
-    module = _looked_into(target, "may_hand_a_section", read) if target is not None else None
+    module = _looked_into(target, "may_hand_a_section", read, parse) if target is not None else None
     return _sections(module) if module is not None else []
 
 
@@ -514,12 +520,12 @@ _FILE_OPENERS = frozenset({"open", "io.open", "Path", "pathlib.Path", "OmegaConf
 _MAX_LOADED_FILES = 8
 
 
-def loaded_files(target: Path | None, read: list[Path] | None = None) -> list[str]:
+def loaded_files(target: Path | None, read: list[Path] | None = None, parse: Parse | None = None) -> list[str]:
     """The YAML and JSON files the launched script opens by a path written in it (a literal, or joined
     from its own folder: absolute then), in the order written, when it hands a section of a loaded
     file to its training arguments (handed_sections): `with open("configs/train.yaml") as f: cfg =
     yaml.safe_load(f)` ... `TrainingArguments(**cfg["training"])`. `read`: as for default_deepspeed_config."""
-    module = _looked_into(target, "may_hand_a_section", read) if target is not None else None
+    module = _looked_into(target, "may_hand_a_section", read, parse) if target is not None else None
     if module is None or target is None or not _sections(module):
         return []
     from placement_lint.analysis.names import dotted
