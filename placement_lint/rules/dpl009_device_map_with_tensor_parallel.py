@@ -77,6 +77,9 @@ class DeviceMapWithTensorParallel(Rule):
         setup (a world-size condition picks one or the other), on paths whose conditions agree."""
         from placement_lint.analysis.values import Placement, classify
 
+        arguments = [argument for argument in call.keywords if argument.arg in _TENSOR_PARALLEL]
+        if not arguments:
+            return None  # the maps are not worked out for a load without one (most loads of a long script)
         for setup in _SETUPS:
             resolver = file.resolver_for(setup)
             maps = [
@@ -86,9 +89,7 @@ class DeviceMapWithTensorParallel(Rule):
             ]
             if not maps:
                 continue
-            for argument in call.keywords:
-                if argument.arg not in _TENSOR_PARALLEL:
-                    continue
+            for argument in arguments:
                 for parallel in resolver.candidates(argument.value):
                     if not _tensor_parallel(argument.arg, parallel.value):
                         continue
