@@ -29,6 +29,7 @@ from placement_lint.process import collect_after_check
 from placement_lint.results import FileResult, PlacedWarning, RunOptions, Screened, finding_at, violations_in_cells
 from placement_lint.rules import noqa
 from placement_lint.rules.base import CheckedFile, Violation
+from placement_lint.scan import Present
 from placement_lint.settings import Settings
 from placement_lint.source import ParseError, SourceError, SourceFile, is_notebook, parse_python
 
@@ -152,9 +153,12 @@ class FileChecker(PreCheck):
         checked = CheckedFile(source, module, imports, contexts, display, self._classes, self._helpers, self.cwd)
         violations: list[Violation] = []
         ignored = self._ignored_codes(source.path)
+        present = self._present(source)
         for rule in self.rules:
             if rule.checks_suppressions or rule.code in ignored or not (contexts.distributed_anywhere or rule.context_free):
                 continue
+            if present is not None and not (rule.could_fire(present) or rule.could_fire_when_launched(present)):
+                continue  # the pre-check's question, asked of each rule: its flow is not worked out for nothing
             try:
                 violations += rule.check(checked)
             except Exception as exc:  # one broken rule must not end the run
@@ -174,6 +178,14 @@ class FileChecker(PreCheck):
                 violations = [v for v in violations if not suppressions.suppresses(source, v.start, v.code)]
         violations.sort(key=lambda v: (v.start, v.code))
         return violations, contexts
+
+    def _present(self, source: SourceFile) -> Present | None:
+        """The file's bytes as the rules' token checks read them, from one scan; None for a notebook,
+        whose checks read its code cells (every rule runs there)."""
+        if is_notebook(source.path):
+            return None
+        raw = source.raw
+        return Present(raw, self.scanner.found(raw), self.scanner)
 
     def _parsed_by_context(self, source: SourceFile) -> ast.Module | None:
         """The tree the launch context parsed of this file already (a launched script that imports

@@ -42,7 +42,9 @@ _MAY_HAND_A_CONFIG = LazyPattern(rb"\binitialize\s*\(|HfDeepSpeedConfig|\bdeepsp
 _MAY_HAND_A_SECTION = LazyPattern(rb"Arguments\s*\(|Config\s*\(|\bparse_dict\s*\(|\binitialize\s*\(|\bhf_ds_config\b")
 
 
-def default_deepspeed_config(launch: Launch, target: Path | None, read: list[Path] | None = None, parse: Parse | None = None) -> str | None:
+def default_deepspeed_config(
+    launch: Launch, target: Path | None, read: list[Path] | None = None, parse: Parse | None = None
+) -> str | None:
     """The JSON config the launched script's `--deepspeed` (or `--deepspeed_config`) option defaults
     to, when the launch gives neither; None when it gives one, or the script has no such default. A
     `--deepspeed_config` default beside a `--deepspeed` switch that is off by default (DeepSpeed's
@@ -221,7 +223,9 @@ class FlagConfig(NamedTuple):
         return f"{said}, which {script} passes to {self.sink}"
 
 
-def deepspeed_config_flag(launch: Launch, target: Path | None, read: list[Path] | None = None, parse: Parse | None = None) -> FlagConfig | None:
+def deepspeed_config_flag(
+    launch: Launch, target: Path | None, read: list[Path] | None = None, parse: Parse | None = None
+) -> FlagConfig | None:
     """The config a launch names through an option of the launched script's own whose value the script
     hands to DeepSpeed as its config (config_sinks), where the launch's arguments do not rule out the
     branch that hands it (`if args.use_deepspeed:` under a launch that leaves the switch off): the first
