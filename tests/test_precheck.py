@@ -15,7 +15,7 @@ from placement_lint.context.evidence_text import IN_FILE_EVIDENCE
 from placement_lint.distributed import Mode, Setup
 from placement_lint.source import decode_source, parse_python
 
-from helpers import imported_by_a_check, lint_file
+from helpers import codes, imported_by_a_check, lint_file
 
 STRONG_EVIDENCE = [
     'TrainingArguments("o", deepspeed="ds.json")',
@@ -332,3 +332,27 @@ def test_a_file_whose_anchors_are_all_in_docstrings_and_comments_is_not_read(tmp
     path = tmp_path / "pipeline.py"
     path.write_text(_EXAMPLES_ONLY + added)
     assert checker(tmp_path, ("DPL100",)).worth_parsing(path.read_bytes(), path) is read
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_running_only_the_rules_whose_tokens_a_file_holds_changes_no_result(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each rule's own pre-check (checker._present) against running every rule on every parsed file."""
+    gated = [(f.row, f.column, f.code, f.message) for f in lint_file(path).findings]
+    monkeypatch.setattr("placement_lint.checker.FileChecker._present", lambda *_: None)
+    assert gated == [(f.row, f.column, f.code, f.message) for f in lint_file(path).findings]
+
+
+def test_a_rule_whose_tokens_the_file_lacks_is_not_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from placement_lint.rules.dpl009_device_map_with_tensor_parallel import DeviceMapWithTensorParallel
+
+    ran: list[str] = []
+    monkeypatch.setattr(DeviceMapWithTensorParallel, "check", lambda self, file: ran.append(file.display) or iter(()))
+    launched = (
+        "import torch.distributed as dist\ndist.init_process_group('nccl')\n"
+        "model = AutoModelForCausalLM.from_pretrained('m', device_map='auto'{})\n"
+    )
+    (tmp_path / "plain.py").write_text(launched.format(""))
+    (tmp_path / "parallel.py").write_text(launched.format(", tp_plan='auto'"))
+    assert codes(lint_file(tmp_path / "plain.py")) == ["DPL001"]
+    lint_file(tmp_path / "parallel.py")
+    assert [Path(name).name for name in ran] == ["parallel.py"]

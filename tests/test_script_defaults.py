@@ -221,3 +221,36 @@ def test_a_name_bound_again_and_again_gives_a_bounded_number_of_sections() -> No
     rebound = "".join(f'cfg = cfg["k{i}"]\n' for i in range(200))
     spread = "".join(f'TrainingArguments(**cfg["a{i}"])\n' for i in range(200))
     assert 0 < len(_sections(ast.parse(_SECTION_IMPORTS + rebound + spread))) <= 64
+
+
+def test_a_launched_script_read_for_its_setup_is_parsed_once_a_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its `--deepspeed` default is read from the tree the module graph keeps of it (it imports the
+    repository), which the propagation and the checker take too."""
+    from helpers import lint_repo
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "utils.py").write_text(
+        "def load(name, **kwargs):\n    return AutoModelForCausalLM.from_pretrained(name, **kwargs)\n"
+    )
+    script = (
+        "import argparse\nfrom transformers import AutoModelForCausalLM, Trainer, TrainingArguments\nfrom utils import load\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--deepspeed', default='ds_z3.json')\nargs = parser.parse_args()\n"
+        "model = AutoModelForCausalLM.from_pretrained('m', device_map='auto')\n"
+        "Trainer(model=model, args=TrainingArguments('out', deepspeed=args.deepspeed)).train()\n"
+    )
+    (tmp_path / "train.py").write_text(script)
+    (tmp_path / "ds_z3.json").write_text('{"zero_optimization": {"stage": 3}}')
+    (tmp_path / "run.sh").write_text("deepspeed --num_gpus 8 train.py\n")
+    parsed: list[bytes] = []
+    parse = ast.parse
+
+    def counted(source, *args, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(source if isinstance(source, bytes) else source.encode())
+        return parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counted)
+    result = lint_repo(tmp_path, jobs=1)
+    (checked,) = [file for file in result.files if file.display.endswith("train.py")]
+    launch = [e.text for f in checked.findings for e in f.context.evidence if e.origin == "launch"]
+    assert launch and all("the script's default --deepspeed ds_z3.json" in text for text in launch)
+    assert parsed.count(script.encode()) == 1
