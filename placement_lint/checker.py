@@ -148,7 +148,7 @@ class FileChecker(PreCheck):
             release_index(module)
 
     def _lint_tree(self, source: SourceFile, module: ast.Module, display: str) -> tuple[list[Violation], FileContext]:
-        imports = ImportTable.of(module, index_of(module).nodes)
+        imports = ImportTable.of(module, index_of(module).imports)
         contexts = self._context(source, module, imports, display)
         checked = CheckedFile(source, module, imports, contexts, display, self._classes, self._helpers, self.cwd)
         violations: list[Violation] = []
@@ -196,7 +196,7 @@ class FileChecker(PreCheck):
         return tree
 
     def context_of(self, source: SourceFile, module: ast.Module, display: str) -> FileContext:
-        return self._context(source, module, ImportTable.of(module, index_of(module).nodes), display)
+        return self._context(source, module, ImportTable.of(module, index_of(module).imports), display)
 
     def _context(self, source: SourceFile, module: ast.Module, imports: ImportTable, display: str) -> FileContext:
         override = self._override(source, display)

@@ -42,14 +42,16 @@ class Parts:
             for item in cls.body:
                 if isinstance(item, _FUNCTIONS):
                     methods.setdefault(item.name, []).append(item)
-        for node in self.index.nodes:
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in functions:
+        Name, Attribute, Load = ast.Name, ast.Attribute, ast.Load
+        for node in self.index.nodes:  # by exact type: a parsed tree's nodes are never subclassed
+            kind = type(node)
+            if kind is Name and type(node.ctx) is Load and node.id in functions:  # type: ignore[attr-defined]
                 if not self._shadowed(node):
                     owner = self._owner(node)
                     self._link(owner, id(functions[node.id]))
                     if owner == MODULE and not self.under_main_guard(node):
                         self._unguarded_module_calls.add(id(functions[node.id]))
-            elif isinstance(node, ast.Attribute) and node.attr in methods:
+            elif kind is Attribute and node.attr in methods:  # type: ignore[attr-defined]
                 if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
                     for method in methods[node.attr]:
                         self._link(self._owner(node), id(method))

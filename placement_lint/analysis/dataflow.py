@@ -496,7 +496,7 @@ class Resolver:
     def _qualify(self, name: str) -> str:
         """A callee's name as the module imports it, for conditions (the table is made when first asked)."""
         if self._imports is None:
-            self._imports = ImportTable.of(self.module, self.index.nodes)
+            self._imports = ImportTable.of(self.module, self.index.imports)
         return self._imports.qualify_dotted(name)
 
     def truth_at_defaults(self, test: ast.expr, function: ast.FunctionDef) -> bool | None:
@@ -1036,30 +1036,16 @@ class Resolver:
     @cached_property
     def imported_names(self) -> frozenset[str]:
         """The names the module's imports bind and no `def` of it rebinds."""
-        bound: set[str] = set()
-        defined: set[str] = set()
-        for node in self.index.nodes:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                defined.add(node.name)
-        return frozenset(bound - defined)
-
-    @cached_property
-    def _has_walrus(self) -> bool:
-        """Most files have no `:=`: one look at the tree spares a search of every statement's head."""
-        return any(isinstance(node, ast.NamedExpr) for node in self.index.nodes)
+        bound = {(alias.asname or alias.name).split(".")[0] for node in self.index.imports for alias in node.names}
+        return frozenset(bound - {node.name for node in self.index.functions})
 
     @cached_property
     def _callable_names(self) -> frozenset[str]:
         """Names a helper call can start with: functions defined in the module, and (when other modules
         are followed) names its imports bind."""
-        names: set[str] = set()
-        for node in self.index.nodes:
-            if isinstance(node, ast.FunctionDef):
-                names.add(node.name)
-            elif self.helpers is not None and isinstance(node, (ast.Import, ast.ImportFrom)):
-                names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        names = {node.name for node in self.index.functions if isinstance(node, ast.FunctionDef)}
+        if self.helpers is not None:
+            names |= {(alias.asname or alias.name).split(".")[0] for node in self.index.imports for alias in node.names}
         return frozenset(names)
 
     def _local_function(self, call: ast.Call) -> ast.FunctionDef | None:
@@ -1225,7 +1211,7 @@ class Resolver:
         if not isinstance(stmt, _COMPOUND):
             return self._apply(stmt, state, guards)
         if isinstance(stmt, ast.If):
-            if _is_elif(stmt) and not self._has_walrus:
+            if _is_elif(stmt) and not self.index.has_walrus:
                 return self._chain(stmt, state, guards, recording=True)
             body = self._record(stmt.body, state, (*guards, (stmt.test, True)))
             orelse = self._record(stmt.orelse, state, (*guards, (stmt.test, False)))
@@ -1331,7 +1317,7 @@ class Resolver:
 
     def _head(self, stmt: ast.stmt, state: FlowState, guards: tuple[Guard, ...]) -> tuple[FlowState, set[str]]:
         """The state once the statement's own expressions ran: `:=` there binds before its blocks run."""
-        walrus = _walrus_bindings(stmt) if self._has_walrus else ()
+        walrus = _walrus_bindings(stmt) if self.index.has_walrus else ()
         if not walrus:
             return state, _UNCHANGED  # type: ignore[return-value]
         scratch = state.edit()
@@ -1354,14 +1340,14 @@ class Resolver:
         if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
             head, bound = self._head(stmt, state, guards)
             return head, True, bound
-        if isinstance(stmt, ast.Expr) and not self._has_walrus:
+        if isinstance(stmt, ast.Expr) and not self.index.has_walrus:
             if not isinstance(stmt.value, ast.Call):
                 return state, False, _UNCHANGED
             return self._mutation(stmt.value, state, guards, stmt)
         kind = type(stmt)
         if kind in _SIMPLE_BINDERS or kind is ast.Expr:
             scratch = state.edit()
-            for target, value in _walrus_bindings(stmt) if self._has_walrus else ():
+            for target, value in _walrus_bindings(stmt) if self.index.has_walrus else ():
                 self._bind(target, value, scratch, guards, stmt)
             if kind is ast.Assign:
                 for target in stmt.targets:  # type: ignore[attr-defined]
@@ -1393,7 +1379,7 @@ class Resolver:
         if not isinstance(stmt, _COMPOUND):
             return head, False, bound
         if isinstance(stmt, ast.If):
-            if _is_elif(stmt) and not self._has_walrus:
+            if _is_elif(stmt) and not self.index.has_walrus:
                 return self._chain(stmt, head, guards, recording=False)
             body = self._apply_block(stmt.body, head, (*guards, (stmt.test, True)))
             orelse = self._apply_block(stmt.orelse, head, (*guards, (stmt.test, False)))

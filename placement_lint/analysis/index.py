@@ -70,8 +70,14 @@ class ModuleIndex:
         # Calls and assignments in the walk's order: where device maps are looked for (placements.py),
         # a tenth of the nodes to go through.
         calls_and_assigns: list[ast.Call | ast.Assign] = []
+        # The imports and the `def`s, in the walk's order: the import table, the names a helper call can
+        # start with and the names imports bind are read from these, not from a pass over every node.
+        imports: list[ast.Import | ast.ImportFrom] = []
+        functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        walrus = False
         append, AST, indexed = nodes.append, ast.AST, _INDEXED_FIELDS
-        Call, ClassDef, Assign = ast.Call, ast.ClassDef, ast.Assign
+        Call, ClassDef, Assign, Import, ImportFrom = ast.Call, ast.ClassDef, ast.Assign, ast.Import, ast.ImportFrom
+        FunctionDef, AsyncFunctionDef, NamedExpr = ast.FunctionDef, ast.AsyncFunctionDef, ast.NamedExpr
         for node in nodes:  # the list grows as the walk goes: a list iterator reads to its current end
             kind = type(node)
             fields = indexed.get(kind)
@@ -82,8 +88,14 @@ class ModuleIndex:
                 calls_and_assigns.append(node)  # type: ignore[arg-type]
             elif kind is Assign:
                 calls_and_assigns.append(node)  # type: ignore[arg-type]
+            elif kind is FunctionDef or kind is AsyncFunctionDef:
+                functions.append(node)  # type: ignore[arg-type]
             elif kind is ClassDef:
                 classes.append(node)  # type: ignore[arg-type]
+            elif kind is Import or kind is ImportFrom:
+                imports.append(node)  # type: ignore[arg-type]
+            elif kind is NamedExpr:
+                walrus = True
             for name in fields:
                 value = getattr(node, name, None)
                 if type(value) is list:
@@ -99,6 +111,9 @@ class ModuleIndex:
         self.calls = calls
         self.classes = classes
         self.calls_and_assigns = calls_and_assigns
+        self.imports = imports
+        self.functions = functions
+        self.has_walrus = walrus
         # Nodes an analysis adds to the tree, by what they stand for (a kind and the ids of the nodes they
         # are made of: the resolver's getattr reads, match cases and helper conditions), kept as long as
         # the parents that name them, so that no id there is reused.

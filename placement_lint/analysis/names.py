@@ -31,7 +31,8 @@ class ImportTable:
         self.aliases: dict[str, str] = aliases if aliases is not None else {}
 
     @classmethod
-    def of(cls, module: ast.Module, nodes: list[ast.AST] | None = None) -> ImportTable:
+    def of(cls, module: ast.Module, nodes: list[ast.AST] | list[ast.Import | ast.ImportFrom] | None = None) -> ImportTable:
+        """`nodes`: the module's nodes in the index's order, or its imports alone (ModuleIndex.imports)."""
         table = cls()
         for node in nodes if nodes is not None else ast.walk(module):
             if isinstance(node, ast.Import):

@@ -126,11 +126,13 @@ class InFileEvidence:
 
     def collect(self) -> list[tuple[Evidence, ast.AST]]:
         aliases = self.imports.aliases
-        for node in self.resolver.index.nodes:
-            if isinstance(node, ast.Call):
-                if _may_start_evidence(node.func, aliases):
-                    self._call(node)
-            elif isinstance(node, ast.Subscript) and is_env_read(node, RANK_ENV | WORLD_ENV):
+        Call, Subscript = ast.Call, ast.Subscript
+        for node in self.resolver.index.nodes:  # by exact type: a parsed tree's nodes are never subclassed
+            kind = type(node)
+            if kind is Call:
+                if _may_start_evidence(node.func, aliases):  # type: ignore[attr-defined]
+                    self._call(node)  # type: ignore[arg-type]
+            elif kind is Subscript and is_env_read(node, RANK_ENV | WORLD_ENV):
                 self._add(Kind.POSSIBLE, node, ast.unparse(node))
         return self.items
 

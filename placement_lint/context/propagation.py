@@ -530,4 +530,4 @@ def _flow_inputs(summary: ModuleSummary, graph: ModuleGraph) -> tuple[Resolver, 
 
     resolver = Resolver(summary.module, SINGLE)
     classes = ImportedClasses(summary.module, summary.path, graph)
-    return resolver, ImportTable.of(summary.module, resolver.index.nodes), classes
+    return resolver, ImportTable.of(summary.module, resolver.index.imports), classes

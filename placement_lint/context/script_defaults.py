@@ -338,7 +338,7 @@ def _find_sinks(module: ast.Module) -> list[_Sink]:
     from placement_lint.distributed import SINGLE
 
     index = index_of(module)
-    imports = ImportTable.of(module, index.nodes)
+    imports = ImportTable.of(module, index.imports)
     # In source order (the index's calls are not): the first call an option reaches names it.
     handed = sorted(
         ((call, text, value) for call in index.calls for text, value in _handed_configs(call, imports)),
@@ -587,9 +587,9 @@ def _find_sections(module: ast.Module) -> list[ConfigSection]:
     from placement_lint.context.in_file import is_training_arguments
 
     index = index_of(module)
-    imports = ImportTable.of(module, index.nodes)
+    imports = ImportTable.of(module, index.imports)
     bound: dict[str, list[ast.expr]] = {}
-    for node in index.nodes:
+    for node in index.calls_and_assigns:
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name) and len(bound.setdefault(target.id, [])) < _MAX_BINDINGS:

@@ -65,7 +65,7 @@ class CheckedFile:
     @cached_property
     def bypasses_device_map_check(self) -> bool:
         """The file sets ACCELERATE_BYPASS_DEVICE_MAP=true (accelerate >= 0.23), opting out of its check."""
-        for node in self.resolver.index.nodes:
+        for node in self.resolver.index.calls_and_assigns:
             target = value = None
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target, value = node.targets[0], node.value

@@ -290,7 +290,7 @@ def _model_holders(file: CheckedFile, loads: dict[int, ModelLoad]) -> set[str]:
     """Names that some statement binds to a model load, a PEFT wrapper call, or a call of a function of
     this file (which may return a load: `model = load_model(name)`) (the cheap filter)."""
     names: set[str] = set()
-    functions = {node.name for node in file.resolver.index.nodes if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    functions = {node.name for node in file.resolver.index.functions}
     for node in file.resolver.index.nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
             value = node.value

@@ -28,7 +28,7 @@ class ModelParallelFlagHack(Rule):
     invalid = ('import torch.distributed as dist\ndist.init_process_group("nccl")\nmodel.is_parallelizable = True\n',)
 
     def check(self, file: CheckedFile) -> Iterator[Violation]:
-        for node in file.resolver.index.nodes:
+        for node in file.resolver.index.calls_and_assigns:
             if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value is True):
                 continue
             for target in node.targets:
