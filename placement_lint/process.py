@@ -109,6 +109,15 @@ class Aside:
         os.close(writer)
         self._pid, self._reader = pid, reader
 
+    def done(self) -> bool:
+        """Has the child finished, or begun to send what it found? Never waits (True: no child)."""
+        if not self._pid:
+            return True
+        import select
+
+        readable, _, _ = select.select([self._reader], [], [], 0)
+        return bool(readable)
+
     def result(self) -> object | None:
         if not self._pid:
             return None

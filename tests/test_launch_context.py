@@ -243,6 +243,118 @@ def test_launch_files_read_in_two_processes_give_the_same_context(tmp_path: Path
     assert sorted(shared.inputs) == sorted(alone.inputs) and tmp_path / "scripts" / "env.cfg" in alone.inputs
 
 
+def _many_launches(root: Path) -> None:
+    """A repository whose launches read configs (one broken), a script's own `--deepspeed` default and
+    a project's markers, one run on a single process, into scripts that import a chain of modules."""
+    (root / ".git").mkdir()
+    (root / "ds_z3.json").write_text('{"zero_optimization": {"stage": 3}}')
+    (root / "broken.json").write_text("{not json")
+    (root / "sub").mkdir()
+    (root / "sub" / "pyproject.toml").write_text('[project]\nname = "sub"\n')
+    (root / "sub" / "train_sub.py").write_text("from loader import load\nmodel = load()\n")
+    (root / "train.py").write_text(
+        "import argparse\nfrom helpers import build\nparser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--deepspeed', default='ds_z3.json')\nargs = parser.parse_args()\nmodel = build()\n"
+    )
+    (root / "sft.py").write_text("import helpers\nfrom trl import SFTTrainer\nSFTTrainer(model=helpers.build()).train()\n")
+    (root / "helpers.py").write_text("from loader import load\n\n\ndef build():\n    return load()\n")
+    (root / "loader.py").write_text('def load():\n    return X.from_pretrained("m", device_map="auto")\n')
+    (root / "unrelated.py").write_text("import helpers\n")
+    # Read whole for its own default (it imports nothing of the repository, so only its import lines would count).
+    (root / "solo.py").write_text(
+        "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--deepspeed', default='ds_z3.json')\n"
+        'model = X.from_pretrained("m", device_map="auto")\n'
+    )
+    # A config found from the folder the launch runs in, whose project's marker only the setup reads.
+    (root / "proj2").mkdir()
+    (root / "proj2" / "pyproject.toml").write_text('[project]\nname = "p"\n')
+    (root / "proj2" / "train2.py").write_text('model = X.from_pretrained("m", device_map="auto")\n')
+    (root / "cfg").mkdir()
+    (root / "cfg" / "ds.json").write_text('{"zero_optimization": {"stage": 3}}')
+    lines = [
+        "deepspeed --num_gpus 8 solo.py",
+        "cd proj2 && deepspeed train2.py --deepspeed ../cfg/ds.json",
+        "deepspeed --num_gpus 8 train.py",
+        "torchrun --nproc_per_node 2 sft.py --deepspeed broken.json",
+        "python sft.py",
+        "accelerate launch sub/train_sub.py",
+        "torchrun --nproc_per_node 4 train.py --deepspeed ds_z3.json",
+    ]
+    (root / "run.sh").write_text("".join(f"{lines[n % len(lines)]} --seed {n}\n" for n in range(14)))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the setups are worked out aside where processes fork")
+def test_launch_setups_worked_out_in_a_second_process_give_the_same_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With two processes, a forked child works out the launches' setups while this one summarizes the
+    modules they may import: the context (evidence, warnings, inputs, what is read whole) is the one a
+    single process builds, and no setup is worked out twice."""
+    from placement_lint.context import repo
+
+    _many_launches(tmp_path)
+    answered = watch_the_child(monkeypatch)
+    monkeypatch.setattr(repo, "SETUPS_ASIDE_LAUNCHES", 0)
+    settings = Settings(root=tmp_path, codes=CODES)
+    alone = repo.build_repo_context(tmp_path, settings, str, jobs=1)
+    assert not answered
+    resolve, here = repo.resolve_setup, os.getpid()
+    resolved_here: list[str] = []
+
+    def resolving(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if os.getpid() == here:
+            resolved_here.append(args[0].text)
+        return resolve(*args, **kwargs)
+
+    monkeypatch.setattr(repo, "resolve_setup", resolving)
+    shared = repo.build_repo_context(tmp_path, settings, str, jobs=2, facets=True)
+    assert answered and answered[0] is not None, "the second build took the child's setups"
+    assert not resolved_here, "every setup was worked out by the child"
+    assert dict(shared.by_file) == dict(alone.by_file) and len(alone.by_file) == 7
+    assert shared.used == alone.used and shared.consumers == alone.consumers and shared.calls == alone.calls
+    assert shared.warnings == alone.warnings and any("broken.json" in warning for warning in alone.warnings)
+    assert sorted(shared.inputs) == sorted(alone.inputs) and tmp_path / "proj2" / "pyproject.toml" in alone.inputs
+    assert shared.import_only == alone.import_only and tmp_path / "solo.py" not in alone.import_only
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the setups are worked out aside where processes fork")
+def test_launch_setups_a_child_could_not_work_out_are_worked_out_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from placement_lint.context import repo
+
+    _many_launches(tmp_path)
+    settings = Settings(root=tmp_path, codes=CODES)
+    alone = repo.build_repo_context(tmp_path, settings, str, jobs=1)
+    answered = watch_the_child(monkeypatch)
+    monkeypatch.setattr(repo, "SETUPS_ASIDE_LAUNCHES", 0)
+    evidence, here = repo._SetUps.evidence, os.getpid()
+
+    def failing(self, found):  # type: ignore[no-untyped-def]
+        if os.getpid() != here:
+            raise OSError("a reader failed in the child")
+        return evidence(self, found)
+
+    monkeypatch.setattr(repo._SetUps, "evidence", failing)
+    shared = repo.build_repo_context(tmp_path, settings, str, jobs=2)
+    assert answered == [None]
+    assert dict(shared.by_file) == dict(alone.by_file) and shared.warnings == alone.warnings
+
+
+def test_the_modules_launches_may_reach_are_summarized_ahead_until_enough(tmp_path: Path) -> None:
+    """What the propagation asks of the graph, asked ahead (while a child works out the setups): the
+    modules a launched script's imports reach, not those nothing it runs imports, and nothing more
+    once the child is done."""
+    from placement_lint.context.module_graph import ModuleGraph
+    from placement_lint.context.propagation import summarize_ahead
+
+    _many_launches(tmp_path)
+    graph = ModuleGraph(tmp_path.resolve(), anchors=(b"from_pretrained",))
+    summarize_ahead(graph, [(tmp_path.resolve() / "sft.py", "__main__")], lambda: False)
+    assert {path.name for path, *_ in graph.summarized()} == {"sft.py", "helpers.py"}  # loader.py imports nothing
+    other = ModuleGraph(tmp_path.resolve(), anchors=(b"from_pretrained",))
+    summarize_ahead(other, [(tmp_path.resolve() / "sft.py", "__main__")], lambda: True)
+    assert not list(other.summarized())
+
+
 def test_a_trainer_subclass_from_another_module_counts_with_in_file_evidence(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "custom.py").write_text("from trl.experimental.xpo import XPOTrainer\n\n\nclass MyXPO(XPOTrainer):\n    pass\n")

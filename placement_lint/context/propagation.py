@@ -76,6 +76,31 @@ def propagate_to_imports(
     return edges
 
 
+def summarize_ahead(graph: ModuleGraph, entries: list[tuple[Path, str]], enough: Callable[[], bool]) -> None:
+    """Summarize, breadth first from each launched script in turn, the modules it may reach (`entries`:
+    each script with what of it a launch runs, "__main__" or a console script's function), until
+    `enough()`: what propagate_to_imports asks of the graph, asked while a forked child works out the
+    launches' setups, which decide which launches propagate (what a module imports for a name does
+    not depend on them). Whatever is not summarized when the child is done is summarized when asked."""
+    imports = _Imports(graph, graph.leading_to_anchors(dict.fromkeys(script for script, _ in entries)))
+    followed: set[tuple[Path, str]] = set()
+    for script, used in entries:
+        start = (script, "*" if used == "__main__" else used)
+        if start in followed or (script, "*") in followed:
+            continue
+        followed.add(start)
+        pending = deque([start])
+        while pending:
+            if enough():
+                return
+            path, name = pending.popleft()
+            for module, names in imports.of_name(path, name) or ():
+                for each in sorted(names):
+                    if (module, each) not in followed and (module, "*") not in followed:
+                        followed.add((module, each))
+                        pending.append((module, each))
+
+
 # Breadth first, a launch reaches the modules its script imports, then theirs. A training script's
 # loader is a few imports away; a launch that reaches more modules than this is walking a package
 # (diffusers' examples import all of src/diffusers), and is walked with the others that do, all at

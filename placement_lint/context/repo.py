@@ -5,6 +5,10 @@ commands, parse each command, read the configs it names (accelerate YAML, DeepSp
 YAML), resolve its target to a file of the repository, and give that file (and the repository
 modules it imports) the evidence, with the chain that led to it; and tell each imported module what
 its importers do with the values its functions return (a model a helper loads goes to their trainer).
+
+On two cores, a forked child works out the launches' setups while this process summarizes the modules
+they may import (_set_up), and another follows the returned values while this one reads the scripts'
+parsers and the importers' calls (_returns_aside): each context is the one a single process builds.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from placement_lint.context.commands import parse_command
+from placement_lint.context.commands import Launch, parse_command
 from placement_lint.context.configs import ConfigReader
 from placement_lint.context.evidence import Evidence, Kind
 from placement_lint.context.facets import facets_of, feeds_of
@@ -32,16 +36,18 @@ from placement_lint.context.launch_targets import console_script, folder_above_h
 from placement_lint.context.launcher_names import launcher_candidates, python_launch_files, tracked_launchers
 from placement_lint.context.launches import RepoContext
 from placement_lint.context.module_graph import ModuleGraph
-from placement_lint.context.projects import Projects, ScriptNames
+from placement_lint.context.projects import ConsoleScript, Projects, ScriptNames
 from placement_lint.context.propagation import (
     ParserReads,
     attach_parsers,
     follow_returns,
     propagate_to_imports,
     record_importer_calls,
+    summarize_ahead,
 )
 from placement_lint.context.shipped_configs import ShippedAccelerateConfigs
-from placement_lint.process import Aside
+from placement_lint.process import CAN_FORK, Aside
+from placement_lint.records import NamedTuple
 from placement_lint.settings import Settings
 from placement_lint.source import MAX_NOTEBOOK_BYTES, content_hash, is_notebook
 
@@ -85,6 +91,7 @@ def build_repo_context(
     read_ahead = _read_launch_files(context.candidates, jobs, sourced)
     digests: dict[Path, str] = {}  # per launch file read on its own, its commands' digest
     read_into_others: set[Path] = set()
+    found_launches: list[_Found] = []
     for number, path in enumerate(sources):
         stage("Reading launch files", number, len(sources))
         commands, problems, also_read = read_ahead[path] if path in read_ahead else _commands(path, sourced)
@@ -109,35 +116,13 @@ def build_repo_context(
             if above is not None:
                 # `bash scripts/run.sh` runs from the folder whose paths it names: its configs are there too.
                 command = command._replace(cwd=above)
-            asked = len(configs.loaded)
-            env = {**dict(command.env), **launch.env}
-            resolved = resolve_setup(launch, command, configs, target, shipped, env)
-            read = tuple(dict.fromkeys(display(path) for path in configs.loaded[asked:]))
-            where = f"{display(command.source)}:{command.where}"
-            # A folder the script computed (`$SCRIPT_DIR/train.py`) is absolute: shown from the root.
-            text = f"{where} ({_short(launch.text.replace(f'{root}{os.sep}', ''))})"
-            for said in (found_from, script.describe(display(script.declared_in)) if script else "", resolved.details):
-                text += f", {said}" if said else ""
-            evidence = Evidence(
-                resolved.kind,
-                display(command.source),
-                command.line,
-                text,
-                resolved.stage,
-                "launch",
-                (display(target),),
-                script_arguments(launch, command.cwd, configs, target),
-                single_process=one_process(launch, env, resolved),
-                one_gpu=one_gpu(launch, env),
-                bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
-                entry=script.function if script else "",
-                cell=command.cell,  # a notebook's shell escape: `line` is in that cell
-                configs=read,
-            )
-            launched.setdefault(target, []).append(evidence)
-            # A one-process launch of a console script lends its function to no other launch of the module.
-            if not (script and resolved.kind is Kind.SINGLE):
-                uses.setdefault(target, set()).add(script.function if script else "__main__")
+            found_launches.append(_Found(command, launch, script, target, found_from))
+    setups = _SetUps(root, configs, shipped, display)
+    for item, evidence in zip(found_launches, _set_up(setups, found_launches, projects, graph, jobs), strict=True):
+        launched.setdefault(item.target, []).append(evidence)
+        # A one-process launch of a console script lends its function to no other launch of the module.
+        if not (item.script and evidence.kind is Kind.SINGLE):
+            uses.setdefault(item.target, set()).add(item.runs)
     context.warnings += configs.warnings
     pins_read = _attach_pins(root, launched, context) if launched else ()
     for target, items in launched.items():
@@ -203,6 +188,104 @@ def build_repo_context(
     graph.release()
     context.graph = graph
     return context
+
+
+class _Found(NamedTuple):
+    """A launch command whose target the context found: what its evidence is made from."""
+
+    command: CommandLine
+    launch: Launch
+    script: ConsoleScript | None  # the console script it runs, if it runs one
+    target: Path
+    found_from: str  # how the target was found, when that needs saying
+
+    @property
+    def runs(self) -> str:
+        """What of the target the launch runs: "__main__", or the console script's function."""
+        return self.script.function if self.script else "__main__"
+
+
+class _SetUps(NamedTuple):
+    """What working out a launch's setup reads: its configs, the accelerate configs the repository ships."""
+
+    root: Path
+    configs: ConfigReader
+    shipped: ShippedAccelerateConfigs
+    display: Callable[[Path], str]
+
+    def evidence(self, found: _Found) -> Evidence:
+        """The launch's evidence for its target: what it runs under (its launcher, configs and
+        environment), with the chain that led to it."""
+        command, launch, script, target = found.command, found.launch, found.script, found.target
+        root, configs, display = self.root, self.configs, self.display
+        asked = len(configs.loaded)
+        env = {**dict(command.env), **launch.env}
+        resolved = resolve_setup(launch, command, configs, target, self.shipped, env)
+        read = tuple(dict.fromkeys(display(path) for path in configs.loaded[asked:]))
+        where = f"{display(command.source)}:{command.where}"
+        # A folder the script computed (`$SCRIPT_DIR/train.py`) is absolute: shown from the root.
+        text = f"{where} ({_short(launch.text.replace(f'{root}{os.sep}', ''))})"
+        for said in (found.found_from, script.describe(display(script.declared_in)) if script else "", resolved.details):
+            text += f", {said}" if said else ""
+        return Evidence(
+            resolved.kind,
+            display(command.source),
+            command.line,
+            text,
+            resolved.stage,
+            "launch",
+            (display(target),),
+            script_arguments(launch, command.cwd, configs, target),
+            single_process=one_process(launch, env, resolved),
+            one_gpu=one_gpu(launch, env),
+            bypass=env.get("ACCELERATE_BYPASS_DEVICE_MAP", "").lower() in ("true", "1"),
+            entry=script.function if script else "",
+            cell=command.cell,  # a notebook's shell escape: `line` is in that cell
+            configs=read,
+        )
+
+
+def _entries(found: list[_Found]) -> list[tuple[Path, str]]:
+    """Each launched script with what of it a launch runs, in the order the launches name them; first
+    those a launcher starts, as `python` alone (unwrapped) is the likeliest to start one process, and
+    a one-process launch is not propagated."""
+    entries = dict.fromkeys((item.target, item.runs) for item in found)
+    started = {(item.target, item.runs) for item in found if item.launch.launcher != "python" or item.launch.wrapped_by}
+    return sorted(entries, key=lambda entry: entry not in started)
+
+
+# From this many launches on, a forked child works out their setups (the configs they read, the
+# launched scripts' own defaults) while this process parses the modules they may reach, which the
+# import propagation then finds summarized (diffusers' 246 launches: 1.0 s of setups beside 2.8 s of
+# propagation).
+SETUPS_ASIDE_LAUNCHES = 64
+
+
+def _set_up(setups: _SetUps, found: list[_Found], projects: Projects, graph: ModuleGraph, jobs: int) -> list[Evidence]:
+    """Each launch's evidence, in order: worked out by a forked child when there are enough launches
+    and a process to spare, while this process summarizes what they may import (propagation's
+    summarize_ahead: the setups decide which launches propagate, not what a module imports). The
+    child sends back the evidence, and what it read that the context lists among its inputs."""
+    if jobs < 2 or len(found) < SETUPS_ASIDE_LAUNCHES or not CAN_FORK:
+        return [setups.evidence(item) for item in found]
+    configs, known = setups.configs, len(projects.read)
+
+    def work() -> tuple[object, ...]:
+        evidence = [setups.evidence(item) for item in found]
+        return evidence, configs.read, configs.warnings, configs.scripts, projects.read[known:]
+
+    aside = Aside(work)
+    try:
+        summarize_ahead(graph, _entries(found), aside.done)
+    except BaseException:  # Ctrl-C, or a file that broke a reader: the child does not outlive this build
+        aside.cancel()
+        raise
+    answer = aside.result()
+    if answer is None:  # no child, or it failed: worked out here, as it would have been
+        return [setups.evidence(item) for item in found]
+    evidence, configs.read, configs.warnings, configs.scripts, read = answer  # type: ignore[misc]
+    projects.read[known:known] = read
+    return evidence  # type: ignore[return-value]
 
 
 def _attach_pins(root: Path, launched: dict[Path, list[Evidence]], context: RepoContext) -> tuple[Path, ...]:
