@@ -59,9 +59,10 @@ import ast
 import copy
 import re
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cached_property, partial
+from typing import Protocol
 
 from placement_lint.analysis.arguments import UNDECIDED, fire_defaults, fire_entry, parser_fields, value_of
 from placement_lint.analysis.flowstate import EMPTY, Bindings, Carried, FlowState, Scratch, base_of, merge
@@ -159,13 +160,30 @@ class ForeignFunction(NamedTuple):
     text: str  # the module's source, to quote its values as written
 
 
-class HelperReturn(NamedTuple):
-    """A step in a candidate's path: the value is what a first-party helper function returns."""
+class ForeignConstant(NamedTuple):
+    """A name another module of the repository binds once, at its top level, to a value
+    (`DEVICE_MAP = {"": LOCAL_RANK}` in settings.py), as a `HelperLocator` finds it."""
 
-    call: ast.Call  # the call of the helper, in the checked file
+    resolver: Resolver  # over its module, for the same setup
+    statement: ast.Assign | ast.AnnAssign
+    value: ast.expr
+    path: str
+    text: str
+
+
+class HelperReturn(NamedTuple):
+    """A step in a candidate's path: the value is what a first-party helper function returns, or (a
+    name `call`) the value another module binds a name this file imports to (ForeignConstant)."""
+
+    call: ast.Call | ast.Name  # the call of the helper, or the imported name read, in the checked file
     name: str  # the helper as written at the call
-    statement: ast.Return  # the `return` that gives the value
-    foreign: ForeignFunction | None = None  # the helper, when it is defined in another module
+    statement: ast.Return | ast.Assign | ast.AnnAssign  # the `return` (or the assignment) that gives the value
+    foreign: ForeignFunction | ForeignConstant | None = None  # the helper, when it is defined in another module
+
+    @property
+    def imported(self) -> bool:
+        """The value is another module's constant, imported here (not a helper's return)."""
+        return isinstance(self.call, ast.Name)
 
     @property
     def resolver(self) -> Resolver | None:
@@ -218,10 +236,18 @@ _ENVIRON = LazyPattern(r"(^|\.)environ$")
 _ENV_READER = LazyPattern(r"(^|\.)(environ\.get|getenv)$")
 _KNOWN_DICT = "[?]"  # marker key: the name is bound to a dict display whose keys we know
 _COMPUTED_KEYS = "[*]"  # entries stored under keys computed at run time (`device_map[f"layers.{i}"] = ...`)
+
+
 # Finds a first-party helper defined in another module: (the name as called, the setup) -> that
 # module's resolver, the function, and the module's path for messages. Given by the caller, who
 # knows the repository; the analysis itself reads no other file.
-HelperLocator = Callable[[str, Setup], "ForeignFunction | None"]
+class HelperLocator(Protocol):
+    """Finds, for a name as this file writes it, the function (or the constant) of another module of
+    the repository it refers to (context/helpers.py)."""
+
+    def __call__(self, written: str, setup: Setup) -> ForeignFunction | None: ...
+
+    def constant(self, name: str, setup: Setup) -> ForeignConstant | None: ...
 
 
 def _truthy(text: str) -> bool:
@@ -896,6 +922,10 @@ class Resolver:
             if isinstance(binding.value, ast.expr):
                 followed = self.candidates(binding.value, (*guards, *binding.guards), (*via, binding.statement), depth + 1)
                 out += _carried_along(followed, binding.path)
+                continue
+            imported = self._imported_constant(expr, binding, guards, via, depth) if binding.value is None else None
+            if imported is not None:
+                out += _carried_along(imported, binding.path)
             else:
                 out.append(Candidate(binding.value, (*guards, *binding.guards), (*via, binding.statement), path=binding.path))
         entries = self.map_entries(expr) if any(isinstance(c.value, ast.Dict) for c in out) else None
@@ -991,6 +1021,30 @@ class Resolver:
                 out.append(Candidate(value, guards, candidate.via, candidate.entries))
         if _falls_off_end(function):
             out.append(Candidate(None, guards, via))  # returns None at the end: nothing to judge, but not a value
+        return out
+
+    def _imported_constant(
+        self, expr: ast.expr, binding: Binding, guards: tuple[Guard, ...], via: tuple[ast.AST, ...], depth: int
+    ) -> list[Candidate] | None:
+        """What a name this file imports from another module of the repository is bound to there, while
+        imports are followed (ForeignConstant), resolved in that module as a helper's return is: a
+        condition there nobody can decide leaves the value unknown. None for any other name."""
+        if self.helpers is None or not self._importing or not isinstance(expr, ast.Name):
+            return None
+        if not isinstance(binding.statement, ast.ImportFrom) or any(
+            isinstance(step, HelperReturn) and step.call is expr for step in via
+        ):
+            return None
+        foreign = self.helpers.constant(expr.id, self.setup)
+        if foreign is None:
+            return None
+        step = HelperReturn(expr, expr.id, foreign.statement, foreign)
+        out: list[Candidate] = []
+        for candidate in foreign.resolver.candidates(foreign.value, (), (*via, binding.statement, step), depth + 1):
+            undecided = any(foreign.resolver.truth(test) is None for test, _ in candidate.guards)
+            out.append(
+                Candidate(None if undecided else candidate.value, (*guards, *binding.guards), candidate.via, candidate.entries)
+            )
         return out
 
     def _at_call(self, test: ast.expr, function: ast.FunctionDef, call: ast.Call) -> ast.expr:

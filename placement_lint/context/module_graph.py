@@ -220,7 +220,7 @@ class ModuleGraph:
         self.root = root.resolve()
         self._project_of = project_of
         self._layouts: dict[Path, Layout] = {}  # nested projects'
-        self._sources: dict[Path, tuple[ast.Module, str] | None] = {}  # see source()
+        self._sources: dict[tuple[Path, bool], tuple[ast.Module, str] | None] = {}  # see source()
         self._root_prefix = os.path.join(str(self.root), "")
         self._layout = layout
         self.anchors = anchors
@@ -507,13 +507,16 @@ class ModuleGraph:
             self._summaries[path] = ModuleSummary.of(path, tree, self) if tree is not None else None
         return self._summaries[path]
 
-    def source(self, path: Path) -> tuple[ast.Module, str] | None:
+    def source(self, path: Path, constants: bool = False) -> tuple[ast.Module, str] | None:
         """A module's tree and text, for a helper function defined there: parsed once a process, kept
         for every file checked here that calls into it (a helper module too large, not UTF-8 or without
-        a `return` or an import is not read)."""
-        if path not in self._sources:
-            self._sources[path] = _source(path, self.bytes_of(path))
-        return self._sources[path]
+        a `return` or an import is not read). With `constants`, for a name it binds at its top level
+        (`DEVICE_MAP = ...` in a settings module, which may hold no `return` nor import)."""
+        key = (path, constants)
+        if key not in self._sources:
+            known = self._sources.get((path, False))
+            self._sources[key] = known if known is not None else _source(path, self.bytes_of(path), constants)
+        return self._sources[key]
 
     def class_table(self, path: Path) -> ClassTable | None:
         if path not in self._tables:
@@ -730,10 +733,15 @@ def _names(written: bytes) -> list[str]:
     return [m.group(1).decode("ascii", "replace") for m in _NAME.finditer(written.strip(b"()")) if m.group(1) != b"*"]
 
 
-def _source(path: Path, read: bytes | None = None) -> tuple[ast.Module, str] | None:
-    """`read`: the module's bytes, when the graph still holds them."""
+def _source(path: Path, read: bytes | None = None, constants: bool = False) -> tuple[ast.Module, str] | None:
+    """`read`: the module's bytes, when the graph still holds them. `constants`: read a module that
+    binds a name to a value too (see ModuleGraph.source)."""
     raw = read if read is not None else _read_module(path)
-    if raw is None or len(raw) > _MAX_CLASS_MODULE_BYTES or not (b"return" in raw or b"import" in raw):
+    if (
+        raw is None
+        or len(raw) > _MAX_CLASS_MODULE_BYTES
+        or not (b"return" in raw or b"import" in raw or (constants and b"=" in raw))
+    ):
         return None
     try:
         text = raw.decode("utf-8")

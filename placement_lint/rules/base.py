@@ -32,7 +32,7 @@ from placement_lint.rules.violation import Violation
 if TYPE_CHECKING:
     # A rule module imports no analysis: the pre-check reads the rules' tokens, and only a file it
     # lets through is analysed (rules/checked_file.py imports the analyses then).
-    from placement_lint.analysis.dataflow import ForeignFunction
+    from placement_lint.analysis.dataflow import ForeignConstant, ForeignFunction
     from placement_lint.analysis.placements import DeviceMap, ForwardedLoad, Loader, ModelLoad
     from placement_lint.rules.spans import Related  # made only for findings: a clean run never creates their classes
 
@@ -370,7 +370,12 @@ def value_facts(file: CheckedFile, device_map: DeviceMap) -> tuple[tuple[str, st
     helper = device_map.candidate.helper
     if helper is not None and helper.foreign is not None:
         value = _foreign_text(helper.foreign, device_map.node)
-        facts.append(("returned by", f"{written(file, helper.call)}: {value} ({helper.foreign.path}:{device_map.node.lineno})"))
+        if helper.imported:
+            facts.append(("imported", f"{helper.name} = {value} ({helper.foreign.path}:{device_map.node.lineno})"))
+        else:
+            facts.append(
+                ("returned by", f"{written(file, helper.call)}: {value} ({helper.foreign.path}:{device_map.node.lineno})")
+            )
     elif helper is not None:
         row = file.source.position(file.source.node_span(helper.call)[0])[0]
         facts.append(("returned by", f"{written(file, helper.call)}, line {row}"))
@@ -419,7 +424,8 @@ def value_origins(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ..
 
     found: list[Related] = []
     if foreign is not None:  # the finding is the call; the value is written in the helper's module
-        found.append(origin_of(device_map.node, f"returns {_foreign_text(foreign, device_map.node)}"))
+        said = "is" if helper is not None and helper.imported else "returns"
+        found.append(origin_of(device_map.node, f"{said} {_foreign_text(foreign, device_map.node)}"))
     elif helper is not None:  # the finding is the value in the helper; its call is here
         found.append(span_of(file, helper.call, "helper", f"{written(file, helper.call)} returns it"))
     if loop is not None:
@@ -427,7 +433,7 @@ def value_origins(file: CheckedFile, device_map: DeviceMap) -> tuple[Related, ..
     return tuple(found)
 
 
-def _foreign_text(foreign: ForeignFunction, node: ast.AST) -> str:
+def _foreign_text(foreign: ForeignFunction | ForeignConstant, node: ast.AST) -> str:
     """A value written in another module, as written there."""
     return shortened(ast.get_source_segment(foreign.text, node) or ast.unparse(node))
 
