@@ -1031,10 +1031,8 @@ class Resolver:
         condition there nobody can decide leaves the value unknown. None for any other name."""
         if self.helpers is None or not self._importing or not isinstance(expr, ast.Name):
             return None
-        if not isinstance(binding.statement, ast.ImportFrom) or any(
-            isinstance(step, HelperReturn) and step.call is expr for step in via
-        ):
-            return None
+        if not isinstance(binding.statement, ast.ImportFrom):
+            return None  # the other module's resolver follows no imports: no chain of constants to loop on
         foreign = self.helpers.constant(expr.id, self.setup)
         if foreign is None:
             return None

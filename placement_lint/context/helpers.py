@@ -64,7 +64,7 @@ class ImportedFunctions:
         if (
             not isinstance(statement, (ast.Assign, ast.AnnAssign))
             or statement.value is None
-            or _rebound_in_functions(module, defined)
+            or _rebound_in_functions(module, text, defined)
         ):
             return None
         if isinstance(statement, ast.Assign) and not (len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):
@@ -125,26 +125,16 @@ def _binds_otherwise(module: ast.Module, name: str) -> bool:
 
 
 def _bound_names(statement: ast.stmt) -> set[str]:
-    """The names a top-level statement binds in its module, as far as a constant's lookup needs."""
+    """The names a top-level statement binds in its module: a definition's, an import's, and every
+    name stored anywhere in it (in the branches of an `if`, a loop's or a `with`'s body too)."""
     if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {statement.name}
     if isinstance(statement, (ast.Import, ast.ImportFrom)):
         return {(alias.asname or alias.name).split(".")[0] for alias in statement.names}
-    targets: list[ast.expr] = []
-    if isinstance(statement, ast.Assign):
-        targets = statement.targets
-    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
-        targets = [statement.target]
-    elif isinstance(statement, (ast.For, ast.AsyncFor)):
-        targets = [statement.target]
-    elif isinstance(statement, (ast.With, ast.AsyncWith)):
-        targets = [item.optional_vars for item in statement.items if item.optional_vars is not None]
-    elif isinstance(statement, (ast.If, ast.Try, ast.While)):
-        # Bound in a branch: the name may hold either value, which this lookup does not follow.
-        return {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
 
 
-def _rebound_in_functions(module: ast.Module, name: str) -> bool:
-    """A function of the module declares the name `global` (and may bind it when called)."""
-    return any(isinstance(node, ast.Global) and name in node.names for node in ast.walk(module))
+def _rebound_in_functions(module: ast.Module, text: str, name: str) -> bool:
+    """A function of the module declares the name `global` (and may bind it when called); the text
+    spares most modules the walk."""
+    return "global" in text and any(isinstance(node, ast.Global) and name in node.names for node in ast.walk(module))
