@@ -266,13 +266,16 @@ def _set_up(setups: _SetUps, found: list[_Found], projects: Projects, graph: Mod
     and a process to spare, while this process summarizes what they may import (propagation's
     summarize_ahead: the setups decide which launches propagate, not what a module imports). The
     child sends back the evidence, and what it read that the context lists among its inputs."""
-    if jobs < 2 or len(found) < SETUPS_ASIDE_LAUNCHES or not CAN_FORK:
+
+    def each() -> list[Evidence]:
         return [setups.evidence(item) for item in found]
+
+    if jobs < 2 or len(found) < SETUPS_ASIDE_LAUNCHES or not CAN_FORK:
+        return each()
     configs, known = setups.configs, len(projects.read)
 
     def work() -> tuple[object, ...]:
-        evidence = [setups.evidence(item) for item in found]
-        return evidence, configs.read, configs.warnings, configs.scripts, projects.read[known:]
+        return each(), configs.read, configs.warnings, configs.scripts, projects.read[known:]
 
     aside = Aside(work)
     try:
@@ -282,7 +285,7 @@ def _set_up(setups: _SetUps, found: list[_Found], projects: Projects, graph: Mod
         raise
     answer = aside.result()
     if answer is None:  # no child, or it failed: worked out here, as it would have been
-        return [setups.evidence(item) for item in found]
+        return each()
     evidence, configs.read, configs.warnings, configs.scripts, read = answer  # type: ignore[misc]
     projects.read[known:known] = read
     return evidence  # type: ignore[return-value]
